@@ -1,0 +1,3 @@
+from envscaler_mcp.cli import main
+
+main()

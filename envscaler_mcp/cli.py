@@ -1,0 +1,53 @@
+"""The `envscaler-mcp` command line. Each stage registers its own commands; configuration is read here, at the edge."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from envscaler_mcp import __version__
+from envscaler_mcp.errors import EnvScalerError
+
+app = typer.Typer(
+    name="envscaler-mcp",
+    help="Synthesize stateful tool environments, serve each as a standalone MCP server, and evaluate LLM agents on them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _register_all() -> None:
+    from envscaler_mcp.catalog import cli as catalog_cli
+    from envscaler_mcp.harness import cli as harness_cli
+    from envscaler_mcp.interop import cli as interop_cli
+    from envscaler_mcp.launch import cli as launch_cli
+    from envscaler_mcp.providers import cli as providers_cli
+    from envscaler_mcp.render import cli as render_cli
+    from envscaler_mcp.report import cli as report_cli
+    from envscaler_mcp.scenario import cli as scenario_cli
+    from envscaler_mcp.synth import cli as synth_cli
+
+    for module in (catalog_cli, scenario_cli, interop_cli, render_cli, launch_cli,
+                   providers_cli, harness_cli, report_cli, synth_cli):
+        module.register(app)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+_register_all()
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turning known errors into a clear message and exit code."""
+    try:
+        app()
+    except EnvScalerError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,57 @@
+"""Errors, split by who is at fault. Every message says what is wrong and what to do next."""
+
+from __future__ import annotations
+
+
+class EnvScalerError(Exception):
+    """Base of every error the tool reports to a person."""
+
+    exit_code = 1
+
+
+class UsageError(EnvScalerError):
+    """The user asked for something that cannot work: a bad flag, a missing file, a malformed input file."""
+
+    exit_code = 2
+
+
+class InputFileError(UsageError):
+    """A file the user gave has the wrong shape. Names the file, the field and what was expected."""
+
+    def __init__(self, path: object, problem: str, hint: str = "") -> None:
+        msg = f"{path}: {problem}"
+        if hint:
+            msg += f"\n  hint: {hint}"
+        super().__init__(msg)
+        self.path = path
+        self.problem = problem
+
+
+class ProviderError(EnvScalerError):
+    """An LLM provider failed (after retries) or is not set up (key, SDK, local model)."""
+
+
+class ProviderNotConfigured(ProviderError):
+    """A provider cannot be used here: say exactly what to set or install."""
+
+    exit_code = 2
+
+
+class SynthesisError(EnvScalerError):
+    """A synthesis step could not produce a valid artefact."""
+
+
+class EnvironmentCodeError(EnvScalerError):
+    """Environment source failed a static check or schema extraction."""
+
+
+class RenderError(EnvScalerError):
+    """Rendering a skeleton into a server failed."""
+
+
+class ServerStartError(EnvScalerError):
+    """An MCP server could not be started or reached."""
+
+
+class ValidatorError(EnvScalerError):
+    """The validator sandbox itself failed (not a validator returning False)."""

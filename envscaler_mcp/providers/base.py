@@ -1,0 +1,82 @@
+"""The one interface every LLM seat goes through: messages + tools + settings in, an assistant turn out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from envscaler_mcp._usage import Usage
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCallRequest(BaseModel):
+    """A tool call the model asked for."""
+
+    id: str = Field(description="Call id (the provider's, or generated when the provider gives none).")
+    name: str = Field(description="Tool name, already mapped back to the MCP name.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Decoded arguments.")
+    raw_arguments: str | None = Field(
+        None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
+    )
+
+
+class Message(BaseModel):
+    """A provider-neutral chat message."""
+
+    role: Role
+    content: str = Field("", description="Text content.")
+    tool_calls: list[ToolCallRequest] = Field(default_factory=list, description="Assistant tool calls.")
+    tool_call_id: str | None = Field(None, description="For role 'tool': the call this answers.")
+    name: str | None = Field(None, description="For role 'tool': the tool's name.")
+    is_error: bool = Field(False, description="For role 'tool': the result is an error the model should see.")
+    reasoning: str | None = Field(None, description="Reasoning content, where the model gives it.")
+
+
+class ToolDef(BaseModel):
+    """A tool as offered to a model (converted from an MCP tool listing)."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class GenerationSettings(BaseModel):
+    """Per-call settings."""
+
+    temperature: float | None = 0.0
+    max_tokens: int | None = 1024
+    timeout_s: float = Field(120.0, description="Per-request timeout in seconds.")
+    seed: int | None = None
+    stop: list[str] | None = None
+    json_schema: dict[str, Any] | None = Field(
+        None, description="Ask for a JSON answer matching this schema (structured output), where supported."
+    )
+
+
+class AssistantTurn(BaseModel):
+    """What one model call produced."""
+
+    message: Message = Field(description="The assistant message (role 'assistant').")
+    usage: Usage = Field(default_factory=Usage, description="Tokens and cost of this call.")
+    finish_reason: str | None = Field(None, description="Provider's stop reason, normalised where possible.")
+    latency_s: float = Field(0.0, description="Wall time of the call, retries included.")
+    model: str = Field("", description="provider/model string that answered.")
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """An LLM seat. Implementations live one per module in envscaler_mcp.providers."""
+
+    spec: str
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDef] | None = None, settings: GenerationSettings | None = None
+    ) -> AssistantTurn:
+        """Run one model call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release clients, servers and processes."""
+        ...

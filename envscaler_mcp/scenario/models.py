@@ -1,0 +1,64 @@
+"""Scenarios: an initial state, a task, a checklist with validators, and a reference solution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envscaler_mcp.skeleton.models import Provenance, canonical_hash
+
+
+class ChecklistItem(BaseModel):
+    """One independent fact the final state must show, with the Python validator that checks it."""
+
+    id: str = Field(description="Item id, unique within the scenario (e.g. 'c1').")
+    description: str = Field(description="The fact, phrased 'Has …?'.")
+    validator: str | None = Field(
+        None,
+        description="Python source defining `def check_func(final_state) -> bool`; a global `initial_state` "
+        "holds the scenario's initial state. None for scenarios without validators (EnvScaler SFT).",
+    )
+    claims_change: bool = Field(
+        True, description="True when the item asserts a change, so it must be False on the initial state."
+    )
+
+
+class ToolCall(BaseModel):
+    """One call of the reference solution."""
+
+    tool: str = Field(description="Tool name.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the tool's schema wants.")
+
+
+class Scenario(BaseModel):
+    """A task on an environment, checkable on the final state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field("", description="Content hash of env_id, initial state, task and checklist ('sc-' + 16 hex).")
+    env_id: str = Field(description="Environment id the scenario runs on.")
+    title: str = Field("", description="Short title shown in menus and prompts.")
+    task: str = Field(description="The user's task, as the agent (or the simulated user) receives it.")
+    initial_state: dict[str, Any] = Field(description="Full initial state; keys are state attribute names.")
+    checklist: list[ChecklistItem] = Field(description="Independent items; the checklist score is passed/total.")
+    reference_solution: list[ToolCall] = Field(
+        default_factory=list, description="Ordered tool calls that solve the task; empty when unknown."
+    )
+    difficulty: int | None = Field(None, description="Number of tool calls in the reference solution.")
+    provenance: Provenance = Field(description="How this scenario was made.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")
+
+    def compute_id(self) -> str:
+        """The content hash that identifies this scenario."""
+        body = {
+            "env_id": self.env_id,
+            "task": self.task,
+            "initial_state": self.initial_state,
+            "checklist": [[c.description, c.validator] for c in self.checklist],
+        }
+        return "sc-" + canonical_hash(body)[:16]
+
+    def with_id(self) -> Scenario:
+        """Return a copy whose id is the content hash."""
+        return self.model_copy(update={"id": self.compute_id()})

@@ -1,0 +1,138 @@
+"""The environment skeleton: everything needed to render one environment as an MCP server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envscaler_mcp._usage import Usage
+
+ToolKind = Literal["query", "state_change"]
+
+
+class Attribute(BaseModel):
+    """One attribute of an entity."""
+
+    name: str = Field(description="Attribute name as it appears in the state records.")
+    type: str = Field("str", description="Python type annotation of the attribute, as text.")
+    description: str = Field("", description="What the attribute means.")
+
+
+class Entity(BaseModel):
+    """A kind of record the environment keeps (an order, a patient, a ticket …)."""
+
+    name: str = Field(description="Entity name, e.g. 'Order'.")
+    attributes: list[Attribute] = Field(default_factory=list, description="The entity's attributes.")
+    description: str = Field("", description="What the entity represents.")
+
+
+class StateAttribute(BaseModel):
+    """One top-level state attribute of the environment class (an instance attribute set in __init__)."""
+
+    name: str = Field(description="Instance attribute name, e.g. 'orders'.")
+    type: str = Field(description="Python annotation as text, e.g. 'Dict[str, OrderInfo]'.")
+    json_schema: dict[str, Any] = Field(
+        default_factory=dict, description="JSON Schema of the attribute's value, derived from the annotation."
+    )
+    description: str = Field("", description="Comment or docstring describing the attribute.")
+
+
+class ToolSpec(BaseModel):
+    """One public method of the environment class, exposed as an MCP tool."""
+
+    name: str = Field(description="Tool name; matches ^[a-zA-Z0-9_-]{1,64}$ and the method name.")
+    description: str = Field(description="What the tool does (docstring summary, returns and constraints).")
+    input_schema: dict[str, Any] = Field(
+        description="JSON Schema (2020-12) of the arguments: object root, properties with types, "
+        "descriptions and defaults, required list, additionalProperties false."
+    )
+    kind: ToolKind = Field(description="'query' reads state only; 'state_change' may modify state.")
+
+
+class QualityCheck(BaseModel):
+    """One tester call judged by the checker model."""
+
+    tool: str = Field(description="Tool that was called.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments of the call.")
+    case: Literal["positive", "negative"] = Field("positive", description="Whether the call was meant to succeed.")
+    result: Any = Field(None, description="The tool's result.")
+    verdict: Literal["pass", "warning", "fail"] = Field(description="The checker's verdict.")
+    reason: str = Field("", description="The checker's reason.")
+
+
+class QualityReport(BaseModel):
+    """Outcome of the dual-agent quality check (or of the bundled catalog's own tests)."""
+
+    method: str = Field(description="How quality was assessed, e.g. 'dual-agent' or 'hand-authored tests'.")
+    passed: int = Field(0, description="Checks judged Pass.")
+    warnings: int = Field(0, description="Checks judged Warning.")
+    failed: int = Field(0, description="Checks judged Fail.")
+    score: float | None = Field(None, description="(passed + warnings) / total, or None when nothing was checked.")
+    threshold: float | None = Field(None, description="Score an environment needed to be kept.")
+    repaired_tools: list[str] = Field(default_factory=list, description="Tools rewritten in the repair round.")
+    checks: list[QualityCheck] = Field(default_factory=list, description="Every judged call.")
+
+
+class Provenance(BaseModel):
+    """How an artefact was made."""
+
+    source: Literal["hand-authored", "envscaler-import", "synthesized"] = Field(
+        description="Origin of the artefact."
+    )
+    source_id: str | None = Field(None, description="Identifier in the source (EnvScaler env_id or task_id).")
+    source_task: str | None = Field(None, description="The corpus task the environment was mined from.")
+    models: dict[str, str] = Field(default_factory=dict, description="Model per seat, e.g. {'generator': 'openai/gpt-4.1'}.")
+    prompt_version: str | None = Field(None, description="Version of the prompt templates used.")
+    usage: Usage = Field(default_factory=Usage, description="Tokens and cost spent making it.")
+    created_at: str | None = Field(None, description="ISO-8601 UTC time of creation.")
+    notes: list[str] = Field(default_factory=list, description="Free-form notes (repairs, merges, warnings).")
+
+
+class EnvSkeleton(BaseModel):
+    """A stateful environment: one Python class whose attributes are the state and whose methods are the tools."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Environment id: lowercase snake_case, also the server's directory name.")
+    name: str = Field(description="Human-readable name.")
+    summary: str = Field(description="One-line summary (EnvScaler's environment_summary).")
+    introduction: str = Field(description="About three sentences introducing the environment.")
+    entities: list[Entity] = Field(default_factory=list, description="Entities and attributes (the state space).")
+    rules: list[str] = Field(default_factory=list, description="Business rules the code enforces.")
+    class_name: str = Field(description="Name of the environment class in class_source.")
+    class_source: str = Field(description="Full Python module source defining the environment class.")
+    state: list[StateAttribute] = Field(default_factory=list, description="Top-level state attributes.")
+    tools: list[ToolSpec] = Field(description="Public operations exposed as tools, in source order.")
+    default_state: dict[str, Any] = Field(
+        default_factory=dict, description="A realistic initial state; keys are state attribute names."
+    )
+    provenance: Provenance = Field(description="How this skeleton was made.")
+    quality: QualityReport | None = Field(None, description="Quality-check outcome, when one was run.")
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Fields from foreign formats kept for lossless round trips (e.g. EnvScaler's env_structure).",
+    )
+
+    def tool(self, name: str) -> ToolSpec:
+        """Return the tool called `name` or raise KeyError."""
+        for spec in self.tools:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def content_hash(self) -> str:
+        """Stable sha256 of the skeleton's canonical JSON."""
+        return canonical_hash(self.model_dump(mode="json"))
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the basis of every content hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_hash(value: Any) -> str:
+    """sha256 hex digest of canonical_json(value)."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()

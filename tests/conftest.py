@@ -1,0 +1,28 @@
+"""Test-wide settings: tests never reach the network or a real LLM provider."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Provider adapters refuse to send a real request while this is set (see envscaler_mcp/providers).
+os.environ["ENVSCALER_MCP_BLOCK_REQUESTS"] = "1"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--live", action="store_true", default=False, help="run tests that call real LLM providers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--live"):
+        return
+    skip = pytest.mark.skip(reason="live provider test: pass --live and set the provider's API key")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
