@@ -367,10 +367,7 @@ class CloudStorage:
         for share in sorted(self.shares.values(), key=lambda s: s["share_id"]):
             node = self._item(share["item_id"])
             if share["user_id"] == user_id and node is not None and not node["trashed"]:
-                view = self._view(share["item_id"])
-                view["role"] = share["role"]
-                view["granted_by"] = share["granted_by"]
-                found.append(view)
+                found.append({**self._view(share["item_id"]), "role": share["role"], "granted_by": share["granted_by"]})
         return {"success": True, "data": found}
 
     def list_trash(self, user_id: str) -> dict:
@@ -389,11 +386,9 @@ class CloudStorage:
         for item_id in list(self.folders) + list(self.files):
             node = self._item(item_id) or {}
             if node["owner_id"] == user_id and node["trashed"] and node["trashed_via"] == item_id:
-                view = self._view(item_id)
-                view["days_left"] = self.trash_retention_days - self._days_since(node["trashed_date"])
-                view["items_inside"] = sum(1 for i in self._subtree(item_id)[1:]
-                                           if (self._item(i) or {}).get("trashed_via") == item_id)
-                found.append(view)
+                inside = sum(1 for i in self._subtree(item_id)[1:] if (self._item(i) or {}).get("trashed_via") == item_id)
+                days_left = self.trash_retention_days - self._days_since(node["trashed_date"])
+                found.append({**self._view(item_id), "days_left": days_left, "items_inside": inside})
         found.sort(key=lambda v: (v["trashed_date"], v["path"]))
         return {"success": True, "data": found}
 
