@@ -528,13 +528,15 @@ class FlightBookings:
             {"success": True, "message": str} or {"success": False, "error": str}.
 
         Constraints:
-            Only confirmed tickets before departure day; basic economy fares get a seat at check-in and cannot
-            choose one.
+            Only confirmed tickets on scheduled or delayed flights; basic economy fares get a seat at check-in
+            and cannot choose one.
         """
         problem = self._ticket_error(ticket_id)
         if problem:
             return {"success": False, "error": problem}
         ticket = self.tickets[ticket_id]
+        if self.flights[ticket["flight_id"]]["status"] not in ("scheduled", "delayed"):
+            return {"success": False, "error": f"Flight {ticket['flight_id']} is {self.flights[ticket['flight_id']]['status']}."}
         rule = self.fare_rules[ticket["fare_class"]]
         if not rule["seat_selection"]:
             return {"success": False, "error": f"Fare {ticket['fare_class']} does not include seat selection; a seat is given at check-in."}

@@ -130,7 +130,7 @@ def build(state: dict) -> list[Scenario]:
     out.append(scenario(
         "Family trip to Madrid",
         "Olivia Brooks speaking. Please book my husband Noah, our daughter Lily and me from Lisbon to Madrid on "
-        "2026-06-28 and back on 2026-07-03, standard economy for everyone, paid by my card. Lily has no profile yet: "
+        "2026-06-28 and back on 2026-07-03, all in one booking, standard economy for everyone, paid by my card. Lily has no profile yet: "
         "Lily Brooks, born 2019-04-12, use my email olivia.brooks+lily@mail.example for her.",
         state,
         [item(1, "Has a profile been created for Lily Brooks born 2019-04-12?",
