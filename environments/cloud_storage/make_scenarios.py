@@ -243,12 +243,56 @@ def build(state: dict) -> list[Scenario]:
          call("delete_permanently", user_id="U09", item_id="FIL-0063"),
          call("delete_permanently", user_id="U09", item_id="FIL-0064"),
          call("change_plan", user_id="U09", plan="standard")]))
+
+    out.append(scenario(
+        "Copy and revise in a shared folder",
+        "Dana Whitfield (U06) here. Copy Maya's brand-guidelines-v3.pdf from the Northpeak Rebrand folder into my "
+        "Documents folder, and upload my revised workshop-notes.docx (410 KB) as a new version of the file in "
+        "Northpeak Rebrand.",
+        state,
+        [item(1, "Has a copy of the brand guidelines (395 KB PDF) owned by Dana been put in her Documents folder FLD-035?",
+              'return any(f["folder_id"] == "FLD-035" and f["owner_id"] == "U06" and f["size_kb"] == 395\n'
+              '           and "brand-guidelines" in f["name"] for k, f in final_state["files"].items() if k not in initial_state["files"])'),
+         item(2, "Has workshop-notes.docx (FIL-0004) got a second version of 410 KB by Dana?",
+              'v = final_state["files"]["FIL-0004"]["versions"]\n'
+              'return len(v) == 2 and v[-1]["size_kb"] == 410 and v[-1]["author_id"] == "U06"'),
+         item(3, "Has Maya (U01) stayed the owner of workshop-notes.docx?",
+              'return final_state["files"]["FIL-0004"]["owner_id"] == "U01"', claims_change=False)],
+        [call("search_items", name="brand-guidelines"),
+         call("search_items", name="Documents", owner_id="U06", kind="folder"),
+         call("copy_file", user_id="U06", file_id="FIL-0001", destination_folder_id="FLD-035"),
+         call("search_items", name="workshop-notes"),
+         call("upload_new_version", user_id="U06", file_id="FIL-0004", size_kb=410)]))
+
+    out.append(scenario(
+        "Make room by upgrading",
+        "Sara Lindgren (U03) again. I changed my mind about deleting things: upgrade me to the standard plan instead "
+        "and then upload drone-footage.mp4 (350000 KB, video/mp4) to my Videos folder. Keep everything in my trash.",
+        state,
+        [item(1, "Has Sara been moved to the standard plan?", 'return final_state["users"]["U03"]["plan"] == "standard"'),
+         item(2, "Has drone-footage.mp4 (350000 KB) been uploaded to her Videos folder FLD-029?",
+              'return any(f["name"] == "drone-footage.mp4" and f["folder_id"] == "FLD-029" and f["size_kb"] == 350000\n'
+              '           for f in final_state["files"].values())'),
+         item(3, "Have both trashed interview takes been kept in the trash?",
+              'return all(k in final_state["files"] and final_state["files"][k]["trashed"] for k in ("FIL-0027", "FIL-0028"))',
+              claims_change=False)],
+        [call("get_storage_usage", user_id="U03"),
+         call("change_plan", user_id="U03", plan="standard"),
+         call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4", size_kb=350000,
+              mime_type="video/mp4")]))
     return out
 
 
 # A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
 # one checklist item False, which shows the checklist catches that mistake.
 WRONG: dict[str, list[ToolCall]] = {
+    "Copy and revise in a shared folder": [
+        call("copy_file", user_id="U06", file_id="FIL-0001", destination_folder_id="FLD-035"),
+        call("upload_file", user_id="U06", folder_id="FLD-024", name="workshop-notes-v2.docx", size_kb=410,
+             mime_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document")],
+    "Make room by upgrading": [call("empty_trash", user_id="U03"),
+                               call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4",
+                                    size_kb=350000, mime_type="video/mp4")],
     "Share the budget read-only": [call("share_item", user_id="U01", item_id="FIL-0009",
                                         grantee_email="dana.whitfield@lumen.example", role="editor")],
     "Restore a deleted press kit": [call("delete_permanently", user_id="U06", item_id="FIL-0041")],

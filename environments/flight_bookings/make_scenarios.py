@@ -260,12 +260,48 @@ def build(state: dict) -> list[Scenario]:
          call("search_flights", origin="MAD", destination="FCO", departure_date="2026-06-26"),
          call("create_booking", contact_passenger_id="P-0013", passenger_ids=["P-0013"], flight_ids=["FL-1063"],
               fare_class="economy_standard", payment_method="travel_credit")]))
+
+    out.append(scenario(
+        "Cancel for travel credit",
+        "Emma Dubois here. I can't make my June 23 Amsterdam trip (ticket T-10001) - please cancel it; travel credit "
+        "is fine. And update my phone number to +351 912 555 010.",
+        state,
+        [item(1, "Has T-10001 been cancelled?", 'return final_state["tickets"]["T-10001"]["status"] == "cancelled"'),
+         item(2, "Has Emma (P-0011) received 105.00 travel credit (155.00 minus the 50.00 fee)?",
+              'return final_state["passengers"]["P-0011"]["credit_balance"] == 105.0'),
+         item(3, "Has Emma's phone number been updated?",
+              'return final_state["passengers"]["P-0011"]["phone"] == "+351 912 555 010"')],
+        [call("get_booking", booking_id="BK-2001"),
+         call("get_fare_rules", fare_class="economy_standard"),
+         call("cancel_ticket", ticket_id="T-10001"),
+         call("update_contact", passenger_id="P-0011", phone="+351 912 555 010")]))
+
+    out.append(scenario(
+        "Seat and bag on a basic fare",
+        "Marta Ferreira. On my return ticket T-10005 I'd like seat 11A and one checked bag, please. Don't change my "
+        "ticket type for it.",
+        state,
+        [item(1, "Has T-10005 got one checked bag?", 'return final_state["tickets"]["T-10005"]["checked_bags"] == 1'),
+         item(2, "Has the 40.00 bag fee been charged for T-10005?",
+              'old = set(initial_state["payments"])\n'
+              'return any(p["ticket_id"] == "T-10005" and p["kind"] == "bag_fee" and p["amount"] == 40.0\n'
+              '           for k, p in final_state["payments"].items() if k not in old)'),
+         item(3, "Has T-10005 kept its basic fare (no seat selection, no upgrade)?",
+              't = final_state["tickets"]["T-10005"]\nreturn t["fare_class"] == "economy_basic" and t["seat"] is None',
+              claims_change=False)],
+        [call("get_booking", booking_id="BK-2004"),
+         call("get_fare_rules", fare_class="economy_basic"),
+         call("add_checked_bags", ticket_id="T-10005", count=1)]))
     return out
 
 
 # A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
 # one checklist item False, which shows the checklist catches that mistake.
 WRONG: dict[str, list[ToolCall]] = {
+    "Cancel for travel credit": [call("cancel_ticket", ticket_id="T-10001")],
+    "Seat and bag on a basic fare": [call("upgrade_cabin", ticket_id="T-10005"),
+                                     call("select_seat", ticket_id="T-10005", seat="1A"),
+                                     call("add_checked_bags", ticket_id="T-10005", count=1)],
     "Pick a window seat": [call("select_seat", ticket_id="T-10001", seat="12F")],
     "Add a checked bag": [call("add_checked_bags", ticket_id="T-10002", count=2)],
     "Book a trip to Amsterdam": [call("create_booking", contact_passenger_id="P-0001", passenger_ids=["P-0001"],

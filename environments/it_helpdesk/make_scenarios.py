@@ -241,12 +241,51 @@ def build(state: dict) -> list[Scenario]:
          call("update_ticket_status", ticket_id="INC-3033", status="on_hold", note="Waiting for a replacement dock from the vendor."),
          call("add_comment", ticket_id="INC-3033", author_id="AG06",
               body="A replacement docking station is on order; we'll swap it as soon as it arrives.")]))
+
+    out.append(scenario(
+        "Misrouted ticket",
+        "Ticket INC-3046 (emails to a partner bounce back) turned out to be the partner's firewall blocking our mail "
+        "servers, so it's a network problem. Move it to the network queue and have Tariq Aziz (AG08) take it.",
+        state,
+        [item(1, "Has INC-3046 moved to the Network & VPN queue (Q-NET)?",
+              'return final_state["tickets"]["INC-3046"]["queue_id"] == "Q-NET"'),
+         item(2, "Has INC-3046 been assigned to Tariq Aziz (AG08)?",
+              't = final_state["tickets"]["INC-3046"]\nreturn t["assignee_id"] == "AG08" and t["status"] == "assigned"'),
+         item(3, "Has an internal note recorded the transfer on INC-3046?",
+              'old = set(initial_state["comments"])\n'
+              'return any(c["ticket_id"] == "INC-3046" and c["internal"] for k, c in final_state["comments"].items() if k not in old)')],
+        [call("get_ticket", ticket_id="INC-3046"),
+         call("list_queues"),
+         call("transfer_ticket", ticket_id="INC-3046", queue_id="Q-NET",
+              reason="Partner firewall blocks our mail servers; network issue."),
+         call("assign_ticket", ticket_id="INC-3046", agent_id="AG08")]))
+
+    out.append(scenario(
+        "Retire old hardware",
+        "Please retire the broken OptiPlex desktop AST-2062 that's sitting in repair, and Fatima Zahra's laptop "
+        "AST-2015 as well - it's getting old. If the laptop can't be retired yet, leave it with her for now.",
+        state,
+        [item(1, "Has the desktop AST-2062 been retired?", 'return final_state["assets"]["AST-2062"]["status"] == "retired"'),
+         item(2, "Has the laptop AST-2015 stayed in use with Fatima (E1015)?",
+              'a = final_state["assets"]["AST-2015"]\nreturn a["status"] == "in_use" and a["assigned_to"] == "E1015"',
+              claims_change=False),
+         item(3, "Has Fatima's open docking ticket INC-3021 been left in progress?",
+              'return final_state["tickets"]["INC-3021"]["status"] == "in_progress"', claims_change=False)],
+        [call("get_asset", asset_id="AST-2062"),
+         call("retire_asset", asset_id="AST-2062"),
+         call("get_asset", asset_id="AST-2015"),
+         call("list_tickets", keyword="dock", open_only=True)]))
     return out
 
 
 # A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
 # one checklist item False, which shows the checklist catches that mistake.
 WRONG: dict[str, list[ToolCall]] = {
+    "Misrouted ticket": [call("assign_ticket", ticket_id="INC-3046", agent_id="AG08"),
+                         call("assign_ticket", ticket_id="INC-3046", agent_id="AG03")],
+    "Retire old hardware": [call("retire_asset", asset_id="AST-2062"),
+                            call("return_asset", asset_id="AST-2015", condition="good"),
+                            call("retire_asset", asset_id="AST-2015")],
     "Assign an access ticket": [call("assign_ticket", ticket_id="INC-3047", agent_id="AG04")],
     "Resolve the docking station ticket": [call("resolve_ticket", ticket_id="INC-3021", resolution="Fixed.")],
     "Swap a failing laptop": [call("return_asset", asset_id="AST-2002", condition="good"),
