@@ -54,6 +54,24 @@ def build_cmd(
         raise typer.Exit(1)
 
 
+@catalog_app.command("schemas")
+def schemas_cmd(
+    check: Annotated[bool, typer.Option("--check", help="Only check: exit 1 when a schema file is stale.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder to write (default: schemas/).")] = None,
+) -> None:
+    """Regenerate schemas/*.schema.json from the Pydantic models of the on-disk formats."""
+    from envscaler_mcp.skeleton.jsonschemas import write_schemas
+
+    changed = write_schemas(out, check=check)
+    for name in changed:
+        typer.echo(f"{name}: {'stale' if check else 'written'}")
+    if not changed:
+        typer.echo("schemas are current.")
+    if check and changed:
+        typer.secho("Run `envscaler-mcp catalog schemas` and commit schemas/.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
 def list_cmd(home: HomeOption = None) -> None:
     """List the catalog's environments with their tool and scenario counts."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
