@@ -40,9 +40,10 @@ def _self_attr(node: ast.expr) -> str | None:
 
 
 class _MethodVisitor(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, helper_reads: dict[str, list[str]] | None = None) -> None:
         self.fx = MethodEffects()
         self.aliases: dict[str, set[str]] = {}
+        self.helper_reads = helper_reads or {}
 
     def roots(self, node: ast.expr) -> set[str]:
         """State attributes an expression refers into (through subscripts, attributes, views, aliases)."""
@@ -57,6 +58,9 @@ class _MethodVisitor(ast.NodeVisitor):
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr in _VIEW_METHODS:
                 node = node.func.value
+            elif isinstance(node, ast.Call) and _self_attr(node.func) in self.helper_reads:
+                # `self._find(x)` may return a record inside the state the helper reads.
+                return set(self.helper_reads[_self_attr(node.func) or ""])
             elif isinstance(node, ast.Name):
                 return set(self.aliases.get(node.id, set()))
             elif isinstance(node, ast.IfExp):
@@ -141,21 +145,30 @@ class _MethodVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def method_effects(func: ast.FunctionDef | ast.AsyncFunctionDef) -> MethodEffects:
+def method_effects(func: ast.FunctionDef | ast.AsyncFunctionDef,
+                   helper_reads: dict[str, list[str]] | None = None) -> MethodEffects:
     """Direct reads, writes and self-calls of one method.
 
     Aliases are collected in a first pass so that a write that appears before its alias's
     assignment in a loop is still caught (flow-insensitive, which errs toward 'writes').
+    helper_reads maps other methods to the state they read: their results may alias that state.
     """
-    first = _MethodVisitor()
+    first = _MethodVisitor(helper_reads)
     first.visit(func)
-    second = _MethodVisitor()
+    second = _MethodVisitor(helper_reads)
     second.aliases = first.aliases
     second.visit(func)
     fx = second.fx
     # `self.method(...)` loads `self.method`; it is a call, not a state read.
     fx.reads = [r for r in fx.reads if r not in fx.calls]
     return fx
+
+
+def class_effects(methods: list[ast.FunctionDef]) -> dict[str, MethodEffects]:
+    """Effects of every method of a class, counting writes through records returned by helper methods."""
+    plain = {m.name: method_effects(m) for m in methods}
+    reads = {name: fx.reads for name, fx in plain.items() if fx.reads}
+    return {m.name: method_effects(m, reads) for m in methods}
 
 
 def transitive_writes(effects: dict[str, MethodEffects], name: str) -> list[str]:

@@ -15,7 +15,7 @@ from envscaler_mcp.skeleton._annotations import (
     make_nullable,
 )
 from envscaler_mcp.skeleton._docstrings import parse_docstring
-from envscaler_mcp.skeleton._effects import MethodEffects, method_effects, transitive_writes
+from envscaler_mcp.skeleton._effects import MethodEffects, class_effects, transitive_writes
 from envscaler_mcp.skeleton.models import EnvSkeleton, StateAttribute, ToolKind, ToolSpec
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -144,7 +144,7 @@ def tool_input_schema(func: ast.FunctionDef, class_name: str, conv: AnnotationCo
 
 
 def _class_effects(cls: ast.ClassDef) -> dict[str, MethodEffects]:
-    return {m.name: method_effects(m) for m in _methods(cls)}
+    return class_effects(_methods(cls))
 
 
 def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
@@ -274,11 +274,12 @@ def env_structure(source: str, class_name: str) -> dict[str, Any]:
         for name, (ann, value) in state_annotations(cls).items()
     }
     methods: dict[str, dict[str, list[str]]] = {}
+    effects = _class_effects(cls)
+    method_names = {m.name for m in _methods(cls)}
     for func in _methods(cls):
         if func.name == "__init__":
             continue
-        fx = method_effects(func)
-        method_names = {m.name for m in _methods(cls)}
+        fx = effects[func.name]
         methods[func.name] = {"calls": [c for c in fx.calls if c in method_names],
                               "reads": [r for r in fx.reads if r not in method_names],
                               "writes": list(fx.writes)}
