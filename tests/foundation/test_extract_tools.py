@@ -166,3 +166,27 @@ def test_env_structure_shape() -> None:
     assert structure["methods"]["log_event"] == {"calls": ["_record"], "reads": [], "writes": []}
     assert structure["methods"]["get_order"] == {"calls": [], "reads": ["orders"], "writes": []}
     assert "__init__" not in structure["methods"] and "_unused" in structure["methods"]
+
+
+def test_writes_through_a_record_returned_by_a_helper_count() -> None:
+    src = '''
+class Lib:
+    def __init__(self):
+        self.books = {}
+
+    def _find(self, book_id: str):
+        return self.books.get(book_id)
+
+    def lend(self, book_id: str) -> dict:
+        """Lend."""
+        book = self._find(book_id)
+        book["lent"] = True
+        return {"success": True}
+
+    def show(self, book_id: str) -> dict:
+        """Show."""
+        book = self._find(book_id)
+        return {"success": True, "data": dict(book)}
+'''
+    assert {t.name: t.kind for t in extract_tools(src, "Lib")} == {"lend": "state_change", "show": "query"}
+    assert env_structure(src, "Lib")["methods"]["lend"]["writes"] == ["books"]
