@@ -11,8 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-HomeOption = Annotated[Path | None, typer.Option(
-    "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog).")]
+HomeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
+    ),
+]
 
 
 def _roots(home: Path | None) -> tuple[Path, Path]:
@@ -29,9 +33,15 @@ catalog_app = typer.Typer(help="Build and inspect the bundled environment catalo
 
 @catalog_app.command("build")
 def build_cmd(
-    envs: Annotated[list[str] | None, typer.Argument(
-        help="Environment ids or authoring-folder paths to build (default: every authoring folder).")] = None,
-    check: Annotated[bool, typer.Option("--check", help="Only check: exit 1 when a skeleton.json is stale.")] = False,
+    envs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Environment ids or authoring-folder paths to build (default: every authoring folder)."
+        ),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only check: exit 1 when a skeleton.json is stale.")
+    ] = False,
     home: HomeOption = None,
 ) -> None:
     """Build environments/<env>/skeleton.json from environment.py, meta.json and default_state.json."""
@@ -49,14 +59,20 @@ def build_cmd(
         if status == "stale":
             stale.append(folder.name)
     if stale:
-        typer.secho(f"{len(stale)} skeleton.json file(s) are stale: {', '.join(stale)}. "
-                    "Run `envscaler-mcp catalog build` and commit the result.", fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"{len(stale)} skeleton.json file(s) are stale: {', '.join(stale)}. "
+            "Run `envscaler-mcp catalog build` and commit the result.",
+            fg=typer.colors.RED,
+            err=True,
+        )
         raise typer.Exit(1)
 
 
 @catalog_app.command("schemas")
 def schemas_cmd(
-    check: Annotated[bool, typer.Option("--check", help="Only check: exit 1 when a schema file is stale.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only check: exit 1 when a schema file is stale.")
+    ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Folder to write (default: schemas/).")] = None,
 ) -> None:
     """Regenerate schemas/*.schema.json from the Pydantic models of the on-disk formats."""
@@ -83,8 +99,12 @@ def list_cmd(home: HomeOption = None) -> None:
     for env_id in list_env_ids(env_root):
         sk = get_skeleton(env_id, env_root)
         queries = sum(t.kind == "query" for t in sk.tools)
-        table.add_row(sk.id, escape(sk.name), f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
-                      str(len(scenarios_for(env_id, scen_root))))
+        table.add_row(
+            sk.id,
+            escape(sk.name),
+            f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
+            str(len(scenarios_for(env_id, scen_root))),
+        )
     Console().print(table)
 
 
@@ -109,9 +129,13 @@ def show_cmd(
         tools.add_column(col)
     for t in sk.tools:
         req = set(t.input_schema.get("required", []))
-        params = ", ".join(f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
-                           for name, schema in t.input_schema.get("properties", {}).items())
-        tools.add_row(t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else ""))
+        params = ", ".join(
+            f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
+            for name, schema in t.input_schema.get("properties", {}).items()
+        )
+        tools.add_row(
+            t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
+        )
     console.print(tools)
     beside = Path(env) / "scenarios.jsonl"
     scenarios = load_scenarios(beside) if beside.is_file() else scenarios_for(sk.id, scen_root)
@@ -120,7 +144,9 @@ def show_cmd(
         for col in ("id", "title / task", "checks", "solution calls"):
             table.add_column(col)
         for s in scenarios:
-            table.add_row(s.id, escape(s.title or s.task[:80]), str(len(s.checklist)), str(len(s.reference_solution)))
+            table.add_row(
+                s.id, escape(s.title or s.task[:80]), str(len(s.checklist)), str(len(s.reference_solution))
+            )
         console.print(table)
     else:
         console.print("No bundled scenarios.")

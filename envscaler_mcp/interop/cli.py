@@ -11,18 +11,30 @@ from envscaler_mcp.errors import UsageError
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
-HomeOption = Annotated[Path | None, typer.Option(
-    "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog).")]
+HomeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
+    ),
+]
 
 
 @import_app.command("envscaler")
 def import_envscaler_cmd(
-    envs: Annotated[Path, typer.Option("--envs", help="EnvScaler env metadata JSON (object keyed by env_id, or list).")],
-    scenarios: Annotated[Path | None, typer.Option(
-        "--scenarios", help="EnvScaler scenario metadata JSON (a list of task items).")] = None,
+    envs: Annotated[
+        Path, typer.Option("--envs", help="EnvScaler env metadata JSON (object keyed by env_id, or list).")
+    ],
+    scenarios: Annotated[
+        Path | None,
+        typer.Option("--scenarios", help="EnvScaler scenario metadata JSON (a list of task items)."),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Output data folder.")] = Path("."),
-    skip_checks: Annotated[bool, typer.Option(
-        "--skip-checks", help="Import environments that fail the static checks (problems become notes).")] = False,
+    skip_checks: Annotated[
+        bool,
+        typer.Option(
+            "--skip-checks", help="Import environments that fail the static checks (problems become notes)."
+        ),
+    ] = False,
 ) -> None:
     """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl."""
     from envscaler_mcp.catalog.store import save_scenarios, save_skeleton
@@ -35,13 +47,17 @@ def import_envscaler_cmd(
         if env_scenarios:
             save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl")
         queries = sum(t.kind == "query" for t in skeleton.tools)
-        typer.echo(f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
-                   f"({queries} query, {len(skeleton.tools) - queries} state_change), "
-                   f"{len(env_scenarios)} scenarios")
+        typer.echo(
+            f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
+            f"({queries} query, {len(skeleton.tools) - queries} state_change), "
+            f"{len(env_scenarios)} scenarios"
+        )
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
-    typer.echo(f"imported {len(result.skeletons)} environment(s) and "
-               f"{sum(len(v) for v in result.scenarios.values())} scenario(s) into {out}")
+    typer.echo(
+        f"imported {len(result.skeletons)} environment(s) and "
+        f"{sum(len(v) for v in result.scenarios.values())} scenario(s) into {out}"
+    )
     if result.errors:
         for err in result.errors:
             typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
@@ -50,15 +66,28 @@ def import_envscaler_cmd(
 
 
 def export_cmd(
-    target: Annotated[str, typer.Argument(help="'envscaler' to write EnvScaler metadata files, or a run directory "
-                                               "to export its trajectories.")],
-    envs: Annotated[list[str] | None, typer.Argument(
-        help="With 'envscaler': environment ids or skeleton paths (default: all in --home).")] = None,
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="With 'envscaler': output folder (default: .). With a run: output file.")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="Trajectory format for a run: openai or sharegpt.")] = None,
-    min_score: Annotated[float | None, typer.Option(
-        "--min-score", help="Only episodes with at least this checklist score (run export).")] = None,
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="'envscaler' to write EnvScaler metadata files, or a run directory "
+            "to export its trajectories."
+        ),
+    ],
+    envs: Annotated[
+        list[str] | None,
+        typer.Argument(help="With 'envscaler': environment ids or skeleton paths (default: all in --home)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="With 'envscaler': output folder (default: .). With a run: output file."),
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Trajectory format for a run: openai or sharegpt.")
+    ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option("--min-score", help="Only episodes with at least this checklist score (run export)."),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Export environments and scenarios in EnvScaler's formats, or a run's trajectories for training."""
@@ -71,13 +100,16 @@ def export_cmd(
     if fmt not in ("openai", "sharegpt"):
         raise UsageError("exporting a run needs --format openai or --format sharegpt.")
     if not run_dir.is_dir():
-        raise UsageError(f"'{target}' is not a run directory (nor 'envscaler'). "
-                         "Usage: `export envscaler [ENV...] --out DIR` or `export RUN_DIR --format openai`.")
+        raise UsageError(
+            f"'{target}' is not a run directory (nor 'envscaler'). "
+            "Usage: `export envscaler [ENV...] --out DIR` or `export RUN_DIR --format openai`."
+        )
     try:
         from envscaler_mcp.report.export import export_run  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
-        raise UsageError("trajectory export is not available in this installation "
-                         f"(envscaler_mcp.report.export: {exc}).") from exc
+        raise UsageError(
+            f"trajectory export is not available in this installation (envscaler_mcp.report.export: {exc})."
+        ) from exc
     written = export_run(run_dir, fmt, min_score, out)
     if written is not None:
         typer.echo(str(written))
@@ -102,12 +134,13 @@ def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None
     envs, scenarios = export_envscaler(items)
     atomic_write_json(out / "env_metadata.json", envs)
     atomic_write_json(out / "scenario_metadata.json", scenarios)
-    typer.echo(f"wrote {len(envs)} environment(s) to {out / 'env_metadata.json'} and "
-               f"{len(scenarios)} scenario(s) to {out / 'scenario_metadata.json'}")
+    typer.echo(
+        f"wrote {len(envs)} environment(s) to {out / 'env_metadata.json'} and "
+        f"{len(scenarios)} scenario(s) to {out / 'scenario_metadata.json'}"
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
     app.add_typer(import_app, name="import")
     app.command("export")(export_cmd)
-

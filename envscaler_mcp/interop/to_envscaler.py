@@ -36,7 +36,7 @@ def _class_def_text(source: str, cls: ast.ClassDef) -> str:
 def _method_code(source: str, cls: ast.ClassDef, name: str) -> str:
     func = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name)
     start = min([func.lineno, *(d.lineno for d in func.decorator_list)])
-    lines = source.splitlines()[start - 1: func.end_lineno]
+    lines = source.splitlines()[start - 1 : func.end_lineno]
     return textwrap.dedent("\n".join(lines)) + "\n"
 
 
@@ -53,21 +53,34 @@ def derived_env_item(skeleton: EnvSkeleton) -> dict[str, Any]:
         "environment_summary": skeleton.summary,
         "environment_introduction": skeleton.introduction,
         "state_space_definition": [
-            {"entity": e.name, "attributes": ", ".join(a.name for a in e.attributes), "description": e.description}
+            {
+                "entity": e.name,
+                "attributes": ", ".join(a.name for a in e.attributes),
+                "description": e.description,
+            }
             for e in skeleton.entities
         ],
         "constraints_rules": list(skeleton.rules),
         "operation_list": [
-            {"operation_name": t.name, "operation_description": _first_paragraph(t.description),
-             "operation_type": t.kind, "code": _method_code(source, cls, t.name)}
+            {
+                "operation_name": t.name,
+                "operation_description": _first_paragraph(t.description),
+                "operation_type": t.kind,
+                "code": _method_code(source, cls, t.name),
+            }
             for t in skeleton.tools
         ],
         "env_class_name": skeleton.class_name,
         "env_class_code": source,
         "env_class_def": _class_def_text(source, cls),
         "env_structure": env_structure(source, skeleton.class_name),
-        "tools": [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                    "parameters": t.input_schema}} for t in skeleton.tools],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+            }
+            for t in skeleton.tools
+        ],
     }
 
 
@@ -80,8 +93,11 @@ def derived_scenario_item(scenario: Scenario, skeleton: EnvSkeleton) -> dict[str
         "init_config": scenario.initial_state,
         "task": scenario.task,
         "checklist": [c.description for c in scenario.checklist],
-        "checklist_with_func": [{"check_item": c.description, "check_func": c.validator}
-                                for c in scenario.checklist if c.validator is not None],
+        "checklist_with_func": [
+            {"check_item": c.description, "check_func": c.validator}
+            for c in scenario.checklist
+            if c.validator is not None
+        ],
     }
 
 
@@ -104,7 +120,9 @@ def scenario_item(scenario: Scenario, skeleton: EnvSkeleton) -> dict[str, Any]:
     return _merge(derived_scenario_item(scenario, skeleton), scenario.extra, SCENARIO_FIELDS)
 
 
-def export_envscaler(items: list[tuple[EnvSkeleton, list[Scenario]]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def export_envscaler(
+    items: list[tuple[EnvSkeleton, list[Scenario]]],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(env_metadata keyed by env_id, scenario_metadata list) in EnvScaler's file shapes."""
     envs: dict[str, Any] = {}
     scenarios: list[dict[str, Any]] = []

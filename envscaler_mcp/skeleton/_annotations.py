@@ -25,12 +25,35 @@ _SCALARS: dict[str, dict[str, Any]] = {
     "time": {"type": "string", "format": "time"},
     "Decimal": {"type": "number"},
 }
-_ARRAYS = {"list", "List", "Sequence", "MutableSequence", "Iterable", "Collection", "set", "Set",
-           "frozenset", "FrozenSet", "AbstractSet", "MutableSet", "deque", "Deque"}
+_ARRAYS = {
+    "list",
+    "List",
+    "Sequence",
+    "MutableSequence",
+    "Iterable",
+    "Collection",
+    "set",
+    "Set",
+    "frozenset",
+    "FrozenSet",
+    "AbstractSet",
+    "MutableSet",
+    "deque",
+    "Deque",
+}
 _SETS = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet", "MutableSet"}
 _TUPLES = {"tuple", "Tuple"}
-_OBJECTS = {"dict", "Dict", "Mapping", "MutableMapping", "DefaultDict", "defaultdict", "OrderedDict",
-            "Counter", "TypedDict"}
+_OBJECTS = {
+    "dict",
+    "Dict",
+    "Mapping",
+    "MutableMapping",
+    "DefaultDict",
+    "defaultdict",
+    "OrderedDict",
+    "Counter",
+    "TypedDict",
+}
 _WRAPPERS = {"Required", "NotRequired", "ReadOnly", "Final", "ClassVar", "Annotated"}
 
 
@@ -62,8 +85,9 @@ def _base_name(node: ast.expr) -> str:
 
 
 def _is_total_false(keywords: list[ast.keyword]) -> bool:
-    return any(k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False
-               for k in keywords)
+    return any(
+        k.arg == "total" and isinstance(k.value, ast.Constant) and k.value.value is False for k in keywords
+    )
 
 
 def _field_is_required(ann: ast.expr, total: bool) -> bool:
@@ -102,7 +126,9 @@ def collect_module_types(tree: ast.Module) -> ModuleTypes:
                     if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
                         values.append(stmt.value.value)
                 types.enums[node.name] = values
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
             name, value = node.targets[0].id, node.value
             if isinstance(value, ast.Call) and _base_name(value.func) == "TypedDict":
                 types.typeddicts[name] = _functional_typeddict(name, value)
@@ -255,8 +281,12 @@ class AnnotationConverter:
             props = {name: self.convert(ann) for name, ann in td.fields.items()}
         finally:
             self._active.discard(td.name)
-        schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(td.required),
-                                  "additionalProperties": False}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": props,
+            "required": list(td.required),
+            "additionalProperties": False,
+        }
         return schema
 
 

@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass, field
 
 _ARGS_HEADERS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "kwargs"}
-_OTHER_HEADERS = {"returns", "return", "yields", "raises", "constraints", "notes", "note", "example",
-                  "examples", "see also", "warnings", "warning", "attributes", "todo", "errors", "side effects"}
 _HEADER_RE = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _GOOGLE_ITEM_RE = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 _SPHINX_PARAM_RE = re.compile(r"^:param\s+(?:([^:]+?)\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
@@ -62,8 +60,12 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
         if sphinx:
             name, text = sphinx.group(2), [sphinx.group(3).strip()]
             i += 1
-            while i < len(lines) and lines[i].strip() and _indent(lines[i]) > _indent(line) \
-                    and not _SPHINX_FIELD_RE.match(lines[i].strip()):
+            while (
+                i < len(lines)
+                and lines[i].strip()
+                and _indent(lines[i]) > _indent(line)
+                and not _SPHINX_FIELD_RE.match(lines[i].strip())
+            ):
                 text.append(lines[i].strip())
                 i += 1
             params[name] = " ".join(t for t in text if t)
@@ -105,9 +107,3 @@ def _parse_google_args(lines: list[str], i: int, header_indent: int, params: dic
             params[current] = (params[current] + " " + stripped).strip()
         i += 1
     return i
-
-
-def known_section_header(line: str) -> bool:
-    """True when `line` is a section header such as 'Returns:' or 'Constraints:'."""
-    m = _HEADER_RE.match(line.strip())
-    return m is not None and m.group(1).strip().lower() in (_ARGS_HEADERS | _OTHER_HEADERS)

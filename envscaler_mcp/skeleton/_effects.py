@@ -10,10 +10,30 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "clear", "pop", "remove", "discard",
-                              "setdefault", "popitem", "add", "sort", "reverse", "appendleft", "popleft",
-                              "extendleft", "rotate", "difference_update", "intersection_update",
-                              "symmetric_difference_update"})
+MUTATING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "update",
+        "clear",
+        "pop",
+        "remove",
+        "discard",
+        "setdefault",
+        "popitem",
+        "add",
+        "sort",
+        "reverse",
+        "appendleft",
+        "popleft",
+        "extendleft",
+        "rotate",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
 # Methods whose result still refers into the receiver (so writing to the result writes the state).
 _VIEW_METHODS = frozenset({"get", "values", "items", "setdefault", "__getitem__"})
 
@@ -55,8 +75,11 @@ class _MethodVisitor(ast.NodeVisitor):
                 node = node.value
             elif isinstance(node, ast.Attribute):
                 node = node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in _VIEW_METHODS:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _VIEW_METHODS
+            ):
                 node = node.func.value
             elif isinstance(node, ast.Call) and _self_attr(node.func) in self.helper_reads:
                 # `self._find(x)` may return a record inside the state the helper reads.
@@ -145,8 +168,9 @@ class _MethodVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def method_effects(func: ast.FunctionDef | ast.AsyncFunctionDef,
-                   helper_reads: dict[str, list[str]] | None = None) -> MethodEffects:
+def method_effects(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, helper_reads: dict[str, list[str]] | None = None
+) -> MethodEffects:
     """Direct reads, writes and self-calls of one method.
 
     Aliases are collected in a first pass so that a write that appears before its alias's

@@ -33,7 +33,8 @@ class EnvMeta(BaseModel):
     entities: list[Entity] = Field(default_factory=list, description="Entities and their attributes.")
     rules: list[str] = Field(default_factory=list, description="Business rules the code enforces.")
     tool_kinds: dict[str, ToolKind] = Field(
-        default_factory=dict, description="Overrides of the statically derived tool kinds, by tool name.")
+        default_factory=dict, description="Overrides of the statically derived tool kinds, by tool name."
+    )
     quality: QualityReport | None = Field(None, description="How the environment's quality was assessed.")
     notes: list[str] = Field(default_factory=list, description="Provenance notes.")
 
@@ -55,8 +56,14 @@ def validate_state(skeleton: EnvSkeleton, state: Any, *, where: str = "state") -
     return problems
 
 
-def build_skeleton(meta: EnvMeta, source: str, default_state: dict[str, Any],
-                   provenance: Provenance | None = None, *, strict: bool = True) -> EnvSkeleton:
+def build_skeleton(
+    meta: EnvMeta,
+    source: str,
+    default_state: dict[str, Any],
+    provenance: Provenance | None = None,
+    *,
+    strict: bool = True,
+) -> EnvSkeleton:
     """Check the source, extract tools and state, apply kind overrides and validate the default state.
 
     strict also rejects non-deterministic calls and requires the default state to set every attribute.
@@ -66,29 +73,44 @@ def build_skeleton(meta: EnvMeta, source: str, default_state: dict[str, Any],
     if strict:
         problems += check_determinism(source)
     if problems:
-        raise EnvironmentCodeError(f"environment '{meta.id}' failed the static checks:\n  - "
-                                   + "\n  - ".join(problems))
+        raise EnvironmentCodeError(
+            f"environment '{meta.id}' failed the static checks:\n  - " + "\n  - ".join(problems)
+        )
     tools = extract_tools(source, meta.class_name)
     names = [t.name for t in tools]
     unknown = sorted(set(meta.tool_kinds) - set(names))
     if unknown:
-        raise EnvironmentCodeError(f"environment '{meta.id}': tool_kinds names unknown tool(s) {unknown}; "
-                                   f"the tools are {names}.")
+        raise EnvironmentCodeError(
+            f"environment '{meta.id}': tool_kinds names unknown tool(s) {unknown}; the tools are {names}."
+        )
     tools = [t.model_copy(update={"kind": meta.tool_kinds.get(t.name, t.kind)}) for t in tools]
     skeleton = EnvSkeleton(
-        id=meta.id, name=meta.name, summary=meta.summary, introduction=meta.introduction,
-        entities=meta.entities, rules=meta.rules, class_name=meta.class_name, class_source=source,
-        state=extract_state(source, meta.class_name), tools=tools, default_state=default_state,
-        provenance=provenance or Provenance(source="hand-authored", notes=meta.notes), quality=meta.quality,
+        id=meta.id,
+        name=meta.name,
+        summary=meta.summary,
+        introduction=meta.introduction,
+        entities=meta.entities,
+        rules=meta.rules,
+        class_name=meta.class_name,
+        class_source=source,
+        state=extract_state(source, meta.class_name),
+        tools=tools,
+        default_state=default_state,
+        provenance=provenance or Provenance(source="hand-authored", notes=meta.notes),
+        quality=meta.quality,
     )
     state_problems = validate_state(skeleton, default_state, where="default_state")
     missing = [a.name for a in skeleton.state if a.name not in default_state]
     if strict and missing:
-        state_problems.append(f"default_state: missing state attribute(s) {missing}; give each a value "
-                              "(an empty {} or [] is fine).")
+        state_problems.append(
+            f"default_state: missing state attribute(s) {missing}; give each a value "
+            "(an empty {} or [] is fine)."
+        )
     if state_problems:
-        raise EnvironmentCodeError(f"environment '{meta.id}': the default state does not fit the state schema:"
-                                   "\n  - " + "\n  - ".join(state_problems))
+        raise EnvironmentCodeError(
+            f"environment '{meta.id}': the default state does not fit the state schema:"
+            "\n  - " + "\n  - ".join(state_problems)
+        )
     return skeleton
 
 
@@ -97,12 +119,18 @@ def build_skeleton_from_dir(folder: Path) -> EnvSkeleton:
     folder = Path(folder)
     source_path = folder / SOURCE_FILE
     if not source_path.is_file():
-        raise InputFileError(source_path, "file not found",
-                             f"an authoring folder holds {SOURCE_FILE}, {META_FILE} and {DEFAULT_STATE_FILE}.")
+        raise InputFileError(
+            source_path,
+            "file not found",
+            f"an authoring folder holds {SOURCE_FILE}, {META_FILE} and {DEFAULT_STATE_FILE}.",
+        )
     meta = validate_model(EnvMeta, read_json(folder / META_FILE), path=folder / META_FILE)
     if meta.id != folder.name:
-        raise InputFileError(folder / META_FILE, f"id '{meta.id}' differs from the folder name '{folder.name}'",
-                             "rename the folder or fix the id; they must match.")
+        raise InputFileError(
+            folder / META_FILE,
+            f"id '{meta.id}' differs from the folder name '{folder.name}'",
+            "rename the folder or fix the id; they must match.",
+        )
     state_path = folder / DEFAULT_STATE_FILE
     default_state = read_json(state_path) if state_path.exists() else {}
     if not isinstance(default_state, dict):

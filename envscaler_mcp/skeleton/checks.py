@@ -12,24 +12,95 @@ import math
 import re
 from typing import Any
 
-ALLOWED_IMPORTS = frozenset({
-    "__future__", "typing", "typing_extensions", "datetime", "re", "math", "copy", "collections", "uuid",
-    "json", "dataclasses", "enum", "itertools", "functools", "string", "decimal", "statistics", "operator",
-})
-FORBIDDEN_CALLS = frozenset({
-    "exec", "eval", "compile", "open", "__import__", "globals", "locals", "vars", "setattr", "delattr",
-    "input", "breakpoint", "exit", "quit", "help", "memoryview",
-})
+ALLOWED_IMPORTS = frozenset(
+    {
+        "__future__",
+        "typing",
+        "typing_extensions",
+        "datetime",
+        "re",
+        "math",
+        "copy",
+        "collections",
+        "uuid",
+        "json",
+        "dataclasses",
+        "enum",
+        "itertools",
+        "functools",
+        "string",
+        "decimal",
+        "statistics",
+        "operator",
+    }
+)
+FORBIDDEN_CALLS = frozenset(
+    {
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "__import__",
+        "globals",
+        "locals",
+        "vars",
+        "setattr",
+        "delattr",
+        "input",
+        "breakpoint",
+        "exit",
+        "quit",
+        "help",
+        "memoryview",
+    }
+)
 _DUNDER = re.compile(r"^__.+__$")
-_SAFE_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "setter", "getter", "deleter",
-                              "cached_property", "cache", "lru_cache", "wraps", "dataclass", "unique",
-                              "total_ordering"})
-_CONST_CALLS = frozenset({"TypedDict", "NewType", "TypeVar", "compile", "frozenset", "set", "tuple", "dict",
-                          "list", "Decimal", "namedtuple", "NamedTuple", "Enum", "date", "datetime",
-                          "timedelta", "field"})
+_SAFE_DECORATORS = frozenset(
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "setter",
+        "getter",
+        "deleter",
+        "cached_property",
+        "cache",
+        "lru_cache",
+        "wraps",
+        "dataclass",
+        "unique",
+        "total_ordering",
+    }
+)
+_CONST_CALLS = frozenset(
+    {
+        "TypedDict",
+        "NewType",
+        "TypeVar",
+        "compile",
+        "frozenset",
+        "set",
+        "tuple",
+        "dict",
+        "list",
+        "Decimal",
+        "namedtuple",
+        "NamedTuple",
+        "Enum",
+        "date",
+        "datetime",
+        "timedelta",
+        "field",
+    }
+)
 # Calls that make a run non-deterministic (a replay would not give the same state).
-_NONDETERMINISTIC = {"now": "datetime.now()", "utcnow": "datetime.utcnow()", "today": "date.today()",
-                     "uuid1": "uuid.uuid1()", "uuid4": "uuid.uuid4()"}
+_NONDETERMINISTIC = {
+    "now": "datetime.now()",
+    "utcnow": "datetime.utcnow()",
+    "today": "date.today()",
+    "uuid1": "uuid.uuid1()",
+    "uuid4": "uuid.uuid4()",
+}
 
 
 def _call_name(func: ast.expr) -> str:
@@ -70,13 +141,16 @@ def is_constant_expr(node: ast.expr | None) -> bool:
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return all(is_constant_expr(e) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(is_constant_expr(k) for k in node.keys if k is not None) and \
-            all(is_constant_expr(v) for v in node.values)
+        return all(is_constant_expr(k) for k in node.keys if k is not None) and all(
+            is_constant_expr(v) for v in node.values
+        )
     if isinstance(node, ast.UnaryOp | ast.BinOp):
         parts = [node.operand] if isinstance(node, ast.UnaryOp) else [node.left, node.right]
         return all(is_constant_expr(p) for p in parts)
     if isinstance(node, ast.Call) and _call_name(node.func) in _CONST_CALLS:
-        return all(is_constant_expr(a) for a in node.args) and all(is_constant_expr(k.value) for k in node.keywords)
+        return all(is_constant_expr(a) for a in node.args) and all(
+            is_constant_expr(k.value) for k in node.keywords
+        )
     return False
 
 
@@ -95,7 +169,9 @@ class _BodyChecker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
-            self.add(node, "relative imports are not allowed; an environment is a single self-contained module.")
+            self.add(
+                node, "relative imports are not allowed; an environment is a single self-contained module."
+            )
             return
         self._check_module(node, node.module or "")
         for alias in node.names:
@@ -105,27 +181,41 @@ class _BodyChecker(ast.NodeVisitor):
     def _check_module(self, node: ast.AST, module: str) -> None:
         top = module.split(".")[0]
         if top not in ALLOWED_IMPORTS:
-            self.add(node, f"import of '{module}' is not allowed; use only the standard modules "
-                           f"{', '.join(sorted(ALLOWED_IMPORTS - {'__future__'}))}.")
+            self.add(
+                node,
+                f"import of '{module}' is not allowed; use only the standard modules "
+                f"{', '.join(sorted(ALLOWED_IMPORTS - {'__future__'}))}.",
+            )
 
     def visit_Call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
         if name in FORBIDDEN_CALLS:
-            self.add(node, f"call of '{name}()' is not allowed in environment code; "
-                           "write the logic with plain attribute and dict access.")
+            self.add(
+                node,
+                f"call of '{name}()' is not allowed in environment code; "
+                "write the logic with plain attribute and dict access.",
+            )
         elif name in {"getattr", "hasattr"} and len(node.args) >= 2:
             attr = node.args[1]
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
-                self.add(node, f"'{name}()' with a computed attribute name is not allowed; "
-                               "use explicit attributes or a dict lookup.")
+                self.add(
+                    node,
+                    f"'{name}()' with a computed attribute name is not allowed; "
+                    "use explicit attributes or a dict lookup.",
+                )
             elif _DUNDER.match(attr.value):
-                self.add(node, f"'{name}(…, \"{attr.value}\")' reaches a dunder attribute; this is not allowed.")
+                self.add(
+                    node, f"'{name}(…, \"{attr.value}\")' reaches a dunder attribute; this is not allowed."
+                )
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _DUNDER.match(node.attr):
-            self.add(node, f"access to dunder attribute '.{node.attr}' is not allowed; "
-                           "environment code may only use ordinary attributes.")
+            self.add(
+                node,
+                f"access to dunder attribute '.{node.attr}' is not allowed; "
+                "environment code may only use ordinary attributes.",
+            )
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -142,7 +232,11 @@ def _check_definition_time(node: ast.stmt, out: list[str], where: str) -> None:
     line = f"line {node.lineno}"
     if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
         return
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+    if (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ):
         return
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         for dec in node.decorator_list:
@@ -152,19 +246,27 @@ def _check_definition_time(node: ast.stmt, out: list[str], where: str) -> None:
         args = node.args
         for default in [*args.defaults, *args.kw_defaults]:
             if default is not None and not is_constant_expr(default):
-                out.append(f"{line}: default value '{ast.unparse(default)}' of '{node.name}' must be a literal.")
+                out.append(
+                    f"{line}: default value '{ast.unparse(default)}' of '{node.name}' must be a literal."
+                )
         annotations = [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
         annotations.append(node.returns)
         for ann in annotations:
             if ann is not None and not is_type_expr(ann):
-                out.append(f"{line}: annotation '{ast.unparse(ann)}' of '{node.name}' must be a type expression.")
+                out.append(
+                    f"{line}: annotation '{ast.unparse(ann)}' of '{node.name}' must be a type expression."
+                )
         return
     if isinstance(node, ast.ClassDef):
         for expr in [*node.bases, *(k.value for k in node.keywords)]:
             if not is_constant_expr(expr):
-                out.append(f"{line}: base or keyword '{ast.unparse(expr)}' of class '{node.name}' must be a name.")
-        if node.decorator_list and any(_call_name(d.func if isinstance(d, ast.Call) else d) not in _SAFE_DECORATORS
-                                       for d in node.decorator_list):
+                out.append(
+                    f"{line}: base or keyword '{ast.unparse(expr)}' of class '{node.name}' must be a name."
+                )
+        if node.decorator_list and any(
+            _call_name(d.func if isinstance(d, ast.Call) else d) not in _SAFE_DECORATORS
+            for d in node.decorator_list
+        ):
             out.append(f"{line}: class decorators other than @dataclass are not allowed on '{node.name}'.")
         for stmt in node.body:
             _check_definition_time(stmt, out, f"class '{node.name}'")
@@ -174,12 +276,16 @@ def _check_definition_time(node: ast.stmt, out: list[str], where: str) -> None:
         ann = node.annotation if isinstance(node, ast.AnnAssign) else None
         if is_constant_expr(value) and is_type_expr(ann):
             return
-        out.append(f"{line}: {where} may only assign constants (literals, type aliases, TypedDicts); "
-                   "move computed values into __init__ or a method.")
+        out.append(
+            f"{line}: {where} may only assign constants (literals, type aliases, TypedDicts); "
+            "move computed values into __init__ or a method."
+        )
         return
     kind = ast.unparse(node).splitlines()[0][:40]
-    out.append(f"{line}: `{kind}` in {where} runs at import time; only imports, class and "
-               "function definitions, constant assignments and docstrings are allowed there.")
+    out.append(
+        f"{line}: `{kind}` in {where} runs at import time; only imports, class and "
+        "function definitions, constant assignments and docstrings are allowed there."
+    )
 
 
 def check_source(source: str, class_name: str | None = None) -> list[str]:
@@ -201,10 +307,22 @@ def check_source(source: str, class_name: str | None = None) -> list[str]:
         matches = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
         if not matches:
             classes = ", ".join(n.name for n in tree.body if isinstance(n, ast.ClassDef)) or "none"
-            problems.append(f"class '{class_name}' is not defined at module level (classes found: {classes}); "
-                            "set class_name to the environment class.")
+            problems.append(
+                f"class '{class_name}' is not defined at module level (classes found: {classes}); "
+                "set class_name to the environment class."
+            )
         elif len(matches) > 1:
-            problems.append(f"class '{class_name}' is defined {len(matches)} times; keep exactly one definition.")
+            problems.append(
+                f"class '{class_name}' is defined {len(matches)} times; keep exactly one definition."
+            )
+        else:
+            bases = [ast.unparse(b) for b in matches[0].bases if ast.unparse(b) != "object"]
+            if bases or matches[0].keywords:
+                parents = ", ".join(bases) or "a metaclass"
+                problems.append(
+                    f"line {matches[0].lineno}: class '{class_name}' inherits from {parents}; "
+                    "an environment class stands alone, so define every tool in it."
+                )
     return sorted(set(problems), key=_line_key)
 
 
@@ -224,10 +342,15 @@ def check_determinism(source: str) -> list[str]:
         return []
     problems = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in _NONDETERMINISTIC:
-            problems.append(f"line {node.lineno}: {_NONDETERMINISTIC[node.func.attr]} is not deterministic; "
-                            "keep 'today' or id counters in the state instead.")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _NONDETERMINISTIC
+        ):
+            problems.append(
+                f"line {node.lineno}: {_NONDETERMINISTIC[node.func.attr]} is not deterministic; "
+                "keep 'today' or id counters in the state instead."
+            )
     return problems
 
 
@@ -253,11 +376,15 @@ def check_state_jsonable(state: Any, *, limit: int = 20) -> list[str]:
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    problems.append(f"{path}: key {key!r} is a {type(key).__name__}; JSON object keys are strings.")
+                    problems.append(
+                        f"{path}: key {key!r} is a {type(key).__name__}; JSON object keys are strings."
+                    )
                 walk(item, f"{path}[{key!r}]")
             return
-        problems.append(f"{path}: a {type(value).__name__} is not JSON; store it as a string, number, "
-                        "list or object (e.g. an ISO-8601 string for a date, a list for a set).")
+        problems.append(
+            f"{path}: a {type(value).__name__} is not JSON; store it as a string, number, "
+            "list or object (e.g. an ISO-8601 string for a date, a list for a set)."
+        )
 
     for key, value in state.items():
         walk(value, str(key))

@@ -26,8 +26,10 @@ def parse_module(source: str, what: str = "environment source") -> ast.Module:
     try:
         return ast.parse(source)
     except SyntaxError as exc:
-        raise EnvironmentCodeError(f"{what}: syntax error at line {exc.lineno}: {exc.msg}. "
-                                   "Fix the code so that it parses as Python 3.11.") from exc
+        raise EnvironmentCodeError(
+            f"{what}: syntax error at line {exc.lineno}: {exc.msg}. "
+            "Fix the code so that it parses as Python 3.11."
+        ) from exc
 
 
 def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
@@ -37,8 +39,10 @@ def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
         if node.name == class_name:
             return node
     found = ", ".join(c.name for c in classes) or "none"
-    raise EnvironmentCodeError(f"class '{class_name}' not found at the top level of the module "
-                               f"(classes found: {found}). Set class_name to the environment class.")
+    raise EnvironmentCodeError(
+        f"class '{class_name}' not found at the top level of the module "
+        f"(classes found: {found}). Set class_name to the environment class."
+    )
 
 
 def _methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
@@ -98,18 +102,22 @@ def _where(class_name: str, func: ast.FunctionDef) -> str:
     return f"{class_name}.{func.name} (line {func.lineno})"
 
 
-def tool_input_schema(func: ast.FunctionDef, class_name: str, conv: AnnotationConverter,
-                      param_docs: dict[str, str]) -> dict[str, Any]:
+def tool_input_schema(
+    func: ast.FunctionDef, class_name: str, conv: AnnotationConverter, param_docs: dict[str, str]
+) -> dict[str, Any]:
     """JSON Schema of a method's arguments (self excluded)."""
     args = func.args
     where = _where(class_name, func)
     if args.vararg or args.kwarg:
         star = f"*{args.vararg.arg}" if args.vararg else f"**{args.kwarg.arg}"  # type: ignore[union-attr]
-        raise EnvironmentCodeError(f"{where}: parameter '{star}' is not allowed in a tool; "
-                                   "declare each argument as a named, annotated parameter.")
+        raise EnvironmentCodeError(
+            f"{where}: parameter '{star}' is not allowed in a tool; "
+            "declare each argument as a named, annotated parameter."
+        )
     if args.posonlyargs:
-        raise EnvironmentCodeError(f"{where}: positional-only parameters ('/') cannot be passed by name; "
-                                   "remove the '/'.")
+        raise EnvironmentCodeError(
+            f"{where}: positional-only parameters ('/') cannot be passed by name; remove the '/'."
+        )
     positional = list(args.args)
     if "staticmethod" not in _decorators(func):
         if not positional:
@@ -127,7 +135,10 @@ def tool_input_schema(func: ast.FunctionDef, class_name: str, conv: AnnotationCo
         if arg.annotation is None:
             raise EnvironmentCodeError(
                 f"class '{class_name}', method '{func.name}' (line {func.lineno}): parameter '{arg.arg}' "
-                "has no type annotation. Annotate it (e.g. `" + arg.arg + ": str`) so a schema can be derived.")
+                "has no type annotation. Annotate it (e.g. `"
+                + arg.arg
+                + ": str`) so a schema can be derived."
+            )
         prop = conv.convert(arg.annotation)
         if arg.arg in defaults:
             has_value, value = _jsonable_default(defaults[arg.arg])
@@ -161,12 +172,20 @@ def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
         if not is_tool_method(func):
             continue
         if not TOOL_NAME_RE.match(func.name):
-            raise EnvironmentCodeError(f"{_where(class_name, func)}: tool name '{func.name}' must match "
-                                       "^[a-zA-Z0-9_-]{1,64}$; rename the method.")
+            raise EnvironmentCodeError(
+                f"{_where(class_name, func)}: tool name '{func.name}' must match "
+                "^[a-zA-Z0-9_-]{1,64}$; rename the method."
+            )
         doc = parse_docstring(ast.get_docstring(func))
         kind: ToolKind = "state_change" if transitive_writes(effects, func.name) else "query"
-        tools.append(ToolSpec(name=func.name, description=doc.description or func.name.replace("_", " "),
-                              input_schema=tool_input_schema(func, class_name, conv, doc.params), kind=kind))
+        tools.append(
+            ToolSpec(
+                name=func.name,
+                description=doc.description or func.name.replace("_", " "),
+                input_schema=tool_input_schema(func, class_name, conv, doc.params),
+                kind=kind,
+            )
+        )
     return tools
 
 
@@ -203,8 +222,11 @@ def _self_targets(init: ast.FunctionDef) -> list[tuple[ast.Attribute, ast.expr |
         elif isinstance(node, ast.Assign):
             pairs = [(t, None, node.value) for t in node.targets]
         for target, ann, value in pairs:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                    and target.value.id == "self":
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
                 found.append((target, ann, value))
     return sorted(found, key=lambda item: (item[0].lineno, item[0].col_offset))
 
@@ -214,8 +236,11 @@ def state_annotations(cls: ast.ClassDef) -> dict[str, tuple[ast.expr | None, ast
 
     The annotation comes from any annotated assignment in __init__, else from a class-level annotation.
     """
-    class_ann = {s.target.id: s.annotation for s in cls.body
-                 if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+    class_ann = {
+        s.target.id: s.annotation
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+    }
     init = _init(cls)
     result: dict[str, tuple[ast.expr | None, ast.expr | None]] = {}
     for target, ann, value in _self_targets(init) if init is not None else []:
@@ -239,12 +264,14 @@ def extract_state(source: str, class_name: str) -> list[StateAttribute]:
     for name, (ann, value) in state_annotations(cls).items():
         if name.startswith("_"):
             continue
-        attrs.append(StateAttribute(
-            name=name,
-            type=annotation_text(ann) if ann is not None else _value_type_text(value),
-            json_schema=conv.convert(ann) if ann is not None else {},
-            description=_trailing_comment(lines, first_line.get(name, 0)),
-        ))
+        attrs.append(
+            StateAttribute(
+                name=name,
+                type=annotation_text(ann) if ann is not None else _value_type_text(value),
+                json_schema=conv.convert(ann) if ann is not None else {},
+                description=_trailing_comment(lines, first_line.get(name, 0)),
+            )
+        )
     return attrs
 
 
@@ -269,8 +296,11 @@ def env_structure(source: str, class_name: str) -> dict[str, Any]:
     tree = parse_module(source)
     cls = find_class(tree, class_name)
     states: dict[str, dict[str, Any]] = {
-        name: {"type": annotation_text(ann) if ann is not None else (_value_type_text(value) or "Any"),
-               "used_by": [], "modified_by": []}
+        name: {
+            "type": annotation_text(ann) if ann is not None else (_value_type_text(value) or "Any"),
+            "used_by": [],
+            "modified_by": [],
+        }
         for name, (ann, value) in state_annotations(cls).items()
     }
     methods: dict[str, dict[str, list[str]]] = {}
@@ -280,9 +310,11 @@ def env_structure(source: str, class_name: str) -> dict[str, Any]:
         if func.name == "__init__":
             continue
         fx = effects[func.name]
-        methods[func.name] = {"calls": [c for c in fx.calls if c in method_names],
-                              "reads": [r for r in fx.reads if r not in method_names],
-                              "writes": list(fx.writes)}
+        methods[func.name] = {
+            "calls": [c for c in fx.calls if c in method_names],
+            "reads": [r for r in fx.reads if r not in method_names],
+            "writes": list(fx.writes),
+        }
         for attr in methods[func.name]["reads"]:
             if attr in states and func.name not in states[attr]["used_by"]:
                 states[attr]["used_by"].append(func.name)

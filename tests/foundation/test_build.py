@@ -29,8 +29,11 @@ def test_fixture_skeleton_is_current() -> None:
     built = build_skeleton_from_dir(MINI_SHOP)
     assert skeleton_json(built) == (MINI_SHOP / "skeleton.json").read_text(encoding="utf-8")
     assert [(t.name, t.kind) for t in built.tools] == [
-        ("get_order", "query"), ("list_orders", "query"), ("cancel_order", "state_change"),
-        ("add_note", "state_change")]
+        ("get_order", "query"),
+        ("list_orders", "query"),
+        ("cancel_order", "state_change"),
+        ("add_note", "state_change"),
+    ]
     assert built.class_source == (MINI_SHOP / "environment.py").read_text(encoding="utf-8")
 
 
@@ -74,13 +77,17 @@ def test_default_state_must_set_every_attribute_and_no_unknown_ones(shop_copy: P
     (shop_copy / "default_state.json").write_text('{"order": {}}')
     with pytest.raises(EnvironmentCodeError) as info:
         build_skeleton_from_dir(shop_copy)
-    assert "'order' was unexpected" in str(info.value) and "missing state attribute(s) ['orders']" in str(info.value)
+    assert "'order' was unexpected" in str(info.value) and "missing state attribute(s) ['orders']" in str(
+        info.value
+    )
 
 
 def test_static_check_failures_are_listed(shop_copy: Path) -> None:
     src = (shop_copy / "environment.py").read_text()
     src = src.replace("from typing import", "import os\nimport datetime\nfrom typing import")
-    src = src.replace('        order["status"] = "cancelled"', '        order["status"] = str(datetime.date.today())')
+    src = src.replace(
+        '        order["status"] = "cancelled"', '        order["status"] = str(datetime.date.today())'
+    )
     (shop_copy / "environment.py").write_text(src)
     with pytest.raises(EnvironmentCodeError) as info:
         build_skeleton_from_dir(shop_copy)
@@ -122,6 +129,11 @@ def test_catalog_build_check_list_and_show(shop_copy: Path) -> None:
     assert "4 (2/2)" in row and row.rstrip(" │┃").endswith("2")
     result = runner.invoke(app, ["show", "mini_shop", "--home", str(home)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    for text in ("Only pending orders can be cancelled.", "cancel_order", "state_change",
-                 "reason?: string", "Cancel all of Alice's pending orders"):
+    for text in (
+        "Only pending orders can be cancelled.",
+        "cancel_order",
+        "state_change",
+        "reason?: string",
+        "Cancel all of Alice's pending orders",
+    ):
         assert text in result.output

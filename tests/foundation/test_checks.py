@@ -45,41 +45,44 @@ def test_clean_source_has_no_problems() -> None:
     assert check_source(CLEAN, "Env") == []
 
 
-@pytest.mark.parametrize(("snippet", "expected"), [
-    ("import os", "import of 'os' is not allowed"),
-    ("import random", "import of 'random' is not allowed"),
-    ("from subprocess import run", "import of 'subprocess'"),
-    ("from . import sibling", "relative imports"),
-    ("from typing import *", "import *"),
-    ("x = compute()", "may only assign constants"),
-    ("print('hi')", "runs at import time"),
-    ("if True:\n    pass", "runs at import time"),
-    ("for i in range(3):\n    pass", "runs at import time"),
-    ("@weird\ndef f():\n    pass", "decorator 'weird'"),
-    ("def f(x=make()):\n    pass", "must be a literal"),
-    ("def f(x: make()):\n    pass", "must be a type expression"),
-    ("class C(make()):\n    pass", "class 'C' must be a name"),
-    ("class C:\n    x = make()", "class 'C' may only assign constants"),
-    ("def f():\n    eval('1')", "call of 'eval()'"),
-    ("def f():\n    exec('1')", "call of 'exec()'"),
-    ("def f():\n    compile('1', 'x', 'exec')", "call of 'compile()'"),
-    ("def f():\n    open('/etc/passwd')", "call of 'open()'"),
-    ("def f():\n    __import__('os')", "'__import__"),
-    ("def f():\n    globals()", "call of 'globals()'"),
-    ("def f():\n    locals()", "call of 'locals()'"),
-    ("def f(o: int):\n    vars(o)", "call of 'vars()'"),
-    ("def f(o: int):\n    setattr(o, 'a', 1)", "call of 'setattr()'"),
-    ("def f(o: int):\n    delattr(o, 'a')", "call of 'delattr()'"),
-    ("def f():\n    input()", "call of 'input()'"),
-    ("def f():\n    breakpoint()", "call of 'breakpoint()'"),
-    ("def f(o: int):\n    getattr(o, '__class__')", "reaches a dunder"),
-    ("def f(o: int, n: str):\n    getattr(o, n)", "computed attribute name"),
-    ("def f(o: int):\n    return o.__class__", "dunder attribute '.__class__'"),
-    ("def f(o: int):\n    return o.__globals__", "dunder attribute '.__globals__'"),
-    ("def f():\n    return __builtins__", "use of '__builtins__'"),
-    ("class C:\n    async def g(self):\n        pass", "async method 'g'"),
-    ("def f():\n  return (", "syntax error"),
-])
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ("import os", "import of 'os' is not allowed"),
+        ("import random", "import of 'random' is not allowed"),
+        ("from subprocess import run", "import of 'subprocess'"),
+        ("from . import sibling", "relative imports"),
+        ("from typing import *", "import *"),
+        ("x = compute()", "may only assign constants"),
+        ("print('hi')", "runs at import time"),
+        ("if True:\n    pass", "runs at import time"),
+        ("for i in range(3):\n    pass", "runs at import time"),
+        ("@weird\ndef f():\n    pass", "decorator 'weird'"),
+        ("def f(x=make()):\n    pass", "must be a literal"),
+        ("def f(x: make()):\n    pass", "must be a type expression"),
+        ("class C(make()):\n    pass", "class 'C' must be a name"),
+        ("class C:\n    x = make()", "class 'C' may only assign constants"),
+        ("def f():\n    eval('1')", "call of 'eval()'"),
+        ("def f():\n    exec('1')", "call of 'exec()'"),
+        ("def f():\n    compile('1', 'x', 'exec')", "call of 'compile()'"),
+        ("def f():\n    open('/etc/passwd')", "call of 'open()'"),
+        ("def f():\n    __import__('os')", "'__import__"),
+        ("def f():\n    globals()", "call of 'globals()'"),
+        ("def f():\n    locals()", "call of 'locals()'"),
+        ("def f(o: int):\n    vars(o)", "call of 'vars()'"),
+        ("def f(o: int):\n    setattr(o, 'a', 1)", "call of 'setattr()'"),
+        ("def f(o: int):\n    delattr(o, 'a')", "call of 'delattr()'"),
+        ("def f():\n    input()", "call of 'input()'"),
+        ("def f():\n    breakpoint()", "call of 'breakpoint()'"),
+        ("def f(o: int):\n    getattr(o, '__class__')", "reaches a dunder"),
+        ("def f(o: int, n: str):\n    getattr(o, n)", "computed attribute name"),
+        ("def f(o: int):\n    return o.__class__", "dunder attribute '.__class__'"),
+        ("def f(o: int):\n    return o.__globals__", "dunder attribute '.__globals__'"),
+        ("def f():\n    return __builtins__", "use of '__builtins__'"),
+        ("class C:\n    async def g(self):\n        pass", "async method 'g'"),
+        ("def f():\n  return (", "syntax error"),
+    ],
+)
 def test_rejections_name_the_line_and_the_problem(snippet: str, expected: str) -> None:
     src = "class Env:\n    pass\n\n" + snippet + "\n"
     problems = check_source(src, "Env")
@@ -108,3 +111,9 @@ def test_state_jsonable() -> None:
     assert any("key 1" in p for p in problems) and any("nan" in p for p in problems)
     assert any("set" in p for p in problems)
     assert check_state_jsonable([1]) != []
+
+
+def test_environment_class_must_not_inherit() -> None:
+    src = "class Base:\n    def tool(self) -> dict:\n        return {}\n\nclass Env(Base):\n    pass\n"
+    assert any("inherits from Base" in p for p in check_source(src, "Env"))
+    assert check_source("class Env(object):\n    pass\n", "Env") == []

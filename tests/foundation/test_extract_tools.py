@@ -96,9 +96,15 @@ def test_only_public_methods_in_source_order() -> None:
 
 def test_kinds_follow_writes_through_aliases_helpers_augassign_and_del() -> None:
     kinds = {t.name: t.kind for t in extract_tools(SHOP, "Shop")}
-    assert kinds == {"get_order": "query", "cancel_order": "state_change", "add_note": "state_change",
-                     "log_event": "state_change", "bump": "state_change", "delete_all": "state_change",
-                     "count": "query"}
+    assert kinds == {
+        "get_order": "query",
+        "cancel_order": "state_change",
+        "add_note": "state_change",
+        "log_event": "state_change",
+        "bump": "state_change",
+        "delete_all": "state_change",
+        "count": "query",
+    }
 
 
 def test_description_keeps_summary_returns_constraints_but_not_args() -> None:
@@ -134,7 +140,11 @@ def test_google_docstring_with_types_multiline_and_blank_lines() -> None:
         dict: result
     """
     parsed = parse_docstring(doc)
-    assert parsed.params == {"source": "Account to debit.", "amount": "How much, in euros.", "memo": "Free text."}
+    assert parsed.params == {
+        "source": "Account to debit.",
+        "amount": "How much, in euros.",
+        "memo": "Free text.",
+    }
     assert parsed.description == "Transfer money.\n\nReturns:\n    dict: result"
 
 

@@ -30,14 +30,27 @@ def _load(path: Path) -> Any:
 
 @pytest.fixture
 def imported(tmp_path: Path) -> Path:
-    result = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(ENVS), "--scenarios", str(SCENARIOS),
-                                      "--out", str(tmp_path / "data")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "envscaler",
+            "--envs",
+            str(ENVS),
+            "--scenarios",
+            str(SCENARIOS),
+            "--out",
+            str(tmp_path / "data"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return tmp_path / "data"
 
 
 def test_round_trip_reproduces_every_field_and_key_order(imported: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["export", "envscaler", "--home", str(imported), "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        app, ["export", "envscaler", "--home", str(imported), "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
     original_envs, exported_envs = _load(ENVS), _load(tmp_path / "out" / "env_metadata.json")
     assert exported_envs == original_envs
@@ -54,24 +67,39 @@ def test_imported_skeletons(imported: Path) -> None:
     assert library.provenance.source == "envscaler-import" and library.provenance.source_id == "env_1"
     assert library.class_name == "LibrarySystem" and library.name == "Library lending system"
     assert [(t.name, t.kind) for t in library.tools] == [
-        ("get_book", "query"), ("search_books", "query"), ("borrow_book", "state_change"),
-        ("add_fine", "state_change")]  # _find_book (private) is not a tool
+        ("get_book", "query"),
+        ("search_books", "query"),
+        ("borrow_book", "state_change"),
+        ("add_fine", "state_change"),
+    ]  # _find_book (private) is not a tool
     search = library.tool("search_books").input_schema
-    assert search["properties"]["max_results"] == {"type": ["integer", "null"], "default": None,
-                                                   "description": "At most this many results."}
+    assert search["properties"]["max_results"] == {
+        "type": ["integer", "null"],
+        "default": None,
+        "description": "At most this many results.",
+    }
     assert search["required"] == ["keyword"]
     assert [a.name for a in library.state] == ["books", "members", "init_config"]  # init_config stored
     assert library.default_state == _load(SCENARIOS)[0]["init_config"]
     assert [a.type for a in library.entities[0].attributes] == ["str", "str", "int", ""]  # 'borrower' unknown
     kept = library.extra["envscaler"]
-    for name in ("state_space_definition", "operation_list", "env_class_def", "env_structure", "tools",
-                 "env_class_name"):
+    for name in (
+        "state_space_definition",
+        "operation_list",
+        "env_class_def",
+        "env_structure",
+        "tools",
+        "env_class_name",
+    ):
         assert kept[name] == _load(ENVS)["env_1"][name]
     assert "_find_book" in " ".join(library.provenance.notes)
 
     parking = load_skeleton(imported / "environments" / "env_2")  # no-argument __init__, untyped state
     assert [(a.name, a.type, a.json_schema) for a in parking.state] == [
-        ("spots", "dict", {}), ("tickets", "list", {}), ("today", "str", {})]
+        ("spots", "dict", {}),
+        ("tickets", "list", {}),
+        ("today", "str", {}),
+    ]
     assert parking.extra["envscaler"]["metrics"] == {"usefulness": 8, "modelability": 9}  # unknown key kept
     assert any("datetime.now()" in n for n in parking.provenance.notes)
     assert parking.tool("park").input_schema["properties"]["plate"]["description"] == "Licence plate."
@@ -94,11 +122,15 @@ def test_imported_scenarios_and_their_validators(imported: Path) -> None:
     for item in rl.checklist:
         assert item.validator is not None
         assert run_validator(item.validator, rl.initial_state, final) is True
-        assert run_validator(item.validator, rl.initial_state, rl.initial_state) is False  # reads initial_state
+        assert (
+            run_validator(item.validator, rl.initial_state, rl.initial_state) is False
+        )  # reads initial_state
 
     no_checks, strings_only = load_scenarios(imported / "scenarios" / "env_2.jsonl")
     assert no_checks.checklist == []
-    assert [(c.description, c.validator) for c in strings_only.checklist] == [("Has CD-456 been parked in S1?", None)]
+    assert [(c.description, c.validator) for c in strings_only.checklist] == [
+        ("Has CD-456 been parked in S1?", None)
+    ]
 
 
 def test_bad_environments_are_reported_and_skipped(tmp_path: Path) -> None:
@@ -115,14 +147,25 @@ def test_bad_environments_are_reported_and_skipped(tmp_path: Path) -> None:
     assert any("import of 'os'" in n for n in shell.provenance.notes)
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ({"env_7": {"env_class_name": "X"}}, "env_metadata.json: env 'env_7': field 'env_class_code' missing"),
-    ({"env_7": {"env_class_name": "X", "env_class_code": 3}}, "field 'env_class_code' must be a string, got int"),
-    ([{"env_id": "a", "env_class_name": "X", "env_class_code": "", "constraints_rules": [1]}],
-     "env 'a': field 'constraints_rules' must be a list of strings"),
-    ("not json", "not valid JSON"),
-    (5, "expected an object keyed by env_id"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            {"env_7": {"env_class_name": "X"}},
+            "env_metadata.json: env 'env_7': field 'env_class_code' missing",
+        ),
+        (
+            {"env_7": {"env_class_name": "X", "env_class_code": 3}},
+            "field 'env_class_code' must be a string, got int",
+        ),
+        (
+            [{"env_id": "a", "env_class_name": "X", "env_class_code": "", "constraints_rules": [1]}],
+            "env 'a': field 'constraints_rules' must be a list of strings",
+        ),
+        ("not json", "not valid JSON"),
+        (5, "expected an object keyed by env_id"),
+    ],
+)
 def test_malformed_env_files_name_file_item_and_field(tmp_path: Path, content: Any, expected: str) -> None:
     path = tmp_path / "env_metadata.json"
     path.write_text(content if isinstance(content, str) else json.dumps(content))
@@ -131,14 +174,28 @@ def test_malformed_env_files_name_file_item_and_field(tmp_path: Path, content: A
     assert expected in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ({"env_id": "env_1"}, "expected a list of scenario items, got dict"),
-    ([{"env_id": "env_1", "task": "t"}], "scenario #0: field 'init_config' missing"),
-    ([{"env_id": "env_1", "task": "t", "init_config": [], "task_id": "x"}],
-     "scenario #0 (task_id x): field 'init_config' must be an object"),
-    ([{"env_id": "env_1", "task": "t", "init_config": {}, "checklist_with_func": [{"check_item": "a"}]}],
-     "field 'checklist_with_func[0]' must be an object with string fields 'check_item' and 'check_func'"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ({"env_id": "env_1"}, "expected a list of scenario items, got dict"),
+        ([{"env_id": "env_1", "task": "t"}], "scenario #0: field 'init_config' missing"),
+        (
+            [{"env_id": "env_1", "task": "t", "init_config": [], "task_id": "x"}],
+            "scenario #0 (task_id x): field 'init_config' must be an object",
+        ),
+        (
+            [
+                {
+                    "env_id": "env_1",
+                    "task": "t",
+                    "init_config": {},
+                    "checklist_with_func": [{"check_item": "a"}],
+                }
+            ],
+            "field 'checklist_with_func[0]' must be an object with string fields 'check_item' and 'check_func'",
+        ),
+    ],
+)
 def test_malformed_scenario_files(tmp_path: Path, content: Any, expected: str) -> None:
     path = tmp_path / "scenario_metadata.json"
     path.write_text(json.dumps(content))
@@ -159,18 +216,37 @@ def test_native_skeleton_exports_every_envscaler_field() -> None:
     scenarios = load_scenarios(FIXTURES / "mini_shop" / "scenarios.jsonl")
     envs, items = export_envscaler([(skeleton, scenarios)])
     item = envs["mini_shop"]
-    assert list(item) == ["env_id", "environment_summary", "environment_introduction", "state_space_definition",
-                          "constraints_rules", "operation_list", "env_class_name", "env_class_code",
-                          "env_class_def", "env_structure", "tools"]
-    assert item["state_space_definition"] == [{"entity": "Order", "description": "A customer's order.",
-                                               "attributes": "order_id, customer, status, total, notes"}]
+    assert list(item) == [
+        "env_id",
+        "environment_summary",
+        "environment_introduction",
+        "state_space_definition",
+        "constraints_rules",
+        "operation_list",
+        "env_class_name",
+        "env_class_code",
+        "env_class_def",
+        "env_structure",
+        "tools",
+    ]
+    assert item["state_space_definition"] == [
+        {
+            "entity": "Order",
+            "description": "A customer's order.",
+            "attributes": "order_id, customer, status, total, notes",
+        }
+    ]
     ops = {op["operation_name"]: op for op in item["operation_list"]}
     assert ops["cancel_order"]["operation_type"] == "state_change"
     assert ops["cancel_order"]["operation_description"] == "Cancel a pending order."
     for op in item["operation_list"]:
         func = ast.parse(op["code"]).body[0]
         assert isinstance(func, ast.FunctionDef) and func.name == op["operation_name"]
-    assert item["env_class_def"].rstrip().endswith("self.orders: Dict[str, OrderInfo] = {}  # orders by order_id")
+    assert (
+        item["env_class_def"]
+        .rstrip()
+        .endswith("self.orders: Dict[str, OrderInfo] = {}  # orders by order_id")
+    )
     assert item["env_structure"]["states"]["orders"]["modified_by"] == ["cancel_order", "add_note"]
     tool = item["tools"][0]
     assert tool["type"] == "function" and tool["function"]["name"] == "get_order"
@@ -195,16 +271,28 @@ def test_native_export_reimports_to_the_same_environment(tmp_path: Path) -> None
     assert export_envscaler([(again, result.scenarios["mini_shop"])]) == (envs, items)
 
 
-def test_export_of_a_run_directory_dispatches_to_the_report_stage(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_of_a_run_directory_dispatches_to_the_report_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[tuple[Any, ...]] = []
     fake = types.ModuleType("envscaler_mcp.report.export")
     fake.export_run = lambda *args: calls.append(args) or tmp_path / "out.jsonl"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "envscaler_mcp.report.export", fake)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    result = CliRunner().invoke(app, ["export", str(run_dir), "--format", "sharegpt", "--min-score", "0.5",
-                                      "--out", str(tmp_path / "x.jsonl")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(run_dir),
+            "--format",
+            "sharegpt",
+            "--min-score",
+            "0.5",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert calls == [(run_dir, "sharegpt", 0.5, tmp_path / "x.jsonl")]
     runner = CliRunner()

@@ -18,7 +18,8 @@ def test_schema_files_match_the_models() -> None:
         path = ROOT / "schemas" / f"{name}.schema.json"
         assert path.exists(), f"{path} missing: run `envscaler-mcp catalog schemas`"
         assert path.read_text(encoding="utf-8") == schema_text(model), (
-            f"{path.name} is stale: run `envscaler-mcp catalog schemas` and commit schemas/")
+            f"{path.name} is stale: run `envscaler-mcp catalog schemas` and commit schemas/"
+        )
 
 
 def test_write_schemas_reports_stale_files(tmp_path: Path) -> None:

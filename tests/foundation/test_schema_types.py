@@ -9,7 +9,7 @@ import pytest
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools
 
-HEADER = '''
+HEADER = """
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypedDict, Union
 from typing_extensions import NotRequired
 from enum import Enum
@@ -33,70 +33,113 @@ class Color(str, Enum):
     BLUE = "blue"
 
 Point = TypedDict("Point", {"x": int, "y": int})
-'''
+"""
 
 
 def _param_schema(annotation: str, default: str | None = None) -> dict[str, Any]:
     suffix = f" = {default}" if default is not None else ""
-    src = HEADER + f"\nclass Env:\n    def tool(self, p: {annotation}{suffix}) -> dict:\n        return {{}}\n"
+    src = (
+        HEADER + f"\nclass Env:\n    def tool(self, p: {annotation}{suffix}) -> dict:\n        return {{}}\n"
+    )
     (tool,) = extract_tools(src, "Env")
     return tool.input_schema["properties"]["p"]
 
 
-ITEM = {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
-        "required": ["sku", "qty"], "additionalProperties": False}
+ITEM = {
+    "type": "object",
+    "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+    "required": ["sku", "qty"],
+    "additionalProperties": False,
+}
 
 
-@pytest.mark.parametrize(("annotation", "expected"), [
-    ("str", {"type": "string"}),
-    ("int", {"type": "integer"}),
-    ("float", {"type": "number"}),
-    ("bool", {"type": "boolean"}),
-    ("Any", {}),
-    ("List[int]", {"type": "array", "items": {"type": "integer"}}),
-    ("list[str]", {"type": "array", "items": {"type": "string"}}),
-    ("Sequence[float]", {"type": "array", "items": {"type": "number"}}),
-    ("list", {"type": "array", "items": {}}),
-    ("Set[str]", {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
-    ("Tuple[int, ...]", {"type": "array", "items": {"type": "integer"}}),
-    ("Tuple[int, str]", {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                         "minItems": 2, "maxItems": 2}),
-    ("Dict[str, int]", {"type": "object", "additionalProperties": {"type": "integer"}}),
-    ("dict[str, List[str]]", {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}),
-    ("Mapping[str, Any]", {"type": "object", "additionalProperties": {}}),
-    ("dict", {"type": "object"}),
-    ("Optional[int]", {"type": ["integer", "null"]}),
-    ("int | None", {"type": ["integer", "null"]}),
-    ("Optional[Item]", {"anyOf": [ITEM, {"type": "null"}]}),
-    ("Union[int, str]", {"type": ["integer", "string"]}),
-    ("Union[int, Item]", {"anyOf": [{"type": "integer"}, ITEM]}),
-    ("Union[int, Any]", {}),
-    ("Literal['a', 'b']", {"type": "string", "enum": ["a", "b"]}),
-    ("Literal[1, 'x']", {"enum": [1, "x"]}),
-    ("Item", ITEM),
-    ("'Item'", ITEM),
-    ("List[Item]", {"type": "array", "items": ITEM}),
-    ("Extra", {"type": "object", "properties": {"note": {"type": "string"}, "score": {"type": "number"}},
-               "required": [], "additionalProperties": False}),
-    ("Mixed", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
-               "required": ["a"], "additionalProperties": False}),
-    ("Point", {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
-               "required": ["x", "y"], "additionalProperties": False}),
-    ("Color", {"type": "string", "enum": ["red", "blue"]}),
-    ("OrderId", {"type": "string"}),
-    ("SomethingUnknown", {}),
-])
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [
+        ("str", {"type": "string"}),
+        ("int", {"type": "integer"}),
+        ("float", {"type": "number"}),
+        ("bool", {"type": "boolean"}),
+        ("Any", {}),
+        ("List[int]", {"type": "array", "items": {"type": "integer"}}),
+        ("list[str]", {"type": "array", "items": {"type": "string"}}),
+        ("Sequence[float]", {"type": "array", "items": {"type": "number"}}),
+        ("list", {"type": "array", "items": {}}),
+        ("Set[str]", {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
+        ("Tuple[int, ...]", {"type": "array", "items": {"type": "integer"}}),
+        (
+            "Tuple[int, str]",
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
+        ("Dict[str, int]", {"type": "object", "additionalProperties": {"type": "integer"}}),
+        (
+            "dict[str, List[str]]",
+            {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+        ),
+        ("Mapping[str, Any]", {"type": "object", "additionalProperties": {}}),
+        ("dict", {"type": "object"}),
+        ("Optional[int]", {"type": ["integer", "null"]}),
+        ("int | None", {"type": ["integer", "null"]}),
+        ("Optional[Item]", {"anyOf": [ITEM, {"type": "null"}]}),
+        ("Union[int, str]", {"type": ["integer", "string"]}),
+        ("Union[int, Item]", {"anyOf": [{"type": "integer"}, ITEM]}),
+        ("Union[int, Any]", {}),
+        ("Literal['a', 'b']", {"type": "string", "enum": ["a", "b"]}),
+        ("Literal[1, 'x']", {"enum": [1, "x"]}),
+        ("Item", ITEM),
+        ("'Item'", ITEM),
+        ("List[Item]", {"type": "array", "items": ITEM}),
+        (
+            "Extra",
+            {
+                "type": "object",
+                "properties": {"note": {"type": "string"}, "score": {"type": "number"}},
+                "required": [],
+                "additionalProperties": False,
+            },
+        ),
+        (
+            "Mixed",
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+        ),
+        (
+            "Point",
+            {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            },
+        ),
+        ("Color", {"type": "string", "enum": ["red", "blue"]}),
+        ("OrderId", {"type": "string"}),
+        ("SomethingUnknown", {}),
+    ],
+)
 def test_type_mapping(annotation: str, expected: dict[str, Any]) -> None:
     assert _param_schema(annotation) == expected
 
 
 def test_defaults_make_parameters_optional_and_appear_in_the_schema() -> None:
-    src = HEADER + '''
+    src = (
+        HEADER
+        + """
 class Env:
     def tool(self, a: str, b: int = 3, c: Optional[str] = None, d: str = None, e: List[str] = ["x"],
              f: float = float("inf"), *, g: bool = True, h: str) -> dict:
         return {}
-'''
+"""
+    )
     (tool,) = extract_tools(src, "Env")
     props = tool.input_schema["properties"]
     assert tool.input_schema["required"] == ["a", "h"]
@@ -127,7 +170,9 @@ def test_star_and_positional_only_parameters_are_rejected(signature: str) -> Non
 
 
 def test_state_attributes_with_and_without_annotations() -> None:
-    src = HEADER + '''
+    src = (
+        HEADER
+        + """
 class Env:
     counter: int
 
@@ -137,7 +182,8 @@ class Env:
         self._private = {}
         self.counter = 0
         self.init_config = init_config
-'''
+"""
+    )
     state = {a.name: a for a in extract_state(src, "Env")}
     assert list(state) == ["items", "log", "counter", "init_config"]
     assert state["items"].json_schema == {"type": "object", "additionalProperties": ITEM}
