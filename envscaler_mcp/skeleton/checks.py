@@ -323,7 +323,37 @@ def check_source(source: str, class_name: str | None = None) -> list[str]:
                     f"line {matches[0].lineno}: class '{class_name}' inherits from {parents}; "
                     "an environment class stands alone, so define every tool in it."
                 )
+            problems.extend(_class_shape_problems(matches[0]))
     return sorted(set(problems), key=_line_key)
+
+
+def _class_shape_problems(cls: ast.ClassDef) -> list[str]:
+    """Methods defined twice, and methods hidden by a state attribute of the same name."""
+    problems = []
+    seen: dict[str, int] = {}
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef):
+            if node.name in seen:
+                problems.append(
+                    f"line {node.lineno}: method '{node.name}' is defined again (first at line "
+                    f"{seen[node.name]}); only the last definition counts, so remove the other."
+                )
+            seen.setdefault(node.name, node.lineno)
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    for sub in ast.walk(init) if init is not None else []:
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.ctx, ast.Store)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "self"
+            and sub.attr in seen
+            and sub.attr != "__init__"
+        ):
+            problems.append(
+                f"line {sub.lineno}: attribute 'self.{sub.attr}' hides the method '{sub.attr}' "
+                "(an instance attribute wins over a method); rename one of them."
+            )
+    return problems
 
 
 def _line_key(problem: str) -> tuple[int, str]:

@@ -46,7 +46,12 @@ def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:
 
 
 def _methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
-    return [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+    """The class's methods as Python sees them: a redefinition replaces the earlier one in its place."""
+    by_name: dict[str, ast.FunctionDef] = {}
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef):
+            by_name[node.name] = node
+    return list(by_name.values())
 
 
 def _decorators(func: ast.FunctionDef) -> set[str]:

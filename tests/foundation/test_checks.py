@@ -117,3 +117,15 @@ def test_environment_class_must_not_inherit() -> None:
     src = "class Base:\n    def tool(self) -> dict:\n        return {}\n\nclass Env(Base):\n    pass\n"
     assert any("inherits from Base" in p for p in check_source(src, "Env"))
     assert check_source("class Env(object):\n    pass\n", "Env") == []
+
+
+def test_redefined_methods_and_attributes_hiding_methods() -> None:
+    src = (
+        "class Env:\n    def __init__(self):\n        self.orders = {}\n\n"
+        "    def orders(self) -> dict:\n        return {}\n\n"
+        "    def get(self) -> dict:\n        return {}\n\n"
+        "    def get(self, k: str) -> dict:\n        return {}\n"
+    )
+    problems = check_source(src, "Env")
+    assert any("'self.orders' hides the method 'orders'" in p for p in problems)
+    assert any("line 11: method 'get' is defined again (first at line 8)" in p for p in problems)

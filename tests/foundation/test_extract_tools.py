@@ -200,3 +200,23 @@ class Lib:
 '''
     assert {t.name: t.kind for t in extract_tools(src, "Lib")} == {"lend": "state_change", "show": "query"}
     assert env_structure(src, "Lib")["methods"]["lend"]["writes"] == ["books"]
+
+
+def test_a_redefined_method_counts_once_with_its_last_definition() -> None:
+    src = (
+        "class E:\n    def a(self) -> dict:\n        return {}\n\n    def b(self) -> dict:\n        return {}\n\n"
+        "    def a(self, x: int) -> dict:\n        return {}\n"
+    )
+    tools = extract_tools(src, "E")
+    assert [t.name for t in tools] == ["a", "b"]
+    assert list(tools[0].input_schema["properties"]) == ["x"]
+
+
+def test_every_derived_schema_is_a_valid_2020_12_schema() -> None:
+    import jsonschema
+
+    from envscaler_mcp.skeleton.schema import extract_state, state_schema
+
+    for tool in extract_tools(SHOP, "Shop"):
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    jsonschema.Draft202012Validator.check_schema(state_schema(extract_state(SHOP, "Shop")))
