@@ -15,7 +15,13 @@ from typing import Any
 
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
-from envscaler_mcp.interop.to_envscaler import EXTRA_KEY, ORDER_KEY, derived_env_item, derived_scenario_item
+from envscaler_mcp.interop.to_envscaler import (
+    EXTRA_KEY,
+    ORDER_KEY,
+    POSITION_KEY,
+    derived_env_item,
+    derived_scenario_item,
+)
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
@@ -186,7 +192,7 @@ def import_envscaler(
         first_state.setdefault(s["env_id"], s["init_config"])
     by_env: dict[str, EnvSkeleton] = {}
     taken: set[str] = set()
-    for env_id, item in env_items:
+    for position, (env_id, item) in enumerate(env_items):
         our_id = our_env_id(env_id, taken)
         try:
             skeleton = env_from_item(
@@ -196,8 +202,10 @@ def import_envscaler(
             result.errors.append(f"{envs_path}: env '{env_id}': {exc}")
             continue
         taken.add(our_id)
+        skeleton.extra[POSITION_KEY] = position
         by_env[env_id] = skeleton
         result.skeletons.append(skeleton)
+    seen_ids: set[str] = set()
     for i, s in enumerate(scenario_items):
         owner = by_env.get(s["env_id"])
         if owner is None:
@@ -207,9 +215,10 @@ def import_envscaler(
             )
             continue
         scenario = scenario_from_item(s, owner)
-        bucket = result.scenarios.setdefault(owner.id, [])
-        if any(other.id == scenario.id for other in bucket):
+        if scenario.id in seen_ids:
             result.duplicates += 1
             continue
-        bucket.append(scenario)
+        seen_ids.add(scenario.id)
+        scenario.extra[POSITION_KEY] = i
+        result.scenarios.setdefault(owner.id, []).append(scenario)
     return result

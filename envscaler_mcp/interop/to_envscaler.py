@@ -18,6 +18,7 @@ from envscaler_mcp.skeleton.schema import env_structure, find_class, parse_modul
 
 EXTRA_KEY = "envscaler"
 ORDER_KEY = "envscaler_key_order"
+POSITION_KEY = "envscaler_position"  # index of the item in the imported file, to restore file order
 
 
 def envscaler_env_id(skeleton: EnvSkeleton) -> str:
@@ -120,13 +121,22 @@ def scenario_item(scenario: Scenario, skeleton: EnvSkeleton) -> dict[str, Any]:
     return _merge(derived_scenario_item(scenario, skeleton), scenario.extra, SCENARIO_FIELDS)
 
 
+def _position(extra: dict[str, Any]) -> tuple[int, int]:
+    pos = extra.get(POSITION_KEY)
+    return (0, pos) if isinstance(pos, int) else (1, 0)
+
+
 def export_envscaler(
     items: list[tuple[EnvSkeleton, list[Scenario]]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(env_metadata keyed by env_id, scenario_metadata list) in EnvScaler's file shapes."""
+    """(env_metadata keyed by env_id, scenario_metadata list) in EnvScaler's file shapes.
+
+    Imported items come back in their original file order; the others follow in the given order.
+    """
     envs: dict[str, Any] = {}
-    scenarios: list[dict[str, Any]] = []
-    for skeleton, env_scenarios in items:
+    scenarios: list[tuple[tuple[int, int], dict[str, Any]]] = []
+    for skeleton, env_scenarios in sorted(items, key=lambda pair: _position(pair[0].extra)):
         envs[envscaler_env_id(skeleton)] = env_item(skeleton)
-        scenarios.extend(scenario_item(s, skeleton) for s in env_scenarios)
-    return envs, scenarios
+        scenarios.extend((_position(s.extra), scenario_item(s, skeleton)) for s in env_scenarios)
+    scenarios.sort(key=lambda pair: pair[0])  # stable: unpositioned scenarios keep their env order
+    return envs, [item for _, item in scenarios]

@@ -311,3 +311,38 @@ def test_envscaler_fixture_files_are_current() -> None:
     assert _load(ENVS) == module.envs()
     assert _load(BAD) == module.bad_envs()
     assert _load(SCENARIOS) == module.scenarios()
+
+
+def test_round_trip_keeps_file_order_of_environments_and_interleaved_scenarios(tmp_path: Path) -> None:
+    base_envs = _load(ENVS)
+    envs = {}
+    for env_id in ("env_2", "env_10", "env_1"):  # not in sorted order
+        envs[env_id] = dict(base_envs["env_2"], env_id=env_id)
+    scen = _load(SCENARIOS)[1]
+    scenarios = [
+        dict(scen, env_id=e, task=f"{scen['task']} ({n})")
+        for n, e in enumerate(["env_1", "env_10", "env_1", "env_2", "env_10"])
+    ]
+    (tmp_path / "e.json").write_text(json.dumps(envs))
+    (tmp_path / "s.json").write_text(json.dumps(scenarios))
+    runner = CliRunner()
+    data, out = tmp_path / "data", tmp_path / "out"
+    assert (
+        runner.invoke(
+            app,
+            [
+                "import",
+                "envscaler",
+                "--envs",
+                str(tmp_path / "e.json"),
+                "--scenarios",
+                str(tmp_path / "s.json"),
+                "--out",
+                str(data),
+            ],
+        ).exit_code
+        == 0
+    )
+    assert runner.invoke(app, ["export", "envscaler", "--home", str(data), "--out", str(out)]).exit_code == 0
+    assert list(_load(out / "env_metadata.json")) == ["env_2", "env_10", "env_1"]
+    assert _load(out / "scenario_metadata.json") == scenarios
