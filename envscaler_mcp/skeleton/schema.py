@@ -226,6 +226,16 @@ def _self_targets(init: ast.FunctionDef) -> list[tuple[ast.Attribute, ast.expr |
             pairs = [(node.target, node.annotation, node.value)]
         elif isinstance(node, ast.Assign):
             pairs = [(t, None, node.value) for t in node.targets]
+        while any(isinstance(t, ast.Tuple | ast.List) for t, _, _ in pairs):  # self.a, self.b = {}, []
+            flat: list[tuple[ast.expr, ast.expr | None, ast.expr | None]] = []
+            for target, ann, value in pairs:
+                if isinstance(target, ast.Tuple | ast.List):
+                    same_shape = isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts)
+                    for k, elt in enumerate(target.elts):
+                        flat.append((elt, None, value.elts[k] if same_shape else None))  # type: ignore[union-attr]
+                else:
+                    flat.append((target, ann, value))
+            pairs = flat
         for target, ann, value in pairs:
             if (
                 isinstance(target, ast.Attribute)

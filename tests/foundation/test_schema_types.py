@@ -200,3 +200,14 @@ def test_no_init_means_no_state() -> None:
 def test_missing_class_lists_the_classes_found() -> None:
     with pytest.raises(EnvironmentCodeError, match="classes found: Other"):
         extract_tools("class Other:\n    pass\n", "Env")
+
+
+def test_state_from_tuple_assignment_and_nested_blocks() -> None:
+    src = (
+        "class Env:\n    def __init__(self, init_config: dict = None):\n"
+        "        self.a, (self.b, self.c) = {}, ([], 'x')\n"
+        "        if init_config:\n            self.d: int = 0\n"
+    )
+    state = {a.name: a for a in extract_state(src, "Env")}
+    assert list(state) == ["a", "b", "c", "d"]
+    assert [state[n].type for n in "abcd"] == ["dict", "list", "str", "int"]
