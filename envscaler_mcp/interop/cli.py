@@ -129,7 +129,10 @@ def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None
     items = []
     for env in ids:
         skeleton = get_skeleton(env, env_root)
-        path = scen_root / f"{skeleton.id}.jsonl"
+        beside = (
+            Path(env) / "scenarios.jsonl"
+        )  # a fixture-style folder keeps its scenarios beside the skeleton
+        path = beside if beside.is_file() else scen_root / f"{skeleton.id}.jsonl"
         items.append((skeleton, load_scenarios(path) if path.exists() else []))
     envs, scenarios = export_envscaler(items)
     atomic_write_json(out / "env_metadata.json", envs)

@@ -346,3 +346,12 @@ def test_round_trip_keeps_file_order_of_environments_and_interleaved_scenarios(t
     assert runner.invoke(app, ["export", "envscaler", "--home", str(data), "--out", str(out)]).exit_code == 0
     assert list(_load(out / "env_metadata.json")) == ["env_2", "env_10", "env_1"]
     assert _load(out / "scenario_metadata.json") == scenarios
+
+
+def test_export_of_a_fixture_folder_takes_its_scenarios_beside_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["export", "envscaler", str(FIXTURES / "mini_shop"), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert list(_load(tmp_path / "env_metadata.json")) == ["mini_shop"]
+    assert len(_load(tmp_path / "scenario_metadata.json")) == 2
