@@ -6,7 +6,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
-from envscaler_mcp.harness.models import CheckOutcome
+from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
 from envscaler_mcp.scenario.models import ChecklistItem
 
 
@@ -34,12 +34,10 @@ def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
 
 
 def outcome_from_result(item: ChecklistItem, result: Any) -> CheckOutcome:
-    """Convert one scoring.CheckResult (pass/fail/error with a reason) into the harness' CheckOutcome."""
-    status = getattr(result, "status", None)
-    passed = getattr(result, "passed", None)
-    reason = str(getattr(result, "reason", None) or getattr(result, "error", None) or "")
-    if status not in ("pass", "fail", "error"):
-        status = "pass" if passed is True else ("error" if reason and passed is None else "fail")
+    """Convert one scoring CheckResult (passed, reason when the validator did not return a bool) to a CheckOutcome."""
+    passed = getattr(result, "passed", None) is True
+    reason = str(getattr(result, "reason", None) or "")
+    status: CheckStatus = "pass" if passed else ("error" if reason else "fail")
     return CheckOutcome(id=item.id, description=item.description, status=status, reason=reason)
 
 
@@ -49,10 +47,10 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
     One instance is shared by every episode of a run; use it as an async context manager.
     """
 
-    def __init__(self, timeout_s: float = 5.0, memory_mb: int = 512) -> None:
+    def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1) -> None:
         from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-        self._sandbox = ValidatorSandbox(timeout_s=timeout_s, memory_mb=memory_mb)
+        self._sandbox = ValidatorSandbox(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers)
 
     async def __aenter__(self) -> SandboxChecker:
         await self._sandbox.__aenter__()
