@@ -14,7 +14,7 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderNotConfigured, UsageError
 from envscaler_mcp.harness._compat import result_text, state_diff, tools_to_defs
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
-from envscaler_mcp.harness.models import EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
+from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, StateUnavailable
 from envscaler_mcp.harness.user_sim import SimulatedUser
@@ -95,6 +95,16 @@ async def run_episode(
     )
 
 
+async def score_state(
+    scenario: Scenario, final_state: dict[str, Any] | None, checker: Checker
+) -> tuple[list[CheckOutcome], float | None, dict[str, Any]]:
+    """(checklist verdicts, checklist score, state diff) of a final state; None state: not scorable."""
+    if final_state is None:
+        return not_scorable(scenario.checklist, NO_ADMIN_REASON), None, {}
+    checks = await checker.check(scenario.checklist, scenario.initial_state, final_state)
+    return checks, checklist_score(checks), state_diff(scenario.initial_state, final_state)
+
+
 def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -124,14 +134,9 @@ async def _attempt(
         except StateUnavailable:
             final_state = None
         rec.time("state", t)
-    if final_state is None:
-        checks, diff = not_scorable(scenario.checklist, NO_ADMIN_REASON), {}
-    else:
-        t = time.perf_counter()
-        checks = await checker.check(scenario.checklist, scenario.initial_state, final_state)
-        rec.time("validate", t)
-        diff = state_diff(scenario.initial_state, final_state)
-    score = checklist_score(checks)
+    t = time.perf_counter()
+    checks, score, diff = await score_state(scenario, final_state, checker)
+    rec.time("validate", t)
     return EpisodeResult(
         run_id="", env_id=scenario.env_id, scenario_id=scenario.id, trial=0, mode=config.mode, status=status,
         agent_model=agent.spec, user_model=user.spec if user else None, task=scenario.task, tools=rec.tools,
@@ -183,9 +188,20 @@ async def _loop(
 
 
 async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
-    """Run one tool call through MCP; model mistakes become error results the agent can recover from."""
     rec.tool_calls += 1
     t = time.perf_counter()
+    message = await call_tool_safely(ep, call, names)
+    rec.tool_errors += message.is_error
+    rec.time("tool", t, name=call.name, is_error=message.is_error)
+    return message
+
+
+async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
+    """Run one tool call through MCP and return the `tool` message answering it.
+
+    Model mistakes (undecodable arguments, unknown tool, a request the server rejects as invalid) become error
+    results the agent can recover from; other MCP errors propagate (they are the infrastructure's).
+    """
     if call.raw_arguments is not None:
         result = _error_result(f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
                                "Send the arguments as a JSON object matching the tool's schema.")
@@ -198,10 +214,8 @@ async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, nam
             if exc.code not in _MODEL_FAULT_CODES:
                 raise
             result = _error_result(f"Tool call rejected: {exc.message}")
-    is_error = bool(result.is_error)
-    rec.tool_errors += is_error
-    rec.time("tool", t, name=call.name, is_error=is_error)
-    return Message(role="tool", content=result_text(result), tool_call_id=call.id, name=call.name, is_error=is_error)
+    return Message(role="tool", content=result_text(result), tool_call_id=call.id, name=call.name,
+                   is_error=bool(result.is_error))
 
 
 def _error_result(text: str) -> CallToolResult:
