@@ -292,7 +292,7 @@ SPECS: list[dict[str, Any]] = [
              " and ".join(unchanged(f'["products"]["{p}"]["stock"]') for p in ("P110", "P121", "P142")), False),
             ("Has a new pending express order for one Rain Shell Jacket (P117) been placed for Yuki Sato (C017)?",
              'len(new_orders) == 1 and new_orders[0]["customer_id"] == "C017" '
-             'and new_orders[0]["shipping_method"] == "express" and '
+             'and new_orders[0]["status"] == "pending" and new_orders[0]["shipping_method"] == "express" and '
              + lines_are("new_orders[0]", {"P117": 1})),
             ("Is the Rain Shell Jacket (P117) left with 19 units in stock?",
              'final_state["products"]["P117"]["stock"] == 19'),

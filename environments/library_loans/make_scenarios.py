@@ -129,7 +129,7 @@ SPECS: list[dict[str, Any]] = [
              field("members", "M-2006", "expiry_date") + ' == "2027-05-12"'),
             (f"Has Desmond (M-2006) borrowed a copy of Bridges of Steel, due {DUE_21}?",
              f'any(ln["member_id"] == "M-2006" and ln["isbn"] == "{isbn("Bridges of Steel: Lives of Engineers")}" '
-             f'and ln["due_date"] == "{DUE_21}" for ln in new_loans)'),
+             f'and ln["due_date"] == "{DUE_21}" and ln["status"] == "active" for ln in new_loans)'),
             ("Has his other loan L-8147 been left as it was?", unchanged("loans", "L-8147"), False),
         ],
         "solution": [
@@ -172,7 +172,7 @@ SPECS: list[dict[str, Any]] = [
         "checklist": [
             (f"Has Ravi (M-2010) borrowed a copy of The Ember Colony, due {DUE_21}?",
              f'any(ln["member_id"] == "M-2010" and ln["isbn"] == "{isbn("The Ember Colony")}" '
-             f'and ln["due_date"] == "{DUE_21}" for ln in new_loans)'),
+             f'and ln["due_date"] == "{DUE_21}" and ln["status"] == "active" for ln in new_loans)'),
             ("Has Ravi got a waiting hold on Orbit of Small Things for pickup at Central?",
              f'any(h["member_id"] == "M-2010" and h["isbn"] == "{isbn("Orbit of Small Things")}" '
              'and h["status"] == "waiting" and h["pickup_branch"] == "Central" for h in new_holds)'),
@@ -226,7 +226,8 @@ SPECS: list[dict[str, Any]] = [
             ("Have loans L-8182 and L-8191, whose titles other members are waiting for, been left unchanged?",
              unchanged("loans", "L-8182") + " and " + unchanged("loans", "L-8191"), False),
             ("Has Hiroshi (M-2028) checked out the held copy C-30024?",
-             'any(ln["member_id"] == "M-2028" and ln["copy_id"] == "C-30024" for ln in new_loans)'),
+             'any(ln["member_id"] == "M-2028" and ln["copy_id"] == "C-30024" and ln["status"] == "active" '
+             "for ln in new_loans)"),
             ("Has hold H-609 been fulfilled?", field("holds", "H-609", "status") + ' == "fulfilled"'),
         ],
         "solution": [
@@ -247,10 +248,12 @@ SPECS: list[dict[str, Any]] = [
              "for m in new_members)"),
             (f"Has Oscar borrowed Captain Juniper's Treasure, due {DUE_14}?",
              f'any(ln["isbn"] == "{isbn("Captain Juniper" + chr(39) + "s Treasure")}" and ln["due_date"] == "{DUE_14}" '
+             'and ln["status"] == "active" '
              'and any(m["member_id"] == ln["member_id"] and m["name"] == "Oscar Blake" for m in new_members) '
              "for ln in new_loans)"),
             (f"Has Oscar borrowed The Owl Who Counted Stars, due {DUE_14}?",
              f'any(ln["isbn"] == "{isbn("The Owl Who Counted Stars")}" and ln["due_date"] == "{DUE_14}" '
+             'and ln["status"] == "active" '
              'and any(m["member_id"] == ln["member_id"] and m["name"] == "Oscar Blake" for m in new_members) '
              "for ln in new_loans)"),
         ],
@@ -296,7 +299,7 @@ SPECS: list[dict[str, Any]] = [
              field("members", "M-2023", "expiry_date") + ' == "2027-05-17"'),
             ("Has Greta (M-2023) got a waiting hold on How Forests Talk for Riverside?",
              f'any(h["member_id"] == "M-2023" and h["isbn"] == "{isbn("How Forests Talk")}" '
-             'and h["pickup_branch"] == "Riverside" for h in new_holds)'),
+             'and h["pickup_branch"] == "Riverside" and h["status"] == "waiting" for h in new_holds)'),
             ("Has no hold been placed for Greta on The Clockmaker's Wager, which she already has on loan?",
              f'not any(h["member_id"] == "M-2023" and h["isbn"] == "{isbn("The Clockmaker" + chr(39) + "s Wager")}" '
              "for h in new_holds)", False),
