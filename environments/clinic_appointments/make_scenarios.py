@@ -2,7 +2,8 @@
 
 Run from anywhere: python environments/clinic_appointments/make_scenarios.py
 Exits non-zero when a validator is not a bool, passes on the untouched initial state, a reference
-call fails, or a validator fails after the reference solution.
+call fails, a validator fails after the reference solution, or the plausible wrong solution in
+WRONG passes every validator.
 """
 
 from __future__ import annotations
@@ -325,6 +326,58 @@ SPECS: list[dict[str, Any]] = [
 ]
 
 
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one validator False, so the checklist is strict enough to tell it from the reference solution.
+WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "Cancel a dermatology visit": [("cancel_appointment", {"appointment_id": "A-5100", "reason": "work conflict"})],
+    "Refill a prescription": [("refill_prescription", {"rx_id": "RX-7025"})],
+    "Referral and first neurology visit": [
+        ("create_referral", {"patient_id": "PT-1001", "from_doctor_id": "D01", "specialty": "neurology",
+                             "reason": "migraines"}),
+        ("cancel_appointment", {"appointment_id": "A-5104", "reason": "clash"}),
+        ("book_appointment", {"patient_id": "PT-1001", "slot_id": "D08-2026-04-13-0930", "reason": "migraines"}),
+    ],
+    "Cardiology with an expired referral": [
+        ("cancel_appointment", {"appointment_id": "A-5120", "reason": "no longer needed"}),
+        ("create_referral", {"patient_id": "PT-1015", "from_doctor_id": "D01", "specialty": "cardiology",
+                             "reason": "post-ECG follow-up"}),
+        ("book_appointment", {"patient_id": "PT-1015", "slot_id": "D04-2026-04-14-0900", "reason": "consult"}),
+    ],
+    "Doctor off sick: block the day and move patients": [
+        ("block_doctor_day", {"doctor_id": "D01", "day": "2026-04-09", "reason": "doctor off sick"}),
+        ("cancel_appointment", {"appointment_id": "A-5065", "reason": "doctor off sick"}),
+        ("cancel_appointment", {"appointment_id": "A-5066", "reason": "doctor off sick"}),
+        ("cancel_appointment", {"appointment_id": "A-5067", "reason": "doctor off sick"}),
+    ],
+    "Visit, notes and a safe prescription": [
+        ("check_in", {"appointment_id": "A-5072"}),
+        ("complete_appointment", {"appointment_id": "A-5072", "notes": "BP 150/95, start ACE inhibitor"}),
+        ("prescribe", {"patient_id": "PT-1008", "doctor_id": "D02", "medication": "lisinopril",
+                       "dosage": "10 mg once daily", "refills": 0}),
+    ],
+    "Register a child and book pediatrics": [
+        ("register_patient", {"name": "Theo Asante", "date_of_birth": "2019-06-14", "phone": KWAME_PHONE,
+                              "email": "kwame.asante@mailbox.example", "insurance_plan": "Meridian HMO"}),
+        ("book_appointment", {"patient_id": "PT-1031", "slot_id": "D03-2026-04-10-0900", "reason": "ear pain"}),
+    ],
+    "Morning close-out for general practice": [
+        ("mark_no_show", {"appointment_id": "A-5061"}),
+        ("mark_no_show", {"appointment_id": "A-5063"}),
+        ("check_in", {"appointment_id": "A-5062"}),
+    ],
+    "Move a visit that was already moved twice": [
+        ("cancel_appointment", {"appointment_id": "A-5112", "reason": "cannot be moved"}),
+    ],
+    "Switch blood-pressure medication": [
+        ("prescribe", {"patient_id": "PT-1013", "doctor_id": "D01", "medication": "losartan",
+                       "dosage": "50 mg once daily", "refills": 5}),
+    ],
+    "Dermatologist closed to new patients": [
+        ("book_appointment", {"patient_id": "PT-1023", "slot_id": "D05-2026-04-09-1000", "reason": "rash"}),
+    ],
+}
+
+
 def build() -> list[Scenario]:
     """Scenario models from SPECS."""
     out = []
@@ -363,8 +416,21 @@ def run_validators(sc: Scenario, final_state: dict[str, Any]) -> list[Any]:
     return results
 
 
-def verify(scenarios: list[Scenario]) -> list[str]:
-    """Problems found (empty when every scenario is sound)."""
+def replay(cls: type, initial_state: dict[str, Any], calls: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
+    """Run `calls` on a fresh instance at `initial_state`; return the final state (JSON) and each result."""
+    env = cls()
+    for key, value in copy.deepcopy(initial_state).items():
+        setattr(env, key, value)
+    results = [getattr(env, call.tool)(**call.arguments) for call in calls]
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial_state})), results
+
+
+def verify(scenarios: list[Scenario], wrong: dict[str, list[ToolCall]] | None = None) -> list[str]:
+    """Problems found (empty when every scenario is sound).
+
+    `wrong` maps a scenario title to a plausible wrong solution: replayed (failed calls allowed), it
+    must leave at least one validator False (a validator that raises counts as False there).
+    """
     cls = load_class()
     problems = []
     for sc in scenarios:
@@ -377,25 +443,34 @@ def verify(scenarios: list[Scenario]) -> list[str]:
         for item, value in zip(sc.checklist, before, strict=True):
             if item.claims_change and value:
                 problems.append(f"{where}: {item.id} claims a change but passes on the initial state")
-        env = cls()
-        for key, value in copy.deepcopy(sc.initial_state).items():
-            setattr(env, key, value)
-        for n, call in enumerate(sc.reference_solution, 1):
-            result = getattr(env, call.tool)(**call.arguments)
+        final, results = replay(cls, sc.initial_state, sc.reference_solution)
+        for n, (call, result) in enumerate(zip(sc.reference_solution, results, strict=True), 1):
             if not (isinstance(result, dict) and result.get("success") is True):
                 problems.append(f"{where}: reference call {n} {call.tool} failed: {result}")
-        final = json.loads(json.dumps({key: getattr(env, key) for key in sc.initial_state}))
         after = run_validators(sc, final)
         for item, value in zip(sc.checklist, after, strict=True):
             if value is not True:
                 problems.append(f"{where}: {item.id} is {value!r} after the reference solution")
+        if wrong is not None:
+            if sc.title not in wrong:
+                problems.append(f"{where}: no plausible wrong solution to test the checklist against")
+                continue
+            wrong_final, _ = replay(cls, sc.initial_state, wrong[sc.title])
+            try:
+                lenient = all(v is True for v in run_validators(sc, wrong_final))
+            except Exception:  # a validator that crashes on a wrong state rejects it
+                lenient = False
+            if lenient:
+                problems.append(f"{where}: the plausible wrong solution passes every validator; the checklist "
+                                "is too lenient")
     return problems
 
 
 def main() -> int:
     """Build, verify, write; return the exit code."""
     scenarios = build()
-    problems = verify(scenarios)
+    wrong = {title: [ToolCall(tool=t, arguments=a) for t, a in calls] for title, calls in WRONG.items()}
+    problems = verify(scenarios, wrong)
     for problem in problems:
         print("FAIL", problem)
     if problems:

@@ -2,7 +2,8 @@
 
 Run from anywhere: python environments/library_loans/make_scenarios.py
 Exits non-zero when a validator is not a bool, passes on the untouched initial state, a reference
-call fails, or a validator fails after the reference solution.
+call fails, a validator fails after the reference solution, or the plausible wrong solution in
+WRONG passes every validator.
 """
 
 from __future__ import annotations
@@ -315,6 +316,49 @@ SPECS: list[dict[str, Any]] = [
 ]
 
 
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one validator False, so the checklist is strict enough to tell it from the reference solution.
+WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "Return a late book that someone is waiting for": [("return_copy", {"copy_id": "C-30094"})],
+    "Renew one loan": [("renew_all_loans", {"member_id": "M-2011"})],
+    "Pick up a hold after returning a late book": [
+        ("return_copy", {"copy_id": "C-30009"}),
+        ("checkout", {"member_id": "M-2016", "copy_id": "C-30002"}),
+    ],
+    "Expired membership, late book, new loan": [
+        ("return_copy", {"copy_id": "C-30095"}),
+        ("renew_membership", {"member_id": "M-2006"}),
+        ("checkout", {"member_id": "M-2006", "copy_id": "C-30021"}),
+    ],
+    "Daily hold shelf cleanup and a cancellation": [("cancel_hold", {"hold_id": "H-636"})],
+    "Borrow one, reserve one, and a reference book": [
+        ("checkout", {"member_id": "M-2010", "copy_id": "C-30025"}),
+        ("place_hold", {"member_id": "M-2010", "isbn": isbn("Orbit of Small Things"), "pickup_branch": "Riverside"}),
+    ],
+    "Lost and found": [("report_lost", {"loan_id": "L-8213"})],
+    "Renew what can be renewed and pick up a hold": [
+        ("renew_loan", {"loan_id": "L-8139"}),
+        ("checkout", {"member_id": "M-2028", "copy_id": "C-30024"}),
+    ],
+    "New child card and first loans": [
+        ("register_member", {"name": "Oscar Blake", "email": "oscar.blake@post.example", "phone": "+1-555-318-2290",
+                             "membership_type": "adult", "home_branch": "Hillcrest"}),
+        ("checkout", {"member_id": "M-2029", "copy_id": "C-30066"}),
+        ("checkout", {"member_id": "M-2029", "copy_id": "C-30063"}),
+    ],
+    "Settle fines, waive one, renew": [
+        ("pay_fine", {"fine_id": "F-908"}),
+        ("pay_fine", {"fine_id": "F-910"}),
+        ("pay_fine", {"fine_id": "F-915"}),
+        ("renew_all_loans", {"member_id": "M-2005"}),
+    ],
+    "Membership renewal and holds": [
+        ("renew_membership", {"member_id": "M-2023"}),
+        ("place_hold", {"member_id": "M-2023", "isbn": isbn("How Forests Talk"), "pickup_branch": "Central"}),
+    ],
+}
+
+
 def build() -> list[Scenario]:
     """Scenario models from SPECS."""
     out = []
@@ -353,8 +397,21 @@ def run_validators(sc: Scenario, final_state: dict[str, Any]) -> list[Any]:
     return results
 
 
-def verify(scenarios: list[Scenario]) -> list[str]:
-    """Problems found (empty when every scenario is sound)."""
+def replay(cls: type, initial_state: dict[str, Any], calls: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
+    """Run `calls` on a fresh instance at `initial_state`; return the final state (JSON) and each result."""
+    env = cls()
+    for key, value in copy.deepcopy(initial_state).items():
+        setattr(env, key, value)
+    results = [getattr(env, call.tool)(**call.arguments) for call in calls]
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial_state})), results
+
+
+def verify(scenarios: list[Scenario], wrong: dict[str, list[ToolCall]] | None = None) -> list[str]:
+    """Problems found (empty when every scenario is sound).
+
+    `wrong` maps a scenario title to a plausible wrong solution: replayed (failed calls allowed), it
+    must leave at least one validator False (a validator that raises counts as False there).
+    """
     cls = load_class()
     problems = []
     for sc in scenarios:
@@ -367,25 +424,34 @@ def verify(scenarios: list[Scenario]) -> list[str]:
         for item, value in zip(sc.checklist, before, strict=True):
             if item.claims_change and value:
                 problems.append(f"{where}: {item.id} claims a change but passes on the initial state")
-        env = cls()
-        for key, value in copy.deepcopy(sc.initial_state).items():
-            setattr(env, key, value)
-        for n, call in enumerate(sc.reference_solution, 1):
-            result = getattr(env, call.tool)(**call.arguments)
+        final, results = replay(cls, sc.initial_state, sc.reference_solution)
+        for n, (call, result) in enumerate(zip(sc.reference_solution, results, strict=True), 1):
             if not (isinstance(result, dict) and result.get("success") is True):
                 problems.append(f"{where}: reference call {n} {call.tool} failed: {result}")
-        final = json.loads(json.dumps({key: getattr(env, key) for key in sc.initial_state}))
         after = run_validators(sc, final)
         for item, value in zip(sc.checklist, after, strict=True):
             if value is not True:
                 problems.append(f"{where}: {item.id} is {value!r} after the reference solution")
+        if wrong is not None:
+            if sc.title not in wrong:
+                problems.append(f"{where}: no plausible wrong solution to test the checklist against")
+                continue
+            wrong_final, _ = replay(cls, sc.initial_state, wrong[sc.title])
+            try:
+                lenient = all(v is True for v in run_validators(sc, wrong_final))
+            except Exception:  # a validator that crashes on a wrong state rejects it
+                lenient = False
+            if lenient:
+                problems.append(f"{where}: the plausible wrong solution passes every validator; the checklist "
+                                "is too lenient")
     return problems
 
 
 def main() -> int:
     """Build, verify, write; return the exit code."""
     scenarios = build()
-    problems = verify(scenarios)
+    wrong = {title: [ToolCall(tool=t, arguments=a) for t, a in calls] for title, calls in WRONG.items()}
+    problems = verify(scenarios, wrong)
     for problem in problems:
         print("FAIL", problem)
     if problems:
