@@ -296,3 +296,50 @@ def test_kinds_through_comprehensions_sorted_copies_and_late_aliases() -> None:
         "grow": "state_change",
         "nested": "state_change",
     }
+
+
+def test_numpy_docstring() -> None:
+    doc = """Transfer money.
+
+    Parameters
+    ----------
+    source : str
+        Account to debit.
+    amount : float
+        How much,
+        in euros.
+
+    Returns
+    -------
+    dict
+        The result.
+    """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {"source": "Account to debit.", "amount": "How much, in euros."}
+    assert parsed.description == "Transfer money.\n\nReturns\n-------\ndict\n    The result."
+
+
+def test_envscaler_style_docstring() -> None:
+    doc = """
+        Retrieve device info by device_id.
+
+        Args:
+            device_id (str): Unique identifier of the device.
+            status (Optional[str], optional): Filter. Defaults to None.
+
+        Returns:
+            dict: {
+                "success": True,
+                "data": DeviceInfo
+            }
+
+        Constraints:
+            - device_id must exist.
+        """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {
+        "device_id": "Unique identifier of the device.",
+        "status": "Filter. Defaults to None.",
+    }
+    assert parsed.description.startswith("Retrieve device info by device_id.\n\nReturns:\n    dict: {")
+    assert parsed.description.endswith("Constraints:\n    - device_id must exist.")
