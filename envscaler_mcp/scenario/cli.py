@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,7 +18,7 @@ from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, StepStatus, 
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-Group = tuple[str, list[Scenario]]  # (server target, its scenarios)
+Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
@@ -67,7 +66,8 @@ async def check_groups(groups: list[Group], *, transport: str = "http", timeout_
                        mutation: bool = False, require_reference: bool = True,
                        on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
     """Start one server per group and gate each of its scenarios; a server that fails to start fails them."""
-    launch_server = importlib.import_module("envscaler_mcp.launch").launch_server
+    from envscaler_mcp.launch import launch_server
+
     reports: list[GateReport] = []
 
     async def gate_all(factory: EpisodeFactory, scenarios: list[Scenario], sandbox: ValidatorSandbox) -> None:
@@ -132,6 +132,8 @@ def check_command(
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
+    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
+        console = Console(stderr=as_json, width=130)
     reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
                                              mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
