@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 import typer
@@ -18,6 +18,7 @@ from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, StepStatus, 
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
+Transport = Literal["http", "stdio", "memory"]
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
@@ -62,7 +63,7 @@ def _failing_factory(error: Exception) -> EpisodeFactory:
     return factory
 
 
-async def check_groups(groups: list[Group], *, transport: str = "http", timeout_s: float = 2.0, workers: int = 2,
+async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
                        mutation: bool = False, require_reference: bool = True,
                        on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
     """Start one server per group and gate each of its scenarios; a server that fails to start fails them."""
@@ -130,11 +131,13 @@ def check_command(
     workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
+    if transport not in ("http", "stdio", "memory"):
+        raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=as_json, width=130)
-    reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
+    reports = anyio.run(lambda: check_groups(groups, transport=cast(Transport, transport), timeout_s=timeout, workers=workers,
                                              mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
