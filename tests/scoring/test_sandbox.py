@@ -168,3 +168,14 @@ async def test_a_worker_that_dies_mid_check_is_recorded_and_replaced() -> None:
         assert sb.restarts == 1
     assert results[0].reason is not None and "worker process died" in results[0].reason
     assert results[1].passed
+
+
+async def test_a_cancelled_run_leaves_the_sandbox_usable() -> None:
+    import anyio
+
+    slow = "def check_func(s):\n    x = 0\n    for i in range(10**8):\n        x += i\n    return True\n"
+    async with ValidatorSandbox(timeout_s=10.0, memory_mb=256) as sb:
+        with anyio.move_on_after(0.3):
+            await sb.run([item(slow, "slow")], INITIAL, FINAL)
+        results = await sb.run([item("def check_func(s):\n    return True\n", "next")], INITIAL, FINAL)
+    assert [(r.item_id, r.passed, r.reason) for r in results] == [("next", True, None)]
