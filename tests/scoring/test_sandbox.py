@@ -105,6 +105,8 @@ async def test_dunder_escape_is_refused() -> None:
     src = "def check_func(s):\n    return len(().__class__.__base__.__subclasses__()) > 0\n"
     passed, reason = await run_one(src)
     assert not passed and reason is not None and reason.startswith("access to attribute '__")
+    src = "def check_func(s):\n    match ():\n        case object(__class__=c):\n            return c is tuple\n"
+    assert await run_one(src) == (False, "access to attribute '__class__' is not allowed")
     src = "def check_func(s):\n    return getattr((), '__class__') is tuple\n"
     assert await run_one(src) == (False, "access to attribute '__class__' is not allowed")
 
