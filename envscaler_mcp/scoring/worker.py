@@ -18,6 +18,7 @@ import ast
 import io
 import json
 import marshal
+import math
 import os
 import resource
 import signal
@@ -114,6 +115,7 @@ class Runner:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else f"bad state JSON: {exc}"
         self._fired = False
         result: Any = None
+        _cap_cpu(timeout_s)
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
             try:
@@ -141,6 +143,14 @@ class Runner:
         if isinstance(result, bool):
             return result, None
         return False, _describe(result)
+
+
+def _cap_cpu(timeout_s: float) -> None:
+    """Kernel backstop: the worker dies (SIGXCPU) if this check burns the CPU well past its time, even when
+    the alarm is ignored by C code and the parent is gone."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
 
 
 def _apply_limits(memory_mb: int) -> None:
