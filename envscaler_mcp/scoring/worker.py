@@ -24,7 +24,7 @@ import resource
 import signal
 import sys
 import time
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from envscaler_mcp.scoring._restrict import (
     ImportNotAllowed,
@@ -61,8 +61,12 @@ def _describe(value: Any) -> str:
 class States:
     """The two states of one request, parsed once; each `fresh` call returns a new, independent copy.
 
-    Copies come from `marshal` (about twice as fast as re-parsing JSON, and exact for JSON values).
+    Copies come from `marshal` (about twice as fast as re-parsing JSON, and exact for JSON values). The last
+    two parsed texts are remembered across requests: the gate and the mutation test send the same initial
+    state again and again.
     """
+
+    _recent: ClassVar[dict[str, bytes]] = {}  # text -> marshal blob, at most two entries
 
     def __init__(self, initial_text: str, final_text: str) -> None:
         self._texts = {"initial": initial_text, "final": final_text}
@@ -71,7 +75,14 @@ class States:
     def fresh(self, which: str) -> Any:
         blob = self._blobs.get(which)
         if blob is None:
-            blob = self._blobs[which] = marshal.dumps(json.loads(self._texts[which]))
+            text = self._texts[which]
+            blob = self._recent.get(text)
+            if blob is None:
+                blob = marshal.dumps(json.loads(text))
+                if len(self._recent) >= 2:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[text] = blob
+            self._blobs[which] = blob
         return marshal.loads(blob)
 
 
