@@ -74,6 +74,7 @@ class HttpServer(LaunchedServer):
     """One HTTP server process; episodes through the admin API."""
 
     transport = "http"
+    pid: int | None = None
 
     def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
         self.server_dir = server
@@ -221,7 +222,9 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                                    f"{_log_tail(log_path)}")
         await anyio.sleep(0.02)
     url = json.loads(ready.read_text(encoding="utf-8"))["url"]
-    return HttpServer(server, url, token, client_timeout), process
+    http = HttpServer(server, url, token, client_timeout)
+    http.pid = process.pid
+    return http, process
 
 
 async def _stop(process: anyio.abc.Process) -> None:
