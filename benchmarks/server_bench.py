@@ -128,9 +128,6 @@ class RawHttp:
                         "MCP-Protocol-Version": MODERN}
         self.next_id = 0
 
-    async def start(self) -> None:
-        pass
-
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": modern_params(params)}
@@ -155,6 +152,18 @@ async def timed(fn: Callable[[], Any], n: int) -> list[float]:
         await fn()
         out.append(time.perf_counter() - t)
     return out
+
+
+async def interleaved(a: Callable[[], Any], b: Callable[[], Any], n: int) -> tuple[list[float], list[float]]:
+    """Time `a` and `b` in alternating blocks (after a warm-up), so load changes hit both alike."""
+    await timed(a, 10)
+    await timed(b, 10)
+    ta: list[float] = []
+    tb: list[float] = []
+    for _ in range(10):
+        ta += await timed(a, max(1, n // 10))
+        tb += await timed(b, max(1, n // 10))
+    return ta, tb
 
 
 def pick_calls(spec: dict[str, Any], scenarios: list[dict[str, Any]]) -> tuple[tuple[str, dict], list]:
@@ -197,11 +206,12 @@ async def main(args: argparse.Namespace) -> None:
 
 async def stdio_part(server: ServerDir, state0: dict, qtool: str, qargs: dict, args: argparse.Namespace) -> None:
     print("\nround trip over stdio")
-    async with launch_server(server.path, "stdio") as stdio, stdio.episode(state0) as ep:
-        sdk = await timed(lambda: ep.call_tool(qtool, qargs), args.calls)
     raw = RawStdio(server)
     await raw.start()
-    raw_t = await timed(lambda: raw.request("tools/call", {"name": qtool, "arguments": qargs}), args.calls)
+    async with launch_server(server.path, "stdio") as stdio, stdio.episode(state0) as ep:
+        sdk, raw_t = await interleaved(lambda: ep.call_tool(qtool, qargs),
+                                       lambda: raw.request("tools/call", {"name": qtool, "arguments": qargs}),
+                                       args.calls)
     await raw.close()
     row("mcp.Client (stdio)", ms(sdk))
     row("raw JSON-RPC client (stdio)", ms(raw_t))
@@ -212,11 +222,10 @@ async def http_part(http: HttpServer, server: ServerDir, spec: dict, state0: dic
                     solution: list, args: argparse.Namespace, stdio_start: float) -> None:
     print("\nround trip over HTTP")
     async with http.episode(state0) as ep:
-        sdk = await timed(lambda: ep.call_tool(qtool, qargs), args.calls)
-        path = f"/episodes/{ep.episode_id}/mcp"
-        raw = RawHttp(http.url + path)
-        await raw.start()
-        raw_t = await timed(lambda: raw.request("tools/call", {"name": qtool, "arguments": qargs}), args.calls)
+        raw = RawHttp(http.url + f"/episodes/{ep.episode_id}/mcp")
+        sdk, raw_t = await interleaved(lambda: ep.call_tool(qtool, qargs),
+                                       lambda: raw.request("tools/call", {"name": qtool, "arguments": qargs}),
+                                       args.calls)
         await raw.close()
     row("mcp.Client (HTTP)", ms(sdk))
     row("raw JSON-RPC client (HTTP)", ms(raw_t))

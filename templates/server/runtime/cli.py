@@ -38,7 +38,11 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _limit_memory(megabytes: int) -> None:
-    import resource
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        logging.getLogger(__name__).warning("--max-memory-mb is not supported on this platform; ignored")
+        return
 
     limit = megabytes * 1024 * 1024
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
