@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from envscaler_mcp.providers._adapter import BaseProvider
@@ -30,18 +29,15 @@ class AnthropicProvider(BaseProvider):
                      names: ToolNames) -> dict[str, Any]:
         """Keyword arguments of `messages.create` for one call."""
         system, converted = to_anthropic_messages(messages, names)
-        if settings.json_schema is not None:
-            instruction = ("Answer with one JSON value only, no prose, matching this JSON Schema:\n"
-                           + json.dumps(settings.json_schema, ensure_ascii=False))
-            system = f"{system}\n\n{instruction}" if system else instruction
         body: dict[str, Any] = {"model": self.model, "messages": converted,
                                 "max_tokens": settings.max_tokens or 4096}
         if system:
             body["system"] = system
         if tools:
             body["tools"] = anthropic_tools(tools, names)
-        if settings.temperature is not None:
-            body["temperature"] = settings.temperature
+        # The 2.x SDK's messages.create has no sampling parameters (temperature, seed): they are not sent.
+        if settings.json_schema is not None:
+            body["output_config"] = {"format": {"type": "json_schema", "schema": settings.json_schema}}
         if settings.stop:
             body["stop_sequences"] = settings.stop
         return body

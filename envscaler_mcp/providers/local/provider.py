@@ -25,13 +25,15 @@ from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 DECISION_RULES = """\
 Answer with one JSON object: {"tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
 Rules:
-1. If a function is needed to make progress on the task, put the call(s) in "tool_calls" and leave "reply" empty.
+1. You know nothing about the user's data (records, ids, statuses, amounts) except what function results \
+tell you. To answer a question about it or to change it, call the matching function(s): put the call(s) in \
+"tool_calls" and leave "reply" empty.
 2. Function results come back inside <tool_response> tags. Read them. Never call a function again with the same \
 arguments once you have its response.
 3. When the results show the task is done, or they answer the user's question, set "tool_calls" to [] and write \
 in "reply" a short final answer to the user, based only on the results.
 4. If a result starts with ERROR, fix the arguments or explain the problem in "reply".
-5. For greetings or questions that need no function, set "tool_calls" to [] and answer in "reply"."""
+5. Only for greetings and thanks, set "tool_calls" to [] and answer in "reply"."""
 
 
 def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
