@@ -11,7 +11,12 @@ from typing import Any
 import typer
 
 from envscaler_mcp.providers.local.server import runtime_status
-from envscaler_mcp.providers.local.weights import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, ensure_weights, weights_status
+from envscaler_mcp.providers.local.weights import (
+    DEFAULT_LOCAL_MODEL,
+    LOCAL_MODELS,
+    ensure_weights,
+    weights_status,
+)
 from envscaler_mcp.providers.registry import env_var
 
 

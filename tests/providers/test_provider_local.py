@@ -174,3 +174,10 @@ async def test_real_local_model_answers_one_turn(monkeypatch: pytest.MonkeyPatch
     await p.aclose()
     p.server.stop()  # type: ignore[attr-defined]
     assert not p.server.running()  # type: ignore[attr-defined]
+
+
+def test_server_refuses_to_start_under_kill_switch(tmp_path: Path) -> None:
+    server = LocalServer(model_path=tmp_path / "model.gguf", runtime="xllamacpp")
+    with pytest.raises(RequestsBlocked, match="ENVSCALER_MCP_BLOCK_REQUESTS"):
+        server.ensure_started()
+    assert server.process is None
