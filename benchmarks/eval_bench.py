@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.harness.checks import SandboxChecker

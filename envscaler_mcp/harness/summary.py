@@ -8,6 +8,7 @@ from math import comb
 from statistics import fmean
 
 from pydantic import BaseModel, Field
+from rich import box
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
@@ -112,25 +113,38 @@ def _pct(value: float | None) -> str:
 
 
 def _cost(usage: Usage) -> str:
-    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.2f}"
+
+
+def _tokens(usage: Usage) -> str:
+    n = usage.input_tokens + usage.output_tokens
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 def summary_table(summary: RunSummary) -> Table:
-    """The summary as a rich table: one row per environment, then the overall row."""
+    """The summary as a rich table: one row per environment, then the overall row.
+
+    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success)."""
     k = str(summary.trials)
-    table = Table(title=f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else ""))
-    for col in ("environment", "episodes", "score", "success", f"pass@{k}", f"pass^{k}", "steps", "tokens",
-                "cost", "latency", "infra"):
-        table.add_column(col, justify="left" if col == "environment" else "right")
+    title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    cols = ["environment", "n", "score", "success"]
+    if summary.trials > 1:
+        cols += [f"pass@{k}", f"pass^{k}"]
+    cols += ["steps", "tokens", "cost", "latency", "infra"]
     rows = [*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env or [summary.overall]
+    body = []
     for g in rows:
         usage = g.agent_usage + g.user_usage
-        table.add_row(
-            g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate),
-            _pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k)),
-            "-" if g.mean_steps is None else f"{g.mean_steps:.1f}",
-            f"{usage.input_tokens + usage.output_tokens:,}", _cost(usage),
-            "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors),
-            style="bold" if g.name == "overall" else None,
-        )
+        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)]
+        if summary.trials > 1:
+            cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
+        cells += ["-" if g.mean_steps is None else f"{g.mean_steps:.1f}", _tokens(usage), _cost(usage),
+                  "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors)]
+        body.append((g.name, cells))
+    for i, col in enumerate(cols):
+        width = max([len(col), *(len(cells[i]) for _, cells in body)])
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True, min_width=width)
+    for name, cells in body:
+        table.add_row(*cells, style="bold" if name == "overall" else None)
     return table
