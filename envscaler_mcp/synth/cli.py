@@ -1,9 +1,19 @@
-"""CLI commands of the synth stage."""
+"""CLI commands of the synth stage: `envscaler-mcp synth envs` (SkelBuilder), later `synth scenarios`."""
 
 from __future__ import annotations
 
 import typer
 
+synth_app = typer.Typer(
+    name="synth",
+    help="Synthesize environments (envs) and scenarios from a task corpus with an LLM.",
+    no_args_is_help=True,
+)
+
 
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the main app."""
+    """Add the `synth` command group to the main app; each sub-pipeline registers its own command."""
+    from envscaler_mcp.synth.skel import cli as skel_cli
+
+    skel_cli.register(synth_app)
+    app.add_typer(synth_app, name="synth")

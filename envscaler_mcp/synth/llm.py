@@ -1,0 +1,122 @@
+"""Prompt templates and the one way synthesis talks to a model: render, call, parse, retry with the error.
+
+Templates live in `envscaler_mcp/synth/prompts/<group>/<step>.md` (Jinja2, StrictUndefined). A line
+`<!-- user -->` separates the system message (above) from the user message (below); a template without
+it is a single user message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import jinja2
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.errors import SynthesisError
+from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+USER_MARKER = "<!-- user -->"
+
+T = TypeVar("T")
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_prompt(name: str, **context: Any) -> list[Message]:
+    """Render template `name` (e.g. 'skel/judge') into [system, user] messages."""
+    text = _env().get_template(f"{name}.md").render(**context)
+    if USER_MARKER in text:
+        system, user = text.split(USER_MARKER, 1)
+        return [Message(role="system", content=system.strip()), Message(role="user", content=user.strip())]
+    return [Message(role="user", content=text.strip())]
+
+
+def templates_digest(group: str) -> str:
+    """Short sha256 over every template of a group, so a prompt edit shows up in provenance."""
+    digest = hashlib.sha256()
+    for path in sorted((PROMPTS_DIR / group).glob("*.md")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:10]
+
+
+class UsageMeter:
+    """Adds up the usage of model calls, overall and per seat (generator, tester, checker …)."""
+
+    def __init__(self) -> None:
+        self.total = Usage()
+        self.by_seat: dict[str, Usage] = {}
+
+    def add(self, usage: Usage, seat: str = "generator") -> None:
+        """Count one call's usage."""
+        self.total = self.total + usage
+        self.by_seat[seat] = self.by_seat.get(seat, Usage()) + usage
+
+
+class StepFailed(SynthesisError):
+    """A synthesis step gave no usable answer after its retries. `reason` is the last problem seen."""
+
+    def __init__(self, step: str, reason: str, attempts: int) -> None:
+        super().__init__(f"step '{step}' failed after {attempts} attempt(s): {reason}")
+        self.step = step
+        self.reason = reason
+        self.attempts = attempts
+
+
+RETRY_TEMPLATE = (
+    "Your answer could not be used: {error}\n\n"
+    "Answer again, complete and in exactly the required format (all sections, nothing else)."
+)
+
+
+async def ask(
+    provider: Provider,
+    step: str,
+    context: dict[str, Any],
+    accept: Callable[[str], T],
+    *,
+    meter: UsageMeter,
+    seat: str = "generator",
+    retries: int = 2,
+    settings: GenerationSettings | None = None,
+    template: str | None = None,
+) -> T:
+    """Ask the model for step `step` and return `accept(answer text)`.
+
+    `accept` parses and validates; when it raises AnswerFormatError (or ValueError) the error goes back
+    to the model in a follow-up message, up to `retries` times. Then StepFailed is raised. Provider
+    errors propagate unchanged (the item is not finished and a rerun will try it again).
+    """
+    messages = render_prompt(template or step, **context)
+    settings = settings or GenerationSettings(temperature=0.0, max_tokens=4096)
+    last_error = ""
+    for attempt in range(retries + 1):
+        turn = await provider.complete(messages, None, settings)
+        meter.add(turn.usage, seat)
+        answer = turn.message.content or ""
+        try:
+            return accept(answer)
+        except (AnswerFormatError, ValueError) as exc:
+            last_error = str(exc) or type(exc).__name__
+        if attempt < retries:
+            messages = [
+                *messages,
+                Message(role="assistant", content=answer),
+                Message(role="user", content=RETRY_TEMPLATE.format(error=last_error)),
+            ]
+    raise StepFailed(step, last_error, retries + 1)

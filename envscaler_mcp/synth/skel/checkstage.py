@@ -1,0 +1,174 @@
+"""Stage 3 (check): initial state -> dual-agent check -> one repair round of failing methods -> keep or drop.
+
+Outputs: OUT/check/envs/<env_id>.json (a CheckRecord, kept or not), OUT/check/dropped.jsonl (envs given up
+before a verdict, e.g. no valid initial state), and OUT/environments/<env_id>/skeleton.json for survivors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
+from envscaler_mcp.providers.base import GenerationSettings, Provider
+from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton, skeleton_json, validate_state
+from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport
+from envscaler_mcp.skeleton.schema import state_schema
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_store import ItemDir, JsonlLedger, run_bounded
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
+from envscaler_mcp.synth.skel.codecheck import accept_method
+from envscaler_mcp.synth.skel.parsers import parse_initial_state, parse_method
+from envscaler_mcp.synth.skel.quality import (
+    EpisodeFactory,
+    QualityOptions,
+    dual_agent_check,
+    mcp_episode,
+    summarize,
+)
+from envscaler_mcp.synth.skel.records import CheckRecord, DroppedRecord, ModelRecord
+
+
+@dataclass
+class CheckOptions:
+    """Settings of the check stage."""
+
+    quality: QualityOptions = field(default_factory=QualityOptions)
+    repair: bool = True
+    retries: int = 2
+    concurrency: int = 2
+    models: dict[str, str] = field(default_factory=dict)
+
+
+def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, strict: bool) -> EnvSkeleton:
+    meta = EnvMeta(id=skeleton.id, name=skeleton.name, summary=skeleton.summary,
+                   introduction=skeleton.introduction, class_name=skeleton.class_name,
+                   entities=skeleton.entities, rules=skeleton.rules)
+    return build_skeleton(meta, source, state, skeleton.provenance, strict=strict)
+
+
+async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
+    """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
+    def accept(text: str) -> dict[str, Any]:
+        state = parse_initial_state(text)
+        problems = validate_state(skeleton, state)
+        missing = [a.name for a in skeleton.state if a.name not in state]
+        if missing:
+            problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
+        if problems:
+            raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
+                                    + "\n  - ".join(problems[:12]))
+        return state
+
+    return await ask(provider, "skel/init_state",
+                     {"summary": skeleton.summary, "class_source": skeleton.class_source,
+                      "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
+                     accept, meter=meter, retries=retries,
+                     settings=GenerationSettings(temperature=0.5, max_tokens=8192))
+
+
+async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
+                         meter: UsageMeter) -> tuple[str, list[str], list[str]]:
+    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes)."""
+    failures: dict[str, list[QualityCheck]] = {}
+    for check in checks:
+        if check.verdict == "fail":
+            failures.setdefault(check.tool, []).append(check)
+    source, repaired, notes = skeleton.class_source, [], []
+    kinds = {t.name: t.kind for t in skeleton.tools}
+    for tool, fails in failures.items():
+        base = source
+
+        def accept(text: str, tool: str = tool, base: str = base) -> str:
+            _, assembled, _spec = accept_method(parse_method(text), tool, base, skeleton.class_name,
+                                                kind="query" if kinds.get(tool) == "query" else None)
+            return assembled
+
+        shown = [{"arguments": json.dumps(f.arguments, ensure_ascii=False),
+                  "result": json.dumps(f.result, ensure_ascii=False, default=str)[:600], "reason": f.reason}
+                 for f in fails[:5]]
+        try:
+            source = await ask(provider, "skel/repair",
+                               {"summary": skeleton.summary, "rules": skeleton.rules, "class_source": source,
+                                "tool": tool, "failures": shown},
+                               accept, meter=meter, retries=retries)
+            repaired.append(tool)
+        except StepFailed as exc:
+            notes.append(f"repair of {tool} gave up: {exc.reason}")
+    return source, repaired, notes
+
+
+async def check_environment(
+    record: ModelRecord, generator: Provider, tester: Provider, checker: Provider, options: CheckOptions,
+    meter: UsageMeter, episode_factory: EpisodeFactory = mcp_episode,
+) -> tuple[CheckRecord, EnvSkeleton | None]:
+    """Check one environment; returns its record and, when kept, the final skeleton (with quality)."""
+    skeleton = record.skeleton
+    threshold = options.quality.threshold
+    state = await initial_state(skeleton, generator, options.retries, meter)
+    skeleton = skeleton.model_copy(update={"default_state": state})
+    checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter, episode_factory)
+    first = summarize(checks, threshold)
+    final: QualityReport = first
+    notes: list[str] = []
+    if options.repair and first.failed:
+        source, repaired, notes = await repair_methods(skeleton, checks, generator, options.retries, meter)
+        if repaired:
+            try:
+                skeleton = _rebuild(skeleton, source, state, strict=False)
+            except EnvironmentCodeError as exc:
+                notes.append(f"repaired source was refused: {exc}")
+            else:
+                checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter,
+                                                episode_factory)
+                final = summarize(checks, threshold, repaired)
+    kept = final.score is not None and final.score >= threshold
+    reason = "" if kept else (
+        "no call could be judged" if final.score is None else f"quality score {final.score} < {threshold}")
+    result: EnvSkeleton | None = None
+    if kept:
+        try:
+            result = _rebuild(skeleton, skeleton.class_source, state, strict=True)
+        except EnvironmentCodeError as exc:
+            kept, reason = False, f"final build failed: {exc}"
+    if result is not None:
+        provenance = result.provenance.model_copy(update={
+            "models": {**result.provenance.models, **options.models},
+            "usage": record.usage + meter.total,
+            "notes": result.provenance.notes + notes,
+        })
+        result = result.model_copy(update={"quality": final, "provenance": provenance})
+    check_record = CheckRecord(env_id=record.env_id, kept=kept, reason=reason, first_report=first,
+                               final_report=final, initial_state=state, usage=meter.total,
+                               usage_by_seat=meter.by_seat)
+    return check_record, result
+
+
+async def run_check(records: list[ModelRecord], out: Path, generator: Provider, tester: Provider, checker: Provider,
+                    options: CheckOptions, episode_factory: EpisodeFactory = mcp_episode) -> None:
+    """Run the check stage for every modelled environment not finished in an earlier run."""
+    done = ItemDir(out / "check" / "envs")
+    dropped = JsonlLedger(out / "check" / "dropped.jsonl", "env_id")
+
+    async def work(record: ModelRecord) -> None:
+        meter = UsageMeter()
+        try:
+            check_record, skeleton = await check_environment(record, generator, tester, checker, options, meter,
+                                                             episode_factory)
+        except StepFailed as exc:
+            dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step=exc.step, reason=exc.reason,
+                                      usage=meter.total).model_dump(mode="json"))
+            return
+        except (RenderError, ServerStartError) as exc:
+            dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step="launch", reason=str(exc),
+                                      usage=meter.total).model_dump(mode="json"))
+            return
+        if skeleton is not None:
+            atomic_write_text(out / "environments" / record.env_id / "skeleton.json", skeleton_json(skeleton))
+        done.write(record.env_id, check_record.model_dump(mode="json"))
+
+    todo = [r for r in records if not done.done(r.env_id) and r.env_id not in dropped]
+    await run_bounded(todo, work, concurrency=options.concurrency)

@@ -1,0 +1,82 @@
+"""`envscaler-mcp synth envs`: run SkelBuilder (mine -> model -> check) over a task corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from envscaler_mcp.errors import UsageError
+
+STAGES = ("mine", "model", "check", "all")
+
+
+def envs(
+    model: Annotated[str, typer.Option("--model", help="Generator model, provider/model (e.g. openai/gpt-4.1).")],
+    tasks: Annotated[Path | None, typer.Option(
+        "--tasks", help="Task corpus: API-Bank / ToolACE records or {\"task\": ...} lines (JSONL or a JSON list). "
+        "Needed by the mine stage.")] = None,
+    checker_model: Annotated[str | None, typer.Option(
+        "--checker-model", help="Tester and checker model for the quality check (default: --model).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder (one subfolder per stage).")] = Path("synth_out"),
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use at most N tasks after the cheap filters.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a run in --out, skipping finished items.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items processed at the same time.")] = 4,
+    stage: Annotated[str, typer.Option("--stage", help="mine | model | check | all.")] = "all",
+    retries: Annotated[int, typer.Option(
+        "--retries", min=0, help="Re-asks after a parse or check failure, per step.")] = 2,
+    min_usefulness: Annotated[int, typer.Option(
+        "--min-usefulness", min=1, max=10, help="Keep topics with at least this usefulness.")] = 7,
+    min_modelability: Annotated[int, typer.Option(
+        "--min-modelability", min=1, max=10, help="Keep topics with at least this modelability.")] = 7,
+    similarity: Annotated[float | None, typer.Option(
+        "--similarity", min=0.0, max=1.0, help="Cosine similarity at which two topics are duplicates "
+        "(default 0.5 lexical, 0.85 embeddings).")] = None,
+    check_calls: Annotated[int | None, typer.Option(
+        "--check-calls", min=1, help="Tester calls per environment (default: two per tool).")] = None,
+    per_tool_cap: Annotated[int, typer.Option("--per-tool-cap", min=1, help="At most this many tests per tool.")] = 10,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", min=0.0, max=1.0, help="Keep environments with (pass + warning) / total at least this.")] = 0.85,
+    no_repair: Annotated[bool, typer.Option("--no-repair", help="Skip the repair round of failing methods.")] = False,
+) -> None:
+    """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
+    if stage not in STAGES:
+        raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
+    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
+    from envscaler_mcp.synth.skel.checkstage import CheckOptions
+    from envscaler_mcp.synth.skel.mine import MineOptions
+    from envscaler_mcp.synth.skel.modeling import ModelOptions
+    from envscaler_mcp.synth.skel.pipeline import Seats, SkelConfig, run_skel
+    from envscaler_mcp.synth.skel.quality import QualityOptions
+    from envscaler_mcp.synth.skel.summary import print_summary
+
+    generator = get_provider(model)
+    judge = get_provider(checker_model) if checker_model else generator
+    config = SkelConfig(
+        out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
+        mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
+                         similarity=similarity, retries=retries, concurrency=concurrency),
+        model=ModelOptions(retries=retries, concurrency=concurrency),
+        check=CheckOptions(quality=QualityOptions(calls=check_calls, per_tool_cap=per_tool_cap, threshold=threshold,
+                                                  retries=retries),
+                           repair=not no_repair, retries=retries, concurrency=concurrency),
+    )
+
+    async def main() -> None:
+        try:
+            summary = await run_skel(config, Seats(generator=generator, tester=judge, checker=judge))
+        finally:
+            await generator.aclose()
+            if judge is not generator:
+                await judge.aclose()
+        print_summary(summary)
+        typer.echo(f"environments: {out / 'environments'}")
+
+    anyio.run(main)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `envs` to the synth command group."""
+    app.command("envs")(envs)

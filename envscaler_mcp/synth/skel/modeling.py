@@ -1,0 +1,132 @@
+"""Stage 2 (model): topic -> entities and rules -> class skeleton -> operations -> one method each -> assembly.
+
+Each environment is written to OUT/model/<env_id>.json when it passes, or appended to
+OUT/model/dropped.jsonl with the failing step and its last error.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from envscaler_mcp.errors import EnvironmentCodeError
+from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
+from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
+from envscaler_mcp.synth._common_store import ItemDir, JsonlLedger, run_bounded
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.skel import PROMPT_VERSION
+from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
+from envscaler_mcp.synth.skel.parsers import (
+    ClassAnswer,
+    parse_class,
+    parse_method,
+    parse_operations,
+    parse_state,
+)
+from envscaler_mcp.synth.skel.records import DroppedRecord, ModelRecord, Operation, SelectedTopic, StateDesign
+
+
+@dataclass
+class ModelOptions:
+    """Settings of the model stage."""
+
+    retries: int = 2
+    concurrency: int = 4
+    models: dict[str, str] = field(default_factory=dict)
+
+
+def prompt_version() -> str:
+    """PROMPT_VERSION plus a digest of the template files actually used."""
+    return f"{PROMPT_VERSION}+{templates_digest('skel')}"
+
+
+def helper_sources(source: str, class_name: str) -> str:
+    """Source of the private helper methods of the class (shown to later method steps)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef) and f.name.startswith("_") and not f.name.startswith("__"):
+                    assert f.end_lineno is not None
+                    out.append("\n".join(lines[f.lineno - 1 : f.end_lineno]))
+    return "\n\n".join(out)
+
+
+async def build_environment(provider: Provider, topic: SelectedTopic, options: ModelOptions,
+                            meter: UsageMeter) -> ModelRecord:
+    """Run every model step for one topic. Raises StepFailed naming the step that gave up."""
+    base_ctx = {"summary": topic.summary, "introduction": topic.introduction, "task": topic.task}
+    design: StateDesign = await ask(provider, "skel/state", base_ctx, parse_state, meter=meter, retries=options.retries)
+
+    def accept_class(text: str) -> ClassAnswer:
+        answer = parse_class(text)
+        accept_skeleton(answer.source, answer.class_name)
+        return answer
+
+    cls: ClassAnswer = await ask(
+        provider, "skel/class", {**base_ctx, "entities": design.entities, "rules": design.rules}, accept_class,
+        meter=meter, retries=options.retries)
+    operations: list[Operation] = await ask(
+        provider, "skel/operations", {**base_ctx, "rules": design.rules, "class_source": cls.source},
+        parse_operations, meter=meter, retries=options.retries)
+
+    source = cls.source
+    notes: list[str] = []
+    names = [op.name for op in operations]
+    for op in operations:
+        base = source
+
+        def accept(text: str, op: Operation = op, base: str = base) -> str:
+            _, assembled, spec = accept_method(parse_method(text), op.name, base, cls.class_name, kind=op.kind)
+            if spec.kind != op.kind:
+                notes.append(f"{op.name}: planned as {op.kind}, the code makes it {spec.kind}")
+            return assembled
+
+        source = await ask(
+            provider, "skel/method",
+            {**base_ctx, "rules": design.rules, "class_source": cls.source,
+             "helpers": helper_sources(source, cls.class_name), "operation": op, "operation_names": names},
+            accept, meter=meter, retries=options.retries)
+
+    problems = static_problems(source, cls.class_name)
+    if problems:  # each method was clean on its own; this would be an interaction between them
+        raise StepFailed("skel/assemble", "; ".join(problems[:5]), 1)
+    meta = EnvMeta(id=topic.env_id, name=topic.summary, summary=topic.summary, introduction=topic.introduction,
+                   class_name=cls.class_name, entities=design.entities, rules=design.rules)
+    provenance = Provenance(
+        source="synthesized", source_id=topic.task_id, source_task=topic.task, models=dict(options.models),
+        prompt_version=prompt_version(), usage=meter.total,
+        created_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        notes=[f"merged topics from tasks: {', '.join(topic.merged)}"] * bool(topic.merged) + notes,
+    )
+    try:
+        skeleton: EnvSkeleton = build_skeleton(meta, source, {}, provenance, strict=False)
+    except EnvironmentCodeError as exc:
+        raise StepFailed("skel/assemble", str(exc), 1) from exc
+    return ModelRecord(env_id=topic.env_id, topic=topic, design=design, class_skeleton=cls.source,
+                       operations=operations, skeleton=skeleton, usage=meter.total,
+                       usage_by_seat=meter.by_seat)
+
+
+async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, options: ModelOptions) -> None:
+    """Run the model stage for every topic not finished (written or dropped) in an earlier run."""
+    done = ItemDir(out / "model" / "envs")
+    dropped = JsonlLedger(out / "model" / "dropped.jsonl", "env_id")
+
+    async def work(topic: SelectedTopic) -> None:
+        meter = UsageMeter()
+        try:
+            record = await build_environment(provider, topic, options, meter)
+        except StepFailed as exc:
+            dropped.add(DroppedRecord(env_id=topic.env_id, stage="model", step=exc.step, reason=exc.reason,
+                                      usage=meter.total).model_dump(mode="json"))
+            return
+        done.write(topic.env_id, record.model_dump(mode="json"))
+
+    todo = [t for t in topics if not done.done(t.env_id) and t.env_id not in dropped]
+    await run_bounded(todo, work, concurrency=options.concurrency)

@@ -1,0 +1,155 @@
+"""The dual-agent quality check: a tester model picks calls, each runs through MCP, a checker model judges it.
+
+The environment runs as a real MCP server episode; the state before and after every call is read through
+the admin plane. Calls go to one episode that is never reset, so state accumulates as in EnvScaler.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
+from envscaler_mcp.synth._common_diff import state_diff
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
+from envscaler_mcp.synth.skel.assemble import method_source
+from envscaler_mcp.synth.skel.parsers import CheckerAnswer, TesterAnswer, parse_checker, parse_tester
+
+
+class Episode(Protocol):
+    """What the check needs from an episode (launch's episode object satisfies it)."""
+
+    async def list_tools(self) -> list[Any]: ...
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
+    async def get_state(self) -> dict[str, Any]: ...
+
+
+EpisodeFactory = Callable[[EnvSkeleton, dict[str, Any]], AbstractAsyncContextManager[Episode]]
+
+
+@asynccontextmanager
+async def mcp_episode(skeleton: EnvSkeleton, state: dict[str, Any]) -> AsyncIterator[Episode]:
+    """Render the skeleton, start it as an HTTP MCP server and open one episode at `state`."""
+    from envscaler_mcp.launch import launch_server
+
+    async with launch_server(skeleton, transport="http") as server, server.episode(state) as episode:
+        yield episode
+
+
+@dataclass
+class QualityOptions:
+    """Settings of the dual-agent check."""
+
+    calls: int | None = None  # None: two per tool
+    per_tool_cap: int = 10
+    threshold: float = 0.85
+    retries: int = 2
+
+
+def result_payload(result: Any) -> tuple[Any, bool]:
+    """(decoded result, is_error) of an MCP CallToolResult."""
+    is_error = bool(getattr(result, "is_error", False))
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        return structured, is_error
+    texts = [getattr(c, "text", "") for c in getattr(result, "content", []) or []]
+    text = "\n".join(t for t in texts if t)
+    try:
+        return json.loads(text), is_error
+    except (json.JSONDecodeError, ValueError):
+        return text, is_error
+
+
+def _signature(spec: ToolSpec) -> str:
+    props = spec.input_schema.get("properties", {})
+    required = set(spec.input_schema.get("required", []))
+    parts = []
+    for name, schema in props.items():
+        typ = schema.get("type", "any")
+        parts.append(f"{name}: {typ if isinstance(typ, str) else '|'.join(typ)}" + ("" if name in required else "?"))
+    return ", ".join(parts)
+
+
+def _dump(value: Any, limit: int = 12000) -> str:
+    text = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit] + "\n... (truncated)"
+
+
+def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] | None = None) -> QualityReport:
+    """Count verdicts into a QualityReport with score (pass + warning) / total."""
+    passed = sum(c.verdict == "pass" for c in checks)
+    warnings = sum(c.verdict == "warning" for c in checks)
+    failed = sum(c.verdict == "fail" for c in checks)
+    total = passed + warnings + failed
+    return QualityReport(method="dual-agent", passed=passed, warnings=warnings, failed=failed,
+                         score=round((passed + warnings) / total, 4) if total else None, threshold=threshold,
+                         repaired_tools=list(repaired or []), checks=checks)
+
+
+async def dual_agent_check(
+    skeleton: EnvSkeleton, state: dict[str, Any], tester: Provider, checker: Provider, options: QualityOptions,
+    meter: UsageMeter, episode_factory: EpisodeFactory = mcp_episode,
+) -> list[QualityCheck]:
+    """Run the tester/checker rounds against a live episode; returns the judged calls."""
+    specs = {t.name: t for t in skeleton.tools}
+    rounds = options.calls if options.calls is not None else 2 * len(specs)
+    rounds = min(rounds, options.per_tool_cap * len(specs))
+    counts = {name: {"total": 0, "positive": 0, "negative": 0} for name in specs}
+    checks: list[QualityCheck] = []
+    async with episode_factory(skeleton, state) as episode:
+        listed = [t.name for t in await episode.list_tools()]
+        offered = [n for n in specs if n in listed]
+        for round_no in range(1, rounds + 1):
+            before = await episode.get_state()
+            uncovered = [n for n in offered if counts[n]["total"] == 0]
+            must_cover = uncovered if len(uncovered) >= rounds - round_no + 1 else []
+            blocked = [n for n in offered if counts[n]["total"] >= options.per_tool_cap]
+
+            def accept(text: str, must_cover: list[str] = must_cover, blocked: list[str] = blocked) -> TesterAnswer:
+                answer = parse_tester(text)
+                if answer.tool not in offered:
+                    raise AnswerFormatError(f"unknown tool {answer.tool!r}; pick one of: {', '.join(offered)}")
+                if answer.tool in blocked:
+                    raise AnswerFormatError(f"{answer.tool} has reached its cap of {options.per_tool_cap} tests")
+                if must_cover and answer.tool not in must_cover:
+                    raise AnswerFormatError("pick a tool not tested yet: " + ", ".join(must_cover))
+                return answer
+
+            tools_view = [{"name": n, "signature": _signature(specs[n]),
+                           "summary": specs[n].description.strip().splitlines()[0] if specs[n].description else "",
+                           **counts[n]} for n in offered]
+            try:
+                pick: TesterAnswer = await ask(
+                    tester, "skel/tester",
+                    {"summary": skeleton.summary, "introduction": skeleton.introduction, "tools": tools_view,
+                     "must_cover": must_cover, "blocked": blocked, "state": _dump(before), "round": round_no,
+                     "rounds": rounds, "per_tool_cap": options.per_tool_cap},
+                    accept, meter=meter, seat="tester", retries=options.retries)
+            except StepFailed:
+                break  # the tester cannot go on; judge what was collected
+            raw = await episode.call_tool(pick.tool, pick.arguments)
+            payload, is_error = result_payload(raw)
+            after = await episode.get_state()
+            counts[pick.tool]["total"] += 1
+            counts[pick.tool][pick.case] += 1
+            try:
+                verdict: CheckerAnswer = await ask(
+                    checker, "skel/checker",
+                    {"summary": skeleton.summary, "rules": skeleton.rules, "tool": pick.tool, "case": pick.case,
+                     "method_source": method_source(skeleton.class_source, skeleton.class_name, pick.tool),
+                     "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
+                     "state_before": _dump(before), "state_after": _dump(after),
+                     "diff": "\n".join(state_diff(before, after)) or "(no change)"},
+                    parse_checker, meter=meter, seat="checker", retries=options.retries)
+            except StepFailed:
+                continue  # no usable verdict: the call is not counted either way
+            checks.append(QualityCheck(tool=pick.tool, arguments=pick.arguments,
+                                       case="negative" if pick.case == "negative" else "positive",
+                                       result=payload, verdict=verdict.verdict,  # type: ignore[arg-type]
+                                       reason=verdict.reason))
+    return checks

@@ -1,0 +1,107 @@
+"""Totals of a SkelBuilder run read back from OUT/ (so resumed runs count earlier work too), and the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.table import Table
+
+from envscaler_mcp._io import iter_jsonl, read_json
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.synth._common_store import ItemDir
+
+STAGES = ("mine", "model", "check")
+
+
+class EnvSummary(BaseModel):
+    """One environment's outcome and spend."""
+
+    env_id: str
+    status: str = Field(description="'kept', 'below threshold', or 'dropped in <stage>/<step>'.")
+    reason: str = ""
+    score: float | None = None
+    usage: dict[str, Usage] = Field(default_factory=dict, description="Usage per stage.")
+
+
+class RunSummary(BaseModel):
+    """OUT/summary.json: totals per stage and per environment."""
+
+    stages: dict[str, Usage] = Field(default_factory=dict)
+    environments: list[EnvSummary] = Field(default_factory=list)
+    counts: dict[str, Any] = Field(default_factory=dict)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [r for _, r in iter_jsonl(path, skip_torn_tail=True)] if path.exists() else []
+
+
+def collect_summary(out: Path) -> RunSummary:
+    """Read every stage's records under `out` and total them."""
+    summary = RunSummary(stages={s: Usage() for s in STAGES})
+    mine_usage: dict[str, Usage] = {}
+    for rec in _jsonl(out / "mine" / "judged.jsonl"):
+        u = Usage.model_validate(rec.get("usage", {}))
+        mine_usage[rec["task_id"]] = u
+        summary.stages["mine"] += u
+    envs: dict[str, EnvSummary] = {}
+    for topic in _jsonl(out / "mine" / "topics.jsonl"):
+        envs[topic["env_id"]] = EnvSummary(env_id=topic["env_id"], status="selected",
+                                           usage={"mine": mine_usage.get(topic["task_id"], Usage())})
+    for stage in ("model", "check"):
+        for rec in ItemDir(out / stage / "envs").all():
+            u = Usage.model_validate(rec.get("usage", {}))
+            summary.stages[stage] += u
+            env = envs.setdefault(rec["env_id"], EnvSummary(env_id=rec["env_id"], status="selected"))
+            env.usage[stage] = u
+            if stage == "model":
+                env.status = "modelled"
+            else:
+                report = rec.get("final_report") or {}
+                env.score = report.get("score")
+                env.status = "kept" if rec.get("kept") else "below threshold"
+                env.reason = rec.get("reason", "")
+        for rec in _jsonl(out / stage / "dropped.jsonl"):
+            u = Usage.model_validate(rec.get("usage", {}))
+            summary.stages[stage] += u
+            env = envs.setdefault(rec["env_id"], EnvSummary(env_id=rec["env_id"], status="selected"))
+            env.usage[stage] = u
+            env.status, env.reason = f"dropped in {stage} ({rec.get('step')})", rec.get("reason", "")
+    summary.environments = sorted(envs.values(), key=lambda e: e.env_id)
+    report_path = out / "mine" / "dedupe.json"
+    if report_path.exists():
+        report = read_json(report_path)
+        summary.counts = {k: report[k] for k in ("judged", "rejected_by_judge", "failed", "topics",
+                                                 "below_threshold", "selected") if k in report}
+    summary.counts["kept"] = sum(e.status == "kept" for e in summary.environments)
+    return summary
+
+
+def _cost(u: Usage) -> str:
+    return "?" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+
+
+def print_summary(summary: RunSummary, console: Console | None = None) -> None:
+    """Print the per-environment and per-stage usage tables."""
+    console = console or Console()
+    table = Table(title="SkelBuilder environments")
+    for col in ("environment", "status", "score", "calls", "tokens in", "tokens out", "cost"):
+        table.add_column(col, justify="right" if col not in ("environment", "status") else "left")
+    for env in summary.environments:
+        total = sum(env.usage.values(), Usage())
+        table.add_row(env.env_id, env.status, "" if env.score is None else f"{env.score:.2f}", str(total.calls),
+                      str(total.input_tokens), str(total.output_tokens), _cost(total))
+    console.print(table)
+    stages = Table(title="Usage per stage")
+    for col in ("stage", "calls", "tokens in", "tokens out", "cost"):
+        stages.add_column(col, justify="left" if col == "stage" else "right")
+    grand = Usage()
+    for stage, u in summary.stages.items():
+        grand += u
+        stages.add_row(stage, str(u.calls), str(u.input_tokens), str(u.output_tokens), _cost(u))
+    stages.add_row("total", str(grand.calls), str(grand.input_tokens), str(grand.output_tokens), _cost(grand))
+    console.print(stages)
+    if summary.counts:
+        console.print(", ".join(f"{k}: {v}" for k, v in summary.counts.items()))
