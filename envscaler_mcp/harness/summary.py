@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from math import comb
 from statistics import fmean
 
 from pydantic import BaseModel, Field
@@ -13,22 +12,11 @@ from rich.table import Table
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.harness.models import EpisodeResult
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k: probability that at least one of k trials drawn from n (c successes) succeeds."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k (tau-bench): probability that all k trials drawn from n (c successes) succeed."""
-    return comb(c, k) / comb(n, k)
+from envscaler_mcp.scoring.metrics import TrialOutcome, aggregate
 
 
 class GroupSummary(BaseModel):
-    """Aggregates over a group of episodes (one environment, or the whole run)."""
+    """Aggregates over a group of episodes (one environment, or the whole run); scores via scoring.metrics."""
 
     name: str = Field(description="Environment id, or 'overall'.")
     episodes: int = Field(description="Episodes recorded (all statuses).")
@@ -38,8 +26,9 @@ class GroupSummary(BaseModel):
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
-    pass_at_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k.")
-    pass_hat_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
+    pass_at_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k "
+                                        "(k up to the fewest scored trials of any scenario).")
+    pass_hat_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
     mean_steps: float | None = Field(None, description="Mean agent steps per episode (non-infra).")
     mean_tool_calls: float | None = Field(None, description="Mean tool calls per episode (non-infra).")
     mean_latency_s: float | None = Field(None, description="Mean episode wall time (non-infra).")
@@ -71,25 +60,15 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
     statuses: dict[str, int] = defaultdict(int)
     for r in results:
         statuses[r.status] += 1
-    per_scenario: dict[str, list[bool]] = defaultdict(list)
-    for r in scored:
-        per_scenario[r.scenario_id].append(bool(r.success))
-    at_k: dict[str, float] = {}
-    hat_k: dict[str, float] = {}
-    for k in range(1, trials + 1):
-        eligible = [(len(v), sum(v)) for v in per_scenario.values() if len(v) >= k]
-        if eligible:
-            at_k[str(k)] = round(fmean(pass_at_k(n, c, k) for n, c in eligible), 4)
-            hat_k[str(k)] = round(fmean(pass_hat_k(n, c, k) for n, c in eligible), 4)
+    agg = aggregate(TrialOutcome(env_id=r.env_id, scenario_id=r.scenario_id, score=r.score, success=r.success)
+                    for r in scored)
     agent_usage, user_usage = Usage(), Usage()
     for r in results:
         agent_usage, user_usage = agent_usage + r.agent_usage, user_usage + r.user_usage
     return GroupSummary(
         name=name, episodes=len(results), scored=len(scored), infra_errors=statuses.get("infra_error", 0),
         not_scorable=sum(1 for r in ran if r.score is None), status_counts=dict(sorted(statuses.items())),
-        mean_score=_mean([r.score for r in scored if r.score is not None]),
-        success_rate=_mean([float(bool(r.success)) for r in scored]),
-        pass_at_k=at_k, pass_hat_k=hat_k,
+        mean_score=agg.mean_score, success_rate=agg.success_rate, pass_at_k=agg.pass_at_k, pass_hat_k=agg.pass_hat_k,
         mean_steps=_mean([r.steps for r in ran]), mean_tool_calls=_mean([r.tool_calls for r in ran]),
         mean_latency_s=_mean([r.latency_s for r in ran]), agent_usage=agent_usage, user_usage=user_usage,
     )
@@ -125,7 +104,7 @@ def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
     pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success)."""
-    k = str(summary.trials)
+    k = summary.trials
     title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
     cols = ["environment", "n", "score", "success"]
