@@ -56,11 +56,11 @@ def build_cmd(
     for folder in folders:
         status = build_folder(folder, check=check)
         typer.echo(f"{folder.name}: {status}")
-        if status == "stale":
+        if status in ("stale", "missing"):
             stale.append(folder.name)
     if stale:
         typer.secho(
-            f"{len(stale)} skeleton.json file(s) are stale: {', '.join(stale)}. "
+            f"{len(stale)} skeleton.json file(s) are stale or missing: {', '.join(stale)}. "
             "Run `envscaler-mcp catalog build` and commit the result.",
             fg=typer.colors.RED,
             err=True,

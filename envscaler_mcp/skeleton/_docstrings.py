@@ -12,6 +12,8 @@ _GOOGLE_ITEM_RE = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\)
 _SPHINX_PARAM_RE = re.compile(r"^:param\s+(?:([^:]+?)\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
 _SPHINX_TYPE_RE = re.compile(r"^:type\s+[A-Za-z_][A-Za-z0-9_]*\s*:")
 _SPHINX_FIELD_RE = re.compile(r"^:[a-zA-Z]+(\s[^:]*)?:")
+_NUMPY_RULE_RE = re.compile(r"^-{3,}$")
+_NUMPY_ITEM_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::.*)?$")
 
 
 @dataclass
@@ -41,7 +43,8 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
     """Split a docstring into its description (without the Args section) and parameter descriptions.
 
     Google style (`Args:` then `name (type): text`, continuation lines indented deeper) and Sphinx
-    style (`:param name: text`, `:type name: ...`) are understood; other sections are kept as text.
+    style (`:param name: text`, `:type name: ...`) are understood, and numpy style (`Parameters` over a
+    dashed rule); other sections are kept as text.
     """
     if not doc:
         return ParsedDocstring()
@@ -55,6 +58,13 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
         header = _HEADER_RE.match(stripped)
         if header and header.group(1).strip().lower() in _ARGS_HEADERS:
             i = _parse_google_args(lines, i + 1, _indent(line), params)
+            continue
+        if (
+            stripped.lower() in _ARGS_HEADERS
+            and i + 1 < len(lines)
+            and _NUMPY_RULE_RE.match(lines[i + 1].strip())
+        ):
+            i = _parse_numpy_params(lines, i + 2, _indent(line), params)
             continue
         sphinx = _SPHINX_PARAM_RE.match(stripped)
         if sphinx:
@@ -103,6 +113,29 @@ def _parse_google_args(lines: list[str], i: int, header_indent: int, params: dic
         if ind <= item_indent and match:
             current = match.group(1)
             params[current] = match.group(3).strip()
+        elif current is not None:
+            params[current] = (params[current] + " " + stripped).strip()
+        i += 1
+    return i
+
+
+def _parse_numpy_params(lines: list[str], i: int, header_indent: int, params: dict[str, str]) -> int:
+    """Read a numpy-style `Parameters` / `----------` section: `name : type` lines, descriptions indented."""
+    current: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped:
+            i += 1
+            continue
+        if _indent(line) <= header_indent:
+            if i + 1 < len(lines) and _NUMPY_RULE_RE.match(lines[i + 1].strip()):
+                return i  # the next section starts
+            match = _NUMPY_ITEM_RE.match(stripped)
+            if not match:
+                return i
+            current = match.group(1)
+            params[current] = ""
         elif current is not None:
             params[current] = (params[current] + " " + stripped).strip()
         i += 1

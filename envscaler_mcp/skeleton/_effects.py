@@ -2,7 +2,10 @@
 
 A write is an assignment, augmented assignment, `del` or subscript/attribute assignment on an
 expression rooted at `self.<attr>`, or a mutating call (`append`, `update`, `pop` …) on one.
-Local aliases count too: after `order = self.orders[oid]`, `order["status"] = "x"` writes `orders`.
+Local aliases count too: after `order = self.orders[oid]`, `order["status"] = "x"` writes `orders`,
+and so does `slot["status"] = "x"` in `for slot in [s for s in self.slots.values() if …]`. A fresh
+container of state records (a comprehension, `sorted(...)`, `.copy()`) is not state itself: sorting
+or appending to it writes nothing, while changing one of its records does.
 """
 
 from __future__ import annotations
@@ -34,8 +37,6 @@ MUTATING_METHODS = frozenset(
         "symmetric_difference_update",
     }
 )
-# Methods whose result still refers into the receiver (so writing to the result writes the state).
-_VIEW_METHODS = frozenset({"get", "values", "items", "setdefault", "__getitem__"})
 
 
 @dataclass
@@ -59,50 +60,120 @@ def _self_attr(node: ast.expr) -> str | None:
     return None
 
 
+# A reference: (state attributes an expression refers into, number of fresh container levels on top).
+# `self.orders` -> ({orders}, 0); `sorted(self.orders.values())` -> ({orders}, 1): a new list whose
+# elements are state records. Mutating a level-0 object writes state; mutating a fresh container does not.
+Ref = tuple[frozenset[str], int]
+_NONE: Ref = (frozenset(), 0)
+_NEW_CONTAINER_OF_ELEMENTS = frozenset(
+    {"sorted", "list", "tuple", "reversed", "filter", "set", "frozenset", "enumerate", "zip"}
+)
+_ELEMENT_OF = frozenset({"next", "max", "min"})
+_ELEMENT_METHODS = frozenset({"get", "setdefault", "__getitem__"})
+_SAME_CONTAINER_METHODS = frozenset({"values", "items"})
+
+
+def _merge(a: Ref, b: Ref) -> Ref:
+    if not a[0]:
+        return b
+    if not b[0]:
+        return a
+    return (a[0] | b[0], min(a[1], b[1]))
+
+
+def _element(ref: Ref) -> Ref:
+    return (ref[0], max(ref[1] - 1, 0))
+
+
 class _MethodVisitor(ast.NodeVisitor):
     def __init__(self, helper_reads: dict[str, list[str]] | None = None) -> None:
         self.fx = MethodEffects()
-        self.aliases: dict[str, set[str]] = {}
+        self.aliases: dict[str, Ref] = {}
         self.helper_reads = helper_reads or {}
 
-    def roots(self, node: ast.expr) -> set[str]:
-        """State attributes an expression refers into (through subscripts, attributes, views, aliases)."""
-        while True:
-            attr = _self_attr(node)
-            if attr is not None:
-                return {attr}
-            if isinstance(node, ast.Subscript | ast.Starred):
-                node = node.value
-            elif isinstance(node, ast.Attribute):
-                node = node.value
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in _VIEW_METHODS
-            ):
-                node = node.func.value
-            elif isinstance(node, ast.Call) and _self_attr(node.func) in self.helper_reads:
-                # `self._find(x)` may return a record inside the state the helper reads.
-                return set(self.helper_reads[_self_attr(node.func) or ""])
-            elif isinstance(node, ast.Name):
-                return set(self.aliases.get(node.id, set()))
-            elif isinstance(node, ast.IfExp):
-                return self.roots(node.body) | self.roots(node.orelse)
-            elif isinstance(node, ast.BoolOp):
-                return set().union(*(self.roots(v) for v in node.values))
-            else:
-                return set()
+    def ref(self, node: ast.expr) -> Ref:
+        """What state an expression refers into (through subscripts, attributes, views, aliases)."""
+        attr = _self_attr(node)
+        if attr is not None:
+            return (frozenset({attr}), 0)
+        if isinstance(node, ast.Subscript):
+            base = self.ref(node.value)
+            return (base[0], max(base[1], 1)) if isinstance(node.slice, ast.Slice) else _element(base)
+        if isinstance(node, ast.Attribute):
+            return _element(self.ref(node.value))
+        if isinstance(node, ast.Starred):
+            return self.ref(node.value)
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id, _NONE)
+        if isinstance(node, ast.IfExp):
+            return _merge(self.ref(node.body), self.ref(node.orelse))
+        if isinstance(node, ast.BoolOp):
+            result = _NONE
+            for value in node.values:
+                result = _merge(result, self.ref(value))
+            return result
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            return self._comprehension(node)
+        if isinstance(node, ast.Call):
+            return self._call_ref(node)
+        return _NONE
 
-    def _bind(self, target: ast.expr, roots: set[str]) -> None:
-        if not roots:
+    def _call_ref(self, node: ast.Call) -> Ref:
+        func = node.func
+        helper = _self_attr(func)
+        if helper is not None:
+            # `self._find(x)` may return a record inside the state the helper reads.
+            return (frozenset(self.helper_reads.get(helper, [])), 0)
+        if isinstance(func, ast.Attribute):
+            if func.attr in _ELEMENT_METHODS:
+                return _element(self.ref(func.value))
+            if func.attr in _SAME_CONTAINER_METHODS:
+                return self.ref(func.value)
+            if func.attr == "copy":  # a shallow copy: a new container of the same elements
+                base = self.ref(func.value)
+                return (base[0], max(base[1], 1))
+            return _NONE
+        if isinstance(func, ast.Name) and node.args:
+            if func.id in _NEW_CONTAINER_OF_ELEMENTS:
+                result = _NONE
+                for arg in node.args:
+                    base = self.ref(arg)
+                    result = _merge(result, (base[0], max(base[1], 1)))
+                return result
+            if func.id in _ELEMENT_OF:
+                return _element(self.ref(node.args[0]))
+            if func.id == "iter":
+                return self.ref(node.args[0])
+        return _NONE
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Ref:
+        saved = dict(self.aliases)
+        try:
+            for gen in node.generators:
+                self._bind(gen.target, _element(self.ref(gen.iter)))
+            elt = node.value if isinstance(node, ast.DictComp) else node.elt
+            inner = self.ref(elt)
+        finally:
+            self.aliases = saved
+        return (inner[0], inner[1] + 1) if inner[0] else _NONE
+
+    def _bind(self, target: ast.expr, ref: Ref) -> None:
+        if not ref[0]:
             return
         if isinstance(target, ast.Name):
-            self.aliases.setdefault(target.id, set()).update(roots)
+            self.aliases[target.id] = _merge(self.aliases.get(target.id, _NONE), ref)
         elif isinstance(target, ast.Tuple | ast.List):
             for elt in target.elts:
-                self._bind(elt, roots)
+                self._bind(elt, _element(ref) if ref[1] else ref)
         elif isinstance(target, ast.Starred):
-            self._bind(target.value, roots)
+            self._bind(target.value, ref)
+
+    def _write_object(self, obj: ast.expr) -> None:
+        """`obj` is modified in place: a write when obj is state itself (not a fresh container)."""
+        roots, fresh = self.ref(obj)
+        if fresh == 0:
+            for root in sorted(roots):
+                _add(self.fx.writes, root)
 
     def _write_target(self, target: ast.expr) -> None:
         if isinstance(target, ast.Tuple | ast.List):
@@ -112,25 +183,28 @@ class _MethodVisitor(ast.NodeVisitor):
         if isinstance(target, ast.Starred):
             self._write_target(target.value)
             return
-        if isinstance(target, ast.Name):
-            return  # rebinding a local never writes state
-        for root in sorted(self.roots(target)):
-            _add(self.fx.writes, root)
+        attr = _self_attr(target)
+        if attr is not None:
+            _add(self.fx.writes, attr)
+        elif isinstance(target, ast.Subscript | ast.Attribute):
+            self._write_object(target.value)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._write_target(target)
-            self._bind(target, self.roots(node.value))
+            self._bind(target, self.ref(node.value))
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self._write_target(node.target)
-            self._bind(node.target, self.roots(node.value))
+            self._bind(node.target, self.ref(node.value))
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._write_target(node.target)
+        if isinstance(node.target, ast.Name):  # `lst += [...]` extends a list in place
+            self._write_object(node.target)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
@@ -139,15 +213,15 @@ class _MethodVisitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For) -> None:
-        self._bind(node.target, self.roots(node.iter))
+        self._bind(node.target, _element(self.ref(node.iter)))
         self.generic_visit(node)
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        self._bind(node.target, self.roots(node.value))
+        self._bind(node.target, self.ref(node.value))
         self.generic_visit(node)
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
-        self._bind(node.target, self.roots(node.iter))
+        self._bind(node.target, _element(self.ref(node.iter)))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -157,8 +231,7 @@ class _MethodVisitor(ast.NodeVisitor):
             if method is not None:
                 _add(self.fx.calls, method)
             elif func.attr in MUTATING_METHODS:
-                for root in sorted(self.roots(func.value)):
-                    _add(self.fx.writes, root)
+                self._write_object(func.value)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -173,16 +246,19 @@ def method_effects(
 ) -> MethodEffects:
     """Direct reads, writes and self-calls of one method.
 
-    Aliases are collected in a first pass so that a write that appears before its alias's
-    assignment in a loop is still caught (flow-insensitive, which errs toward 'writes').
-    helper_reads maps other methods to the state they read: their results may alias that state.
+    Aliases are collected over repeated passes until they settle, so a write that appears before its
+    alias's assignment (in a loop) is still caught: the analysis is flow-insensitive and errs toward
+    'writes'. helper_reads maps other methods to the state they read: their results may alias it.
     """
-    first = _MethodVisitor(helper_reads)
-    first.visit(func)
-    second = _MethodVisitor(helper_reads)
-    second.aliases = first.aliases
-    second.visit(func)
-    fx = second.fx
+    aliases: dict[str, Ref] = {}
+    for _ in range(6):
+        visitor = _MethodVisitor(helper_reads)
+        visitor.aliases = dict(aliases)
+        visitor.visit(func)
+        if visitor.aliases == aliases:
+            break
+        aliases = visitor.aliases
+    fx = visitor.fx
     # `self.method(...)` loads `self.method`; it is a call, not a state read.
     fx.reads = [r for r in fx.reads if r not in fx.calls]
     return fx

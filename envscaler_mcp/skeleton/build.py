@@ -156,7 +156,7 @@ def authoring_dirs(root: Path, env_ids: list[str] | None = None) -> list[Path]:
 
 
 def build_folder(folder: Path, *, check: bool = False) -> str:
-    """Build one folder's skeleton.json; return 'unchanged', 'written', or with check, 'stale'.
+    """Build one folder's skeleton.json; return 'unchanged', 'written', or with check, 'stale' / 'missing'.
 
     The file is rewritten atomically, and only when its bytes would change.
     """
@@ -168,6 +168,6 @@ def build_folder(folder: Path, *, check: bool = False) -> str:
     if current == text:
         return "unchanged"
     if check:
-        return "stale"
+        return "stale" if current is not None else "missing"
     atomic_write_text(target, text)
     return "written"

@@ -114,7 +114,7 @@ def test_catalog_build_check_list_and_show(shop_copy: Path) -> None:
     runner = CliRunner()
     (shop_copy / "skeleton.json").unlink()
     result = runner.invoke(app, ["catalog", "build", "--home", str(home), "--check"])
-    assert result.exit_code == 1 and "stale" in result.output
+    assert result.exit_code == 1 and "mini_shop: missing" in result.output
     result = runner.invoke(app, ["catalog", "build", "--home", str(home)])
     assert result.exit_code == 0 and "mini_shop: written" in result.output
     assert (shop_copy / "skeleton.json").read_bytes() == (MINI_SHOP / "skeleton.json").read_bytes()

@@ -220,3 +220,126 @@ def test_every_derived_schema_is_a_valid_2020_12_schema() -> None:
     for tool in extract_tools(SHOP, "Shop"):
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
     jsonschema.Draft202012Validator.check_schema(state_schema(extract_state(SHOP, "Shop")))
+
+
+ALIASES = '''
+class Env:
+    def __init__(self):
+        self.slots = {}
+        self.queue = []
+
+    def block_day(self, day: str) -> dict:
+        """Write records picked by a comprehension."""
+        day_slots = [s for s in self.slots.values() if s["date"] == day]
+        for slot in day_slots:
+            slot["status"] = "blocked"
+        return {"success": True}
+
+    def first_slot(self) -> dict:
+        """Write the first of a sorted list."""
+        ordered = sorted(self.slots.values(), key=lambda s: s["date"])
+        ordered[0]["status"] = "held"
+        return {"success": True}
+
+    def list_sorted(self) -> dict:
+        """Sort and extend a fresh list of records: no write."""
+        items = [s for s in self.slots.values()]
+        items.sort(key=lambda s: s["date"])
+        items.append({"x": 1})
+        copies = [dict(s) for s in self.slots.values()]
+        copies[0]["status"] = "x"
+        return {"success": True, "data": items}
+
+    def list_copy(self) -> dict:
+        """Change a shallow copy: no write."""
+        view = self.queue.copy()
+        view.reverse()
+        return {"success": True, "data": view}
+
+    def newest(self) -> dict:
+        """Write through max()."""
+        newest = max(self.slots.values(), key=lambda s: s["date"])
+        newest["seen"] = True
+        return {"success": True}
+
+    def rotate(self) -> dict:
+        """Sort the state list itself."""
+        self.queue.sort()
+        return {"success": True}
+
+    def grow(self) -> dict:
+        """Extend a state list through an alias with +=."""
+        q = self.queue
+        q += [1]
+        return {"success": True}
+
+    def nested(self) -> dict:
+        """Alias of an alias, assigned after its use in the loop body."""
+        for _ in range(2):
+            if _:
+                last["n"] = 1
+            last = target
+            target = self.slots.get("a")
+        return {"success": True}
+'''
+
+
+def test_kinds_through_comprehensions_sorted_copies_and_late_aliases() -> None:
+    kinds = {t.name: t.kind for t in extract_tools(ALIASES, "Env")}
+    assert kinds == {
+        "block_day": "state_change",
+        "first_slot": "state_change",
+        "list_sorted": "query",
+        "list_copy": "query",
+        "newest": "state_change",
+        "rotate": "state_change",
+        "grow": "state_change",
+        "nested": "state_change",
+    }
+
+
+def test_numpy_docstring() -> None:
+    doc = """Transfer money.
+
+    Parameters
+    ----------
+    source : str
+        Account to debit.
+    amount : float
+        How much,
+        in euros.
+
+    Returns
+    -------
+    dict
+        The result.
+    """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {"source": "Account to debit.", "amount": "How much, in euros."}
+    assert parsed.description == "Transfer money.\n\nReturns\n-------\ndict\n    The result."
+
+
+def test_envscaler_style_docstring() -> None:
+    doc = """
+        Retrieve device info by device_id.
+
+        Args:
+            device_id (str): Unique identifier of the device.
+            status (Optional[str], optional): Filter. Defaults to None.
+
+        Returns:
+            dict: {
+                "success": True,
+                "data": DeviceInfo
+            }
+
+        Constraints:
+            - device_id must exist.
+        """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {
+        "device_id": "Unique identifier of the device.",
+        "status": "Filter. Defaults to None.",
+    }
+    assert parsed.description.startswith("Retrieve device info by device_id.\n\nReturns:\n    dict: {")
+    assert parsed.description.endswith("Constraints:\n    - device_id must exist.")
