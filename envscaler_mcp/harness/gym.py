@@ -1,6 +1,6 @@
 """A small gym-style API over MCP episodes, for RL loops that drive the agent themselves.
 
-    env = await EnvScalerMCPEnv.create("mini_shop", transport="memory")
+    env = await EnvScalerMCPEnv.create("mini_shop")   # transport="http" (default), "stdio" or "memory"
     obs, info = await env.reset(scenario)
     obs, reward, terminated, truncated, info = await env.step({"name": "get_order", "arguments": {...}})
     obs, reward, terminated, truncated, info = await env.step("Done: the order is cancelled.")
@@ -58,7 +58,7 @@ class EnvScalerMCPEnv:
         self.done = True
 
     @classmethod
-    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "memory",
+    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "http",
                      mode: Literal["task", "conversation"] = "task", max_steps: int = 30,
                      user: Provider | None = None, validator_timeout_s: float = 2.0) -> EnvScalerMCPEnv:
         """Launch the environment's server (bundled env id, folder or skeleton) and a validator sandbox."""
