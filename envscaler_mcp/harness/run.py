@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -98,7 +99,9 @@ async def run_eval(
         if user is not None:
             stack.push_async_callback(user.aclose)
         if checker is None and todo:
-            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s))
+            workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
+                                                                     workers=workers))
         sources: dict[str, EpisodeSource] = {}
         for plan in plans:
             if any(p is plan for p, _, _ in todo):
