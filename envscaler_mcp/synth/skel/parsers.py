@@ -126,7 +126,7 @@ def _operations(body: str, kind: str) -> list[Operation]:
         for pattern in _OP_LINE_RES:
             m = pattern.match(line)
             if m:
-                ops.append(Operation(name=m.group("name"), description=m.group("desc").strip(), kind=kind))  # type: ignore[arg-type]
+                ops.append(Operation(name=m.group("name"), description=m.group("desc").strip(), kind=kind))
                 break
     return ops
 

@@ -150,6 +150,6 @@ async def dual_agent_check(
                 continue  # no usable verdict: the call is not counted either way
             checks.append(QualityCheck(tool=pick.tool, arguments=pick.arguments,
                                        case="negative" if pick.case == "negative" else "positive",
-                                       result=payload, verdict=verdict.verdict,  # type: ignore[arg-type]
+                                       result=payload, verdict=verdict.verdict,
                                        reason=verdict.reason))
     return checks

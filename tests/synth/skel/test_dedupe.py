@@ -1,0 +1,42 @@
+"""Topic de-duplication: exact summary, then near-duplicates (lexical fallback)."""
+
+from __future__ import annotations
+
+from envscaler_mcp.synth.skel.dedupe import Candidate, deduplicate, sparse_cosine, tfidf_vectors
+
+
+def cand(key, summary, intro, u=8, m=8, order=0):
+    return Candidate(key=key, summary=summary, introduction=intro, usefulness=u, modelability=m, order=order)
+
+
+def test_tfidf_cosine_bounds():
+    a, b, c = tfidf_vectors(["library books loans", "library books loans", "rocket launch windows"])
+    assert abs(sparse_cosine(a, b) - 1.0) < 1e-9
+    assert sparse_cosine(a, c) == 0.0
+
+
+def test_exact_summary_keeps_best_modelability_then_usefulness():
+    result = deduplicate([
+        cand("a", "Library system", "x", u=9, m=7, order=0),
+        cand("b", "library  system", "y", u=7, m=9, order=1),
+        cand("c", "Library System", "z", u=8, m=9, order=2),
+    ], use_embeddings=False)
+    assert result.kept == ["c"]  # modelability 9 beats 7; at equal modelability usefulness 8 beats 7
+    assert {m["key"] for m in result.merged["c"]} == {"a", "b"}
+
+
+def test_near_duplicates_merge_and_distinct_topics_stay():
+    items = [
+        cand("lib", "Library loan management system",
+             "A library tracks its book catalogue, registered members and their loans of books.", order=0),
+        cand("lend", "Library book lending system",
+             "A library lending system tracks the book catalogue, members and loans.", m=7, order=1),
+        cand("clinic", "Clinic appointment scheduling system",
+             "A clinic keeps doctors and the appointments patients book with them.", order=2),
+    ]
+    result = deduplicate(items, use_embeddings=False)
+    assert result.backend == "exact+tfidf"
+    assert result.kept == ["lib", "clinic"]
+    assert result.merged["lib"][0]["key"] == "lend" and result.merged["lib"][0]["reason"] == "near-duplicate"
+    strict = deduplicate(items, threshold=0.99, use_embeddings=False)
+    assert len(strict.kept) == 3
