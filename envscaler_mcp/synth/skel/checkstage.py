@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp import MCPError
+
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
 from envscaler_mcp.providers.base import GenerationSettings, Provider
@@ -170,7 +172,7 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step=exc.step, reason=exc.reason,
                                       usage=meter.total).model_dump(mode="json"))
             return
-        except (RenderError, ServerStartError) as exc:
+        except (RenderError, ServerStartError, MCPError) as exc:  # the server could not run this environment
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step="launch", reason=str(exc),
                                       usage=meter.total).model_dump(mode="json"))
             return
