@@ -148,3 +148,21 @@ async def test_torn_last_line_is_dropped_and_redone(tmp_path, provider, corpus):
     await run_skel(SkelConfig(out=out, tasks=corpus, stage="mine", resume=True), seats(provider))
     assert len(jsonl(path)) == 7 and len(provider.requests) > calls
     assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+async def test_crash_in_the_model_stage_keeps_finished_environments(tmp_path, router, corpus):
+    out = tmp_path / "out"
+    provider = MockProvider([router], repeat_last=True, spec="mock/skel-router")
+    await run_skel(SkelConfig(out=out, tasks=corpus, stage="mine"), seats(provider))
+    # the library environment takes 9 calls (state answered on the second try, 5 method answers)
+    crashing = MockProvider([CrashAfter(router, 11)], repeat_last=True, spec="mock/skel-router")
+    config = SkelConfig(out=out, stage="model", resume=True)
+    config.model.concurrency = 1
+    with pytest.raises(ProviderError, match="simulated outage"):
+        await run_skel(config, seats(crashing))
+    assert [p.stem for p in (out / "model" / "envs").glob("*.json")] == ["library_loan_management_system"]
+    router.calls.clear()
+    await run_skel(SkelConfig(out=out, stage="model", resume=True), seats(provider))
+    assert sorted(p.stem for p in (out / "model" / "envs").glob("*.json")) == [
+        "clinic_appointment_scheduling_system", "library_loan_management_system"]
+    assert router.calls["method"] == 4 + 1 + 3  # clinic and parking only; the library was not redone
