@@ -55,7 +55,7 @@ def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, stric
 async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
-        state = parse_initial_state(text)
+        state = parse_initial_state(text).state
         problems = validate_state(skeleton, state)
         missing = [a.name for a in skeleton.state if a.name not in state]
         if missing:
@@ -88,7 +88,7 @@ async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], prov
         base = source
 
         def accept(text: str, tool: str = tool, base: str = base) -> str:
-            _, assembled, _spec = accept_method(parse_method(text), tool, base, skeleton.class_name,
+            _, assembled, _spec = accept_method(parse_method(text).code, tool, base, skeleton.class_name,
                                                 kind="query" if kinds.get(tool) == "query" else None)
             return assembled
 

@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth._common_parse import AnswerFormatError
@@ -129,7 +129,8 @@ async def dual_agent_check(
                     {"summary": skeleton.summary, "introduction": skeleton.introduction, "tools": tools_view,
                      "must_cover": must_cover, "blocked": blocked, "state": _dump(before), "round": round_no,
                      "rounds": rounds, "per_tool_cap": options.per_tool_cap},
-                    accept, meter=meter, seat="tester", retries=options.retries)
+                    accept, meter=meter, seat="tester", retries=options.retries,
+                    settings=GenerationSettings(temperature=0.5, max_tokens=1024))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
             raw = await episode.call_tool(pick.tool, pick.arguments)

@@ -100,12 +100,12 @@ def test_accept_skeleton_and_methods_from_fixtures():
     assert [a.name for a in state] == ["books", "members", "loans"]
     with pytest.raises(AnswerFormatError, match="only __init__"):
         accept_skeleton(BASE, "Shop")
-    code = parse_method((ANSWERS / "library/method_checkout_book.md").read_text())
+    code = parse_method((ANSWERS / "library/method_checkout_book.md").read_text()).code
     method, assembled, spec = accept_method(code, "checkout_book", cls.source, cls.class_name, kind="state_change")
     assert spec.kind == "state_change" and "_next_loan_id" in method.helpers
     assert spec.input_schema["properties"]["book_id"]["description"]
     with pytest.raises(AnswerFormatError, match="type annotation"):
-        accept_method(parse_method((ANSWERS / "library/method_checkout_book.0.md").read_text()), "checkout_book",
+        accept_method(parse_method((ANSWERS / "library/method_checkout_book.0.md").read_text()).code, "checkout_book",
                       cls.source, cls.class_name)
     with pytest.raises(AnswerFormatError, match="modifies the state"):
         accept_method(code, "checkout_book", cls.source, cls.class_name, kind="query")
@@ -117,6 +117,6 @@ def test_accept_skeleton_and_methods_from_fixtures():
 
 def test_forbidden_import_is_refused_with_the_static_check_message():
     cls = parse_class((ANSWERS / "parking/class.md").read_text())
-    code = parse_method((ANSWERS / "parking/method_renew_permit.md").read_text())
+    code = parse_method((ANSWERS / "parking/method_renew_permit.md").read_text()).code
     with pytest.raises(AnswerFormatError, match="os"):
         accept_method(code, "renew_permit", cls.source, cls.class_name)

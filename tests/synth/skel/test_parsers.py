@@ -109,10 +109,10 @@ def test_class():
 
 
 def test_operations():
-    ops = p.parse_operations((ANSWERS / "library/operations.md").read_text())
+    ops = p.parse_operations((ANSWERS / "library/operations.md").read_text()).operations
     assert [(o.name, o.kind) for o in ops] == [("get_book", "query"), ("list_member_loans", "query"),
                                                ("checkout_book", "state_change"), ("return_book", "state_change")]
-    clinic = p.parse_operations((ANSWERS / "clinic/operations.md").read_text())  # numbered, backticks, dashes
+    clinic = p.parse_operations((ANSWERS / "clinic/operations.md").read_text()).operations  # numbered, backticks, dashes
     assert [o.name for o in clinic] == ["get_doctor", "list_appointments", "book_appointment", "cancel_appointment"]
     with pytest.raises(AnswerFormatError, match="each section"):
         p.parse_operations("# Query Operations\n- a: b\n# State Change Operations\nnone")
@@ -123,10 +123,10 @@ def test_operations():
 
 
 def test_method_and_initial_state():
-    assert p.parse_method((ANSWERS / "library/method_get_book.md").read_text()).startswith("def get_book")
+    assert p.parse_method((ANSWERS / "library/method_get_book.md").read_text()).code.startswith("def get_book")
     with pytest.raises(AnswerFormatError):
         p.parse_method("# Code\nI would write it like this.")
-    assert set(p.parse_initial_state((ANSWERS / "library/init_state.md").read_text())) == {"books", "members", "loans"}
+    assert set(p.parse_initial_state((ANSWERS / "library/init_state.md").read_text()).state) == {"books", "members", "loans"}
     with pytest.raises(AnswerFormatError):
         p.parse_initial_state("# Initial State\n```json\n{broken\n```")
 

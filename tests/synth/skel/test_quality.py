@@ -24,11 +24,11 @@ def library():
     cls = parse_class((ANSWERS / "library/class.md").read_text())
     source = cls.source
     for op in ("get_book", "list_member_loans", "checkout_book", "return_book"):
-        _, source, _ = accept_method(parse_method((ANSWERS / f"library/method_{op}.md").read_text()), op, source,
+        _, source, _ = accept_method(parse_method((ANSWERS / f"library/method_{op}.md").read_text()).code, op, source,
                                      cls.class_name)
     meta = EnvMeta(id="library", name="Library", summary="Library loan management system", introduction="A library.",
                    class_name=cls.class_name)
-    state = parse_initial_state((ANSWERS / "library/init_state.md").read_text())
+    state = parse_initial_state((ANSWERS / "library/init_state.md").read_text()).state
     return build_skeleton(meta, source, state, strict=True), state
 
 
