@@ -116,7 +116,8 @@ def parse_class(text: str) -> ClassAnswer:
 _OP_LINE_RES = (
     re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*)?Operation(?:\*\*)?\s*:\s*`?(?P<name>\w+)`?\s*"
                r"(?:[,;|-]\s*)?(?:\*\*)?Description(?:\*\*)?\s*:\s*(?P<desc>.+)$", re.I),
-    re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*|`)?(?P<name>\w+)(?:\*\*|`)?(?:\(\))?\s*[:\u2013\u2014-]\s*(?P<desc>.+)$"),
+    re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*|`)*(?P<name>\w+)(?:\([^)]*\))?(?:\*\*|`)*"
+               r"\s*[:\u2013\u2014-]\s*(?P<desc>.+)$"),
 )
 
 

@@ -100,6 +100,9 @@ def test_accept_skeleton_and_methods_from_fixtures():
     assert [a.name for a in state] == ["books", "members", "loans"]
     with pytest.raises(AnswerFormatError, match="only __init__"):
         accept_skeleton(BASE, "Shop")
+    with pytest.raises(AnswerFormatError, match="config"):
+        accept_skeleton("from typing import Dict\n\nclass A:\n    def __init__(self, init_config: dict = None):\n"
+                        "        self.init_config = init_config\n        self.items: Dict[str, int] = {}\n", "A")
     code = parse_method((ANSWERS / "library/method_checkout_book.md").read_text()).code
     method, assembled, spec = accept_method(code, "checkout_book", cls.source, cls.class_name, kind="state_change")
     assert spec.kind == "state_change" and "_next_loan_id" in method.helpers

@@ -30,6 +30,13 @@ def test_split_sections_accepts_bold_bracket_and_numbered_headers():
                                                                         "Analysis": "ok"}
 
 
+def test_inline_headers():
+    text = "# Environment Summary: Linux file system\n**Answer:** YES\nmore"
+    assert split_sections(text, ["Environment Summary", "Answer"]) == {
+        "Environment Summary": "Linux file system", "Answer": "YES\nmore"}
+    assert p.parse_judge("Thinking...\n# Answer: NO").stateful is False
+
+
 def test_extract_json_variants():
     assert extract_json("```json\n{\"a\": 1,}\n```") == {"a": 1}  # trailing comma
     assert extract_json("Sure: {'a': True, 'b': None} done") == {"a": True, "b": None}  # python literal
@@ -114,6 +121,9 @@ def test_operations():
                                                ("checkout_book", "state_change"), ("return_book", "state_change")]
     clinic = p.parse_operations((ANSWERS / "clinic/operations.md").read_text()).operations  # numbered, backticks, dashes
     assert [o.name for o in clinic] == ["get_doctor", "list_appointments", "book_appointment", "cancel_appointment"]
+    loose = p.parse_operations("# Query Operations\n- **get_order(order_id)**: Find one.\n- `list_orders()` - All.\n"
+                               "# State Change Operations\n* `cancel_order(order_id: str)`: Cancel it.").operations
+    assert [o.name for o in loose] == ["get_order", "list_orders", "cancel_order"]
     with pytest.raises(AnswerFormatError, match="each section"):
         p.parse_operations("# Query Operations\n- a: b\n# State Change Operations\nnone")
     with pytest.raises(AnswerFormatError, match="twice"):
