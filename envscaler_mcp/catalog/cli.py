@@ -1,9 +1,174 @@
-"""CLI commands of the catalog stage."""
+"""CLI commands of the catalog stage: `catalog build`, `list`, `show`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
+    ),
+]
+
+
+def _roots(home: Path | None) -> tuple[Path, Path]:
+    """(environments folder, scenarios folder) of a data home, or of the bundled catalog."""
+    from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
+
+    if home is None:
+        return environments_dir(), scenarios_dir()
+    return Path(home) / "environments", Path(home) / "scenarios"
+
+
+catalog_app = typer.Typer(help="Build and inspect the bundled environment catalog.", no_args_is_help=True)
+
+
+@catalog_app.command("build")
+def build_cmd(
+    envs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Environment ids or authoring-folder paths to build (default: every authoring folder)."
+        ),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only check: exit 1 when a skeleton.json is stale.")
+    ] = False,
+    home: HomeOption = None,
+) -> None:
+    """Build environments/<env>/skeleton.json from environment.py, meta.json and default_state.json."""
+    from envscaler_mcp.skeleton.build import authoring_dirs, build_folder
+
+    env_root, _ = _roots(home)
+    folders = authoring_dirs(env_root, envs or None)
+    if not folders:
+        typer.echo("no authoring folders found (each needs an environment.py).")
+        return
+    stale = []
+    for folder in folders:
+        status = build_folder(folder, check=check)
+        typer.echo(f"{folder.name}: {status}")
+        if status == "stale":
+            stale.append(folder.name)
+    if stale:
+        typer.secho(
+            f"{len(stale)} skeleton.json file(s) are stale: {', '.join(stale)}. "
+            "Run `envscaler-mcp catalog build` and commit the result.",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+@catalog_app.command("schemas")
+def schemas_cmd(
+    check: Annotated[
+        bool, typer.Option("--check", help="Only check: exit 1 when a schema file is stale.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder to write (default: schemas/).")] = None,
+) -> None:
+    """Regenerate schemas/*.schema.json from the Pydantic models of the on-disk formats."""
+    from envscaler_mcp.skeleton.jsonschemas import write_schemas
+
+    changed = write_schemas(out, check=check)
+    for name in changed:
+        typer.echo(f"{name}: {'stale' if check else 'written'}")
+    if not changed:
+        typer.echo("schemas are current.")
+    if check and changed:
+        typer.secho("Run `envscaler-mcp catalog schemas` and commit schemas/.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
+def list_cmd(home: HomeOption = None) -> None:
+    """List the catalog's environments with their tool and scenario counts."""
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+
+    env_root, scen_root = _roots(home)
+    table = Table(title=f"Environments in {env_root}")
+    for col in ("id", "name", "tools (query/state_change)", "scenarios"):
+        table.add_column(col)
+    for env_id in list_env_ids(env_root):
+        sk = get_skeleton(env_id, env_root)
+        queries = sum(t.kind == "query" for t in sk.tools)
+        table.add_row(
+            sk.id,
+            escape(sk.name),
+            f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
+            str(len(scenarios_for(env_id, scen_root))),
+        )
+    Console().print(table)
+
+
+def show_cmd(
+    env: Annotated[str, typer.Argument(help="Environment id, or a path to a skeleton.json or its folder.")],
+    home: HomeOption = None,
+) -> None:
+    """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
+    from envscaler_mcp.catalog.store import get_skeleton, load_scenarios, scenarios_for
+
+    env_root, scen_root = _roots(home)
+    sk = get_skeleton(env, env_root)
+    console = Console()
+    console.print(f"[bold]{escape(sk.name)}[/bold] ({sk.id}) - {escape(sk.summary)}")
+    console.print(escape(sk.introduction))
+    if sk.rules:
+        console.print("\n[bold]Rules[/bold]")
+        for rule in sk.rules:
+            console.print(f"  - {escape(rule)}")
+    tools = Table(title="Tools")
+    for col in ("tool", "kind", "parameters", "summary"):
+        tools.add_column(col)
+    for t in sk.tools:
+        req = set(t.input_schema.get("required", []))
+        params = ", ".join(
+            f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
+            for name, schema in t.input_schema.get("properties", {}).items()
+        )
+        tools.add_row(
+            t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
+        )
+    console.print(tools)
+    beside = Path(env) / "scenarios.jsonl"
+    scenarios = load_scenarios(beside) if beside.is_file() else scenarios_for(sk.id, scen_root)
+    if scenarios:
+        table = Table(title=f"Scenarios ({len(scenarios)})")
+        for col in ("id", "title / task", "checks", "solution calls"):
+            table.add_column(col)
+        for s in scenarios:
+            table.add_row(
+                s.id, escape(s.title or s.task[:80]), str(len(s.checklist)), str(len(s.reference_solution))
+            )
+        console.print(table)
+    else:
+        console.print("No bundled scenarios.")
+
+
+def _type_label(schema: dict[str, object]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])  # type: ignore[attr-defined]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"array[{_type_label(schema['items'])}]"  # type: ignore[arg-type]
+    if kind:
+        return str(kind)
+    if "anyOf" in schema:
+        return "|".join(_type_label(s) for s in schema["anyOf"])  # type: ignore[attr-defined]
+    return "any"
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.add_typer(catalog_app, name="catalog")
+    app.command("list")(list_cmd)
+    app.command("show")(show_cmd)

@@ -1,9 +1,149 @@
-"""CLI commands of the interop stage."""
+"""CLI commands of the interop stage: `import envscaler` and `export` (EnvScaler files or a run's trajectories)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from envscaler_mcp.errors import UsageError
+
+import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
+    ),
+]
+
+
+@import_app.command("envscaler")
+def import_envscaler_cmd(
+    envs: Annotated[
+        Path, typer.Option("--envs", help="EnvScaler env metadata JSON (object keyed by env_id, or list).")
+    ],
+    scenarios: Annotated[
+        Path | None,
+        typer.Option("--scenarios", help="EnvScaler scenario metadata JSON (a list of task items)."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output data folder.")] = Path("."),
+    skip_checks: Annotated[
+        bool,
+        typer.Option(
+            "--skip-checks", help="Import environments that fail the static checks (problems become notes)."
+        ),
+    ] = False,
+) -> None:
+    """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl."""
+    from envscaler_mcp.catalog.store import save_scenarios, save_skeleton
+    from envscaler_mcp.interop.from_envscaler import import_envscaler
+
+    result = import_envscaler(envs, scenarios, skip_checks=skip_checks)
+    for skeleton in result.skeletons:
+        save_skeleton(skeleton, out / "environments")
+        env_scenarios = result.scenarios.get(skeleton.id, [])
+        if env_scenarios:
+            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl")
+        queries = sum(t.kind == "query" for t in skeleton.tools)
+        typer.echo(
+            f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
+            f"({queries} query, {len(skeleton.tools) - queries} state_change), "
+            f"{len(env_scenarios)} scenarios"
+        )
+    if result.duplicates:
+        typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
+    typer.echo(
+        f"imported {len(result.skeletons)} environment(s) and "
+        f"{sum(len(v) for v in result.scenarios.values())} scenario(s) into {out}"
+    )
+    if result.errors:
+        for err in result.errors:
+            typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        typer.secho(f"{len(result.errors)} item(s) were not imported.", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
+def export_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="'envscaler' to write EnvScaler metadata files, or a run directory "
+            "to export its trajectories."
+        ),
+    ],
+    envs: Annotated[
+        list[str] | None,
+        typer.Argument(help="With 'envscaler': environment ids or skeleton paths (default: all in --home)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="With 'envscaler': output folder (default: .). With a run: output file."),
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Trajectory format for a run: openai or sharegpt.")
+    ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option("--min-score", help="Only episodes with at least this checklist score (run export)."),
+    ] = None,
+    home: HomeOption = None,
+) -> None:
+    """Export environments and scenarios in EnvScaler's formats, or a run's trajectories for training."""
+    if target == "envscaler" and fmt is None:
+        _export_envscaler(envs or [], out or Path("."), home)
+        return
+    run_dir = Path(target)
+    if envs:
+        raise UsageError(f"unexpected arguments {envs}: a run export takes one run directory.")
+    if fmt not in ("openai", "sharegpt"):
+        raise UsageError("exporting a run needs --format openai or --format sharegpt.")
+    if not run_dir.is_dir():
+        raise UsageError(
+            f"'{target}' is not a run directory (nor 'envscaler'). "
+            "Usage: `export envscaler [ENV...] --out DIR` or `export RUN_DIR --format openai`."
+        )
+    try:
+        from envscaler_mcp.report.export import export_run  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as exc:
+        raise UsageError(
+            f"trajectory export is not available in this installation (envscaler_mcp.report.export: {exc})."
+        ) from exc
+    written = export_run(run_dir, fmt, min_score, out)
+    if written is not None:
+        typer.echo(str(written))
+
+
+def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None:
+    from envscaler_mcp._io import atomic_write_json
+    from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios
+    from envscaler_mcp.interop.to_envscaler import export_envscaler
+
+    env_root = home / "environments" if home else environments_dir()
+    scen_root = home / "scenarios" if home else scenarios_dir()
+    ids = env_args or list_env_ids(env_root)
+    if not ids:
+        raise UsageError(f"no environments to export in {env_root}; pass ids or --home.")
+    items = []
+    for env in ids:
+        skeleton = get_skeleton(env, env_root)
+        beside = (
+            Path(env) / "scenarios.jsonl"
+        )  # a fixture-style folder keeps its scenarios beside the skeleton
+        path = beside if beside.is_file() else scen_root / f"{skeleton.id}.jsonl"
+        items.append((skeleton, load_scenarios(path) if path.exists() else []))
+    envs, scenarios = export_envscaler(items)
+    atomic_write_json(out / "env_metadata.json", envs)
+    atomic_write_json(out / "scenario_metadata.json", scenarios)
+    typer.echo(
+        f"wrote {len(envs)} environment(s) to {out / 'env_metadata.json'} and "
+        f"{len(scenarios)} scenario(s) to {out / 'scenario_metadata.json'}"
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.add_typer(import_app, name="import")
+    app.command("export")(export_cmd)

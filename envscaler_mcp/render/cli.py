@@ -1,9 +1,57 @@
-"""CLI commands of the render stage."""
+"""CLI commands of the render stage: `envscaler-mcp render`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from envscaler_mcp.errors import UsageError
+
+
+def render_command(
+    envs: Annotated[list[str] | None, typer.Argument(help="Environment ids (bundled) or skeleton.json paths.")
+                    ] = None,
+    all_envs: Annotated[bool, typer.Option("--all", help="Render every bundled environment.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: generated_servers/).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Only check that the servers in the output folder are "
+                                        "current; exit 1 when one is not.")] = False,
+) -> None:
+    """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
+    from envscaler_mcp.catalog.paths import generated_servers_dir
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+    from envscaler_mcp.render.engine import is_current, render_server
+    from envscaler_mcp.render.naming import safe_env_id
+
+    ids = list(envs or [])
+    if all_envs:
+        ids += [e for e in list_env_ids() if e not in ids]
+    if not ids:
+        raise UsageError("name at least one environment, or pass --all (see `envscaler-mcp list`)")
+    root = out or generated_servers_dir()
+    stale = []
+    for env in ids:
+        skeleton = get_skeleton(env)
+        scenarios = scenarios_for(skeleton.id)
+        target = root / safe_env_id(skeleton.id)
+        if check:
+            ok = is_current(target, skeleton, scenarios)
+            typer.echo(f"{'current' if ok else 'STALE  '} {target}")
+            if not ok:
+                stale.append(skeleton.id)
+            continue
+        if is_current(target, skeleton, scenarios):
+            typer.echo(f"up to date  {target}")
+            continue
+        render_server(skeleton, scenarios, target)
+        typer.echo(f"rendered    {target}  ({len(skeleton.tools)} tools, {len(scenarios)} scenarios)")
+    if stale:
+        typer.secho(f"{len(stale)} server(s) are not current: run `envscaler-mcp render {' '.join(stale)}`",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.command("render")(render_command)

@@ -1,9 +1,155 @@
-"""CLI commands of the scenario stage."""
+"""CLI commands of the scenario stage: `envscaler-mcp scenarios check`."""
 
 from __future__ import annotations
 
+import importlib
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from envscaler_mcp.errors import UsageError, ValidatorError
+from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+
+Group = tuple[str, list[Scenario]]  # (server target, its scenarios)
+
+scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
+
+_CELL: dict[StepStatus, str] = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "warn": "[yellow]warn[/]",
+                                "skip": "[dim]skip[/]"}
+
+
+def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> list[Group]:
+    from envscaler_mcp.catalog.store import list_env_ids, load_scenarios, scenarios_for
+
+    if scenarios_file is not None:
+        loaded = load_scenarios(scenarios_file)
+        if len(envs) > 1:
+            raise UsageError("with --scenarios give at most one ENV (the server to check them on)")
+        if envs:
+            groups = [(envs[0], loaded)]
+        else:
+            by_env: dict[str, list[Scenario]] = {}
+            for sc in loaded:
+                by_env.setdefault(sc.env_id, []).append(sc)
+            groups = sorted(by_env.items())
+    else:
+        names = envs or list_env_ids()
+        if not names:
+            raise UsageError("no environments found: name one, or pass --scenarios FILE")
+        groups = [(env, scenarios_for(env)) for env in names]
+    if ids:
+        groups = [(env, [s for s in scs if s.id in ids]) for env, scs in groups]
+    groups = [(env, scs) for env, scs in groups if scs]
+    if not groups:
+        raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
+    return groups
+
+
+def _failing_factory(error: Exception) -> EpisodeFactory:
+    @asynccontextmanager
+    async def factory(_state: dict[str, Any]) -> AsyncIterator[Any]:
+        raise error
+        yield  # pragma: no cover
+
+    return factory
+
+
+async def check_groups(groups: list[Group], *, transport: str = "http", timeout_s: float = 2.0, workers: int = 2,
+                       mutation: bool = False, require_reference: bool = True,
+                       on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
+    """Start one server per group and gate each of its scenarios; a server that fails to start fails them."""
+    launch_server = importlib.import_module("envscaler_mcp.launch").launch_server
+    reports: list[GateReport] = []
+
+    async def gate_all(factory: EpisodeFactory, scenarios: list[Scenario], sandbox: ValidatorSandbox) -> None:
+        for sc in scenarios:
+            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation)
+            reports.append(report)
+            if on_report:
+                on_report(report)
+
+    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
+        for target, scenarios in groups:
+            try:
+                async with launch_server(target, transport=transport) as server:
+                    await gate_all(server.episode, scenarios, sandbox)
+                    continue
+            except (UsageError, ValidatorError):
+                raise
+            except Exception as exc:  # the server did not start (or died): record it against every scenario left
+                done = {r.scenario_id for r in reports}
+                left = [s for s in scenarios if s.id not in done]
+                if not left:
+                    raise
+                await gate_all(_failing_factory(exc), left, sandbox)
+    return reports
+
+
+def _table(reports: list[GateReport], mutation: bool) -> Table:
+    table = Table(title="Scenario QA gate")
+    table.add_column("env", overflow="fold")
+    table.add_column("scenario", no_wrap=True)
+    for col in ("checks", "initial-false", "replay", "final-true"):
+        table.add_column(col)
+    if mutation:
+        table.add_column("mutation")
+    table.add_column("verdict")
+    for r in reports:
+        statuses = {s.name: s.status for s in r.steps}
+        initial = "fail" if "fail" in (statuses["initial_false"], statuses["validators"]) else statuses["initial_false"]
+        row = [r.env_id, r.scenario_id, str(r.n_checks), _CELL[initial], _CELL[statuses["replay"]],
+               _CELL[statuses["final_true"]]]
+        if mutation:
+            row.append(_CELL[statuses.get("mutation", "skip")])
+        row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")
+        table.add_row(*row)
+    return table
+
+
+@scenarios_app.command("check")
+def check_command(
+    envs: Annotated[list[str] | None, typer.Argument(
+        help="Environment ids or skeleton paths (default: every bundled one).")] = None,
+    scenarios_file: Annotated[Path | None, typer.Option("--scenarios", help="Scenario set (JSONL) to check.")] = None,
+    ids: Annotated[list[str] | None, typer.Option("--id", help="Only these scenario ids (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON instead of a table.")] = False,
+    mutation: Annotated[bool, typer.Option("--mutation", help="Also report changed fields no validator guards.")] = False,
+    allow_no_reference: Annotated[bool, typer.Option(
+        "--allow-no-reference", help="Do not reject scenarios without a reference solution.")] = False,
+    transport: Annotated[str, typer.Option(help="How to run the server: http, stdio or memory.")] = "http",
+    timeout: Annotated[float, typer.Option(help="Seconds each validator may run.")] = 2.0,
+    workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
+) -> None:
+    """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
+    groups = _groups(envs or [], scenarios_file, ids or [])
+    console = Console(stderr=as_json)
+    reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
+                                             mutation=mutation, require_reference=not allow_no_reference))
+    if as_json:
+        typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
+    else:
+        console.print(_table(reports, mutation))
+        for r in reports:
+            if r.reasons():
+                mark = "[yellow]warnings[/]" if r.passed else "[bold red]rejected[/]"
+                console.print(f"{mark} {r.env_id}/{r.scenario_id} {r.title}")
+                for reason in r.reasons():
+                    console.print(f"  - {reason}", markup=False, highlight=False)
+        failed = sum(not r.passed for r in reports)
+        console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
+    if any(not r.passed for r in reports):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.add_typer(scenarios_app, name="scenarios")

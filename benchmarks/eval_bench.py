@@ -1,0 +1,171 @@
+"""Harness throughput with the oracle agent on the bundled catalog, against an in-process replay baseline.
+
+    python benchmarks/eval_bench.py [--transport http] [--concurrency 1,8,32] [--episodes 96]
+
+Measures, for each concurrency level, episodes/s and tool calls/s of `run_eval` (shared server per
+environment, validators in the sandbox, results.jsonl fsync'd per episode); the per-episode cost of
+replaying the same calls in process (EnvScaler's exec-the-class approach, validators exec'd in process)
+as the baseline; and validator-sandbox throughput in checks/s. Server start-up is excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+from envscaler_mcp.harness.checks import SandboxChecker
+from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
+from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.source import EpisodeSource
+from envscaler_mcp.scenario.models import Scenario
+
+
+def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
+    """Scenarios of every environment, repeated (as distinct trials) up to `episodes` in total."""
+    plans = []
+    for env_id in env_ids:
+        sk = get_skeleton(env_id)
+        scenarios = [s for s in scenarios_for(env_id) if s.reference_solution]
+        plans.append(EnvPlan(env_id=env_id, env_info=EnvInfo(name=sk.name, introduction=sk.introduction,
+                                                             rules=sk.rules),
+                             scenarios=scenarios, hashes={"environment": sk.content_hash(),
+                                                          **scenario_hashes(scenarios)}))
+    return plans
+
+
+def _instance(source: str, class_name: str, state: dict[str, Any]) -> Any:
+    namespace: dict[str, Any] = {"__name__": "bench_env"}
+    exec(compile(source, "<environment>", "exec"), namespace)
+    cls = namespace[class_name]
+    try:
+        obj = cls()
+    except TypeError:
+        obj = cls({})
+    for key, value in copy.deepcopy(state).items():
+        setattr(obj, key, value)
+    return obj
+
+
+def in_process_episode(class_source: str, class_name: str, scenario: Scenario) -> int:
+    """EnvScaler-style episode: exec the class, replay the calls, read vars(), exec the validators."""
+    env = _instance(class_source, class_name, scenario.initial_state)
+    for call in scenario.reference_solution:
+        getattr(env, call.tool)(**call.arguments)
+    final = copy.deepcopy({k: v for k, v in vars(env).items() if not k.startswith("_")})
+    passed = 0
+    for item in scenario.checklist:
+        scope: dict[str, Any] = {"initial_state": copy.deepcopy(scenario.initial_state)}
+        exec(item.validator or "", scope)
+        passed += scope["check_func"](final) is True
+    return len(scenario.reference_solution)
+
+
+def baseline(plans: list[EnvPlan], rounds: int) -> tuple[float, int]:
+    """Mean seconds per in-process episode, and episodes timed."""
+    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
+    t = time.perf_counter()
+    for _ in range(rounds):
+        for sk, s in pairs:
+            in_process_episode(sk.class_source, sk.class_name, s)
+    n = rounds * len(pairs)
+    return (time.perf_counter() - t) / n, n
+
+
+async def harness(plans: list[EnvPlan], transport: str, levels: list[int], episodes: int) -> list[dict[str, Any]]:
+    """run_eval at each concurrency level on servers started once."""
+    from envscaler_mcp.launch import launch_server
+
+    per_env = max(1, episodes // max(1, len(plans)))
+    rows = []
+    async with AsyncExitStack() as stack:
+        checker = await stack.enter_async_context(SandboxChecker(workers=2))
+        servers: dict[str, EpisodeSource] = {}
+        for plan in plans:
+            servers[plan.env_id] = await stack.enter_async_context(launch_server(plan.env_id, transport=transport))
+
+        @asynccontextmanager
+        async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
+            yield servers[plan.env_id]
+
+        for level in levels:
+            trials = max(1, -(-per_env // max(len(p.scenarios) for p in plans)))
+            config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", trials=trials,
+                               concurrency=level, transport=transport, progress=False)  # type: ignore[arg-type]
+            with tempfile.TemporaryDirectory() as tmp:
+                t = time.perf_counter()
+                summary = await run_eval(config, Path(tmp) / "run", plans=plans, agent=Seat("oracle"),
+                                         checker=checker, source_factory=source)
+                elapsed = time.perf_counter() - t
+            g = summary.overall
+            calls = (g.mean_tool_calls or 0) * g.episodes
+            rows.append({"concurrency": level, "episodes": g.episodes, "seconds": elapsed,
+                         "episodes_per_s": g.episodes / elapsed, "tool_calls_per_s": calls / elapsed,
+                         "mean_latency_s": g.mean_latency_s, "success_rate": g.success_rate,
+                         "infra_errors": g.infra_errors})
+    return rows
+
+
+async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int) -> float:
+    """Checks per second through the sandbox, on the scenarios' reference final states."""
+    jobs = []
+    for plan in plans:
+        sk = get_skeleton(plan.env_id)
+        for s in plan.scenarios:
+            env = _instance(sk.class_source, sk.class_name, s.initial_state)
+            for call in s.reference_solution:
+                getattr(env, call.tool)(**call.arguments)
+            final = {k: v for k, v in vars(env).items() if not k.startswith("_")}
+            jobs.append((s, final))
+    n = 0
+    async with SandboxChecker(workers=workers) as checker:
+        t = time.perf_counter()
+        for _ in range(rounds):
+            async with anyio.create_task_group() as tg:
+                for s, final in jobs:
+                    tg.start_soon(checker.check, s.checklist, s.initial_state, final)
+            n += sum(len(s.checklist) for s, _ in jobs)
+        return n / (time.perf_counter() - t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", default="http", choices=["http", "memory", "stdio"])
+    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--episodes", type=int, default=96, help="episodes per concurrency level (about)")
+    parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
+    args = parser.parse_args()
+    env_ids = args.env or list_env_ids()
+    plans = _plans(env_ids, args.episodes)
+    levels = [int(x) for x in args.concurrency.split(",")]
+    print(f"catalog: {', '.join(env_ids)}; {sum(len(p.scenarios) for p in plans)} scenarios; "
+          f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
+    per_episode, n = baseline(plans, rounds=5)
+    print(f"in-process replay baseline: {1000 * per_episode:.2f} ms/episode ({n} episodes)")
+    rows = anyio.run(harness, plans, args.transport, levels, args.episodes)
+    print("\n| transport | concurrency | episodes | episodes/s | tool calls/s | mean latency | overhead/episode "
+          "| success | infra |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        overhead = (r["mean_latency_s"] or 0) - per_episode
+        print(f"| {args.transport} | {r['concurrency']} | {r['episodes']} | {r['episodes_per_s']:.1f} | "
+              f"{r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | {1000 * overhead:.1f} ms "
+              f"| {100 * (r['success_rate'] or 0):.0f}% | {r['infra_errors']} |")
+    for workers in (1, 2):
+        rate = anyio.run(validator_throughput, plans, 5, workers)
+        print(f"validator sandbox, {workers} worker(s): {rate:.0f} checks/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""Write scenarios/cloud_storage.jsonl: hand-authored cloud drive tasks, verified before they are saved.
+
+Every scenario is checked in process: validators return bools, fail on the initial state (every item
+that claims a change), the reference solution replays with success on every call, and then every
+validator passes. Exits non-zero on any failure. Run: python environments/cloud_storage/make_scenarios.py
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
+from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
+
+ENV_ID = "cloud_storage"
+CLASS_NAME = "CloudStorage"
+
+
+def item(n: int, description: str, body: str, claims_change: bool = True) -> ChecklistItem:
+    """A checklist item whose validator is `def check_func(final_state)` with `body` as its body."""
+    lines = ["def check_func(final_state) -> bool:"] + ["    " + ln for ln in body.strip("\n").splitlines()]
+    return ChecklistItem(id=f"c{n}", description=description, validator="\n".join(lines) + "\n",
+                         claims_change=claims_change)
+
+
+def call(tool: str, **arguments: Any) -> ToolCall:
+    """One reference-solution call."""
+    return ToolCall(tool=tool, arguments=arguments)
+
+
+def scenario(title: str, task: str, state: dict, checks: list[ChecklistItem], solution: list[ToolCall]) -> Scenario:
+    """A hand-authored scenario with its content-hash id."""
+    return Scenario(env_id=ENV_ID, title=title, task=task, initial_state=state, checklist=checks,
+                    reference_solution=solution, difficulty=len(solution),
+                    provenance=Provenance(source="hand-authored")).with_id()
+
+
+def build(state: dict) -> list[Scenario]:
+    """All scenarios, each starting from `state` (the default state)."""
+    out = []
+
+    out.append(scenario(
+        "Share the budget read-only",
+        "I'm Maya Chen (user U01). Please share my file FIL-0009 (Q3 budget.xlsx) with dana.whitfield@lumen.example "
+        "as a viewer.",
+        state,
+        [item(1, "Has Dana (U06) been given viewer access on FIL-0009?",
+              'return any(s["item_id"] == "FIL-0009" and s["user_id"] == "U06" and s["role"] == "viewer"\n'
+              '           for s in final_state["shares"].values())'),
+         item(2, "Has Dana not been given edit rights on FIL-0009?",
+              'return not any(s["item_id"] == "FIL-0009" and s["user_id"] == "U06" and s["role"] == "editor"\n'
+              '               for s in final_state["shares"].values())', claims_change=False),
+         item(3, "Has exactly one share been added?",
+              'return len(final_state["shares"]) == len(initial_state["shares"]) + 1')],
+        [call("share_item", user_id="U01", item_id="FIL-0009", grantee_email="dana.whitfield@lumen.example",
+              role="viewer")]))
+
+    out.append(scenario(
+        "Restore a deleted press kit",
+        "I'm Dana Whitfield (U06). I deleted FIL-0041 (press-kit.pdf) by mistake a few days ago. Please restore it "
+        "from the trash.",
+        state,
+        [item(1, "Has press-kit.pdf (FIL-0041) left the trash?",
+              'f = final_state["files"]["FIL-0041"]\nreturn f["trashed"] is False and f["trashed_date"] is None'),
+         item(2, "Has it gone back to its Documents folder (FLD-035)?",
+              'return final_state["files"]["FIL-0041"]["folder_id"] == "FLD-035"', claims_change=False),
+         item(3, "Has everything else in the trash stayed there?",
+              'return all(final_state["files"].get(k, {}).get("trashed") for k, f in initial_state["files"].items()\n'
+              '           if f["trashed"] and k != "FIL-0041")', claims_change=False)],
+        [call("restore_item", user_id="U06", item_id="FIL-0041")]))
+
+    out.append(scenario(
+        "Upload that needs space",
+        "Hi, Sara Lindgren here (sara.lindgren@lumen.example). I need to upload drone-footage.mp4 (350000 KB, "
+        "video/mp4) into my Videos folder. I'm on the free plan and nearly full - if it doesn't fit, clear out my "
+        "trash to make room, but don't delete anything that isn't already in the trash.",
+        state,
+        [item(1, "Has drone-footage.mp4 (350000 KB) been uploaded to Sara's Videos folder FLD-029?",
+              'return any(f["name"] == "drone-footage.mp4" and f["folder_id"] == "FLD-029" and f["size_kb"] == 350000\n'
+              '           and f["owner_id"] == "U03" and not f["trashed"] for f in final_state["files"].values())'),
+         item(2, "Has Sara's trash been emptied (the two interview takes deleted)?",
+              'return "FIL-0027" not in final_state["files"] and "FIL-0028" not in final_state["files"]'),
+         item(3, "Has every file Sara had outside the trash been kept?",
+              'return all(k in final_state["files"] and not final_state["files"][k]["trashed"]\n'
+              '           for k, f in initial_state["files"].items() if f["owner_id"] == "U03" and not f["trashed"])',
+              claims_change=False)],
+        [call("get_user", email="sara.lindgren@lumen.example"),
+         call("get_storage_usage", user_id="U03"),
+         call("list_trash", user_id="U03"),
+         call("empty_trash", user_id="U03"),
+         call("search_items", name="Videos", owner_id="U03", kind="folder"),
+         call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4", size_kb=350000,
+              mime_type="video/mp4")]))
+
+    out.append(scenario(
+        "Collaborators on the campaign folder",
+        "Maya Chen (U01) here. Nora Quinn and Alicia Park from our client Northpeak should both be able to edit my "
+        "'Campaign Assets' folder. If Alicia can't get edit rights, give her the most access she is allowed.",
+        state,
+        [item(1, "Has Nora Quinn (U13) got editor access on Campaign Assets (FLD-025)?",
+              'return any(s["item_id"] == "FLD-025" and s["user_id"] == "U13" and s["role"] == "editor"\n'
+              '           for s in final_state["shares"].values())'),
+         item(2, "Has Alicia Park (U16) got commenter access on Campaign Assets?",
+              'return any(s["item_id"] == "FLD-025" and s["user_id"] == "U16" and s["role"] == "commenter"\n'
+              '           for s in final_state["shares"].values())'),
+         item(3, "Has the external user Alicia been kept from editor rights anywhere?",
+              'return not any(s["user_id"] == "U16" and s["role"] == "editor" for s in final_state["shares"].values())',
+              claims_change=False)],
+        [call("search_items", name="Campaign Assets", owner_id="U01", kind="folder"),
+         call("search_users", name="Nora"),
+         call("search_users", name="Alicia Park"),
+         call("share_item", user_id="U01", item_id="FLD-025", grantee_email="nora.quinn@lumen.example", role="editor"),
+         call("share_item", user_id="U01", item_id="FLD-025", grantee_email="alicia.park@northpeak.example",
+              role="commenter")]))
+
+    out.append(scenario(
+        "Bring back a trashed folder",
+        "Leo Fischer (U02) here. Yesterday I deleted my 'Contracts 2025' folder by accident - please bring it back "
+        "with everything that was in it. The 'old draft.docx' I deleted on purpose last week, so leave that one in "
+        "the trash. Also rename 'Northpeak SOW-2.pdf' in there to 'Northpeak SOW-2 (signed).pdf'.",
+        state,
+        [item(1, "Has the Contracts 2025 folder (FLD-027) been restored?",
+              'return final_state["folders"]["FLD-027"]["trashed"] is False'),
+         item(2, "Have the four contract files come back with it?",
+              'return all(not final_state["files"][k]["trashed"] for k in ("FIL-0014", "FIL-0015", "FIL-0016", "FIL-0017"))'),
+         item(3, "Has 'old draft.docx' (FIL-0013) stayed in the trash?",
+              'return final_state["files"]["FIL-0013"]["trashed"] is True', claims_change=False),
+         item(4, "Has the SOW been renamed to 'Northpeak SOW-2 (signed).pdf'?",
+              'return final_state["files"]["FIL-0015"]["name"] == "Northpeak SOW-2 (signed).pdf"')],
+        [call("list_trash", user_id="U02"),
+         call("restore_item", user_id="U02", item_id="FLD-027"),
+         call("list_folder", folder_id="FLD-027"),
+         call("rename_item", user_id="U02", item_id="FIL-0015", new_name="Northpeak SOW-2 (signed).pdf")]))
+
+    out.append(scenario(
+        "Roll back a broken spreadsheet",
+        "Omar Haddad (U04). Someone saved a broken copy over my pricing.xlsx in the Sales folder - the latest version "
+        "is only a few KB. Roll it back to the last good version (the one just before), and give Priya Nair edit "
+        "access to that file so she can update the prices. Her access to the rest of Sales should stay as it is.",
+        state,
+        [item(1, "Has pricing.xlsx (FIL-0030) got version 3's content (355 KB) back as its current version?",
+              'f = final_state["files"]["FIL-0030"]\nreturn f["size_kb"] == 355 and f["versions"][-1]["size_kb"] == 355'),
+         item(2, "Has the version history been kept (five versions now)?",
+              'return [v["version_number"] for v in final_state["files"]["FIL-0030"]["versions"]] == [1, 2, 3, 4, 5]'),
+         item(3, "Has Priya (U09) got editor access on FIL-0030?",
+              'return any(s["item_id"] == "FIL-0030" and s["user_id"] == "U09" and s["role"] == "editor"\n'
+              '           for s in final_state["shares"].values())'),
+         item(4, "Has Priya's access to the Sales folder stayed viewer?",
+              'return any(s["item_id"] == "FLD-031" and s["user_id"] == "U09" and s["role"] == "viewer"\n'
+              '           for s in final_state["shares"].values())', claims_change=False)],
+        [call("search_items", name="pricing.xlsx", owner_id="U04"),
+         call("list_versions", file_id="FIL-0030"),
+         call("restore_version", user_id="U04", file_id="FIL-0030", version_number=3),
+         call("share_item", user_id="U04", item_id="FIL-0030", grantee_email="priya.nair@lumen.example", role="editor")]))
+
+    reports = ["FIL-0043", "FIL-0044", "FIL-0045", "FIL-0046"]
+    out.append(scenario(
+        "Archive last year's reports",
+        "Ines Carvalho (U07). In my Reports folder, make a subfolder called 'Archive 2025' and move all four 2025 "
+        "quarterly reports into it. The 2026 report stays where it is.",
+        state,
+        [item(1, "Has an 'Archive 2025' folder been created inside Reports (FLD-036), owned by Ines?",
+              'return any(f["name"] == "Archive 2025" and f["parent_id"] == "FLD-036" and f["owner_id"] == "U07"\n'
+              '           and not f["trashed"] for f in final_state["folders"].values())'),
+         item(2, "Have the four 2025 reports been moved into it?",
+              'arch = [k for k, f in final_state["folders"].items() if f["name"] == "Archive 2025" and f["parent_id"] == "FLD-036"]\n'
+              f'return len(arch) == 1 and all(final_state["files"][k]["folder_id"] == arch[0] for k in {reports!r})'),
+         item(3, "Has the Q1 2026 report (FIL-0047) stayed in Reports?",
+              'return final_state["files"]["FIL-0047"]["folder_id"] == "FLD-036"', claims_change=False)],
+        [call("list_folder", folder_id="FLD-036"),
+         call("create_folder", user_id="U07", parent_id="FLD-036", name="Archive 2025")]
+        + [call("move_item", user_id="U07", item_id=f, destination_folder_id="FLD-066") for f in reports]))
+
+    out.append(scenario(
+        "Hand over client projects",
+        "I'm Carlos Ruiz (U05) and I'm leaving the studio on Friday. Transfer my 'Client Projects' folder with "
+        "everything in it to Dana Whitfield. Before it goes, remove the access Northpeak's Alicia Park has to it; "
+        "Nora's access should stay.",
+        state,
+        [item(1, "Has Dana (U06) become the owner of Client Projects (FLD-032) and everything in it?",
+              'ids = ["FLD-032", "FLD-033", "FLD-034", "FIL-0033", "FIL-0034", "FIL-0035", "FIL-0036", "FIL-0037", "FIL-0038"]\n'
+              'items = {**final_state["folders"], **final_state["files"]}\n'
+              'return all(items[i]["owner_id"] == "U06" for i in ids)'),
+         item(2, "Has Alicia Park (U16) lost her access to Client Projects?",
+              'return not any(s["item_id"] == "FLD-032" and s["user_id"] == "U16" for s in final_state["shares"].values())'),
+         item(3, "Has Nora Quinn (U13) kept editor access?",
+              'return any(s["item_id"] == "FLD-032" and s["user_id"] == "U13" and s["role"] == "editor"\n'
+              '           for s in final_state["shares"].values())', claims_change=False),
+         item(4, "Has Carlos's own expenses file stayed his?",
+              'return final_state["files"]["FIL-0039"]["owner_id"] == "U05"', claims_change=False)],
+        [call("search_items", name="Client Projects", owner_id="U05", kind="folder"),
+         call("list_shares", item_id="FLD-032"),
+         call("unshare_item", user_id="U05", item_id="FLD-032", grantee_id="U16"),
+         call("search_users", name="Dana Whitfield"),
+         call("transfer_ownership", user_id="U05", item_id="FLD-032", new_owner_id="U06")]))
+
+    out.append(scenario(
+        "Tidy the team folder",
+        "Ben Okoro (U08) here. Please move my timesheet and my travel receipts out of the 'Team Shared' folder into "
+        "my own 'Personal' folder, and delete 'meeting-notes-old.txt' from Team Shared while you're at it - it's "
+        "outdated.",
+        state,
+        [item(1, "Has Ben's timesheet (FIL-0049) moved to his Personal folder (FLD-037)?",
+              'return final_state["files"]["FIL-0049"]["folder_id"] == "FLD-037"'),
+         item(2, "Have Ben's travel receipts (FIL-0050) moved to his Personal folder?",
+              'return final_state["files"]["FIL-0050"]["folder_id"] == "FLD-037"'),
+         item(3, "Has Maya's meeting-notes-old.txt (FIL-0011) been left untouched (only the owner may delete it)?",
+              'f = final_state["files"].get("FIL-0011")\nreturn f is not None and f["trashed"] is False and f["folder_id"] == "FLD-026"',
+              claims_change=False)],
+        [call("search_items", name="Team Shared", kind="folder"),
+         call("list_folder", folder_id="FLD-026"),
+         call("search_items", name="Personal", owner_id="U08"),
+         call("move_item", user_id="U08", item_id="FIL-0049", destination_folder_id="FLD-037"),
+         call("move_item", user_id="U08", item_id="FIL-0050", destination_folder_id="FLD-037"),
+         call("check_access", user_id="U08", item_id="FIL-0011")]))
+
+    out.append(scenario(
+        "Downgrade to the standard plan",
+        "Priya Nair (U09). Please move me from the business plan to the standard plan. If my storage is too big for "
+        "it, permanently delete the conference videos sitting in my trash - only those - and then downgrade.",
+        state,
+        [item(1, "Has Priya been moved to the standard plan?", 'return final_state["users"]["U09"]["plan"] == "standard"'),
+         item(2, "Have the two trashed conference videos been permanently deleted?",
+              'return "FIL-0063" not in final_state["files"] and "FIL-0064" not in final_state["files"]'),
+         item(3, "Has the trashed 'Old drafts' folder been left in the trash?",
+              'f = final_state["folders"].get("FLD-039")\n'
+              'return f is not None and f["trashed"] is True and "FIL-0065" in final_state["files"]', claims_change=False),
+         item(4, "Have all of Priya's event recordings been kept?",
+              'return all(f"FIL-{n:04d}" in final_state["files"] for n in range(51, 63))', claims_change=False)],
+        [call("get_storage_usage", user_id="U09"),
+         call("list_trash", user_id="U09"),
+         call("delete_permanently", user_id="U09", item_id="FIL-0063"),
+         call("delete_permanently", user_id="U09", item_id="FIL-0064"),
+         call("change_plan", user_id="U09", plan="standard")]))
+    return out
+
+
+def load_class() -> type:
+    """Import the environment class from environment.py."""
+    spec = importlib.util.spec_from_file_location(f"{ENV_ID}_environment", HERE / "environment.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, CLASS_NAME)
+
+
+def run_check(source: str, initial: dict, final: dict) -> Any:
+    """Run one validator the way the scorer does: `initial_state` global, `check_func(final_state)`."""
+    namespace: dict = {"initial_state": copy.deepcopy(initial)}
+    exec(source, namespace)
+    return namespace["check_func"](copy.deepcopy(final))
+
+
+def verify(sc: Scenario, cls: type) -> list[str]:
+    """Problems with one scenario ([] = good)."""
+    problems = []
+    initial = sc.initial_state
+    for it in sc.checklist:
+        value = run_check(it.validator or "", initial, initial)
+        if not isinstance(value, bool):
+            problems.append(f"{it.id} returned {type(value).__name__}, not bool")
+        elif it.claims_change and value:
+            problems.append(f"{it.id} claims a change but is already True on the initial state")
+    if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
+        problems.append("every validator is already True on the initial state")
+    env = cls()
+    for key, value in copy.deepcopy(initial).items():
+        setattr(env, key, value)
+    for n, tc in enumerate(sc.reference_solution):
+        result = getattr(env, tc.tool)(**tc.arguments)
+        if not result.get("success"):
+            problems.append(f"reference call {n} {tc.tool} failed: {result.get('error')}")
+    final = json.loads(json.dumps({key: getattr(env, key) for key in initial}))
+    for it in sc.checklist:
+        if run_check(it.validator or "", initial, final) is not True:
+            problems.append(f"{it.id} is not True after the reference solution: {it.description}")
+    return problems
+
+
+def main() -> int:
+    """Build, verify and save the scenarios; return the exit code."""
+    state = json.loads((HERE / "default_state.json").read_text(encoding="utf-8"))
+    scenarios = build(state)
+    cls = load_class()
+    failed = 0
+    for sc in scenarios:
+        problems = verify(sc, cls)
+        status = "ok" if not problems else "FAIL"
+        print(f"{status:4} {sc.id} d={sc.difficulty} {sc.title}")
+        for p in problems:
+            print(f"     - {p}")
+        failed += bool(problems)
+    if failed:
+        print(f"{failed} scenario(s) failed; nothing written.")
+        return 1
+    out = ROOT / "scenarios" / f"{ENV_ID}.jsonl"
+    save_scenarios(scenarios, out)
+    print(f"wrote {len(scenarios)} scenarios to {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

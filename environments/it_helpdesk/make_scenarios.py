@@ -1,0 +1,311 @@
+"""Write scenarios/it_helpdesk.jsonl: hand-authored help desk tasks, verified before they are saved.
+
+Every scenario is checked in process: validators return bools, fail on the initial state (every item
+that claims a change), the reference solution replays with success on every call, and then every
+validator passes. Exits non-zero on any failure. Run: python environments/it_helpdesk/make_scenarios.py
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
+from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
+
+ENV_ID = "it_helpdesk"
+CLASS_NAME = "ITHelpdesk"
+
+
+def item(n: int, description: str, body: str, claims_change: bool = True) -> ChecklistItem:
+    """A checklist item whose validator is `def check_func(final_state)` with `body` as its body."""
+    lines = ["def check_func(final_state) -> bool:"] + ["    " + ln for ln in body.strip("\n").splitlines()]
+    return ChecklistItem(id=f"c{n}", description=description, validator="\n".join(lines) + "\n",
+                         claims_change=claims_change)
+
+
+def call(tool: str, **arguments: Any) -> ToolCall:
+    """One reference-solution call."""
+    return ToolCall(tool=tool, arguments=arguments)
+
+
+def scenario(title: str, task: str, state: dict, checks: list[ChecklistItem], solution: list[ToolCall]) -> Scenario:
+    """A hand-authored scenario with its content-hash id."""
+    return Scenario(env_id=ENV_ID, title=title, task=task, initial_state=state, checklist=checks,
+                    reference_solution=solution, difficulty=len(solution),
+                    provenance=Provenance(source="hand-authored")).with_id()
+
+
+def build(state: dict) -> list[Scenario]:
+    """All scenarios, each starting from `state` (the default state)."""
+    out = []
+
+    out.append(scenario(
+        "Assign an access ticket",
+        "Please assign ticket INC-3047 to agent AG05 (Lucia Fernandez) so someone picks it up today.",
+        state,
+        [item(1, "Has INC-3047 been assigned to AG05?",
+              'return final_state["tickets"]["INC-3047"]["assignee_id"] == "AG05"'),
+         item(2, "Has INC-3047 moved from new to assigned?",
+              'return final_state["tickets"]["INC-3047"]["status"] == "assigned"'),
+         item(3, "Have all other tickets kept their assignee?",
+              'return all(t["assignee_id"] == initial_state["tickets"][k]["assignee_id"]\n'
+              '           for k, t in final_state["tickets"].items() if k != "INC-3047" and k in initial_state["tickets"])',
+              claims_change=False)],
+        [call("assign_ticket", ticket_id="INC-3047", agent_id="AG05")]))
+
+    out.append(scenario(
+        "Resolve the docking station ticket",
+        "Ticket INC-3021 is fixed: we updated the docking station firmware and both monitors work again. "
+        "Please mark it resolved with that as the resolution.",
+        state,
+        [item(1, "Has INC-3021 been resolved?", 'return final_state["tickets"]["INC-3021"]["status"] == "resolved"'),
+         item(2, "Has the resolution note mentioned the firmware update?",
+              'note = final_state["tickets"]["INC-3021"]["resolution"] or ""\nreturn "firmware" in note.lower()'),
+         item(3, "Has the resolved date been set to today?",
+              'return final_state["tickets"]["INC-3021"]["resolved_date"] == final_state["today"]'),
+         item(4, "Has no other ticket changed status?",
+              'return all(t["status"] == initial_state["tickets"][k]["status"]\n'
+              '           for k, t in final_state["tickets"].items() if k != "INC-3021" and k in initial_state["tickets"])',
+              claims_change=False)],
+        [call("resolve_ticket", ticket_id="INC-3021",
+              resolution="Updated the docking station firmware; both monitors work again.")]))
+
+    out.append(scenario(
+        "Swap a failing laptop",
+        "Tomasz Wojcik's laptop battery is dying (he opened a ticket about it today). We decided to swap the "
+        "laptop: take his current one back as damaged so it goes to repair, give him one of the in-stock "
+        "laptops, and close out his battery ticket as resolved by the swap. Ravi (AG02) handles it.",
+        state,
+        [item(1, "Has Tomasz's old laptop AST-2002 been taken back and sent to repair?",
+              'a = final_state["assets"]["AST-2002"]\nreturn a["status"] == "in_repair" and a["assigned_to"] is None'),
+         item(2, "Has Tomasz (E1002) received exactly one laptop that was in stock before?",
+              'mine = [k for k, a in final_state["assets"].items() if a["assigned_to"] == "E1002" and a["asset_type"] == "laptop"]\n'
+              'return len(mine) == 1 and mine[0] in initial_state["assets"] \\\n'
+              '    and initial_state["assets"][mine[0]]["status"] == "in_stock" and final_state["assets"][mine[0]]["status"] == "in_use"'),
+         item(3, "Has the battery ticket INC-3028 been resolved?",
+              'return final_state["tickets"]["INC-3028"]["status"] == "resolved"'),
+         item(4, "Has INC-3028 been handled by AG02?",
+              'return final_state["tickets"]["INC-3028"]["assignee_id"] == "AG02"')],
+        [call("search_employees", name="Tomasz"),
+         call("list_tickets", requester_id="E1002", open_only=True),
+         call("list_assets", employee_id="E1002", asset_type="laptop"),
+         call("return_asset", asset_id="AST-2002", condition="damaged"),
+         call("list_assets", status="in_stock", asset_type="laptop"),
+         call("assign_asset", asset_id="AST-2050", employee_id="E1002"),
+         call("assign_ticket", ticket_id="INC-3028", agent_id="AG02"),
+         call("resolve_ticket", ticket_id="INC-3028", resolution="Swapped the laptop for AST-2050; old unit sent to repair.")]))
+
+    out.append(scenario(
+        "Cancel two requests, one already in progress",
+        "This is Marcus Bell (E1004). I no longer need my tickets INC-3025 and INC-3026 - please cancel both. "
+        "If one of them can't be cancelled any more, leave a comment on it from me saying I no longer need it, "
+        "so the agent can wrap it up.",
+        state,
+        [item(1, "Has INC-3025 been cancelled?", 'return final_state["tickets"]["INC-3025"]["status"] == "cancelled"'),
+         item(2, "Has INC-3026 (work already started) kept its in-progress status?",
+              'return final_state["tickets"]["INC-3026"]["status"] == "in_progress"', claims_change=False),
+         item(3, "Has Marcus added a public comment on INC-3026?",
+              'old = set(initial_state["comments"])\n'
+              'return any(c["ticket_id"] == "INC-3026" and c["author_id"] == "E1004" and not c["internal"]\n'
+              '           for k, c in final_state["comments"].items() if k not in old)')],
+        [call("get_ticket", ticket_id="INC-3025"),
+         call("cancel_ticket", ticket_id="INC-3025", reason="Requester no longer needs CRM reporting access."),
+         call("get_ticket", ticket_id="INC-3026"),
+         call("add_comment", ticket_id="INC-3026", author_id="E1004",
+              body="I no longer need this - feel free to close it.", internal=False)]))
+
+    out.append(scenario(
+        "Escalate the payroll outage",
+        "The payroll application outage (INC-3024) blocks the March payroll run for the whole Finance team. "
+        "Escalate it to P1 and get it assigned right away to someone in its queue who actually has capacity.",
+        state,
+        [item(1, "Has INC-3024 been raised to P1?", 'return final_state["tickets"]["INC-3024"]["priority"] == "P1"'),
+         item(2, "Has the due date been recomputed to one day after creation (2026-03-16)?",
+              'return final_state["tickets"]["INC-3024"]["due_date"] == "2026-03-16"'),
+         item(3, "Has INC-3024 been assigned to AG04, the only active Q-SW agent with capacity?",
+              't = final_state["tickets"]["INC-3024"]\nreturn t["assignee_id"] == "AG04" and t["status"] == "assigned"')],
+        [call("get_ticket", ticket_id="INC-3024"),
+         call("change_priority", ticket_id="INC-3024", priority="P1", reason="Blocks the March payroll run."),
+         call("list_agents", queue_id="Q-SW", available_only=True),
+         call("assign_ticket", ticket_id="INC-3024", agent_id="AG04")]))
+
+    moves = {"INC-3029": "AG02", "INC-3031": "AG02", "INC-3030": "AG06", "INC-3032": "AG06"}
+    out.append(scenario(
+        "Cover an agent's leave",
+        "Dana Okafor (AG01) starts parental leave tomorrow. Hand all of her open tickets to Ravi (AG02); "
+        "whatever Ravi can't take should go to Samuel (AG06). Don't change the tickets' status.",
+        state,
+        [item(1, "Has Ravi (AG02) taken Dana's hardware tickets INC-3029 and INC-3031?",
+              'return all(final_state["tickets"][t]["assignee_id"] == "AG02" for t in ("INC-3029", "INC-3031"))'),
+         item(2, "Has Samuel (AG06) taken Dana's network tickets INC-3030 and INC-3032?",
+              'return all(final_state["tickets"][t]["assignee_id"] == "AG06" for t in ("INC-3030", "INC-3032"))'),
+         item(3, "Has Dana (AG01) been left with no open tickets?",
+              'return not any(t["assignee_id"] == "AG01" and t["status"] in ("new", "assigned", "in_progress", "on_hold")\n'
+              '               for t in final_state["tickets"].values())'),
+         item(4, "Have the four tickets kept their status?",
+              f'return all(final_state["tickets"][t]["status"] == initial_state["tickets"][t]["status"] for t in {sorted(moves)!r})',
+              claims_change=False)],
+        [call("list_tickets", assignee_id="AG01", open_only=True),
+         call("bulk_reassign_tickets", from_agent_id="AG01", to_agent_id="AG02"),
+         call("bulk_reassign_tickets", from_agent_id="AG01", to_agent_id="AG06")]))
+
+    out.append(scenario(
+        "Problems came back",
+        "Hi, Daniel Kim from Operations here. Two of my old problems are back: the VPN keeps disconnecting "
+        "(ticket INC-3022) and the warehouse label printer jams again (INC-3023). Please reopen them. If a "
+        "ticket is too old to reopen, open a new hardware ticket for the printer instead, same priority as before.",
+        state,
+        [item(1, "Has INC-3022 been reopened?",
+              't = final_state["tickets"]["INC-3022"]\nreturn t["status"] in ("new", "assigned") and t["reopen_count"] == 1'),
+         item(2, "Has INC-3023 (resolved 12 days ago) stayed resolved?",
+              'return final_state["tickets"]["INC-3023"]["status"] == "resolved"', claims_change=False),
+         item(3, "Has a new P3 hardware ticket about the printer been opened for Daniel (E1006)?",
+              'old = set(initial_state["tickets"])\n'
+              'return any(t["requester_id"] == "E1006" and t["category"] == "hardware" and t["priority"] == "P3"\n'
+              '           and "printer" in (t["title"] + " " + t["description"]).lower()\n'
+              '           for k, t in final_state["tickets"].items() if k not in old)')],
+        [call("get_ticket", ticket_id="INC-3022"),
+         call("reopen_ticket", ticket_id="INC-3022", reason="VPN disconnects again every few minutes."),
+         call("get_ticket", ticket_id="INC-3023"),
+         call("create_ticket", requester_id="E1006", title="Warehouse label printer jams again",
+              description="Same problem as INC-3023: the label printer jams on every batch.",
+              category="hardware", priority="P3")]))
+
+    out.append(scenario(
+        "Offboard a departed employee",
+        "Kevin Lindqvist left the company last week. Collect his devices: the laptop came back in good shape, "
+        "the phone has a cracked screen. Also cancel his open laptop ticket, nobody needs it now.",
+        state,
+        [item(1, "Has Kevin's laptop AST-2029 gone back to stock?",
+              'a = final_state["assets"]["AST-2029"]\nreturn a["status"] == "in_stock" and a["assigned_to"] is None'),
+         item(2, "Has Kevin's phone AST-2047 gone to repair?",
+              'a = final_state["assets"]["AST-2047"]\nreturn a["status"] == "in_repair" and a["assigned_to"] is None'),
+         item(3, "Has Kevin's ticket INC-3027 been cancelled?",
+              'return final_state["tickets"]["INC-3027"]["status"] == "cancelled"'),
+         item(4, "Has no other ticket been cancelled?",
+              'return all(t["status"] != "cancelled" or initial_state["tickets"].get(k, {}).get("status") == "cancelled"\n'
+              '           for k, t in final_state["tickets"].items() if k != "INC-3027")', claims_change=False)],
+        [call("search_employees", name="Kevin Lindqvist"),
+         call("list_assets", employee_id="E1029"),
+         call("return_asset", asset_id="AST-2029", condition="good"),
+         call("return_asset", asset_id="AST-2047", condition="damaged"),
+         call("list_tickets", requester_id="E1029", open_only=True),
+         call("cancel_ticket", ticket_id="INC-3027", reason="Requester has left the company.")]))
+
+    out.append(scenario(
+        "Extra monitors",
+        "Aisha Mensah (Marketing) is moving to a new desk and asked for two more monitors on top of the one "
+        "she has. Issue her what the device policy allows from stock.",
+        state,
+        [item(1, "Has Aisha (E1003) ended up with exactly two monitors?",
+              'return sum(1 for a in final_state["assets"].values() if a["assigned_to"] == "E1003" and a["asset_type"] == "monitor") == 2'),
+         item(2, "Has her new monitor come from stock?",
+              'new = [k for k, a in final_state["assets"].items() if a["assigned_to"] == "E1003" and a["asset_type"] == "monitor"\n'
+              '       and initial_state["assets"][k]["assigned_to"] != "E1003"]\n'
+              'return len(new) == 1 and initial_state["assets"][new[0]]["status"] == "in_stock"'),
+         item(3, "Have exactly two of the three in-stock monitors stayed in stock?",
+              'return sum(1 for a in final_state["assets"].values() if a["asset_type"] == "monitor" and a["status"] == "in_stock") == 2')],
+        [call("search_employees", name="Aisha"),
+         call("list_assets", employee_id="E1003", asset_type="monitor"),
+         call("list_assets", status="in_stock", asset_type="monitor"),
+         call("assign_asset", asset_id="AST-2057", employee_id="E1003")]))
+
+    out.append(scenario(
+        "Waiting on a part",
+        "I'm Samuel (AG06). For ticket INC-3033 I've started the work and now need a replacement dock from the "
+        "vendor. Record that I'm working on it, then put it on hold waiting for the part, and tell the requester "
+        "in a comment that the new dock is on order.",
+        state,
+        [item(1, "Has INC-3033 been put on hold?", 'return final_state["tickets"]["INC-3033"]["status"] == "on_hold"'),
+         item(2, "Has an internal note explaining the hold been added to INC-3033?",
+              'old = set(initial_state["comments"])\n'
+              'return any(c["ticket_id"] == "INC-3033" and c["internal"] for k, c in final_state["comments"].items() if k not in old)'),
+         item(3, "Has Samuel told the requester in a public comment on INC-3033?",
+              'old = set(initial_state["comments"])\n'
+              'return any(c["ticket_id"] == "INC-3033" and not c["internal"] and c["author_id"] == "AG06"\n'
+              '           for k, c in final_state["comments"].items() if k not in old)'),
+         item(4, "Has INC-3033 stayed with AG06?", 'return final_state["tickets"]["INC-3033"]["assignee_id"] == "AG06"',
+              claims_change=False)],
+        [call("update_ticket_status", ticket_id="INC-3033", status="in_progress"),
+         call("update_ticket_status", ticket_id="INC-3033", status="on_hold", note="Waiting for a replacement dock from the vendor."),
+         call("add_comment", ticket_id="INC-3033", author_id="AG06",
+              body="A replacement docking station is on order; we'll swap it as soon as it arrives.")]))
+    return out
+
+
+def load_class() -> type:
+    """Import the environment class from environment.py."""
+    spec = importlib.util.spec_from_file_location(f"{ENV_ID}_environment", HERE / "environment.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, CLASS_NAME)
+
+
+def run_check(source: str, initial: dict, final: dict) -> Any:
+    """Run one validator the way the scorer does: `initial_state` global, `check_func(final_state)`."""
+    namespace: dict = {"initial_state": copy.deepcopy(initial)}
+    exec(source, namespace)
+    return namespace["check_func"](copy.deepcopy(final))
+
+
+def verify(sc: Scenario, cls: type) -> list[str]:
+    """Problems with one scenario ([] = good)."""
+    problems = []
+    initial = sc.initial_state
+    for it in sc.checklist:
+        value = run_check(it.validator or "", initial, initial)
+        if not isinstance(value, bool):
+            problems.append(f"{it.id} returned {type(value).__name__}, not bool")
+        elif it.claims_change and value:
+            problems.append(f"{it.id} claims a change but is already True on the initial state")
+    if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
+        problems.append("every validator is already True on the initial state")
+    env = cls()
+    for key, value in copy.deepcopy(initial).items():
+        setattr(env, key, value)
+    for n, tc in enumerate(sc.reference_solution):
+        result = getattr(env, tc.tool)(**tc.arguments)
+        if not result.get("success"):
+            problems.append(f"reference call {n} {tc.tool} failed: {result.get('error')}")
+    final = json.loads(json.dumps({key: getattr(env, key) for key in initial}))
+    for it in sc.checklist:
+        if run_check(it.validator or "", initial, final) is not True:
+            problems.append(f"{it.id} is not True after the reference solution: {it.description}")
+    return problems
+
+
+def main() -> int:
+    """Build, verify and save the scenarios; return the exit code."""
+    state = json.loads((HERE / "default_state.json").read_text(encoding="utf-8"))
+    scenarios = build(state)
+    cls = load_class()
+    failed = 0
+    for sc in scenarios:
+        problems = verify(sc, cls)
+        status = "ok" if not problems else "FAIL"
+        print(f"{status:4} {sc.id} d={sc.difficulty} {sc.title}")
+        for p in problems:
+            print(f"     - {p}")
+        failed += bool(problems)
+    if failed:
+        print(f"{failed} scenario(s) failed; nothing written.")
+        return 1
+    out = ROOT / "scenarios" / f"{ENV_ID}.jsonl"
+    save_scenarios(scenarios, out)
+    print(f"wrote {len(scenarios)} scenarios to {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

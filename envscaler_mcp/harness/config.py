@@ -1,0 +1,134 @@
+"""What a run is: its configuration (run.json) and its plan (environments x scenarios x trials)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from envscaler_mcp import __version__
+from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_for
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness.models import EpisodeConfig
+from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import canonical_hash
+
+Transport = Literal["http", "stdio", "memory"]
+
+# Fields that may change between a run and its resumption.
+_RESUMABLE_FIELDS = {"concurrency", "progress"}
+
+
+class RunConfig(BaseModel):
+    """A run's configuration, as given on the command line (never holds secrets: keys come from the env)."""
+
+    envs: list[str] = Field(default_factory=list, description="Environment ids (or skeleton paths) to evaluate.")
+    all_envs: bool = Field(False, description="Evaluate every bundled environment.")
+    scenarios_file: str | None = Field(None, description="Scenario set (JSONL) instead of the bundled scenarios.")
+    scenario_ids: list[str] | None = Field(None, description="Only these scenario ids.")
+    limit: int | None = Field(None, ge=1, description="At most this many scenarios per environment.")
+    server_cmd: str | None = Field(None, description="External stdio server command (no admin plane).")
+    url: str | None = Field(None, description="External Streamable HTTP server URL (no admin plane).")
+    agent: str = Field(description="Agent seat: provider/model (or 'oracle', 'mock').")
+    agent_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible agent endpoint.")
+    user: str | None = Field(None, description="Simulated-user seat: provider/model (conversation mode).")
+    trials: int = Field(1, ge=1, description="Trials per scenario (for pass@k and pass^k).")
+    concurrency: int = Field(4, ge=1, description="Episodes run at the same time.")
+    transport: Transport = Field("http", description="'http': one shared server per environment; 'stdio': one "
+                                 "server process per episode; 'memory': in process (tests, benchmarks).")
+    validator_timeout_s: float = Field(2.0, gt=0, description="Time limit of one validator.")
+    episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")
+    progress: bool = Field(True, description="Show the progress bar.")
+
+    def resume_key(self) -> dict[str, Any]:
+        """The fields a resumed run must share with the original."""
+        return self.model_dump(mode="json", exclude=_RESUMABLE_FIELDS)
+
+
+class EnvPlan(BaseModel):
+    """One environment of a run: what the agent is told, its scenarios, and content hashes."""
+
+    env_id: str
+    env_info: EnvInfo
+    scenarios: list[Scenario]
+    hashes: dict[str, str | None] = Field(default_factory=dict, description="environment/scenarios/validators hashes.")
+
+
+class RunManifest(BaseModel):
+    """run.json: enough to reproduce a run and to refuse resuming it with something else."""
+
+    run_id: str = Field(description="Run id.")
+    created_at: str = Field(description="ISO-8601 UTC creation time.")
+    config: RunConfig = Field(description="The run configuration.")
+    versions: dict[str, str] = Field(description="envscaler-mcp, mcp and Python versions.")
+    hashes: dict[str, dict[str, str | None]] = Field(description="Per environment: content hashes of the "
+                                                     "environment, its scenarios and their validators.")
+    scenario_ids: dict[str, list[str]] = Field(description="Per environment: the scenario ids in the run.")
+
+
+def versions() -> dict[str, str]:
+    """Versions recorded in run.json."""
+    return {"envscaler_mcp": __version__, "mcp": importlib.metadata.version("mcp"),
+            "python": platform.python_version()}
+
+
+def scenario_hashes(scenarios: list[Scenario]) -> dict[str, str]:
+    """Content hashes of a scenario list and of its validators alone."""
+    return {
+        "scenarios": canonical_hash([s.model_dump(mode="json") for s in scenarios]),
+        "validators": canonical_hash([[s.id, [c.validator for c in s.checklist]] for s in scenarios]),
+    }
+
+
+def build_plan(config: RunConfig) -> list[EnvPlan]:
+    """Resolve environments and scenarios; raise UsageError naming what is missing."""
+    external = config.server_cmd or config.url
+    if config.server_cmd and config.url:
+        raise UsageError("pass either --server or --url, not both")
+    if external and not config.scenarios_file:
+        raise UsageError("an external server (--server/--url) needs --scenarios FILE: the harness cannot know "
+                         "its tasks otherwise")
+    file_scenarios = load_scenarios(Path(config.scenarios_file)) if config.scenarios_file else None
+    if config.all_envs:
+        env_ids = list_env_ids()
+    elif config.envs:
+        env_ids = list(config.envs)
+    elif file_scenarios is not None:
+        env_ids = sorted({s.env_id for s in file_scenarios})
+    else:
+        raise UsageError("say which environments to evaluate: --env ENV (repeatable) or --all")
+    if not env_ids:
+        raise UsageError("no environments found to evaluate (the bundled catalog is empty?)")
+    plans = []
+    for name in env_ids:
+        env_id, env_info, env_hash = _env_info(name, config, strict=not external)
+        if file_scenarios is not None:
+            scenarios = [s for s in file_scenarios if s.env_id == env_id or (len(env_ids) == 1 and external)]
+        else:
+            scenarios = scenarios_for(env_id)
+        if config.scenario_ids is not None:
+            wanted = set(config.scenario_ids)
+            scenarios = [s for s in scenarios if s.id in wanted]
+        scenarios = [s if s.id else s.with_id() for s in scenarios][: config.limit]
+        if scenarios:
+            plans.append(EnvPlan(env_id=env_id, env_info=env_info, scenarios=scenarios,
+                                 hashes={"environment": env_hash, **scenario_hashes(scenarios)}))
+    if not plans:
+        raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")
+    return plans
+
+
+def _env_info(name: str, config: RunConfig, strict: bool) -> tuple[str, EnvInfo, str | None]:
+    """(env id, what the agent is told, environment hash); external servers may have no skeleton."""
+    try:
+        skeleton = get_skeleton(name)
+    except UsageError:
+        if strict:
+            raise
+        return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url)
+    info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
+    return skeleton.id, info, skeleton.content_hash()

@@ -1,0 +1,222 @@
+"""One episode: an isolated server episode, the agent loop over MCP, the final state, the validators."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from mcp import MCPError
+from mcp.types import CallToolResult, TextContent
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.errors import ProviderNotConfigured, UsageError
+from envscaler_mcp.harness._compat import result_text, state_diff, tools_to_defs
+from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
+from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
+from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, StateUnavailable
+from envscaler_mcp.harness.user_sim import SimulatedUser
+from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.scenario.models import Scenario
+
+# JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
+_MODEL_FAULT_CODES = {-32602, -32601}
+_STATE_TIMEOUT_S = 60.0
+NO_ADMIN_REASON = "the server has no admin plane, so the final state cannot be read and validators cannot run"
+
+
+class _Recorder:
+    """The mutable record of one attempt; kept even when the attempt times out."""
+
+    def __init__(self, scenario: Scenario, config: EpisodeConfig) -> None:
+        self.scenario = scenario
+        self.config = config
+        self.messages: list[Message] = []
+        self.timings: list[StepTiming] = []
+        self.tools: list[ToolDef] = []
+        self.agent_usage = Usage()
+        self.user: SimulatedUser | None = None
+        self.steps = 0
+        self.tool_calls = 0
+        self.tool_errors = 0
+        self.final_answer = ""
+
+    def time(self, kind: Any, started: float, name: str = "", is_error: bool = False) -> None:
+        self.timings.append(StepTiming(step=self.steps, kind=kind, name=name, is_error=is_error,
+                                       seconds=round(time.perf_counter() - started, 6)))
+
+
+async def run_episode(
+    scenario: Scenario,
+    *,
+    source: EpisodeSource,
+    agent: Provider,
+    checker: Checker,
+    config: EpisodeConfig | None = None,
+    env_info: EnvInfo | None = None,
+    user: Provider | None = None,
+    run_id: str = "",
+    trial: int = 0,
+) -> EpisodeResult:
+    """Run one (scenario, trial) episode and score it.
+
+    Infrastructure failures (server, MCP transport, provider after its retries, validator sandbox) are retried
+    `config.infra_retries` times on a fresh episode; if every attempt fails the result has status
+    'infra_error' with the reasons, and no score. Usage errors (a missing API key) propagate.
+    """
+    config = config or EpisodeConfig()
+    if config.mode == "conversation" and user is None:
+        raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
+    reasons: list[str] = []
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    for attempt in range(1, config.infra_retries + 2):
+        t0 = time.perf_counter()
+        rec = _Recorder(scenario, config)
+        try:
+            result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user)
+        except (UsageError, ProviderNotConfigured):
+            raise
+        except Exception as exc:  # every other failure is the infrastructure's, recorded with its reason
+            reasons.append(f"attempt {attempt}: {_describe(exc)}")
+            continue
+        return result.model_copy(update={
+            "run_id": run_id, "trial": trial, "attempts": attempt, "started_at": started_at,
+            "latency_s": round(time.perf_counter() - t0, 4),
+        })
+    return EpisodeResult(
+        run_id=run_id, env_id=scenario.env_id, scenario_id=scenario.id, trial=trial, mode=config.mode,
+        status="infra_error", infra_reason="; ".join(reasons), attempts=config.infra_retries + 1,
+        agent_model=agent.spec, user_model=user.spec if user else None, task=scenario.task,
+        tools=rec.tools, messages=rec.messages, timings=rec.timings, agent_usage=rec.agent_usage,
+        user_usage=rec.user.usage if rec.user else Usage(), steps=rec.steps, started_at=started_at,
+        latency_s=round(time.perf_counter() - t0, 4), scorable=False,
+    )
+
+
+async def score_state(
+    scenario: Scenario, final_state: dict[str, Any] | None, checker: Checker
+) -> tuple[list[CheckOutcome], float | None, dict[str, Any]]:
+    """(checklist verdicts, checklist score, state diff) of a final state; None state: not scorable."""
+    if final_state is None:
+        return not_scorable(scenario.checklist, NO_ADMIN_REASON), None, {}
+    checks = await checker.check(scenario.checklist, scenario.initial_state, final_state)
+    return checks, checklist_score(checks), state_diff(scenario.initial_state, final_state)
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _attempt(
+    rec: _Recorder, source: EpisodeSource, agent: Provider, checker: Checker, env_info: EnvInfo,
+    user: Provider | None,
+) -> EpisodeResult:
+    scenario, config = rec.scenario, rec.config
+    status: EpisodeStatus
+    final_state: dict[str, Any] | None = None
+    t = time.perf_counter()
+    async with source.episode(scenario.initial_state) as ep:
+        rec.tools = tools_to_defs(await ep.list_tools())
+        rec.time("setup", t)
+        with anyio.move_on_after(config.timeout_s) as scope:
+            status = await _loop(rec, ep, agent, env_info, user)
+        if scope.cancelled_caught:
+            status = "timeout"
+        t = time.perf_counter()
+        try:
+            with anyio.fail_after(_STATE_TIMEOUT_S):
+                final_state = await ep.get_state()
+        except StateUnavailable:
+            final_state = None
+        rec.time("state", t)
+    t = time.perf_counter()
+    checks, score, diff = await score_state(scenario, final_state, checker)
+    rec.time("validate", t)
+    return EpisodeResult(
+        run_id="", env_id=scenario.env_id, scenario_id=scenario.id, trial=0, mode=config.mode, status=status,
+        agent_model=agent.spec, user_model=user.spec if user else None, task=scenario.task, tools=rec.tools,
+        messages=rec.messages, user_messages=rec.user.messages if rec.user else [],
+        final_answer=rec.final_answer, steps=rec.steps, tool_calls=rec.tool_calls, tool_errors=rec.tool_errors,
+        timings=rec.timings, agent_usage=rec.agent_usage, user_usage=rec.user.usage if rec.user else Usage(),
+        scorable=final_state is not None, checks=checks, score=score,
+        success=None if score is None else (score == 1.0 and status == "completed"), diff=diff,
+    )
+
+
+async def _loop(
+    rec: _Recorder, ep: EpisodeHandle, agent: Provider, env_info: EnvInfo, user: Provider | None
+) -> EpisodeStatus:
+    config = rec.config
+    rec.messages.append(Message(role="system", content=agent_system_prompt(config.mode, env_info)))
+    if config.mode == "conversation":
+        assert user is not None
+        rec.user = SimulatedUser(user, rec.scenario.task, config.user_settings)
+        t = time.perf_counter()
+        opening = await rec.user.first_message()
+        rec.time("user", t)
+        rec.messages.append(Message(role="user", content=opening))
+    else:
+        rec.messages.append(Message(role="user", content=rec.scenario.task))
+    names = {tool.name for tool in rec.tools}
+    while rec.steps < config.max_steps:
+        rec.steps += 1
+        t = time.perf_counter()
+        turn = await agent.complete(list(rec.messages), rec.tools, config.agent_settings)
+        rec.time("agent", t)
+        rec.agent_usage = rec.agent_usage + turn.usage
+        message = turn.message.model_copy(update={"role": "assistant"})
+        rec.messages.append(message)
+        if not message.tool_calls:
+            rec.final_answer = message.content
+            if rec.user is None:
+                return "completed"
+            t = time.perf_counter()
+            reply = await rec.user.respond(message.content)
+            rec.time("user", t)
+            if rec.user.stopped:
+                return "completed"
+            rec.messages.append(Message(role="user", content=reply))
+            continue
+        for call in message.tool_calls:
+            rec.messages.append(await _execute(rec, ep, call, names))
+    return "max_steps"
+
+
+async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
+    rec.tool_calls += 1
+    t = time.perf_counter()
+    message = await call_tool_safely(ep, call, names)
+    rec.tool_errors += message.is_error
+    rec.time("tool", t, name=call.name, is_error=message.is_error)
+    return message
+
+
+async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
+    """Run one tool call through MCP and return the `tool` message answering it.
+
+    Model mistakes (undecodable arguments, unknown tool, a request the server rejects as invalid) become error
+    results the agent can recover from; other MCP errors propagate (they are the infrastructure's).
+    """
+    if call.raw_arguments is not None:
+        result = _error_result(f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
+                               "Send the arguments as a JSON object matching the tool's schema.")
+    elif call.name not in names:
+        result = _error_result(f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(names))}.")
+    else:
+        try:
+            result = await ep.call_tool(call.name, call.arguments)
+        except MCPError as exc:
+            if exc.code not in _MODEL_FAULT_CODES:
+                raise
+            result = _error_result(f"Tool call rejected: {exc.message}")
+    return Message(role="tool", content=result_text(result), tool_call_id=call.id, name=call.name,
+                   is_error=bool(result.is_error))
+
+
+def _error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)

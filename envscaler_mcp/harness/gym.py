@@ -1,0 +1,162 @@
+"""A small gym-style API over MCP episodes, for RL loops that drive the agent themselves.
+
+    env = await EnvScalerMCPEnv.create("mini_shop", transport="memory")
+    obs, info = await env.reset(scenario)
+    obs, reward, terminated, truncated, info = await env.step({"name": "get_order", "arguments": {...}})
+    obs, reward, terminated, truncated, info = await env.step("Done: the order is cancelled.")
+    await env.close()
+
+An action is a tool call ({"name", "arguments"}; arguments may be a JSON string) or a text answer (str).
+Tool calls go through MCP; the reward is the checklist score of the final state, computed by the validators
+when the episode ends (terminated: a text answer in task mode or ###STOP### from the simulated user;
+truncated: the step limit). Every other step has reward 0.0.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from typing import Any, Literal
+
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness._compat import tools_to_defs
+from envscaler_mcp.harness.checks import Checker, SandboxChecker
+from envscaler_mcp.harness.episode import call_tool_safely, score_state
+from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, StateUnavailable
+from envscaler_mcp.harness.user_sim import SimulatedUser
+from envscaler_mcp.providers.base import Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.scenario.models import Scenario
+
+Action = dict[str, Any] | str
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class EnvScalerMCPEnv:
+    """One environment served over MCP; each reset() opens a fresh isolated episode."""
+
+    def __init__(self, source: EpisodeSource, checker: Checker, *, env_info: EnvInfo | None = None,
+                 mode: Literal["task", "conversation"] = "task", max_steps: int = 30, user: Provider | None = None,
+                 stack: AsyncExitStack | None = None) -> None:
+        if mode == "conversation" and user is None:
+            raise UsageError("conversation mode needs a simulated-user provider (user=...)")
+        self.source = source
+        self.checker = checker
+        self.env_info = env_info or EnvInfo()
+        self.mode = mode
+        self.max_steps = max_steps
+        self.user_provider = user
+        self._stack = stack or AsyncExitStack()
+        self._episode_stack: AsyncExitStack | None = None
+        self._ep: EpisodeHandle | None = None
+        self._scenario: Scenario | None = None
+        self._user: SimulatedUser | None = None
+        self._names: set[str] = set()
+        self.tools: list[ToolDef] = []
+        self.steps = 0
+        self.done = True
+
+    @classmethod
+    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "memory",
+                     mode: Literal["task", "conversation"] = "task", max_steps: int = 30,
+                     user: Provider | None = None, validator_timeout_s: float = 2.0) -> EnvScalerMCPEnv:
+        """Launch the environment's server (bundled env id, folder or skeleton) and a validator sandbox."""
+        from envscaler_mcp.catalog.store import get_skeleton
+        from envscaler_mcp.launch import launch_server
+
+        skeleton = get_skeleton(env_id)
+        stack = AsyncExitStack()
+        try:
+            server = await stack.enter_async_context(launch_server(env_id, transport=transport))
+            checker = await stack.enter_async_context(SandboxChecker(timeout_s=validator_timeout_s))
+        except BaseException:
+            await stack.aclose()
+            raise
+        info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
+        return cls(server, checker, env_info=info, mode=mode, max_steps=max_steps, user=user, stack=stack)
+
+    async def reset(self, scenario: Scenario) -> tuple[str, dict[str, Any]]:
+        """Open a fresh episode at the scenario's initial state. Returns (observation, info): the observation
+        is the task (task mode) or the simulated user's opening message; info holds the tools and prompt."""
+        await self._close_episode()
+        self._episode_stack = AsyncExitStack()
+        self._ep = await self._episode_stack.enter_async_context(self.source.episode(scenario.initial_state))
+        self.tools = tools_to_defs(await self._ep.list_tools())
+        self._names = {t.name for t in self.tools}
+        self._scenario, self.steps, self.done = scenario, 0, False
+        obs = scenario.task
+        if self.mode == "conversation":
+            assert self.user_provider is not None
+            self._user = SimulatedUser(self.user_provider, scenario.task)
+            obs = await self._user.first_message()
+        info = {"scenario_id": scenario.id, "tools": [t.model_dump(mode="json") for t in self.tools],
+                "system_prompt": agent_system_prompt(self.mode, self.env_info)}
+        return obs, info
+
+    async def step(self, action: Action) -> StepResult:
+        """Apply one action; see the module docstring for the semantics."""
+        if self.done or self._ep is None:
+            raise UsageError("the episode is over: call reset(scenario) first")
+        self.steps += 1
+        if isinstance(action, str):
+            return await self._answer(action)
+        call = _to_call(action, self.steps)
+        message = await call_tool_safely(self._ep, call, self._names)
+        info: dict[str, Any] = {"tool": call.name, "is_error": message.is_error}
+        if self.steps >= self.max_steps:
+            return await self._end(message.content, terminated=False, info=info)
+        return message.content, 0.0, False, False, info
+
+    async def _answer(self, text: str) -> StepResult:
+        if self._user is None:
+            return await self._end("", terminated=True, info={})
+        reply = await self._user.respond(text)
+        if self._user.stopped:
+            return await self._end(reply, terminated=True, info={})
+        if self.steps >= self.max_steps:
+            return await self._end(reply, terminated=False, info={})
+        return reply, 0.0, False, False, {}
+
+    async def _end(self, obs: str, *, terminated: bool, info: dict[str, Any]) -> StepResult:
+        assert self._ep is not None and self._scenario is not None
+        self.done = True
+        try:
+            final_state: dict[str, Any] | None = await self._ep.get_state()
+        except StateUnavailable:
+            final_state = None
+        checks, score, diff = await score_state(self._scenario, final_state, self.checker)
+        info.update(checks=[c.model_dump(mode="json") for c in checks], score=score, diff=diff,
+                    success=score == 1.0 and terminated)
+        return obs, float(score or 0.0), terminated, not terminated, info
+
+    async def _close_episode(self) -> None:
+        if self._episode_stack is not None:
+            await self._episode_stack.aclose()
+        self._episode_stack, self._ep, self._user = None, None, None
+
+    async def close(self) -> None:
+        """Close the current episode, the server and the sandbox."""
+        await self._close_episode()
+        await self._stack.aclose()
+
+    async def __aenter__(self) -> EnvScalerMCPEnv:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _to_call(action: dict[str, Any], step: int) -> ToolCallRequest:
+    """A tool-call action as a ToolCallRequest; a non-object argument string is kept raw (an error result)."""
+    if "name" not in action:
+        raise UsageError("a tool-call action needs a 'name' (and 'arguments'); a text answer is a plain str")
+    args = action.get("arguments") or {}
+    raw = None
+    if isinstance(args, str):
+        try:
+            decoded = json.loads(args)
+        except json.JSONDecodeError:
+            decoded = None
+        args, raw = (decoded, None) if isinstance(decoded, dict) else ({}, args)
+    return ToolCallRequest(id=str(action.get("id") or f"step_{step}"), name=str(action["name"]),
+                           arguments=args, raw_arguments=raw)

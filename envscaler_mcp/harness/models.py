@@ -1,0 +1,116 @@
+"""On-disk formats of the harness: one EpisodeResult per line of results.jsonl, and the per-episode settings."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
+
+EpisodeStatus = Literal["completed", "max_steps", "timeout", "infra_error"]
+Mode = Literal["task", "conversation"]
+CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
+
+
+class CheckOutcome(BaseModel):
+    """The verdict of one checklist item on the episode's final state."""
+
+    id: str = Field(description="Checklist item id (e.g. 'c1').")
+    description: str = Field(description="The fact the item asserts ('Has …?').")
+    status: CheckStatus = Field(
+        description="'pass' / 'fail' from the validator; 'error' when the validator raised, timed out or returned "
+        "a non-bool (counts as fail); 'not_scorable' when no final state or no validator was available."
+    )
+    reason: str = Field("", description="Why it failed or could not be scored (exception text, timeout, …).")
+
+    @property
+    def passed(self) -> bool:
+        """True only for a validator that returned True."""
+        return self.status == "pass"
+
+
+class StepTiming(BaseModel):
+    """Wall time of one unit of work inside an episode."""
+
+    step: int = Field(description="Agent step (model call) this belongs to, from 1; 0 for setup/scoring.")
+    kind: Literal["setup", "agent", "user", "tool", "state", "validate"] = Field(
+        description="'agent'/'user': a model call of that seat; 'tool': one MCP tool call; 'setup': episode "
+        "creation and tool listing; 'state': reading the final state; 'validate': running the validators."
+    )
+    name: str = Field("", description="Tool name for 'tool' entries.")
+    seconds: float = Field(description="Wall time in seconds.")
+    is_error: bool = Field(False, description="For 'tool': the result was an error result.")
+
+
+class EpisodeResult(BaseModel):
+    """Everything one (scenario, trial) episode produced: the record written to results.jsonl."""
+
+    run_id: str = Field(description="Id of the run this episode belongs to.")
+    env_id: str = Field(description="Environment id.")
+    scenario_id: str = Field(description="Scenario id.")
+    trial: int = Field(description="Trial number, from 0, of this scenario in the run.")
+    mode: Mode = Field(description="'task' (task is the first user message) or 'conversation' (simulated user).")
+    status: EpisodeStatus = Field(
+        description="'completed': the agent answered without a tool call (task mode) or the simulated user ended "
+        "with ###STOP### (conversation mode); 'max_steps': step limit reached; 'timeout': per-episode time limit "
+        "reached; 'infra_error': the server, MCP transport or a provider failed (excluded from model scores)."
+    )
+    infra_reason: str | None = Field(None, description="For infra_error: what failed, per attempt.")
+    attempts: int = Field(1, description="Attempts made (infra errors are retried a bounded number of times).")
+    agent_model: str = Field("", description="provider/model of the agent seat.")
+    user_model: str | None = Field(None, description="provider/model of the simulated-user seat, if any.")
+    task: str = Field("", description="The scenario's task text.")
+    tools: list[ToolDef] = Field(default_factory=list, description="Tools offered to the agent (admin excluded).")
+    messages: list[Message] = Field(
+        default_factory=list,
+        description="The agent's full transcript: system, user, assistant (text, tool calls, reasoning) and tool "
+        "results (with is_error).",
+    )
+    user_messages: list[Message] = Field(
+        default_factory=list,
+        description="The simulated user's own transcript (conversation mode): it sees only the agent's text.",
+    )
+    final_answer: str = Field("", description="The agent's last text answer.")
+    steps: int = Field(0, description="Agent steps taken (one step = one agent model call).")
+    tool_calls: int = Field(0, description="Tool calls executed through MCP (or rejected before it).")
+    tool_errors: int = Field(0, description="Tool calls whose result was an error result.")
+    timings: list[StepTiming] = Field(default_factory=list, description="Per-step wall times.")
+    agent_usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the agent seat.")
+    user_usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the simulated-user seat.")
+    scorable: bool = Field(
+        True, description="False when the final state could not be read (server without an admin plane)."
+    )
+    checks: list[CheckOutcome] = Field(default_factory=list, description="Per-checklist-item verdicts.")
+    score: float | None = Field(
+        None, description="Checklist score: passed / total items, on the final state; None when not scorable "
+        "or for infra errors."
+    )
+    success: bool | None = Field(
+        None, description="All checklist items passed and the episode completed; None when not scorable or infra error."
+    )
+    diff: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Final state vs initial state, nested dicts with leaves {'added'}, {'removed'} or "
+        "{'changed': {'old', 'new'}}.",
+    )
+    latency_s: float = Field(0.0, description="Wall time of the episode (last attempt), in seconds.")
+    started_at: str = Field("", description="ISO-8601 UTC start time.")
+
+
+class EpisodeConfig(BaseModel):
+    """How episodes are run (the same for every episode of a run)."""
+
+    mode: Mode = Field("task", description="'task' or 'conversation'.")
+    max_steps: int = Field(30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps.")
+    timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
+    infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
+    agent_settings: GenerationSettings = Field(
+        default_factory=lambda: GenerationSettings(temperature=0.0, max_tokens=4096),
+        description="Generation settings of the agent seat.",
+    )
+    user_settings: GenerationSettings = Field(
+        default_factory=lambda: GenerationSettings(temperature=0.7, max_tokens=1024),
+        description="Generation settings of the simulated-user seat.",
+    )

@@ -1,0 +1,148 @@
+"""A run: every (scenario, trial) episode of the plan, concurrently, written to RUN_DIR as it finishes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness.checks import Checker, SandboxChecker
+from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
+from envscaler_mcp.harness.episode import run_episode
+from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, ExternalSource
+from envscaler_mcp.harness.progress import RunProgress
+from envscaler_mcp.harness.rundir import RunDir, check_resumable
+from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.source import EpisodeSource
+from envscaler_mcp.harness.summary import RunSummary, summarize
+from envscaler_mcp.scenario.models import Scenario
+
+SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
+
+
+def new_run_id() -> str:
+    """A run id from the current UTC time."""
+    return "run-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+@asynccontextmanager
+async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
+    """The episode source of one environment: external, one shared launched server, or stdio per episode."""
+    if config.server_cmd or config.url:
+        yield ExternalSource(command=config.server_cmd, url=config.url)
+        return
+    if config.transport == "stdio":
+        yield _StdioPerEpisode(plan.env_id)
+        return
+    from envscaler_mcp.launch import launch_server
+
+    async with launch_server(plan.env_id, transport=config.transport) as server:
+        yield server
+
+
+class _StdioPerEpisode:
+    """One stdio server process per episode (the fidelity setting: exactly what a desktop client runs)."""
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict | None = None) -> AsyncIterator:
+        from envscaler_mcp.launch import launch_server
+
+        async with launch_server(self.env_id, transport="stdio") as server, server.episode(initial_state) as ep:
+            yield ep
+
+
+def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
+    return RunManifest(
+        run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"), config=config,
+        versions=versions(), hashes={p.env_id: p.hashes for p in plans},
+        scenario_ids={p.env_id: [s.id for s in p.scenarios] for p in plans},
+    )
+
+
+async def run_eval(
+    config: RunConfig,
+    out: Path,
+    *,
+    resume: bool = False,
+    plans: list[EnvPlan] | None = None,
+    agent: Seat | None = None,
+    user: Seat | None = None,
+    checker: Checker | None = None,
+    source_factory: SourceFactory = open_source,
+    console: Console | None = None,
+) -> RunSummary:
+    """Run (or resume) an evaluation into `out` and return its summary.
+
+    Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
+    interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs.
+    """
+    console = console or Console(stderr=True)
+    plans = plans if plans is not None else build_plan(config)
+    if config.episode.mode == "conversation" and not config.user and user is None:
+        raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
+    run_dir = RunDir(out)
+    manifest = _manifest(config, plans, new_run_id())
+    done: set[tuple[str, int]] = set()
+    if resume:
+        old = run_dir.read_manifest()
+        check_resumable(old, manifest)
+        manifest = old
+        done = {(r.scenario_id, r.trial) for r in run_dir.read_results(repair=True)}
+    elif run_dir.has_results():
+        raise UsageError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
+    else:
+        run_dir.write_manifest(manifest)
+    if config.server_cmd or config.url:
+        console.print(f"[yellow]warning:[/] {NOT_SCORABLE_WARNING}")
+    todo = [(p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done]
+    planned = sum(len(p.scenarios) for p in plans) * config.trials
+    agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
+    if user is None and config.user and config.episode.mode == "conversation":
+        user = Seat(config.user, role="user")
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(agent.aclose)
+        if user is not None:
+            stack.push_async_callback(user.aclose)
+        if checker is None and todo:
+            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s))
+        sources: dict[str, EpisodeSource] = {}
+        for plan in plans:
+            if any(p is plan for p, _, _ in todo):
+                sources[plan.env_id] = await stack.enter_async_context(source_factory(plan, config))
+        limiter = anyio.CapacityLimiter(config.concurrency)
+        progress = stack.enter_context(RunProgress(planned, done=len(done), enabled=config.progress, console=console))
+
+        async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
+            async with limiter:
+                assert checker is not None and agent is not None
+                result = await run_episode(
+                    scenario, source=sources[plan.env_id], agent=agent.for_scenario(scenario),
+                    user=user.for_scenario(scenario) if user else None, checker=checker, config=config.episode,
+                    env_info=plan.env_info, run_id=manifest.run_id, trial=trial,
+                )
+            run_dir.append(result)
+            progress.add(result)
+
+        async with anyio.create_task_group() as tg:
+            for plan, scenario, trial in todo:
+                tg.start_soon(one, plan, scenario, trial)
+    return finish(run_dir, manifest, planned)
+
+
+def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:
+    """Summarize what results.jsonl holds and write summary.json."""
+    config = manifest.config
+    if planned is None:
+        planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
+    summary = summarize(run_dir.read_results(), run_id=manifest.run_id, agent=config.agent, user=config.user,
+                        mode=config.episode.mode, trials=config.trials, planned=planned)
+    run_dir.write_summary(summary)
+    return summary

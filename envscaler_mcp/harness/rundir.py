@@ -1,0 +1,104 @@
+"""The run folder: run.json, results.jsonl (append-only, fsync'd per episode), summary.json; resume rules."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness.config import RunManifest
+from envscaler_mcp.harness.models import EpisodeResult
+
+RUN_FILE = "run.json"
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.html"
+
+
+class RunDir:
+    """One run's folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / RUN_FILE
+
+    def has_results(self) -> bool:
+        """True when the folder already holds episode results."""
+        return self.results_path.exists() and self.results_path.stat().st_size > 0
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        """Write run.json atomically."""
+        atomic_write_json(self.manifest_path, manifest.model_dump(mode="json"))
+
+    def read_manifest(self) -> RunManifest:
+        """Read run.json."""
+        if not self.manifest_path.exists():
+            raise UsageError(f"{self.path} is not a run folder (no {RUN_FILE}); check the path")
+        return validate_model(RunManifest, read_json(self.manifest_path), path=self.manifest_path)
+
+    def append(self, result: EpisodeResult) -> None:
+        """Append one episode record and fsync it."""
+        append_jsonl(self.results_path, result.model_dump(mode="json"))
+
+    def read_results(self, *, repair: bool = False) -> list[EpisodeResult]:
+        """Every finished episode. A torn last line (a write cut short by a crash) is ignored, and with
+        `repair` cut off the file so the next append starts on a clean line."""
+        if not self.results_path.exists():
+            return []
+        data = self.results_path.read_bytes()
+        records: list[EpisodeResult] = []
+        offset = good_end = 0
+        for raw in data.splitlines(keepends=True):
+            offset += len(raw)
+            if not raw.strip():
+                good_end = offset
+                continue
+            complete = raw.endswith(b"\n")
+            try:
+                record: Any = json.loads(raw)
+            except json.JSONDecodeError:
+                record = None
+            if record is None or not complete:
+                if offset == len(data):  # the torn tail
+                    break
+                raise UsageError(f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
+                                 "the file was edited by hand? Fix or remove that line.")
+            records.append(EpisodeResult.model_validate(record))
+            good_end = offset
+        if repair and good_end < len(data):
+            with open(self.results_path, "r+b") as f:
+                f.truncate(good_end)
+                f.flush()
+                os.fsync(f.fileno())
+        return records
+
+    def write_summary(self, summary: Any) -> None:
+        """Write summary.json atomically (a Pydantic model)."""
+        atomic_write_json(self.path / SUMMARY_FILE, summary.model_dump(mode="json"))
+
+
+def check_resumable(old: RunManifest, new: RunManifest) -> None:
+    """Refuse to resume when the configuration or the content hashes differ, naming what changed."""
+    problems = []
+    old_key, new_key = old.config.resume_key(), new.config.resume_key()
+    for field in sorted(old_key.keys() | new_key.keys()):
+        if old_key.get(field) != new_key.get(field):
+            problems.append(f"option '{field}': was {old_key.get(field)!r}, now {new_key.get(field)!r}")
+    for env in sorted(old.hashes.keys() | new.hashes.keys()):
+        if old.hashes.get(env) != new.hashes.get(env):
+            problems.append(f"environment '{env}': its environment, scenarios or validators changed since the run began")
+    if old.scenario_ids != new.scenario_ids and not problems:
+        problems.append("the selected scenarios differ")
+    if problems:
+        raise UsageError("cannot resume this run, it was started with something else:\n  - " + "\n  - ".join(problems)
+                         + "\nRun with the original options, or start a new run with another --out.")

@@ -1,0 +1,45 @@
+"""What the harness needs from a server: isolated episodes with tools and (when there is an admin plane) state.
+
+`envscaler_mcp.launch` servers satisfy EpisodeSource directly (`server.episode(state)`); external servers
+(`--server CMD`, `--url URL`) are wrapped in harness/external.py.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from mcp.types import CallToolResult, Tool
+
+
+class StateUnavailable(Exception):
+    """The server has no admin plane, so the episode's state cannot be read (validators cannot run)."""
+
+
+class EpisodeHandle(Protocol):
+    """One isolated episode on a server."""
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools offered to the agent (admin plane excluded)."""
+        ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool through MCP."""
+        ...
+
+    async def get_state(self) -> dict[str, Any]:
+        """The episode's current state through the admin plane (raises StateUnavailable without one)."""
+        ...
+
+
+class EpisodeSource(Protocol):
+    """Anything that opens isolated episodes at a given initial state."""
+
+    def episode(self, initial_state: dict[str, Any] | None = None) -> AbstractAsyncContextManager[EpisodeHandle]:
+        """Open an episode at `initial_state` (None: the server's default state)."""
+        ...
+
+
+def has_admin_plane(source: object) -> bool:
+    """Whether final states can be read from this source (launch servers: yes; external ones say so)."""
+    return bool(getattr(source, "has_admin", True))

@@ -1,0 +1,136 @@
+"""Run summaries: mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps, latency, infra errors."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from math import comb
+from statistics import fmean
+
+from pydantic import BaseModel, Field
+from rich.table import Table
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.harness.models import EpisodeResult
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: probability that at least one of k trials drawn from n (c successes) succeeds."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k (tau-bench): probability that all k trials drawn from n (c successes) succeed."""
+    return comb(c, k) / comb(n, k)
+
+
+class GroupSummary(BaseModel):
+    """Aggregates over a group of episodes (one environment, or the whole run)."""
+
+    name: str = Field(description="Environment id, or 'overall'.")
+    episodes: int = Field(description="Episodes recorded (all statuses).")
+    scored: int = Field(description="Episodes with a score (not infra errors, final state readable).")
+    infra_errors: int = Field(description="Episodes lost to infrastructure failures (excluded from scores).")
+    not_scorable: int = Field(0, description="Episodes whose final state could not be read.")
+    status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
+    mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
+    success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
+    pass_at_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k.")
+    pass_hat_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
+    mean_steps: float | None = Field(None, description="Mean agent steps per episode (non-infra).")
+    mean_tool_calls: float | None = Field(None, description="Mean tool calls per episode (non-infra).")
+    mean_latency_s: float | None = Field(None, description="Mean episode wall time (non-infra).")
+    agent_usage: Usage = Field(default_factory=Usage, description="Agent-seat tokens and cost, summed.")
+    user_usage: Usage = Field(default_factory=Usage, description="Simulated-user tokens and cost, summed.")
+
+
+class RunSummary(BaseModel):
+    """summary.json."""
+
+    run_id: str = Field(description="Run id.")
+    agent: str = Field(description="Agent seat.")
+    user: str | None = Field(None, description="Simulated-user seat.")
+    mode: str = Field(description="'task' or 'conversation'.")
+    trials: int = Field(description="Trials per scenario.")
+    planned: int = Field(0, description="Episodes planned ((scenario, trial) pairs).")
+    overall: GroupSummary = Field(description="Aggregates over the whole run.")
+    per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(fmean(values), 4) if values else None
+
+
+def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) -> GroupSummary:
+    """Aggregate one group of episodes."""
+    ran = [r for r in results if r.status != "infra_error"]
+    scored = [r for r in ran if r.score is not None]
+    statuses: dict[str, int] = defaultdict(int)
+    for r in results:
+        statuses[r.status] += 1
+    per_scenario: dict[str, list[bool]] = defaultdict(list)
+    for r in scored:
+        per_scenario[r.scenario_id].append(bool(r.success))
+    at_k: dict[str, float] = {}
+    hat_k: dict[str, float] = {}
+    for k in range(1, trials + 1):
+        eligible = [(len(v), sum(v)) for v in per_scenario.values() if len(v) >= k]
+        if eligible:
+            at_k[str(k)] = round(fmean(pass_at_k(n, c, k) for n, c in eligible), 4)
+            hat_k[str(k)] = round(fmean(pass_hat_k(n, c, k) for n, c in eligible), 4)
+    agent_usage, user_usage = Usage(), Usage()
+    for r in results:
+        agent_usage, user_usage = agent_usage + r.agent_usage, user_usage + r.user_usage
+    return GroupSummary(
+        name=name, episodes=len(results), scored=len(scored), infra_errors=statuses.get("infra_error", 0),
+        not_scorable=sum(1 for r in ran if r.score is None), status_counts=dict(sorted(statuses.items())),
+        mean_score=_mean([r.score for r in scored if r.score is not None]),
+        success_rate=_mean([float(bool(r.success)) for r in scored]),
+        pass_at_k=at_k, pass_hat_k=hat_k,
+        mean_steps=_mean([r.steps for r in ran]), mean_tool_calls=_mean([r.tool_calls for r in ran]),
+        mean_latency_s=_mean([r.latency_s for r in ran]), agent_usage=agent_usage, user_usage=user_usage,
+    )
+
+
+def summarize(results: Sequence[EpisodeResult], *, run_id: str, agent: str, user: str | None, mode: str,
+              trials: int, planned: int = 0) -> RunSummary:
+    """Summaries per environment and overall."""
+    by_env: dict[str, list[EpisodeResult]] = defaultdict(list)
+    for r in results:
+        by_env[r.env_id].append(r)
+    return RunSummary(
+        run_id=run_id, agent=agent, user=user, mode=mode, trials=trials, planned=planned,
+        overall=summarize_group("overall", results, trials),
+        per_env=[summarize_group(env, rs, trials) for env, rs in sorted(by_env.items())],
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _cost(usage: Usage) -> str:
+    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+
+
+def summary_table(summary: RunSummary) -> Table:
+    """The summary as a rich table: one row per environment, then the overall row."""
+    k = str(summary.trials)
+    table = Table(title=f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else ""))
+    for col in ("environment", "episodes", "score", "success", f"pass@{k}", f"pass^{k}", "steps", "tokens",
+                "cost", "latency", "infra"):
+        table.add_column(col, justify="left" if col == "environment" else "right")
+    rows = [*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env or [summary.overall]
+    for g in rows:
+        usage = g.agent_usage + g.user_usage
+        table.add_row(
+            g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate),
+            _pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k)),
+            "-" if g.mean_steps is None else f"{g.mean_steps:.1f}",
+            f"{usage.input_tokens + usage.output_tokens:,}", _cost(usage),
+            "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors),
+            style="bold" if g.name == "overall" else None,
+        )
+    return table

@@ -1,0 +1,224 @@
+"""EnvScaler env and scenario metadata -> our EnvSkeleton and Scenario models.
+
+Tools and state are re-derived from `env_class_code` with our extractor (public methods only, full
+schemas). Every EnvScaler field our models cannot reproduce exactly, plus the ones named in
+ALWAYS_KEPT, is kept verbatim in `extra["envscaler"]` with the original key order, so that an
+export gives back the original items.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envscaler_mcp.errors import EnvironmentCodeError
+from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
+from envscaler_mcp.interop.to_envscaler import (
+    EXTRA_KEY,
+    ORDER_KEY,
+    POSITION_KEY,
+    derived_env_item,
+    derived_scenario_item,
+)
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
+from envscaler_mcp.skeleton.build import validate_state
+from envscaler_mcp.skeleton.checks import check_determinism, check_source
+from envscaler_mcp.skeleton.models import Attribute, Entity, EnvSkeleton, Provenance
+from envscaler_mcp.skeleton.schema import extract_state, extract_tools, parse_module
+
+ALWAYS_KEPT_ENV = (
+    "state_space_definition",
+    "operation_list",
+    "env_class_def",
+    "env_structure",
+    "tools",
+    "env_class_name",
+)
+ALWAYS_KEPT_SCENARIO = ("task_id", "env_class_name", "checklist")
+
+
+@dataclass
+class ImportResult:
+    """What an import produced: skeletons, scenarios by our env id, and per-item problems."""
+
+    skeletons: list[EnvSkeleton] = field(default_factory=list)
+    scenarios: dict[str, list[Scenario]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    duplicates: int = 0
+
+
+def our_env_id(env_id: str, taken: set[str]) -> str:
+    """A lowercase snake_case id for an EnvScaler env_id, unique among `taken`."""
+    base = re.sub(r"[^a-z0-9_]+", "_", env_id.lower()).strip("_") or "env"
+    if not base[0].isalpha():
+        base = f"env_{base}"
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}_{n}", n + 1
+    return candidate
+
+
+def _entities(item: dict[str, Any], source: str) -> list[Entity]:
+    """Entities from state_space_definition, with attribute types from a matching TypedDict when found."""
+    typeddicts = collect_module_types(parse_module(source)).typeddicts
+    entities = []
+    for spec in item.get("state_space_definition") or []:
+        name = str(spec.get("entity", ""))
+        td = next(
+            (typeddicts[n] for n in (name, f"{name}Info", f"{name}Record", f"{name}Data") if n in typeddicts),
+            None,
+        )
+        attrs = []
+        for raw in str(spec.get("attributes") or "").split(","):
+            attr = raw.strip()
+            if attr:
+                ann = td.fields.get(attr) if td else None
+                attrs.append(Attribute(name=attr, type=annotation_text(ann) if ann is not None else ""))
+        entities.append(Entity(name=name, attributes=attrs, description=str(spec.get("description") or "")))
+    return entities
+
+
+def _kept(original: dict[str, Any], derived: dict[str, Any], always: tuple[str, ...]) -> dict[str, Any]:
+    kept = {k: v for k, v in original.items() if k in always or k not in derived or derived[k] != v}
+    return {EXTRA_KEY: kept, ORDER_KEY: list(original)}
+
+
+def env_from_item(
+    env_id: str,
+    item: dict[str, Any],
+    our_id: str,
+    default_state: dict[str, Any],
+    *,
+    skip_checks: bool = False,
+) -> EnvSkeleton:
+    """One EnvScaler env item -> EnvSkeleton; raises EnvironmentCodeError when the code is unusable."""
+    source, class_name = item["env_class_code"], item["env_class_name"]
+    notes = []
+    problems = check_source(source, class_name)
+    if problems and not skip_checks:
+        raise EnvironmentCodeError(
+            "failed the static checks (use --skip-checks to import anyway):\n  - " + "\n  - ".join(problems)
+        )
+    notes += [f"static check: {p}" for p in problems]
+    notes += [f"determinism: {p}" for p in check_determinism(source)]
+    tools = extract_tools(source, class_name)
+    declared = {
+        op.get("operation_name"): op.get("operation_type")
+        for op in item.get("operation_list") or []
+        if isinstance(op, dict)
+    }
+    for i, tool in enumerate(tools):
+        theirs = declared.get(tool.name)
+        if theirs in ("query", "state_change") and theirs != tool.kind:
+            notes.append(
+                f"tool '{tool.name}': EnvScaler says {theirs}, static analysis says {tool.kind}; "
+                "using state_change"
+            )
+            tools[i] = tool.model_copy(update={"kind": "state_change"})
+    public = {t.name for t in tools}
+    hidden = [t.get("function", {}).get("name") for t in item.get("tools") or [] if isinstance(t, dict)]
+    hidden = [n for n in hidden if n and n not in public]
+    if hidden:
+        notes.append(f"not exposed as tools (private or not methods): {', '.join(hidden)}")
+    summary = item.get("environment_summary") or env_id
+    skeleton = EnvSkeleton(
+        id=our_id,
+        name=summary,
+        summary=summary,
+        introduction=item.get("environment_introduction") or "",
+        entities=_entities(item, source),
+        rules=list(item.get("constraints_rules") or []),
+        class_name=class_name,
+        class_source=source,
+        state=extract_state(source, class_name),
+        tools=tools,
+        default_state=default_state,
+        provenance=Provenance(source="envscaler-import", source_id=env_id, notes=notes),
+    )
+    state_problems = validate_state(skeleton, default_state, where="default_state")
+    if state_problems:
+        skeleton.provenance.notes.append(
+            "default state (first scenario's init_config) does not fit the state "
+            "schema: " + "; ".join(state_problems[:3])
+        )
+    return skeleton.model_copy(update={"extra": _kept(item, derived_env_item(skeleton), ALWAYS_KEPT_ENV)})
+
+
+def scenario_from_item(item: dict[str, Any], skeleton: EnvSkeleton) -> Scenario:
+    """One EnvScaler scenario item -> Scenario (validators from checklist_with_func; None for SFT items)."""
+    with_func = item.get("checklist_with_func") or []
+    if with_func:
+        checklist = [
+            ChecklistItem(id=f"c{i}", description=c["check_item"], validator=c["check_func"])
+            for i, c in enumerate(with_func, start=1)
+        ]
+    else:
+        checklist = [
+            ChecklistItem(id=f"c{i}", description=text, validator=None)
+            for i, text in enumerate(item.get("checklist") or [], start=1)
+        ]
+    notes = []
+    problems = validate_state(skeleton, item["init_config"], where="init_config")
+    if problems:
+        notes.append("init_config does not fit the state schema: " + "; ".join(problems[:3]))
+    task_id = item.get("task_id")
+    scenario = Scenario(
+        env_id=skeleton.id,
+        task=item["task"],
+        initial_state=item["init_config"],
+        checklist=checklist,
+        provenance=Provenance(
+            source="envscaler-import", source_id=None if task_id is None else str(task_id), notes=notes
+        ),
+    ).with_id()
+    return scenario.model_copy(
+        update={"extra": _kept(item, derived_scenario_item(scenario, skeleton), ALWAYS_KEPT_SCENARIO)}
+    )
+
+
+def import_envscaler(
+    envs_path: Path, scenarios_path: Path | None = None, *, skip_checks: bool = False
+) -> ImportResult:
+    """Read EnvScaler files and convert them. Problems with one env or scenario are collected, not raised;
+    file-level problems (bad JSON, a missing field) raise InputFileError."""
+    env_items = read_env_metadata(Path(envs_path))
+    scenario_items = read_scenario_metadata(Path(scenarios_path)) if scenarios_path else []
+    result = ImportResult()
+    first_state: dict[str, dict[str, Any]] = {}
+    for s in scenario_items:
+        first_state.setdefault(s["env_id"], s["init_config"])
+    by_env: dict[str, EnvSkeleton] = {}
+    taken: set[str] = set()
+    for position, (env_id, item) in enumerate(env_items):
+        our_id = our_env_id(env_id, taken)
+        try:
+            skeleton = env_from_item(
+                env_id, item, our_id, first_state.get(env_id, {}), skip_checks=skip_checks
+            )
+        except EnvironmentCodeError as exc:
+            result.errors.append(f"{envs_path}: env '{env_id}': {exc}")
+            continue
+        taken.add(our_id)
+        skeleton.extra[POSITION_KEY] = position
+        by_env[env_id] = skeleton
+        result.skeletons.append(skeleton)
+    seen_ids: set[str] = set()
+    for i, s in enumerate(scenario_items):
+        owner = by_env.get(s["env_id"])
+        if owner is None:
+            result.errors.append(
+                f"{scenarios_path}: scenario #{i}: env '{s['env_id']}' was not imported "
+                f"(not in {envs_path}, or it failed); scenario skipped"
+            )
+            continue
+        scenario = scenario_from_item(s, owner)
+        if scenario.id in seen_ids:
+            result.duplicates += 1
+            continue
+        seen_ids.add(scenario.id)
+        scenario.extra[POSITION_KEY] = i
+        result.scenarios.setdefault(owner.id, []).append(scenario)
+    return result

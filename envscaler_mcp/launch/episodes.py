@@ -1,0 +1,91 @@
+"""Episode handles: one isolated environment instance reached through an `mcp.Client`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from mcp import Client, MCPError
+from mcp.types import CallToolResult, Request, RequestParams, Result, Tool
+from pydantic import ConfigDict
+
+from envscaler_mcp.errors import ServerStartError
+
+ADMIN_GET_STATE = "envscaler/admin/get_state"
+ADMIN_RESET = "envscaler/admin/reset"
+
+
+class NoAdminPlane(ServerStartError):
+    """The server has no admin plane (an external server), so its state cannot be read or set."""
+
+
+class AdminParams(RequestParams):
+    """Params of the stdio admin requests of a generated server."""
+
+    model_config = ConfigDict(extra="allow")
+    token: str | None = None
+    state: dict[str, Any] | None = None
+    scenario_id: str | None = None
+
+
+class AdminGetState(Request[AdminParams, Literal["envscaler/admin/get_state"]]):
+    """`envscaler/admin/get_state` request."""
+
+    method: Literal["envscaler/admin/get_state"] = "envscaler/admin/get_state"
+
+
+class AdminReset(Request[AdminParams, Literal["envscaler/admin/reset"]]):
+    """`envscaler/admin/reset` request."""
+
+    method: Literal["envscaler/admin/reset"] = "envscaler/admin/reset"
+
+
+class AdminResult(Result):
+    """Any admin result (`{"state": ...}` or `{"reset": true}`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def stdio_get_state(client: Client, token: str) -> dict[str, Any]:
+    """Read the state of a stdio server through the `envscaler/admin/get_state` request."""
+    result = await client.session.send_request(AdminGetState(params=AdminParams(token=token)), AdminResult)
+    state = (result.model_extra or {}).get("state")
+    if not isinstance(state, dict):
+        raise ServerStartError("the server answered envscaler/admin/get_state without a state object")
+    return state
+
+
+class Episode:
+    """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
+
+    def __init__(self, client: Client, *, episode_id: str, transport: str,
+                 state_reader: Callable[[], Awaitable[dict[str, Any]]] | None) -> None:
+        self.client = client
+        self.episode_id = episode_id
+        self.transport = transport
+        self._state_reader = state_reader
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools the agent sees (all pages)."""
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await self.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """Call one tool. Tool failures come back as `is_error=True` results, not exceptions."""
+        return await self.client.call_tool(name, arguments or {})
+
+    async def get_state(self) -> dict[str, Any]:
+        """The episode's current state (a plain dict). Raises NoAdminPlane for external servers."""
+        if self._state_reader is None:
+            raise NoAdminPlane("this server has no admin plane (it is an external server), so its state "
+                               "cannot be read; score it with a generated server or give it a state resource")
+        try:
+            return await self._state_reader()
+        except MCPError as exc:
+            raise ServerStartError(f"reading the episode state failed: {exc}") from exc

@@ -1,0 +1,79 @@
+"""Add a generated server to a desktop client's MCP config (Claude Desktop, Cursor, VS Code), safely."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from envscaler_mcp._io import atomic_write_json
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.launch.target import ServerDir
+from envscaler_mcp.render.clients import client_config, stdio_entry
+
+CLIENT_NAMES = ("claude-desktop", "cursor", "vscode")
+
+
+def default_config_path(client: str) -> Path:
+    """Where `client` reads its MCP servers from (user scope; VS Code: the workspace's .vscode/mcp.json)."""
+    home = Path.home()
+    if client == "claude-desktop":
+        if sys.platform == "darwin":
+            return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+        if sys.platform == "win32":
+            return Path(os.environ.get("APPDATA", home)) / "Claude" / "claude_desktop_config.json"
+        return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "Claude" / "claude_desktop_config.json"
+    if client == "cursor":
+        return home / ".cursor" / "mcp.json"
+    if client == "vscode":
+        return Path.cwd() / ".vscode" / "mcp.json"
+    raise UsageError(f"unknown client '{client}': use one of {', '.join(CLIENT_NAMES)}")
+
+
+def server_entry(server: ServerDir, args: list[str] | None = None) -> dict[str, Any]:
+    """An entry that runs the server folder with this Python, without installing it."""
+    return stdio_entry(sys.executable, ["-m", server.package, *(args or [])],
+                       env={"PYTHONPATH": str(server.path)})
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                         "fix or move it, then run install again. Nothing was changed.") from exc
+    if not isinstance(value, dict):
+        raise UsageError(f"{path} must hold a JSON object at its top level; nothing was changed")
+    return value
+
+
+def install_server(client: str, name: str, entry: dict[str, Any], config_path: Path | None = None
+                   ) -> tuple[Path, Path | None]:
+    """Merge `entry` under `name` into the client's config; returns (config path, backup path or None).
+
+    Other servers and settings are kept; an existing file is first copied to `<file>.bak-<UTC time>`.
+    """
+    path = Path(config_path) if config_path else default_config_path(client)
+    config = _load(path)
+    fragment = client_config(client, name, entry)
+    section = next(iter(fragment))
+    servers = config.setdefault(section, {})
+    if not isinstance(servers, dict):
+        raise UsageError(f"{path}: '{section}' must be a JSON object of servers; nothing was changed")
+    servers[name] = fragment[section][name]
+    backup = None
+    if path.exists():
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        backup = path.with_name(f"{path.name}.bak-{stamp}")
+        shutil.copy2(path, backup)
+    atomic_write_json(path, config)
+    return path, backup

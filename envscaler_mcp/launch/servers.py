@@ -1,0 +1,304 @@
+"""Start generated (or external) MCP servers and open isolated episodes on them.
+
+`launch_server(target, transport)`:
+* "http": one server process; each episode is created through the admin REST API and reached at
+  its own URL. Cheap episodes, the default.
+* "stdio": one process per episode (state handed over with --state, read back with the stdio admin
+  request). What desktop clients do; about 1 s per episode.
+* "memory": the generated package is imported into this process and reached with `Client(server)`.
+  For tests and trusted code only: the environment code runs inside the caller's process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from envscaler_mcp.errors import ServerStartError, UsageError
+from envscaler_mcp.launch.episodes import Episode, NoAdminPlane, stdio_get_state
+from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
+from envscaler_mcp.scenario.models import Scenario
+
+Transport = Literal["http", "stdio", "memory"]
+ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
+_memory_counter = itertools.count()
+
+
+class LaunchedServer:
+    """A running server (or the recipe for one): opens episodes with `episode(initial_state)`."""
+
+    transport: str
+    server_dir: ServerDir | None = None
+
+    def episode(self, initial_state: dict[str, Any] | None = None, *,
+                scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
+        """An isolated episode at `initial_state` (None: the default state; or a bundled scenario's)."""
+        raise NotImplementedError
+
+
+def _server_args(call_timeout: float | None, max_memory_mb: int | None) -> list[str]:
+    args = ["--call-timeout", str(call_timeout or 0)]
+    if max_memory_mb:
+        args += ["--max-memory-mb", str(max_memory_mb)]
+    return args
+
+
+def _python_env(server: ServerDir) -> dict[str, str]:
+    return {"PYTHONPATH": str(server.path), "PYTHONUNBUFFERED": "1"}
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class HttpServer(LaunchedServer):
+    """One HTTP server process; episodes through the admin API."""
+
+    transport = "http"
+
+    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
+        self.server_dir = server
+        self.url = url
+        self.token = token
+        self.client_timeout = client_timeout
+        self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
+                                        timeout=client_timeout)
+
+    async def create_episode(self, state: dict[str, Any] | None, scenario_id: str | None) -> dict[str, Any]:
+        """POST /admin/episodes; returns {"episode_id", "path"}."""
+        body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
+        if state is not None:
+            body["state"] = state
+        response = await self.admin.post("/admin/episodes", json=body)
+        if response.status_code != 201:
+            raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
+        return dict(response.json())
+
+    async def read_state(self, episode_id: str) -> dict[str, Any]:
+        """GET /admin/episodes/{id}/state."""
+        response = await self.admin.get(f"/admin/episodes/{episode_id}/state")
+        if response.status_code != 200:
+            raise ServerStartError(f"reading episode {episode_id} failed ({response.status_code}): {response.text}")
+        return dict(response.json()["state"])
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        created = await self.create_episode(initial_state, scenario_id)
+        episode_id = created["episode_id"]
+        try:
+            async with Client(self.url + created["path"], read_timeout_seconds=self.client_timeout) as client:
+                yield Episode(client, episode_id=episode_id, transport="http",
+                              state_reader=lambda: self.read_state(episode_id))
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.admin.delete(f"/admin/episodes/{episode_id}")
+                except httpx2.HTTPError:
+                    pass
+
+
+class StdioServer(LaunchedServer):
+    """A process per episode over stdio."""
+
+    transport = "stdio"
+
+    def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float) -> None:
+        self.server_dir = server
+        self.workdir = workdir
+        self.extra_args = extra_args
+        self.client_timeout = client_timeout
+        self._count = itertools.count()
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        assert self.server_dir is not None
+        n = next(self._count)
+        args = ["-m", self.server_dir.package, *self.extra_args]
+        if initial_state is not None:
+            state_file = self.workdir / f"state-{n}.json"
+            state_file.write_text(json.dumps(initial_state), encoding="utf-8")
+            args += ["--state", str(state_file)]
+        elif scenario_id:
+            args += ["--scenario", scenario_id]
+        token = secrets.token_hex(16)
+        params = StdioServerParameters(command=sys.executable, args=args, cwd=str(self.server_dir.path),
+                                       env={**_python_env(self.server_dir), ADMIN_TOKEN_ENV: token})
+        log_path = self.workdir / f"stderr-{n}.log"
+        with open(log_path, "w", encoding="utf-8") as errlog:
+            async with AsyncExitStack() as stack:
+                try:
+                    client = await stack.enter_async_context(
+                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout))
+                except Exception as exc:
+                    raise ServerStartError(f"the stdio server did not start: {exc}\n{_log_tail(log_path)}") from exc
+                yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
+                              state_reader=lambda: stdio_get_state(client, token))
+
+
+def import_server_package(server: ServerDir) -> ModuleType:
+    """Import a generated package in this process under a unique name (TESTS / TRUSTED CODE ONLY)."""
+    name = f"_envscaler_inproc_{next(_memory_counter)}_{server.package}"
+    init = server.path / server.package / "__init__.py"
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
+    if spec is None or spec.loader is None:
+        raise ServerStartError(f"cannot import {init}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class MemoryServer(LaunchedServer):
+    """The generated package imported in process; one `EnvServer` per episode."""
+
+    transport = "memory"
+
+    def __init__(self, server: ServerDir, call_timeout: float | None) -> None:
+        self.server_dir = server
+        self.call_timeout = call_timeout
+        module = import_server_package(server)
+        pkg = importlib.import_module(f"{module.__name__}.runtime.package")
+        self._server_mod = importlib.import_module(f"{module.__name__}.runtime.server")
+        self.package = pkg.load_package(server.path / server.package, module.__name__)
+        self._count = itertools.count()
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        if initial_state is None and scenario_id:
+            initial_state = self.package.scenario_state(scenario_id)
+        env_server = self._server_mod.EnvServer(self.package, call_timeout=self.call_timeout,
+                                                initial_state=initial_state)
+
+        async def read_state() -> dict[str, Any]:
+            return dict(env_server.episodes["default"].get_state())
+
+        async with Client(env_server.server) as client:
+            yield Episode(client, episode_id=f"memory-{next(self._count)}", transport="memory",
+                          state_reader=read_state)
+
+
+async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
+                      client_timeout: float) -> tuple[HttpServer, anyio.abc.Process]:
+    token = secrets.token_hex(16)
+    ready = workdir / "ready.json"
+    log_path = workdir / "http-server.log"
+    args = [sys.executable, "-m", server.package, "--http", "--host", "127.0.0.1", "--port", "0",
+            "--ready-file", str(ready), *extra_args]
+    env = {**os.environ, **_python_env(server), ADMIN_TOKEN_ENV: token}
+    with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
+        process = await anyio.open_process(args, cwd=str(server.path), env=env, stdin=None,
+                                           stdout=errlog, stderr=errlog)
+    deadline = time.monotonic() + startup_timeout
+    while not ready.exists():
+        if process.returncode is not None:
+            raise ServerStartError(f"the HTTP server exited with code {process.returncode} before it was "
+                                   f"ready:\n{_log_tail(log_path)}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise ServerStartError(f"the HTTP server was not ready after {startup_timeout:g} s:\n"
+                                   f"{_log_tail(log_path)}")
+        await anyio.sleep(0.02)
+    url = json.loads(ready.read_text(encoding="utf-8"))["url"]
+    return HttpServer(server, url, token, client_timeout), process
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            process.terminate()
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+@asynccontextmanager
+async def launch_server(target: Target, transport: Transport = "http", *,
+                        scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
+                        max_memory_mb: int | None = None, startup_timeout: float = 60.0,
+                        client_timeout: float = 120.0) -> AsyncIterator[LaunchedServer]:
+    """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
+
+    Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
+    """
+    server = resolve_target(target, scenarios)
+    extra = _server_args(call_timeout, max_memory_mb)
+    if transport == "memory":
+        yield MemoryServer(server, call_timeout)
+        return
+    with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
+        workdir = Path(tmp)
+        if transport == "stdio":
+            yield StdioServer(server, workdir, extra, client_timeout)
+        elif transport == "http":
+            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout)
+            try:
+                yield http
+            finally:
+                await http.admin.aclose()
+                await _stop(process)
+        else:
+            raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
+
+
+class ExternalServer(LaunchedServer):
+    """Any MCP server given by a command (stdio, a process per episode) or a URL; no admin plane."""
+
+    def __init__(self, command: Sequence[str] | None, url: str | None, env: dict[str, str] | None,
+                 cwd: str | None, client_timeout: float) -> None:
+        if (command is None) == (url is None):
+            raise UsageError("give exactly one of command=[...] or url=... for an external server")
+        self.command = list(command) if command else None
+        self.url = url
+        self.env = env
+        self.cwd = cwd
+        self.client_timeout = client_timeout
+        self.transport = "stdio" if command else "http"
+        self._count = itertools.count()
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        if initial_state is not None or scenario_id:
+            raise NoAdminPlane("an external server has no admin plane: it cannot start an episode at a given "
+                               "state; open the episode without one")
+        if self.command:
+            params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env,
+                                           cwd=self.cwd)
+            client = Client(params, read_timeout_seconds=self.client_timeout)
+        else:
+            client = Client(str(self.url), read_timeout_seconds=self.client_timeout)
+        async with client:
+            yield Episode(client, episode_id=f"external-{next(self._count)}", transport=self.transport,
+                          state_reader=None)
+
+
+@asynccontextmanager
+async def launch_external(*, command: Sequence[str] | None = None, url: str | None = None,
+                          env: dict[str, str] | None = None, cwd: str | None = None,
+                          client_timeout: float = 120.0) -> AsyncIterator[LaunchedServer]:
+    """An external MCP server (a command spawned per episode, or a URL). Episodes have no get_state."""
+    yield ExternalServer(command, url, env, cwd, client_timeout)

@@ -1,0 +1,69 @@
+"""Resolve what to launch: a bundled env id, a rendered server folder, or an EnvSkeleton."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from envscaler_mcp.catalog.paths import generated_servers_dir
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.render import ensure_rendered, is_current, read_manifest
+from envscaler_mcp.render.naming import safe_env_id
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import EnvSkeleton
+
+Target = str | Path | EnvSkeleton
+
+
+@dataclass(frozen=True)
+class ServerDir:
+    """A rendered server folder and the import name of its package."""
+
+    path: Path
+    package: str
+
+    @property
+    def env_id(self) -> str:
+        return self.package.removesuffix("_mcp")
+
+
+def server_dir_info(path: Path) -> ServerDir:
+    """Describe a rendered server folder; raises UsageError when `path` is not one."""
+    path = Path(path).resolve()
+    manifest = read_manifest(path)
+    if manifest and isinstance(manifest.get("package"), str) and (path / manifest["package"]).is_dir():
+        return ServerDir(path, manifest["package"])
+    candidates = sorted(p.name for p in path.glob("*_mcp") if (p / "spec.json").is_file())
+    if len(candidates) == 1:
+        return ServerDir(path, candidates[0])
+    raise UsageError(f"{path} is not a generated server folder (no manifest.json and no single <env>_mcp/ "
+                     "package with spec.json). Render one with `envscaler-mcp render`.")
+
+
+def resolve_target(target: Target, scenarios: Sequence[Scenario] | None = None) -> ServerDir:
+    """Find (or render) the server folder for `target`.
+
+    * EnvSkeleton: rendered into the cache (with `scenarios`, default none) unless already there.
+    * a folder: used as is when it is a rendered server.
+    * an env id: generated_servers/<env> when current, else rendered into the cache.
+    """
+    if isinstance(target, EnvSkeleton):
+        return server_dir_info(ensure_rendered(target, list(scenarios or [])))
+    path = Path(target)
+    if path.is_dir() and ((path / "manifest.json").is_file() or any(path.glob("*_mcp/spec.json"))):
+        return server_dir_info(path)
+    from envscaler_mcp.catalog.store import get_skeleton, scenarios_for
+
+    skeleton = get_skeleton(str(target))
+    scenario_list = list(scenarios) if scenarios is not None else scenarios_for(skeleton.id)
+    bundled = generated_servers_dir() / safe_env_id(skeleton.id)
+    if is_current(bundled, skeleton, scenario_list):
+        return server_dir_info(bundled)
+    return server_dir_info(ensure_rendered(skeleton, scenario_list))
+
+
+def read_spec(server: ServerDir) -> dict:
+    """The spec.json of a server folder (tools, state names, names)."""
+    return json.loads((server.path / server.package / "spec.json").read_text(encoding="utf-8"))

@@ -1,0 +1,220 @@
+"""Render an EnvSkeleton (+ scenarios) into a standalone MCP server folder, byte for byte deterministic."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from envscaler_mcp.catalog.paths import templates_dir
+from envscaler_mcp.errors import RenderError
+from envscaler_mcp.render import clients
+from envscaler_mcp.render.naming import (
+    check_identifier,
+    check_tool_name,
+    dashed_name,
+    package_name,
+    safe_env_id,
+)
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_hash
+
+TEMPLATE_VERSION = "1"
+MCP_REQUIREMENT = "mcp>=2.3,<3"
+SERVER_VERSION = "0.1.0"
+MANIFEST = "manifest.json"
+
+
+def server_templates() -> Path:
+    """Folder of the server templates (templates/server)."""
+    return templates_dir() / "server"
+
+
+def templates_hash() -> str:
+    """sha256 over every template file (path + bytes), so template edits invalidate rendered servers."""
+    root = server_templates()
+    digest = hashlib.sha256(TEMPLATE_VERSION.encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def scenarios_hash(scenarios: Sequence[Scenario]) -> str:
+    """Stable hash of a scenario set (order matters: it is the order of the prompts)."""
+    return canonical_hash([s.model_dump(mode="json") for s in scenarios])
+
+
+def _dump(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _jinja() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(server_templates())),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters["pystr"] = lambda s: repr(str(s))
+    env.filters["pystr_body"] = lambda s: repr(str(s))[1:-1].replace('"""', r"\"\"\"")
+    env.filters["toml_str"] = lambda s: json.dumps(str(s), ensure_ascii=False)
+    env.filters["md_cell"] = lambda s: " ".join(str(s).split()).replace("|", r"\|")
+    return env
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _instructions(skeleton: EnvSkeleton) -> str:
+    text = f"{skeleton.name}: {skeleton.summary}\n\n{skeleton.introduction}".strip()
+    if skeleton.rules:
+        text += "\n\nRules:\n" + "\n".join(f"- {r}" for r in skeleton.rules)
+    return text
+
+
+def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
+    check_identifier(skeleton.class_name, "class name")
+    seen: set[str] = set()
+    for tool in skeleton.tools:
+        check_tool_name(tool.name)
+        if tool.name in seen:
+            raise RenderError(f"{skeleton.id}: tool '{tool.name}' is listed twice")
+        seen.add(tool.name)
+        if tool.input_schema.get("type") != "object":
+            raise RenderError(f"{skeleton.id}: tool '{tool.name}' input schema must have \"type\": \"object\" at its root")
+    for attr in skeleton.state:
+        check_identifier(attr.name, "state attribute")
+    try:
+        compile(skeleton.class_source, f"<{skeleton.id} environment>", "exec")
+    except SyntaxError as exc:
+        raise RenderError(f"{skeleton.id}: class source does not compile: {exc}") from exc
+    ids = [s.id for s in scenarios]
+    if len(set(ids)) != len(ids) or any(not i for i in ids):
+        raise RenderError(f"{skeleton.id}: scenario ids must be present and unique (use Scenario.with_id())")
+    for s in scenarios:
+        if s.env_id != skeleton.id:
+            raise RenderError(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
+
+
+def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes]:
+    """Every file of the server folder (relative path -> bytes), including manifest.json."""
+    _check(skeleton, scenarios)
+    env_id = safe_env_id(skeleton.id)
+    pkg, dist = package_name(skeleton.id), dashed_name(skeleton.id)
+    registry = clients.registry_name(dist)
+    ctx: dict[str, Any] = {
+        "env_id": env_id, "package": pkg, "dist_name": dist, "script_name": dist, "version": SERVER_VERSION,
+        "name": skeleton.name, "summary": skeleton.summary, "introduction": skeleton.introduction,
+        "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
+        "mcp_requirement": MCP_REQUIREMENT, "registry_name": registry, "scenario_count": len(scenarios),
+        "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
+        "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
+    }
+    jinja = _jinja()
+    files: dict[str, bytes] = {}
+    for template, target in [("pyproject.toml.j2", "pyproject.toml"), ("README.md.j2", "README.md"),
+                             ("package/__init__.py.j2", f"{pkg}/__init__.py"),
+                             ("package/__main__.py.j2", f"{pkg}/__main__.py")]:
+        try:
+            files[target] = jinja.get_template(template).render(ctx).encode("utf-8")
+        except jinja2.TemplateError as exc:
+            raise RenderError(f"template {template} failed: {exc}") from exc
+    source = skeleton.class_source if skeleton.class_source.endswith("\n") else skeleton.class_source + "\n"
+    files[f"{pkg}/environment.py"] = source.encode("utf-8")
+    for runtime_file in sorted((server_templates() / "runtime").glob("*.py")):
+        files[f"{pkg}/runtime/{runtime_file.name}"] = runtime_file.read_bytes()
+    spec = {
+        "env_id": env_id, "name": skeleton.name, "summary": skeleton.summary,
+        "class_name": skeleton.class_name, "server_name": dist, "script_name": dist, "version": SERVER_VERSION,
+        "instructions": _instructions(skeleton), "state_names": [a.name for a in skeleton.state],
+        "tools": [{"name": t.name, "kind": t.kind, "description": t.description, "input_schema": t.input_schema}
+                  for t in skeleton.tools],
+    }
+    files[f"{pkg}/spec.json"] = _dump(spec)
+    files[f"{pkg}/data/default_state.json"] = _dump(skeleton.default_state)
+    files[f"{pkg}/data/scenarios.json"] = _dump(
+        [{"id": s.id, "title": s.title, "task": s.task, "initial_state": s.initial_state} for s in scenarios])
+    files["server.json"] = _dump(clients.server_json(dist_name=dist, title=skeleton.name,
+                                                     description=skeleton.summary or skeleton.name,
+                                                     version=SERVER_VERSION))
+    entry = clients.stdio_entry("uvx", [dist])
+    for client, filename in clients.CLIENTS.items():
+        files[f"clients/{filename}"] = _dump(clients.client_config(client, env_id.replace("_", "-"), entry))
+    for rel, data in files.items():
+        if rel.endswith(".py"):
+            try:
+                compile(data, rel, "exec")
+            except SyntaxError as exc:
+                raise RenderError(f"rendered file {rel} does not compile: {exc}") from exc
+    files[MANIFEST] = _dump({
+        "env_id": env_id, "package": pkg, "skeleton_hash": skeleton.content_hash(),
+        "scenarios_hash": scenarios_hash(scenarios), "template_version": TEMPLATE_VERSION,
+        "templates_hash": templates_hash(), "mcp_requirement": MCP_REQUIREMENT,
+        "files": {p: hashlib.sha256(d).hexdigest() for p, d in sorted(files.items())},
+    })
+    return dict(sorted(files.items()))
+
+
+def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
+    """Replace `out_dir` with exactly `files` (written to a sibling temp folder, then swapped in)."""
+    out_dir = Path(out_dir).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
+    try:
+        for rel, data in files.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        old = None
+        if out_dir.exists():
+            old = out_dir.parent / f".{out_dir.name}.old-{tmp.name[-8:]}"
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path) -> Path:
+    """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic."""
+    return write_files(build_files(skeleton, list(scenarios)), out_dir)
+
+
+def read_manifest(server_dir: Path) -> dict[str, Any] | None:
+    """The manifest of a rendered server, or None when there is none (or it is unreadable)."""
+    try:
+        value = json.loads((Path(server_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_current(server_dir: Path, skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> bool:
+    """True when `server_dir` was rendered from exactly this skeleton, these scenarios and these templates,
+    and none of its files was changed since."""
+    manifest = read_manifest(server_dir)
+    if not manifest:
+        return False
+    expected = {"skeleton_hash": skeleton.content_hash(), "scenarios_hash": scenarios_hash(scenarios),
+                "template_version": TEMPLATE_VERSION, "templates_hash": templates_hash(),
+                "mcp_requirement": MCP_REQUIREMENT}
+    if any(manifest.get(k) != v for k, v in expected.items()):
+        return False
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return False
+    for rel, digest in files.items():
+        path = Path(server_dir) / rel
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            return False
+    return True

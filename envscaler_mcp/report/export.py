@@ -1,0 +1,121 @@
+"""Trajectories of a run as fine-tuning data: OpenAI chat JSONL or LlamaFactory ShareGPT JSONL.
+
+`envscaler-mcp export RUN_DIR --format openai|sharegpt` (registered by the interop stage) calls export_run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from envscaler_mcp._io import write_jsonl_atomic
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness.models import EpisodeResult
+from envscaler_mcp.harness.rundir import RunDir
+from envscaler_mcp.providers.base import Message, ToolCallRequest
+
+ExportFormat = Literal["openai", "sharegpt"]
+FORMATS: tuple[str, ...] = ("openai", "sharegpt")
+# Tool errors reach chat models as text with this prefix (as the provider adapters send them).
+ERROR_PREFIX = "ERROR: "
+
+
+def _tool_text(m: Message) -> str:
+    return (ERROR_PREFIX + m.content) if m.is_error else m.content
+
+
+def _call_dict(call: ToolCallRequest) -> dict[str, Any]:
+    return {"name": call.name, "arguments": call.arguments}
+
+
+def to_openai(result: EpisodeResult) -> dict[str, Any]:
+    """One trajectory as an OpenAI chat fine-tuning record: {"messages", "tools"}.
+
+    Assistant reasoning is kept as `reasoning_content` (the vLLM / Qwen convention)."""
+    messages: list[dict[str, Any]] = []
+    for m in result.messages:
+        if m.role == "tool":
+            messages.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": _tool_text(m)})
+            continue
+        out: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.role == "assistant":
+            if m.tool_calls:
+                out["content"] = m.content or None
+                out["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                    for c in m.tool_calls
+                ]
+            if m.reasoning:
+                out["reasoning_content"] = m.reasoning
+        messages.append(out)
+    tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                               "parameters": t.input_schema}} for t in result.tools]
+    return {"messages": messages, "tools": tools}
+
+
+def _with_thought(m: Message, text: str) -> str:
+    return f"<think>\n{m.reasoning}\n</think>\n\n{text}" if m.reasoning else text
+
+
+def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
+    """One trajectory in LlamaFactory's ShareGPT tool format, or None when it has no assistant answer.
+
+    Turns alternate human/observation and gpt/function_call; a turn with several tool calls becomes one
+    function_call whose value is a JSON list, answered by one observation (results joined by newlines).
+    Reasoning is kept as a leading <think>…</think> block. The trajectory is cut after its last gpt turn.
+    """
+    system = ""
+    turns: list[dict[str, str]] = []
+    pending: list[str] = []
+    for m in result.messages:
+        if m.role == "system":
+            system = m.content
+        elif m.role == "tool":
+            pending.append(_tool_text(m))
+            continue
+        if pending:
+            turns.append({"from": "observation", "value": "\n".join(pending)})
+            pending = []
+        if m.role == "user":
+            turns.append({"from": "human", "value": m.content})
+        elif m.role == "assistant" and m.tool_calls:
+            calls = [_call_dict(c) for c in m.tool_calls]
+            value = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+            turns.append({"from": "function_call", "value": _with_thought(m, value)})
+        elif m.role == "assistant":
+            turns.append({"from": "gpt", "value": _with_thought(m, m.content)})
+    last_gpt = max((i for i, t in enumerate(turns) if t["from"] == "gpt"), default=-1)
+    if last_gpt < 0:
+        return None
+    tools = [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in result.tools]
+    return {"conversations": turns[: last_gpt + 1], "system": system, "tools": json.dumps(tools, ensure_ascii=False)}
+
+
+def select(results: list[EpisodeResult], min_score: float | None) -> list[EpisodeResult]:
+    """Episodes worth exporting: never infra errors; with min_score, only scored episodes at or above it."""
+    kept = [r for r in results if r.status != "infra_error"]
+    if min_score is not None:
+        kept = [r for r in kept if r.score is not None and r.score >= min_score]
+    return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
+
+
+def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None) -> Path:
+    """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); return the file written.
+
+    Default output: RUN_DIR/export-<fmt>.jsonl."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    results = select(RunDir(Path(run_dir)).read_results(), min_score)
+    records: list[dict[str, Any]] = []
+    for r in results:
+        record = to_openai(r) if fmt == "openai" else to_sharegpt(r)
+        if record is not None:
+            records.append(record)
+    target = Path(out) if out else Path(run_dir) / f"export-{fmt}.jsonl"
+    write_jsonl_atomic(target, records)
+    return target
+
+
+__all__ = ["FORMATS", "ExportFormat", "export_run", "select", "to_openai", "to_sharegpt"]

@@ -1,0 +1,70 @@
+"""The HTML report of a run: one self-contained file (inline CSS, no scripts or external assets)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
+from envscaler_mcp.harness.summary import RunSummary, summarize
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _try_json(text: str) -> str:
+    """Tool results are usually JSON: indent them for reading, leave anything else as it is."""
+    try:
+        return _pretty(json.loads(text))
+    except (ValueError, TypeError):
+        return text
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATE_DIR), autoescape=select_autoescape(["html", "j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json)
+    return env
+
+
+def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
+    """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results)."""
+    run_dir = RunDir(path)
+    manifest = run_dir.read_manifest()
+    results = run_dir.read_results()
+    config = manifest.config
+    planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
+    summary = summarize(results, run_id=manifest.run_id, agent=config.agent, user=config.user,
+                        mode=config.episode.mode, trials=config.trials, planned=planned)
+    return run_dir, manifest, results, summary
+
+
+def render_report(path: Path) -> str:
+    """The report HTML of the run in `path`."""
+    _, manifest, results, summary = load_run(path)
+    results = sorted(results, key=lambda r: (r.env_id, r.scenario_id, r.trial))
+    template = _environment().get_template("report.html.j2")
+    return template.render(manifest=manifest, summary=summary, results=results,
+                           groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env)
+
+
+def write_report(path: Path, out: Path | None = None) -> Path:
+    """Write RUN_DIR/report.html (or `out`) and return its path."""
+    target = Path(out) if out else Path(path) / REPORT_FILE
+    atomic_write_text(target, render_report(path))
+    return target

@@ -1,0 +1,48 @@
+"""An independent client: the MCP Inspector CLI (npm @modelcontextprotocol/inspector 2.12.0) lists and calls tools."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conformance.subjects import FIXTURE, get_subject
+
+INSPECTOR_VERSION = "2.12.0"
+
+
+def _inspector() -> str:
+    path = shutil.which("mcp-inspector")
+    if path is None:
+        pytest.skip(f"MCP Inspector CLI not installed: npm install -g @modelcontextprotocol/inspector@{INSPECTOR_VERSION}")
+    return path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    subject = get_subject(FIXTURE)
+    server = [sys.executable, "-m", subject.server.package]
+    cmd = [_inspector(), "--cli", "--format", "json", "-e", f"PYTHONPATH={subject.server.path}", *server, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+
+
+def test_inspector_lists_tools_with_annotations() -> None:
+    result = _run("--method", "tools/list")
+    assert result.returncode == 0, result.stderr
+    tools = {t["name"]: t for t in json.loads(result.stdout)["result"]["tools"]}
+    assert list(tools) == [t["name"] for t in get_subject(FIXTURE).spec["tools"]]
+    assert tools["get_item"]["annotations"]["readOnlyHint"] is True
+    assert tools["add_item"]["annotations"]["destructiveHint"] is True
+    assert tools["get_item"]["inputSchema"]["required"] == ["item_id"]
+
+
+def test_inspector_calls_a_tool_and_sees_errors() -> None:
+    ok = _run("--method", "tools/call", "--tool-name", "get_item", "--tool-args-json", '{"item_id": "i1"}')
+    assert ok.returncode == 0, ok.stderr
+    result = json.loads(ok.stdout)["result"]
+    assert result["isError"] is False and result["structuredContent"]["data"]["name"] == "Kettle"
+    bad = _run("--method", "tools/call", "--tool-name", "get_item", "--tool-args-json", '{"item_id": 7}')
+    assert bad.returncode == 5  # the Inspector's exit code for an isError result
+    assert "Invalid arguments" in bad.stdout + bad.stderr

@@ -1,0 +1,222 @@
+"""Tool extraction: which methods become tools, their descriptions, parameter docs and kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from envscaler_mcp.errors import EnvironmentCodeError
+from envscaler_mcp.skeleton._docstrings import parse_docstring
+from envscaler_mcp.skeleton.schema import env_structure, extract_tools
+
+SHOP = '''
+from typing import Dict, List, Optional, TypedDict
+
+class Order(TypedDict):
+    order_id: str
+    status: str
+    notes: List[str]
+
+class Shop:
+    def __init__(self):
+        self.orders: Dict[str, Order] = {}
+        self.audit: List[str] = []
+        self.next_id: int = 1
+
+    def get_order(self, order_id: str) -> dict:
+        """Look up one order by id.
+
+        Args:
+            order_id (str): Id of the order,
+                for example 'O-1'.
+
+        Returns:
+            dict: {"success": True, "data": Order}
+
+        Constraints:
+            - The order must exist.
+        """
+        order = self.orders.get(order_id)
+        if order is None:
+            return {"success": False, "error": "no such order"}
+        return {"success": True, "data": order}
+
+    def cancel_order(self, order_id: str) -> dict:
+        """Cancel a pending order."""
+        order = self.orders.get(order_id)
+        if order is None or order["status"] != "pending":
+            return {"success": False, "error": "only pending orders can be cancelled"}
+        order["status"] = "cancelled"
+        return {"success": True, "message": "cancelled"}
+
+    def add_note(self, order_id: str, text: str) -> dict:
+        """Add a note."""
+        for oid, order in self.orders.items():
+            if oid == order_id:
+                order["notes"].append(text)
+        return {"success": True, "message": "ok"}
+
+    def log_event(self, text: str) -> dict:
+        """Record an event through a helper."""
+        self._record(text)
+        return {"success": True, "message": "logged"}
+
+    def bump(self) -> dict:
+        """Increase the counter."""
+        self.next_id += 1
+        return {"success": True, "message": "ok"}
+
+    def delete_all(self) -> dict:
+        """Delete everything."""
+        del self.orders["x"]
+        return {"success": True, "message": "ok"}
+
+    def count(self) -> dict:
+        """Count orders, using a local list."""
+        seen = []
+        for order in sorted(self.orders):
+            seen.append(order)
+        return {"success": True, "data": len(seen)}
+
+    def _record(self, text: str) -> None:
+        self.audit.append(text)
+
+    def _unused(self):
+        return None
+
+    @property
+    def size(self) -> int:
+        return len(self.orders)
+'''
+
+
+def test_only_public_methods_in_source_order() -> None:
+    names = [t.name for t in extract_tools(SHOP, "Shop")]
+    assert names == ["get_order", "cancel_order", "add_note", "log_event", "bump", "delete_all", "count"]
+
+
+def test_kinds_follow_writes_through_aliases_helpers_augassign_and_del() -> None:
+    kinds = {t.name: t.kind for t in extract_tools(SHOP, "Shop")}
+    assert kinds == {
+        "get_order": "query",
+        "cancel_order": "state_change",
+        "add_note": "state_change",
+        "log_event": "state_change",
+        "bump": "state_change",
+        "delete_all": "state_change",
+        "count": "query",
+    }
+
+
+def test_description_keeps_summary_returns_constraints_but_not_args() -> None:
+    tool = extract_tools(SHOP, "Shop")[0]
+    assert tool.description.startswith("Look up one order by id.")
+    assert "Returns:" in tool.description and "Constraints:" in tool.description
+    assert "Args:" not in tool.description and "for example" not in tool.description
+    assert tool.input_schema["properties"]["order_id"]["description"] == "Id of the order, for example 'O-1'."
+
+
+def test_method_without_docstring_gets_a_readable_description() -> None:
+    src = "class E:\n    def reset_all(self) -> dict:\n        return {}\n"
+    assert extract_tools(src, "E")[0].description == "reset all"
+
+
+def test_bad_tool_name_is_rejected() -> None:
+    src = "class E:\n    def " + "a" * 65 + "(self) -> dict:\n        return {}\n"
+    with pytest.raises(EnvironmentCodeError, match="must match"):
+        extract_tools(src, "E")
+
+
+def test_google_docstring_with_types_multiline_and_blank_lines() -> None:
+    doc = """Transfer money.
+
+    Args:
+        source (str): Account to debit.
+        amount (float): How much,
+            in euros.
+
+        memo: Free text.
+
+    Returns:
+        dict: result
+    """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {
+        "source": "Account to debit.",
+        "amount": "How much, in euros.",
+        "memo": "Free text.",
+    }
+    assert parsed.description == "Transfer money.\n\nReturns:\n    dict: result"
+
+
+def test_sphinx_docstring() -> None:
+    doc = """Transfer money.
+
+    :param source: Account to debit.
+    :param float amount: How much,
+        in euros.
+    :type amount: float
+    :returns: the result
+    """
+    parsed = parse_docstring(doc)
+    assert parsed.params == {"source": "Account to debit.", "amount": "How much, in euros."}
+    assert parsed.description == "Transfer money.\n\n:returns: the result"
+
+
+def test_empty_docstring() -> None:
+    assert parse_docstring(None).description == "" and parse_docstring("").params == {}
+
+
+def test_env_structure_shape() -> None:
+    structure = env_structure(SHOP, "Shop")
+    assert list(structure) == ["states", "methods"]
+    assert structure["states"]["orders"]["type"] == "Dict[str, Order]"
+    assert "cancel_order" in structure["states"]["orders"]["modified_by"]
+    assert "get_order" in structure["states"]["orders"]["used_by"]
+    assert structure["states"]["audit"]["modified_by"] == ["_record"]
+    assert structure["methods"]["log_event"] == {"calls": ["_record"], "reads": [], "writes": []}
+    assert structure["methods"]["get_order"] == {"calls": [], "reads": ["orders"], "writes": []}
+    assert "__init__" not in structure["methods"] and "_unused" in structure["methods"]
+
+
+def test_writes_through_a_record_returned_by_a_helper_count() -> None:
+    src = '''
+class Lib:
+    def __init__(self):
+        self.books = {}
+
+    def _find(self, book_id: str):
+        return self.books.get(book_id)
+
+    def lend(self, book_id: str) -> dict:
+        """Lend."""
+        book = self._find(book_id)
+        book["lent"] = True
+        return {"success": True}
+
+    def show(self, book_id: str) -> dict:
+        """Show."""
+        book = self._find(book_id)
+        return {"success": True, "data": dict(book)}
+'''
+    assert {t.name: t.kind for t in extract_tools(src, "Lib")} == {"lend": "state_change", "show": "query"}
+    assert env_structure(src, "Lib")["methods"]["lend"]["writes"] == ["books"]
+
+
+def test_a_redefined_method_counts_once_with_its_last_definition() -> None:
+    src = (
+        "class E:\n    def a(self) -> dict:\n        return {}\n\n    def b(self) -> dict:\n        return {}\n\n"
+        "    def a(self, x: int) -> dict:\n        return {}\n"
+    )
+    tools = extract_tools(src, "E")
+    assert [t.name for t in tools] == ["a", "b"]
+    assert list(tools[0].input_schema["properties"]) == ["x"]
+
+
+def test_every_derived_schema_is_a_valid_2020_12_schema() -> None:
+    import jsonschema
+
+    from envscaler_mcp.skeleton.schema import extract_state, state_schema
+
+    for tool in extract_tools(SHOP, "Shop"):
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    jsonschema.Draft202012Validator.check_schema(state_schema(extract_state(SHOP, "Shop")))

@@ -1,0 +1,256 @@
+"""The journal: every mutation of journaled containers is undone exactly, without copying the state."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import random
+from typing import Any
+
+import pytest
+
+from tests.render._runtime import load_journal
+
+J = load_journal()
+
+
+def _state() -> dict[str, Any]:
+    return {
+        "users": {f"u{i}": {"name": f"user {i}", "tags": ["a", "b"], "age": 20 + i} for i in range(6)},
+        "queue": [{"id": i, "items": [i, i + 1]} for i in range(5)],
+        "counter": 3,
+        "today": "2025-01-01",
+    }
+
+
+def _snapshot(value: Any) -> str:
+    return json.dumps(value)  # keeps key order: rollback must restore order too
+
+
+def _containers(root: Any) -> list[Any]:
+    found, stack = [], [root]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            found.append(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            found.append(v)
+            stack.extend(v)
+    return found
+
+
+def _random_value(rng: random.Random) -> Any:
+    kind = rng.randrange(5)
+    if kind == 0:
+        return {"k": rng.randrange(100), "nested": [rng.randrange(9)]}
+    if kind == 1:
+        return [rng.randrange(9), {"x": 1}]
+    return rng.choice([rng.randrange(1000), "s", None, 2.5])
+
+
+def _mutate(rng: random.Random, root: dict[str, Any]) -> None:
+    target = rng.choice(_containers(root))
+    if isinstance(target, dict):
+        keys = list(target)
+        op = rng.randrange(9)
+        key = rng.choice(keys) if keys and rng.random() < 0.7 else f"n{rng.randrange(50)}"
+        if op == 0:
+            target[key] = _random_value(rng)
+        elif op == 1 and key in target:
+            del target[key]
+        elif op == 2:
+            target.pop(key, None)
+        elif op == 3 and target:
+            target.popitem()
+        elif op == 4:
+            target.setdefault(key, _random_value(rng))
+        elif op == 5:
+            target.update({key: _random_value(rng), "u": 1})
+        elif op == 6:
+            target |= {key: 5}
+        elif op == 7 and rng.random() < 0.2:
+            target.clear()
+        else:
+            target[key] = _random_value(rng)
+    else:
+        n = len(target)
+        op = rng.randrange(13)
+        i = rng.randrange(-n, n) if n else 0
+        if op == 0:
+            target.append(_random_value(rng))
+        elif op == 1:
+            target.extend([_random_value(rng), 7])
+        elif op == 2:
+            target.insert(rng.randrange(-n - 2, n + 3), _random_value(rng))
+        elif op == 3 and n:
+            target.pop(i)
+        elif op == 4 and n:
+            target.remove(target[i])
+        elif op == 5 and n:
+            target[i] = _random_value(rng)
+        elif op == 6 and n:
+            del target[i]
+        elif op == 7:
+            target[1:3] = [_random_value(rng)]
+        elif op == 8:
+            del target[::2]
+        elif op == 9 and all(isinstance(v, int) for v in target):
+            target.sort()
+        elif op == 10:
+            target.reverse()
+        elif op == 11:
+            target += [1, 2]
+        elif op == 12 and rng.random() < 0.2:
+            target.clear()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_mutations_roll_back_exactly(seed: int) -> None:
+    rng = random.Random(seed)
+    root = J.wrap(_state())
+    for _round in range(6):
+        before = _snapshot(root)
+        J.begin()
+        for _ in range(rng.randrange(1, 40)):
+            _mutate(rng, root)
+        if rng.random() < 0.5:
+            J.rollback()
+            assert _snapshot(root) == before
+        else:
+            after = _snapshot(root)
+            J.commit()
+            assert _snapshot(root) == after
+            # everything reachable is journaled again after the commit
+            assert all(type(c) in (J.JDict, J.JList) for c in _containers(root))
+
+
+def test_record_mutated_after_insertion_keeps_plain_semantics() -> None:
+    root = J.wrap({"items": {}})
+    J.begin()
+    record = {"id": 1}
+    root["items"]["a"] = record
+    record["price"] = 3  # the inserted object is the one in the state
+    lines: list[int] = []
+    root["items"]["a"]["lines"] = lines
+    lines.append(1)
+    J.commit()
+    assert root == {"items": {"a": {"id": 1, "price": 3, "lines": [1]}}}
+    assert type(root["items"]["a"]) is J.JDict and type(root["items"]["a"]["lines"]) is J.JList
+    J.begin()
+    root["items"]["a"]["lines"].append(2)
+    root["items"]["a"]["price"] = 4
+    J.rollback()
+    assert root == {"items": {"a": {"id": 1, "price": 3, "lines": [1]}}}
+
+
+def test_deleting_a_middle_key_restores_the_key_order() -> None:
+    root = J.wrap({"a": 1, "b": 2, "c": 3})
+    J.begin()
+    del root["a"]
+    root.pop("b")
+    root["a"] = 9
+    J.rollback()
+    assert list(root.items()) == [("a", 1), ("b", 2), ("c", 3)]
+
+
+def test_failed_operations_record_nothing() -> None:
+    root = J.wrap({"d": {"a": 1}, "l": [1, 2]})
+    J.begin()
+    with pytest.raises(KeyError):
+        root["d"].pop("missing")
+    with pytest.raises(ValueError):
+        root["l"].remove(99)
+    with pytest.raises(IndexError):
+        root["l"].pop(5)
+    with pytest.raises(IndexError):
+        root["l"][7] = 0
+    with pytest.raises(TypeError):
+        root["d"][["unhashable"]] = 1
+    assert J.rollback() == 0
+    assert root == {"d": {"a": 1}, "l": [1, 2]}
+
+
+def test_copies_are_plain_and_detached() -> None:
+    root = J.wrap({"d": {"a": [1, {"b": 2}]}})
+    deep = copy.deepcopy(root)
+    assert type(deep) is dict and type(deep["d"]["a"]) is list and type(deep["d"]["a"][1]) is dict
+    shallow = copy.copy(root["d"])
+    assert type(shallow) is dict and shallow["a"] is root["d"]["a"]
+    assert type(pickle.loads(pickle.dumps(root))) is dict
+    assert type(root["d"].copy()) is dict and type(root["d"]["a"][:]) is list
+    assert json.loads(json.dumps(root)) == {"d": {"a": [1, {"b": 2}]}}
+    J.begin()
+    deep["d"]["a"].append(3)  # a copy is not state: nothing to undo
+    assert J.rollback() == 0
+
+
+def test_attribute_rebinds_on_an_environment_roll_back() -> None:
+    class Env:
+        def __init__(self) -> None:
+            self.items: dict[str, Any] = {}
+            self.count = 0
+
+    env = J.journaled_class(Env)()
+    env.items = J.wrap({"a": 1})
+    J.begin()
+    env.items = {"b": 2}
+    env.count = 5
+    env.extra = "x"
+    del env.count
+    J.rollback()
+    assert env.items == {"a": 1} and env.count == 0 and not hasattr(env, "extra")
+    J.begin()
+    env.items = {"c": [1]}
+    J.commit()
+    assert type(env.items) is J.JDict and type(env.items["c"]) is J.JList
+    assert isinstance(env, Env)
+
+
+def test_shared_inserted_object_stays_shared_after_commit() -> None:
+    root = J.wrap({"a": {}, "b": []})
+    J.begin()
+    shared = {"v": 1}
+    root["a"]["x"] = shared
+    root["b"].append(shared)
+    J.commit()
+    assert root["a"]["x"] is root["b"][0]
+
+
+def test_nested_begin_is_refused() -> None:
+    J.begin()
+    try:
+        with pytest.raises(RuntimeError):
+            J.begin()
+    finally:
+        J.rollback()
+    assert not J.active()
+
+
+def test_undo_is_idempotent_when_the_mutation_never_happened() -> None:
+    # A timeout can strike between writing the undo entry and mutating; undoing must still be right.
+    lst = J.wrap([1, 2, 3])
+    d = J.wrap({"a": 1, "b": 2})
+    J._undo_list_truncate(lst, 3)
+    J._undo_list_insert_at(lst, 0, 3)
+    J._undo_list_removed(lst, 1, 2, 3)
+    J._undo_dict_del(d, "a", d["a"], ["a", "b"])
+    assert lst == [1, 2, 3] and list(d.items()) == [("a", 1), ("b", 2)]
+
+
+def test_large_state_change_is_cheap() -> None:
+    import time
+
+    records = {f"r{i}": {"id": i, "name": "x" * 60, "tags": ["t1", "t2"], "qty": i} for i in range(10000)}
+    root = J.wrap({"records": records, "log": []})
+    assert len(json.dumps(root)) > 1_000_000
+    start = time.perf_counter()
+    for i in range(100):
+        J.begin()
+        root["records"][f"r{i}"]["qty"] += 1
+        root["records"][f"new{i}"] = {"id": -i, "tags": []}
+        root["log"].append(i)
+        J.rollback() if i % 2 else J.commit()
+    per_call = (time.perf_counter() - start) / 100
+    assert per_call < 0.01, f"{per_call * 1000:.2f} ms per journaled call"

@@ -1,0 +1,58 @@
+"""Trajectory export: OpenAI chat JSONL and LlamaFactory ShareGPT JSONL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.report.export import export_run
+from tests.report.runs import make_run
+
+pytestmark = pytest.mark.anyio
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
+    run = await make_run(tmp_path / "run")
+    records = _lines(export_run(run, "openai"))
+    assert len(records) == 2
+    solved = next(r for r in records if len(r["messages"]) > 3)
+    assert [t["function"]["name"] for t in solved["tools"]] == ["list_items", "add_item", "complete_item"]
+    msgs = solved["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
+                                         "tool", "tool", "assistant"]
+    ids = {c["id"] for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    assert all(m["tool_call_id"] in ids for m in msgs if m["role"] == "tool")
+    assert all(isinstance(json.loads(c["function"]["arguments"]), dict)
+               for m in msgs for c in m.get("tool_calls", []))
+    assert msgs[2]["reasoning_content"] == "Look first." and msgs[2]["content"] is None
+    assert msgs[5]["content"].startswith("ERROR: ")
+    assert msgs[-1] == {"role": "assistant", "content": "All done.", "reasoning_content": "Both changes made."}
+
+
+async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path: Path) -> None:
+    run = await make_run(tmp_path / "run")
+    records = _lines(export_run(run, "sharegpt", min_score=1.0))
+    assert len(records) == 1  # the lazy trajectory is filtered out by --min-score
+    rec = records[0]
+    assert rec["system"].startswith("You are") and json.loads(rec["tools"])[1]["name"] == "add_item"
+    turns = rec["conversations"]
+    for i, turn in enumerate(turns):
+        assert turn["from"] in (("human", "observation") if i % 2 == 0 else ("gpt", "function_call"))
+    assert turns[-1]["from"] == "gpt" and turns[-1]["value"].startswith("<think>\nBoth changes made.\n</think>")
+    parallel = [t for t in turns if t["from"] == "function_call" and t["value"].endswith("]")]
+    assert [c["name"] for c in json.loads(parallel[0]["value"])] == ["add_item", "complete_item"]
+    assert turns[1]["value"].startswith("<think>\nLook first.\n</think>\n\n")
+    assert json.loads(turns[1]["value"].split("\n\n", 1)[1]) == {"name": "list_items", "arguments": {}}
+
+
+async def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    run = await make_run(tmp_path / "run")
+    with pytest.raises(UsageError, match="openai, sharegpt"):
+        export_run(run, "alpaca")

@@ -1,0 +1,78 @@
+"""`envscaler-mcp scenarios check` with a fake launcher (fixture) in place of real servers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import envscaler_mcp.launch
+from envscaler_mcp.catalog.store import save_scenarios
+from envscaler_mcp.cli import app
+from tests.scenario.fake_episode import fake_shop_episode
+from tests.scenario.test_gate import CANCELLED, O2_UNTOUCHED, scenario
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    launched: list[tuple[str, str]] = []
+
+    @asynccontextmanager
+    async def launch_server(target: str, transport: str = "http", **_: Any) -> AsyncIterator[Any]:
+        launched.append((target, transport))
+        if target == "down":
+            raise OSError("address already in use")
+        yield SimpleNamespace(episode=fake_shop_episode)
+
+    monkeypatch.setattr(envscaler_mcp.launch, "launch_server", launch_server, raising=False)
+    return launched
+
+
+def write_set(tmp_path: Path) -> tuple[Path, str, str]:
+    good, bad = scenario(), scenario([(CANCELLED, True), (O2_UNTOUCHED, True)])
+    path = tmp_path / "fake_shop.jsonl"
+    save_scenarios([good, bad], path)
+    return path, good.id, bad.id
+
+
+def test_check_prints_a_table_and_exits_non_zero_on_a_rejected_scenario(
+        tmp_path: Path, fake_launch: list[tuple[str, str]]) -> None:
+    path, good, bad = write_set(tmp_path)
+    result = runner.invoke(app, ["scenarios", "check", "--scenarios", str(path)], env={"COLUMNS": "160"})
+    assert result.exit_code == 1, result.output
+    assert fake_launch == [("fake_shop", "http")]
+    assert "Scenario QA gate" in result.output and good in result.output and bad in result.output
+    assert "c2 claims a change but is already True on the initial state" in result.output
+    assert "1/2 scenarios passed the gate" in result.output
+
+
+def test_check_json_and_id_filter(tmp_path: Path, fake_launch: list[tuple[str, str]]) -> None:
+    path, good, _ = write_set(tmp_path)
+    result = runner.invoke(app, ["scenarios", "check", "--scenarios", str(path), "--id", good, "--json", "--mutation"])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["scenario_id"] == good and report["passed"] is True
+    assert [s["name"] for s in report["steps"]] == ["validators", "initial_false", "replay", "final_true", "mutation"]
+
+
+def test_a_server_that_does_not_start_rejects_its_scenarios(tmp_path: Path, fake_launch: list[tuple[str, str]]) -> None:
+    path, _, _ = write_set(tmp_path)
+    result = runner.invoke(app, ["scenarios", "check", "down", "--scenarios", str(path), "--json"])
+    assert result.exit_code == 1
+    reports = json.loads(result.stdout)
+    assert all(not r["passed"] for r in reports)
+    assert "the episode failed: OSError: address already in use" in reports[0]["steps"][2]["reasons"]
+
+
+def test_two_envs_with_one_scenario_file_is_a_usage_error(tmp_path: Path) -> None:
+    path, _, _ = write_set(tmp_path)
+    result = runner.invoke(app, ["scenarios", "check", "a", "b", "--scenarios", str(path)])
+    assert result.exit_code != 0

@@ -1,0 +1,170 @@
+"""The validator sandbox contains whatever a validator does and records it as a failed check with a reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.errors import ValidatorError
+from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+
+pytestmark = pytest.mark.anyio
+
+INITIAL = {"orders": {"O1": {"status": "pending", "total": 10}}, "today": "2025-01-01"}
+FINAL = {"orders": {"O1": {"status": "shipped", "total": 10}}, "today": "2025-01-01"}
+
+
+def item(source: str | None, item_id: str = "c1") -> ChecklistItem:
+    return ChecklistItem(id=item_id, description=f"item {item_id}", validator=source)
+
+
+async def run_one(source: str | None, **opts: float) -> tuple[bool, str | None]:
+    async with ValidatorSandbox(timeout_s=opts.get("timeout_s", 1.0), memory_mb=256) as sb:
+        [result] = await sb.run([item(source)], INITIAL, FINAL)
+    return result.passed, result.reason
+
+
+async def test_true_and_false_results_with_initial_state_global() -> None:
+    passed, reason = await run_one(
+        "def check_func(final_state):\n"
+        "    return initial_state['orders']['O1']['status'] == 'pending' and "
+        "final_state['orders']['O1']['status'] == 'shipped'\n"
+    )
+    assert (passed, reason) == (True, None)
+    assert await run_one("def check_func(final_state):\n    return False\n") == (False, None)
+
+
+async def test_allowed_imports_work() -> None:
+    src = (
+        "import json, re, math, collections.abc\nfrom datetime import date\nfrom collections import Counter\n"
+        "def check_func(s):\n"
+        "    c = Counter(o['status'] for o in s['orders'].values())\n"
+        "    return (c['shipped'] == 1 and isinstance(s, collections.abc.Mapping)\n"
+        "            and date.fromisoformat(s['today']).year == 2025 and re.match('ship', 'shipped') is not None)\n"
+    )
+    assert await run_one(src) == (True, None)
+
+
+async def test_exception_is_recorded() -> None:
+    assert await run_one("def check_func(s):\n    return 1 / 0\n") == (
+        False, "raised ZeroDivisionError: division by zero")
+
+
+async def test_non_bool_return_fails() -> None:
+    assert await run_one("def check_func(s):\n    return 'yes'\n") == (False, "returned 'yes' (str), not a bool")
+    passed, reason = await run_one("def check_func(s):\n    return 1\n")
+    assert not passed and reason == "returned 1 (int), not a bool"
+
+
+async def test_syntax_error_and_missing_check_func() -> None:
+    passed, reason = await run_one("def check_func(s:\n    return True\n")
+    assert not passed and reason is not None and reason.startswith("syntax error")
+    passed, reason = await run_one("def other(s):\n    return True\n")
+    assert not passed and reason == "the validator does not define check_func(final_state)"
+
+
+async def test_python_infinite_loop_times_out() -> None:
+    passed, reason = await run_one("def check_func(s):\n    while True:\n        pass\n", timeout_s=0.3)
+    assert (passed, reason) == (False, "timed out after 0.3 s")
+
+
+async def test_loop_in_c_code_is_killed_by_the_watchdog_and_the_worker_restarts() -> None:
+    async with ValidatorSandbox(timeout_s=0.3, memory_mb=256, grace_s=0.3) as sb:
+        results = await sb.run(
+            [item("def check_func(s):\n    return sum(range(10**14)) > 0\n", "c1"),
+             item("def check_func(s):\n    return s['orders']['O1']['total'] == 10\n", "c2")],
+            INITIAL, FINAL,
+        )
+        assert sb.restarts == 1
+    assert not results[0].passed and results[0].reason is not None
+    assert results[0].reason.startswith("timed out after 0.3 s")
+    assert results[1].passed and results[1].reason is None
+
+
+async def test_huge_allocations_hit_the_memory_limit() -> None:
+    assert await run_one("def check_func(s):\n    x = 'a' * (10**10)\n    return True\n") == (
+        False, "memory limit exceeded")
+    grow = "def check_func(s):\n    b = bytearray()\n    while True:\n        b += b'x' * 10**6\n"
+    assert await run_one(grow, timeout_s=5.0) == (False, "memory limit exceeded")
+
+
+@pytest.mark.parametrize("module", ["os", "socket", "subprocess", "sys", "importlib"])
+async def test_imports_outside_the_whitelist_are_refused(module: str) -> None:
+    assert await run_one(f"import {module}\ndef check_func(s):\n    return True\n") == (
+        False, f"import of '{module}' is not allowed")
+
+
+async def test_whitelisted_modules_do_not_leak_their_imports() -> None:
+    passed, reason = await run_one("import typing\ndef check_func(s):\n    return typing.sys is not None\n")
+    assert not passed and reason is not None and "has no attribute 'sys'" in reason
+
+
+async def test_dunder_escape_is_refused() -> None:
+    src = "def check_func(s):\n    return len(().__class__.__base__.__subclasses__()) > 0\n"
+    passed, reason = await run_one(src)
+    assert not passed and reason is not None and reason.startswith("access to attribute '__")
+    src = "def check_func(s):\n    return getattr((), '__class__') is tuple\n"
+    assert await run_one(src) == (False, "access to attribute '__class__' is not allowed")
+
+
+async def test_files_cannot_be_written(tmp_path: Path) -> None:
+    target = tmp_path / "written.txt"
+    passed, reason = await run_one(
+        f"def check_func(s):\n    open({str(target)!r}, 'w').write('x')\n    return True\n")
+    assert (passed, reason) == (False, "open() is not allowed in validators")
+    assert not target.exists()
+
+
+async def test_a_mutating_check_does_not_affect_the_next_one() -> None:
+    mutate = ("def check_func(s):\n    s['orders'].clear()\n    initial_state['orders'].clear()\n"
+              "    return True\n")
+    read = ("def check_func(s):\n    return 'O1' in s['orders'] and 'O1' in initial_state['orders']\n")
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256) as sb:
+        results = await sb.run([item(mutate, "c1"), item(read, "c2")], INITIAL, FINAL)
+    assert [r.passed for r in results] == [True, True]
+    assert FINAL["orders"] and INITIAL["orders"]  # the caller's objects are untouched too
+
+
+async def test_missing_validator_and_order_across_workers() -> None:
+    src = "def check_func(s):\n    return {n} % 2 == 0\n"
+    items = [item(src.format(n=n), f"c{n}") for n in range(20)] + [item(None, "none")]
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256, workers=2) as sb:
+        results = await sb.run(items, INITIAL, FINAL)
+        assert await sb.run([], INITIAL, FINAL) == []
+    assert [r.item_id for r in results] == [f"c{n}" for n in range(20)] + ["none"]
+    assert [r.passed for r in results[:20]] == [n % 2 == 0 for n in range(20)]
+    assert results[-1].reason == "the checklist item has no validator"
+
+
+async def test_non_json_state_and_use_outside_context_are_clear_errors() -> None:
+    sb = ValidatorSandbox()
+    with pytest.raises(ValidatorError, match="outside"):
+        await sb.run([item("def check_func(s):\n    return True\n")], {}, {})
+    async with ValidatorSandbox(memory_mb=256) as sb:
+        with pytest.raises(ValidatorError, match="JSON"):
+            await sb.run([item("def check_func(s):\n    return True\n")], {}, {"x": {1, 2}})
+
+
+async def test_a_worker_that_dies_mid_check_is_recorded_and_replaced() -> None:
+    import os
+    import signal
+
+    import anyio
+
+    slow = "def check_func(s):\n    return sum(range(10**9)) > 0\n"
+    async with ValidatorSandbox(timeout_s=20.0, memory_mb=256) as sb:
+        pid = sb._workers[0].process.pid
+
+        async def kill_soon() -> None:
+            await anyio.sleep(0.3)
+            os.kill(pid, signal.SIGKILL)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kill_soon)
+            results = await sb.run([item(slow, "c1"), item("def check_func(s):\n    return True\n", "c2")],
+                                   INITIAL, FINAL)
+        assert sb.restarts == 1
+    assert results[0].reason is not None and "worker process died" in results[0].reason
+    assert results[1].passed
