@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from mcp.types import CallToolResult, TextContent
 
 from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth.llm import UsageMeter
 from envscaler_mcp.synth.skel.assemble import method_with_helpers
 from envscaler_mcp.synth.skel.codecheck import accept_method
 from envscaler_mcp.synth.skel.parsers import parse_class, parse_initial_state, parse_method
-from envscaler_mcp.synth.skel.quality import QualityOptions, dual_agent_check, result_payload, summarize
+from envscaler_mcp.synth.skel.quality import (
+    QualityOptions,
+    dual_agent_check,
+    dump_state,
+    result_payload,
+    summarize,
+)
 
 from ..fixtures.fake_episode import FakeLauncher
 from ..fixtures.skel_router import ANSWERS
@@ -101,3 +107,12 @@ def test_checker_sees_the_helpers_a_method_calls():
     skeleton, _ = library()
     text = method_with_helpers(skeleton.class_source, skeleton.class_name, "checkout_book")
     assert text.startswith("def checkout_book") and "def _next_loan_id" in text
+
+
+def test_dump_state_is_json_with_one_line_per_record():
+    import json
+
+    state = {"books": {"B1": {"t": "Dune"}, "B2": {"t": "Emma"}}, "today": "2025-01-01", "tags": [], "empty": {}}
+    text = dump_state(state)
+    assert json.loads(text) == state
+    assert '  "B1": {"t": "Dune"},' in text.splitlines()
