@@ -65,3 +65,27 @@ def test_embedding_backend_is_used_when_importable(monkeypatch):
     assert result.kept == ["a", "c"] and result.merged["a"][0]["similarity"] == 1.0
     assert deduplicate([cand("a", "Library A", "x"), cand("b", "Library B", "y", order=1)],
                        use_embeddings=False).backend == "exact+tfidf"
+
+
+def test_lexical_threshold_on_paraphrases():
+    """Hand-written calibration examples: a paraphrase merges, neighbouring booking systems stay apart."""
+    items = [
+        cand("health", "Healthcare appointment scheduling system",
+             "A healthcare scheduling system manages doctors, patients and their appointments. Patients book, "
+             "reschedule and cancel appointments with providers in available time slots.", order=0),
+        cand("medical", "Medical appointment booking platform",
+             "A platform where patients book appointments with doctors and specialists. It tracks provider "
+             "availability, bookings and cancellations.", order=1),
+        cand("gym", "Fitness class booking system",
+             "A gym's class booking system lists fitness classes, instructors and schedules. Members reserve "
+             "spots in classes and cancel reservations.", order=2),
+        cand("retreat", "Wellness retreat booking system",
+             "A booking system for wellness retreats lists retreat packages, locations and dates. Customers book "
+             "places and cancel bookings.", order=3),
+        cand("hotel", "Hotel reservation system",
+             "A hotel reservation system keeps rooms, guests and reservations. Guests book rooms for date "
+             "ranges, modify or cancel bookings.", order=4),
+    ]
+    result = deduplicate(items, use_embeddings=False)
+    assert result.kept == ["health", "gym", "retreat", "hotel"]
+    assert [m["key"] for m in result.merged["health"]] == ["medical"]
