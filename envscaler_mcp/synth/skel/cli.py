@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Annotated
 
@@ -44,7 +45,7 @@ def envs(
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
     if stage not in STAGES:
         raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
+    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
     from envscaler_mcp.synth.skel.modeling import ModelOptions
