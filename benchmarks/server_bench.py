@@ -331,8 +331,16 @@ def inproc_part(server: ServerDir, spec: dict, state0: dict, qtool: str, qargs: 
     big = scale_state(state0, args.big_bytes)
     size = len(json.dumps(big)) / 1e6
     kinds = {t["name"]: t["kind"] for t in spec["tools"]}
-    reset_t, change_t, undo_t, copy_t = [], [], [], []
+    reset_t, change_t, undo_t, copy_t, bare_t = [], [], [], [], []
     for _ in range(args.big_reps):
+        bare = raw_class()
+        for k, v in copy.deepcopy(big).items():
+            setattr(bare, k, v)
+        for call in solution:  # the same calls on the plain class: what the environment code itself costs
+            t = time.perf_counter()
+            getattr(bare, call["tool"])(**call["arguments"])
+            if kinds[call["tool"]] == "state_change":
+                bare_t.append(time.perf_counter() - t)
         t = time.perf_counter()
         ep = episode_mod.Episode(package.env_class, package.state_names, big)
         reset_t.append(time.perf_counter() - t)
@@ -352,6 +360,7 @@ def inproc_part(server: ServerDir, spec: dict, state0: dict, qtool: str, qargs: 
         t = time.perf_counter()
         copy.deepcopy(ep.get_state())
         copy_t.append(time.perf_counter() - t)
+    row(f"state {size:.2f} MB: same state-changing calls on the plain class (no server)", ms(bare_t))
     row(f"state {size:.2f} MB: state-changing call with rollback protection", ms(change_t))
     if undo_t:
         row(f"state {size:.2f} MB: failed state-changing call, rolled back", ms(undo_t))
