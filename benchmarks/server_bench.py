@@ -32,7 +32,8 @@ import httpx2
 
 from envscaler_mcp.catalog.store import list_env_ids
 from envscaler_mcp.launch import launch_server, resolve_target
-from envscaler_mcp.launch.servers import HttpServer, import_server_package
+from envscaler_mcp.launch.memory import import_server_package
+from envscaler_mcp.launch.servers import HttpServer
 from envscaler_mcp.launch.target import ServerDir, read_spec
 
 ROWS: list[tuple[str, str]] = []
