@@ -61,7 +61,10 @@ class Episode:
         self.state_names = list(state_names)
         self.created_at = time.time()
         self.calls = 0
-        self.env = env_class()
+        try:
+            self.env = env_class()
+        except TypeError:  # EnvScaler-style `__init__(self, init_config)`: hand it a copy of the state
+            self.env = env_class(json.loads(json.dumps(state)))
         for name, value in state.items():
             object.__setattr__(self.env, name, journal.wrap(value))
         for name in self.state_names:
