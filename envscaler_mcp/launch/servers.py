@@ -74,6 +74,7 @@ class HttpServer(LaunchedServer):
 
     transport = "http"
     pid: int | None = None
+    log_path: Path | None = None
 
     def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
         self.server_dir = server
@@ -93,7 +94,12 @@ class HttpServer(LaunchedServer):
         body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
         if state is not None:
             body["state"] = state
-        response = await self.admin.post("/admin/episodes", json=body)
+        try:
+            response = await self.admin.post("/admin/episodes", json=body)
+        except httpx2.HTTPError as exc:
+            tail = _log_tail(self.log_path) if self.log_path else ""
+            raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
+                                   f"it may have crashed:\n{tail}") from exc
         if response.status_code != 201:
             raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
         return dict(response.json())
@@ -187,6 +193,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     url = json.loads(ready.read_text(encoding="utf-8"))["url"]
     http = HttpServer(server, url, token, client_timeout)
     http.pid = process.pid
+    http.log_path = log_path
     return http, process
 
 

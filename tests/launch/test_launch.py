@@ -127,3 +127,13 @@ def test_bundled_env_uses_generated_servers_when_current(tmp_path: Path, monkeyp
     # with other scenarios the committed server is not current: it is rendered into the cache instead
     other = resolve_target("ecommerce_orders", scenarios=[])
     assert other.path.parent == tmp_path / "servers" and other.package == "ecommerce_orders_mcp"
+
+
+async def test_a_crashed_http_server_is_reported() -> None:
+    async with launch_server(skeleton(), "http", scenarios=scenarios()) as server:
+        assert isinstance(server, HttpServer) and server.pid
+        os.kill(server.pid, 9)
+        await anyio.sleep(0.2)
+        with pytest.raises(ServerStartError, match="did not answer"):
+            async with server.episode():
+                pass
