@@ -78,8 +78,8 @@ class Episode:
         return {n: self.env.__dict__[n] for n in names if n in self.env.__dict__}
 
     def get_state(self) -> dict[str, Any]:
-        """A plain deep copy of the state."""
-        return journal.unwrap(self.state_view())
+        """A plain deep copy of the state, as JSON would carry it (the same value every transport returns)."""
+        return dict(json.loads(self.state_json()))
 
     def state_json(self) -> str:
         """The state as JSON text."""
