@@ -1,11 +1,11 @@
-"""Start generated (or external) MCP servers and open isolated episodes on them.
+"""Start generated MCP servers and open isolated episodes on them (external servers: launch/external.py).
 
 `launch_server(target, transport)`:
 * "http": one server process; each episode is created through the admin REST API and reached at
   its own URL. Cheap episodes, the default.
 * "stdio": one process per episode (state handed over with --state, read back with the stdio admin
   request). What desktop clients do; about 1 s per episode.
-* "memory": the generated package is imported into this process and reached with `Client(server)`.
+* "memory" (launch/memory.py): the generated package is imported into this process, reached with `Client(server)`.
   For tests and trusted code only: the environment code runs inside the caller's process.
 """
 
@@ -36,7 +36,6 @@ from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
 ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
-_memory_counter = itertools.count()
 
 
 class LaunchedServer:
