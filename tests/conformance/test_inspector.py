@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conformance.subjects import FIXTURE, get_subject
+from tests.conformance.subjects import FIXTURE, get_subject, subject_names
 
 INSPECTOR_VERSION = "2.12.0"
 
@@ -67,3 +67,14 @@ async def test_inspector_over_streamable_http() -> None:
     assert done.returncode == 0, done.stderr.decode()
     items = json.loads(done.stdout)["result"]["structuredContent"]["data"]
     assert [i["item_id"] for i in items] == ["i9"]  # the episode's own state, not the default one
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", subject_names())
+def test_inspector_strict_finds_no_schema_errors(name: str) -> None:
+    """The Inspector's --strict portability report (exit 6 on errors; warnings are allowed)."""
+    subject = get_subject(name)
+    cmd = [_inspector(), "--cli", "--strict", "-e", f"PYTHONPATH={subject.server.path}",
+           sys.executable, "-m", subject.server.package, "--method", "tools/list"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
