@@ -46,7 +46,8 @@ def deadline(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        # None means a handler installed outside Python: it cannot be restored from here
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
         if old_delay:  # someone else's timer was running: re-arm what is left of it
             left = max(old_delay - (time.monotonic() - start), 0.001)
             signal.setitimer(signal.ITIMER_REAL, left, old_interval)
