@@ -296,6 +296,7 @@ async def http_part(http: HttpServer, server: ServerDir, spec: dict, state0: dic
             async with http.episode(state) as ep:
                 if state is big:
                     reset_t.append(time.perf_counter() - t)
+                await ep.list_tools()  # as an agent does first (the client also validates calls against it)
                 for call in solution:
                     t = time.perf_counter()
                     await ep.call_tool(call["tool"], call["arguments"])
