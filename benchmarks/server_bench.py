@@ -32,7 +32,8 @@ import httpx2
 
 from envscaler_mcp.catalog.store import list_env_ids
 from envscaler_mcp.launch import launch_server, resolve_target
-from envscaler_mcp.launch.servers import HttpServer, import_server_package
+from envscaler_mcp.launch.memory import import_server_package
+from envscaler_mcp.launch.servers import HttpServer
 from envscaler_mcp.launch.target import ServerDir, read_spec
 
 ROWS: list[tuple[str, str]] = []
@@ -288,19 +289,25 @@ async def http_part(http: HttpServer, server: ServerDir, spec: dict, state0: dic
     big = scale_state(state0, args.big_bytes)
     kinds = {t["name"]: t["kind"] for t in spec["tools"]}
     changes = [c for c in solution if kinds[c["tool"]] == "state_change"]
-    reset_t, change_t = [], []
+    reset_t, change_t, small_t = [], [], []
     for _ in range(args.big_reps):
-        t = time.perf_counter()
-        async with http.episode(big) as ep:
-            reset_t.append(time.perf_counter() - t)
-            for call in solution:
-                t = time.perf_counter()
-                await ep.call_tool(call["tool"], call["arguments"])
-                if call in changes:
-                    change_t.append(time.perf_counter() - t)
+        for state, times in ((state0, small_t), (big, change_t)):  # alternate, so load hits both alike
+            t = time.perf_counter()
+            async with http.episode(state) as ep:
+                if state is big:
+                    reset_t.append(time.perf_counter() - t)
+                await ep.list_tools()  # as an agent does first (the client also validates calls against it)
+                for call in solution:
+                    t = time.perf_counter()
+                    await ep.call_tool(call["tool"], call["arguments"])
+                    if call in changes:
+                        times.append(time.perf_counter() - t)
     row(f"state {len(json.dumps(big)) / 1e6:.2f} MB: episode create + connect (admin POST of the state)",
         ms(reset_t))
-    row("state-changing call round trip (mcp.Client, HTTP)", ms(change_t))
+    row(f"same state-changing calls on the scenario's own state ({len(json.dumps(state0)) / 1e3:.0f} KB), HTTP",
+        ms(small_t))
+    row(f"state {len(json.dumps(big)) / 1e6:.2f} MB: state-changing call round trip (mcp.Client, HTTP)",
+        ms(change_t))
 
 
 def inproc_part(server: ServerDir, spec: dict, state0: dict, qtool: str, qargs: dict, solution: list,
@@ -331,8 +338,16 @@ def inproc_part(server: ServerDir, spec: dict, state0: dict, qtool: str, qargs: 
     big = scale_state(state0, args.big_bytes)
     size = len(json.dumps(big)) / 1e6
     kinds = {t["name"]: t["kind"] for t in spec["tools"]}
-    reset_t, change_t, undo_t, copy_t = [], [], [], []
+    reset_t, change_t, undo_t, copy_t, bare_t = [], [], [], [], []
     for _ in range(args.big_reps):
+        bare = raw_class()
+        for k, v in copy.deepcopy(big).items():
+            setattr(bare, k, v)
+        for call in solution:  # the same calls on the plain class: what the environment code itself costs
+            t = time.perf_counter()
+            getattr(bare, call["tool"])(**call["arguments"])
+            if kinds[call["tool"]] == "state_change":
+                bare_t.append(time.perf_counter() - t)
         t = time.perf_counter()
         ep = episode_mod.Episode(package.env_class, package.state_names, big)
         reset_t.append(time.perf_counter() - t)
@@ -352,6 +367,7 @@ def inproc_part(server: ServerDir, spec: dict, state0: dict, qtool: str, qargs: 
         t = time.perf_counter()
         copy.deepcopy(ep.get_state())
         copy_t.append(time.perf_counter() - t)
+    row(f"state {size:.2f} MB: same state-changing calls on the plain class (no server)", ms(bare_t))
     row(f"state {size:.2f} MB: state-changing call with rollback protection", ms(change_t))
     if undo_t:
         row(f"state {size:.2f} MB: failed state-changing call, rolled back", ms(undo_t))

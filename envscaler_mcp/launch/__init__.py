@@ -1,7 +1,8 @@
 """Launch stage: start generated servers (http, stdio, in memory) and open isolated episodes on them."""
 
 from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
-from envscaler_mcp.launch.servers import LaunchedServer, launch_external, launch_server
+from envscaler_mcp.launch.external import launch_external
+from envscaler_mcp.launch.servers import LaunchedServer, launch_server
 from envscaler_mcp.launch.target import ServerDir, resolve_target
 
 __all__ = ["Episode", "LaunchedServer", "NoAdminPlane", "ServerDir", "launch_external", "launch_server",

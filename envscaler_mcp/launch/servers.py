@@ -1,17 +1,16 @@
-"""Start generated (or external) MCP servers and open isolated episodes on them.
+"""Start generated MCP servers and open isolated episodes on them (external servers: launch/external.py).
 
 `launch_server(target, transport)`:
 * "http": one server process; each episode is created through the admin REST API and reached at
   its own URL. Cheap episodes, the default.
 * "stdio": one process per episode (state handed over with --state, read back with the stdio admin
   request). What desktop clients do; about 1 s per episode.
-* "memory": the generated package is imported into this process and reached with `Client(server)`.
+* "memory" (launch/memory.py): the generated package is imported into this process, reached with `Client(server)`.
   For tests and trusted code only: the environment code runs inside the caller's process.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
@@ -22,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
 import anyio
@@ -32,13 +30,12 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from envscaler_mcp.errors import ServerStartError, UsageError
-from envscaler_mcp.launch.episodes import Episode, NoAdminPlane, stdio_get_state
+from envscaler_mcp.launch.episodes import Episode, stdio_get_state
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
 ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
-_memory_counter = itertools.count()
 
 
 class LaunchedServer:
@@ -76,6 +73,7 @@ class HttpServer(LaunchedServer):
 
     transport = "http"
     pid: int | None = None
+    log_path: Path | None = None
 
     def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
         self.server_dir = server
@@ -95,7 +93,12 @@ class HttpServer(LaunchedServer):
         body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
         if state is not None:
             body["state"] = state
-        response = await self.admin.post("/admin/episodes", json=body)
+        try:
+            response = await self.admin.post("/admin/episodes", json=body)
+        except httpx2.HTTPError as exc:
+            tail = _log_tail(self.log_path) if self.log_path else ""
+            raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
+                                   f"it may have crashed:\n{tail}") from exc
         if response.status_code != 201:
             raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
         return dict(response.json())
@@ -165,49 +168,6 @@ class StdioServer(LaunchedServer):
                               state_reader=lambda: stdio_get_state(client, token))
 
 
-def import_server_package(server: ServerDir) -> ModuleType:
-    """Import a generated package in this process under a unique name (TESTS / TRUSTED CODE ONLY)."""
-    name = f"_envscaler_inproc_{next(_memory_counter)}_{server.package}"
-    init = server.path / server.package / "__init__.py"
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
-    if spec is None or spec.loader is None:
-        raise ServerStartError(f"cannot import {init}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class MemoryServer(LaunchedServer):
-    """The generated package imported in process; one `EnvServer` per episode."""
-
-    transport = "memory"
-
-    def __init__(self, server: ServerDir, call_timeout: float | None) -> None:
-        self.server_dir = server
-        self.call_timeout = call_timeout
-        module = import_server_package(server)
-        pkg = importlib.import_module(f"{module.__name__}.runtime.package")
-        self._server_mod = importlib.import_module(f"{module.__name__}.runtime.server")
-        self.package = pkg.load_package(server.path / server.package, module.__name__)
-        self._count = itertools.count()
-
-    @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
-                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
-        if initial_state is None and scenario_id:
-            initial_state = self.package.scenario_state(scenario_id)
-        env_server = self._server_mod.EnvServer(self.package, call_timeout=self.call_timeout,
-                                                initial_state=initial_state)
-
-        async def read_state() -> dict[str, Any]:
-            return dict(env_server.episodes["default"].get_state())
-
-        async with Client(env_server.server) as client:
-            yield Episode(client, episode_id=f"memory-{next(self._count)}", transport="memory",
-                          state_reader=read_state)
-
-
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
                       client_timeout: float) -> tuple[HttpServer, anyio.abc.Process]:
     token = secrets.token_hex(16)
@@ -232,6 +192,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     url = json.loads(ready.read_text(encoding="utf-8"))["url"]
     http = HttpServer(server, url, token, client_timeout)
     http.pid = process.pid
+    http.log_path = log_path
     return http, process
 
 
@@ -258,6 +219,8 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     server = resolve_target(target, scenarios)
     extra = _server_args(call_timeout, max_memory_mb)
     if transport == "memory":
+        from envscaler_mcp.launch.memory import MemoryServer
+
         yield MemoryServer(server, call_timeout)
         return
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
@@ -274,43 +237,3 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                 await _stop(process)
         else:
             raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
-
-
-class ExternalServer(LaunchedServer):
-    """Any MCP server given by a command (stdio, a process per episode) or a URL; no admin plane."""
-
-    def __init__(self, command: Sequence[str] | None, url: str | None, env: dict[str, str] | None,
-                 cwd: str | None, client_timeout: float) -> None:
-        if (command is None) == (url is None):
-            raise UsageError("give exactly one of command=[...] or url=... for an external server")
-        self.command = list(command) if command else None
-        self.url = url
-        self.env = env
-        self.cwd = cwd
-        self.client_timeout = client_timeout
-        self.transport = "stdio" if command else "http"
-        self._count = itertools.count()
-
-    @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
-                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
-        if initial_state is not None or scenario_id:
-            raise NoAdminPlane("an external server has no admin plane: it cannot start an episode at a given "
-                               "state; open the episode without one")
-        if self.command:
-            params = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env,
-                                           cwd=self.cwd)
-            client = Client(params, read_timeout_seconds=self.client_timeout)
-        else:
-            client = Client(str(self.url), read_timeout_seconds=self.client_timeout)
-        async with client:
-            yield Episode(client, episode_id=f"external-{next(self._count)}", transport=self.transport,
-                          state_reader=None)
-
-
-@asynccontextmanager
-async def launch_external(*, command: Sequence[str] | None = None, url: str | None = None,
-                          env: dict[str, str] | None = None, cwd: str | None = None,
-                          client_timeout: float = 120.0) -> AsyncIterator[LaunchedServer]:
-    """An external MCP server (a command spawned per episode, or a URL). Episodes have no get_state."""
-    yield ExternalServer(command, url, env, cwd, client_timeout)

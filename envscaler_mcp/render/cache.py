@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from envscaler_mcp.render.engine import is_current, render_server, scenarios_hash, templates_hash
+from envscaler_mcp.render.engine import (
+    build_files,
+    is_current,
+    render_server,
+    scenarios_hash,
+    templates_hash,
+    write_files,
+)
 from envscaler_mcp.render.naming import safe_env_id
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -36,4 +45,15 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
     out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios)}"
     if is_current(out, skeleton, scenarios):
         return out
-    return render_server(skeleton, scenarios, out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
+    try:
+        write_files(build_files(skeleton, scenarios), staging)
+        try:
+            staging.rename(out)  # atomic when nobody rendered it meanwhile
+        except OSError:
+            if not is_current(out, skeleton, scenarios):  # a broken or stale leftover: replace it
+                render_server(skeleton, scenarios, out)
+    finally:
+        shutil.rmtree(staging.parent, ignore_errors=True)
+    return out

@@ -123,6 +123,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "name": skeleton.name, "summary": skeleton.summary, "introduction": skeleton.introduction,
         "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
         "mcp_requirement": MCP_REQUIREMENT, "registry_name": registry, "scenario_count": len(scenarios),
+        "scenarios": [{"id": s.id, "title": s.title or _first_line(s.task)[:80]} for s in scenarios],
         "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
     }

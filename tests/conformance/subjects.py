@@ -76,7 +76,10 @@ def replay_in_process(subject: Subject, state: dict[str, Any], calls: list[tuple
     spec = subject.spec
     namespace: dict[str, Any] = {"__name__": f"_inproc_{subject.name}"}
     exec(compile(subject.class_source, f"<{subject.name} environment>", "exec"), namespace)
-    env = namespace[spec["class_name"]]()
+    try:
+        env = namespace[spec["class_name"]]()
+    except TypeError:
+        env = namespace[spec["class_name"]](copy.deepcopy(state))
     for key, value in copy.deepcopy(state).items():
         setattr(env, key, value)
     names = list(spec["state_names"]) + [k for k in state if k not in spec["state_names"]]

@@ -138,9 +138,8 @@ async def test_exceptions_in_environment_code_are_error_results(launched: Launch
     assert raised > 0
 
 
+@pytest.mark.parametrize("subject", [FIXTURE], indirect=True)  # needs the fixture's misbehaving tools
 async def test_fixture_rollback_after_partial_changes(launched: LaunchedServer, subject: Subject) -> None:
-    if subject.name != FIXTURE:
-        pytest.skip("needs the fixture's misbehaving tools")
     async with launched.episode() as ep:
         start = _dump(await ep.get_state())
         for mode in ("raise", "rebind", "loop"):
@@ -175,9 +174,8 @@ async def test_admin_plane_needs_the_token(launched: LaunchedServer, subject: Su
             await ep.client.session.send_request(AdminGetState(params=AdminParams(token="wrong")), AdminResult)
 
 
+@pytest.mark.parametrize("launched", ["http"], indirect=True)  # concurrent episodes in one process
 async def test_http_episodes_are_isolated(launched: LaunchedServer, subject: Subject) -> None:
-    if launched.transport != "http":
-        pytest.skip("isolation of concurrent episodes is an HTTP property")
     if not subject.scenarios or not subject.scenarios[0].reference_solution:
         pytest.skip("needs a scenario with a reference solution")
     scenario = subject.scenarios[0]

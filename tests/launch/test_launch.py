@@ -114,3 +114,26 @@ async def test_serve_command_runs_the_server_over_stdio() -> None:
     async with Client(params) as client:
         result = await client.call_tool("list_items", {})
     assert [i["item_id"] for i in result.structured_content["data"]] == ["i9"]  # type: ignore[index]
+
+
+def test_bundled_env_uses_generated_servers_when_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envscaler_mcp.catalog.paths import generated_servers_dir
+    from envscaler_mcp.catalog.store import list_env_ids
+
+    if "ecommerce_orders" not in list_env_ids():
+        pytest.skip("the bundled catalog has no ecommerce_orders")
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path))
+    assert resolve_target("ecommerce_orders").path == (generated_servers_dir() / "ecommerce_orders").resolve()
+    # with other scenarios the committed server is not current: it is rendered into the cache instead
+    other = resolve_target("ecommerce_orders", scenarios=[])
+    assert other.path.parent == tmp_path / "servers" and other.package == "ecommerce_orders_mcp"
+
+
+async def test_a_crashed_http_server_is_reported() -> None:
+    async with launch_server(skeleton(), "http", scenarios=scenarios()) as server:
+        assert isinstance(server, HttpServer) and server.pid
+        os.kill(server.pid, 9)
+        await anyio.sleep(0.2)
+        with pytest.raises(ServerStartError, match="did not answer"):
+            async with server.episode():
+                pass

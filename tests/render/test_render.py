@@ -146,3 +146,13 @@ def test_hostile_text_is_escaped(tmp_path: Path) -> None:
     data = tomllib.loads((out / "pyproject.toml").read_text())
     assert data["project"]["description"].startswith('a "b" | c')
     compile((out / "fixture_shop_mcp" / "__init__.py").read_text(), "init", "exec")
+
+
+def test_concurrent_ensure_rendered_calls_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path))
+    with ThreadPoolExecutor(4) as pool:
+        paths = list(pool.map(lambda _: ensure_rendered(skeleton(), scenarios()), range(4)))
+    assert len(set(paths)) == 1 and is_current(paths[0], skeleton(), scenarios())
+    assert [p.name for p in (tmp_path / "servers").iterdir()] == [paths[0].name]  # no staging leftovers

@@ -46,7 +46,8 @@ def deadline(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        # None means a handler installed outside Python: it cannot be restored from here
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
         if old_delay:  # someone else's timer was running: re-arm what is left of it
             left = max(old_delay - (time.monotonic() - start), 0.001)
             signal.setitimer(signal.ITIMER_REAL, left, old_interval)
@@ -61,7 +62,10 @@ class Episode:
         self.state_names = list(state_names)
         self.created_at = time.time()
         self.calls = 0
-        self.env = env_class()
+        try:
+            self.env = env_class()
+        except TypeError:  # EnvScaler-style `__init__(self, init_config)`: hand it a copy of the state
+            self.env = env_class(json.loads(json.dumps(state)))
         for name, value in state.items():
             object.__setattr__(self.env, name, journal.wrap(value))
         for name in self.state_names:
@@ -75,8 +79,8 @@ class Episode:
         return {n: self.env.__dict__[n] for n in names if n in self.env.__dict__}
 
     def get_state(self) -> dict[str, Any]:
-        """A plain deep copy of the state."""
-        return journal.unwrap(self.state_view())
+        """A plain deep copy of the state, as JSON would carry it (the same value every transport returns)."""
+        return dict(json.loads(self.state_json()))
 
     def state_json(self) -> str:
         """The state as JSON text."""

@@ -51,15 +51,6 @@ def wrap(value: Any, memo: dict[int, Any] | None = None) -> Any:
     return new_l
 
 
-def unwrap(value: Any) -> Any:
-    """Plain deep copy of a (possibly journaled) JSON-like value."""
-    if isinstance(value, dict):
-        return {k: unwrap(v) for k, v in dict.items(value)}
-    if isinstance(value, list):
-        return [unwrap(v) for v in value]
-    return value
-
-
 def begin() -> None:
     """Start journaling one call. Raises RuntimeError if a call is already being journaled."""
     global _log, _touched

@@ -1,0 +1,52 @@
+"""The HTTP admin API's refusals, tested on the ASGI app in process: no token, wrong token, remote client."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import httpx2
+import pytest
+
+from envscaler_mcp.launch import resolve_target
+from envscaler_mcp.launch.memory import import_server_package
+from tests.render.fixture_env import scenarios, skeleton
+
+pytestmark = pytest.mark.anyio
+
+
+def _app(**options: Any) -> Any:
+    server = resolve_target(skeleton(), scenarios())
+    module = import_server_package(server)
+    package = importlib.import_module(f"{module.__name__}.runtime.package")
+    env_server = importlib.import_module(f"{module.__name__}.runtime.server").EnvServer(
+        package.load_package(server.path / server.package, module.__name__))
+    http = importlib.import_module(f"{module.__name__}.runtime.http")
+    return http.HttpApp(env_server, **options)
+
+
+async def _get(app: Any, client_host: str, headers: dict[str, str] | None = None) -> httpx2.Response:
+    transport = httpx2.ASGITransport(app=app, client=(client_host, 5555))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as client:
+        return await client.get("/admin/episodes", headers=headers or {})
+
+
+async def test_admin_is_disabled_without_a_token() -> None:
+    response = await _get(_app(admin_token=None), "127.0.0.1", {"Authorization": "Bearer anything"})
+    assert response.status_code == 403 and "disabled" in response.json()["error"]
+
+
+async def test_token_is_required_and_checked() -> None:
+    app = _app(admin_token="secret")
+    assert (await _get(app, "127.0.0.1")).status_code == 401
+    assert (await _get(app, "127.0.0.1", {"Authorization": "Bearer nope"})).status_code == 401
+    ok = await _get(app, "127.0.0.1", {"Authorization": "Bearer secret"})
+    assert ok.status_code == 200 and ok.json()["episodes"][0]["episode_id"] == "default"
+
+
+async def test_remote_clients_are_refused_unless_allowed() -> None:
+    auth = {"Authorization": "Bearer secret"}
+    refused = await _get(_app(admin_token="secret"), "10.1.2.3", auth)
+    assert refused.status_code == 403 and "loopback" in refused.json()["error"]
+    allowed = await _get(_app(admin_token="secret", allow_remote_admin=True), "10.1.2.3", auth)
+    assert allowed.status_code == 200
