@@ -181,3 +181,15 @@ def test_server_refuses_to_start_under_kill_switch(tmp_path: Path) -> None:
     with pytest.raises(RequestsBlocked, match="ENVSCALER_MCP_BLOCK_REQUESTS"):
         server.ensure_started()
     assert server.process is None
+
+
+@pytest.mark.anyio
+async def test_native_mode_sends_tools_and_parses_text_calls(fake: FakeServer) -> None:
+    fake.answers.append((200, openai_completion('```json\n{"name": "get_order", "arguments": {"order_id": "A"}}\n```')))
+    p = _local(fake)
+    p.mode = "native"
+    turn = await p.complete([Message(role="system", content="Shop."), Message(role="user", content="Where is A?")], TOOLS)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("get_order", {"order_id": "A"})]
+    sent = fake.requests[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_order", "cancel_order"]
+    assert "response_format" not in sent and sent["messages"][0]["content"].startswith("Shop.\n\nCall a function")

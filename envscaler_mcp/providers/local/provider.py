@@ -10,7 +10,7 @@ be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -34,6 +34,13 @@ arguments once you have its response.
 in "reply" a short final answer to the user, based only on the results.
 4. If a result starts with ERROR, fix the arguments or explain the problem in "reply".
 5. Only for greetings and thanks, set "tool_calls" to [] and answer in "reply"."""
+
+
+NATIVE_NUDGE = (
+    "Call a function whenever one fits: the user's data is known only through function results. "
+    "Once a <tool_response> gives you the information you need, do not call the function again: "
+    "reply to the user in one or two plain sentences."
+)
 
 
 def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
@@ -70,12 +77,13 @@ class LocalProvider(OpenAIChatProvider):
     """Talks to the shared local llama.cpp server, starting it on the first call."""
 
     def __init__(self, spec: str, weights: LocalModel, server: LocalServer, *, client: Any = None,
-                 **options: Any) -> None:
+                 mode: Literal["decision", "native"] = "decision", **options: Any) -> None:
         options.setdefault("max_concurrency", 1)
         super().__init__(spec, client, model=spec.split("/", 1)[-1], text_tool_calls=True, official=False,
                          network=False, **options)
         self.weights = weights
         self.server = server
+        self.mode = mode
         self._calls = 0
 
     async def _client(self) -> Any:
@@ -106,6 +114,12 @@ class LocalProvider(OpenAIChatProvider):
             body["seed"] = settings.seed
         return body
 
+    def native_messages(self, messages: list[Message]) -> list[Message]:
+        """Messages for a free-form turn with the tools in the chat template: the answer-after-results nudge added."""
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        nudge = (f"{system}\n\n" if system else "") + NATIVE_NUDGE
+        return [Message(role="system", content=nudge), *(m for m in messages if m.role != "system")]
+
     def read_decision(self, content: str, tools: list[ToolDef]) -> tuple[list[ToolCallRequest], str]:
         """Calls and reply of a decision; the tolerant text parser when the JSON is unreadable."""
         declared = {t.name for t in tools}
@@ -128,6 +142,8 @@ class LocalProvider(OpenAIChatProvider):
         client = await self._client()
         if not tools or settings.json_schema is not None:
             return await super()._send(messages, tools, settings)
+        if self.mode == "native":
+            return await super()._send(self.native_messages(messages), tools, settings)
         body = self.decision_body(messages, tools, settings)
         response = await client.chat.completions.create(**body, timeout=settings.timeout_s)
         turn = self.turn_from_response(response, [], ToolNames())
