@@ -86,6 +86,7 @@ def get_provider(
     runtime: str | None = None,
     threads: int = 2,
     ctx: int = 8192,
+    local_mode: Literal["decision", "native"] = "decision",
     env: Mapping[str, str] | None = None,
 ) -> Provider:
     """Build the provider named by `spec`.
@@ -93,8 +94,8 @@ def get_provider(
     `client` injects an SDK client (`openai.AsyncOpenAI` / `anthropic.AsyncAnthropic`, e.g. with a fake
     `http_client`); without one the registry builds a real client from the arguments or the environment
     (`env`, default `os.environ`), and that client's requests are refused while ENVSCALER_MCP_BLOCK_REQUESTS
-    is set. `scenario`/`role` configure the oracle, `script` the mock, `runtime`/`threads`/`ctx` the local
-    model. Missing keys, SDKs, weights or runtimes raise ProviderNotConfigured saying what to set or install.
+    is set. `scenario`/`role` configure the oracle, `script` the mock, `runtime`/`threads`/`ctx`/`local_mode`
+    the local model. Missing keys, SDKs, weights or runtimes raise ProviderNotConfigured saying what to set or install.
     """
     env = os.environ if env is None else env
     provider, model = split_spec(spec)
@@ -113,6 +114,7 @@ def get_provider(
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
     if provider == "local":
+        options["mode"] = local_mode
         return _local_provider(spec, model, client, runtime or env.get("ENVSCALER_MCP_LOCAL_RUNTIME") or "auto",
                                threads, ctx, options)
     network = client is None
