@@ -123,7 +123,7 @@ async def run(spec: str, threads: int, max_tokens: int, mode: str, env_id: str |
         turn = await provider.complete(messages, tools, GenerationSettings(max_tokens=max_tokens))
         calls = [(c.name, c.arguments) for c in turn.message.tool_calls]
         turns.append({"prompt": prompt, "seconds": round(time.monotonic() - t0, 1), "calls": calls,
-                      "reply": turn.message.content[:120], "correct": judge(calls, tool, args),
+                      "plan": turn.message.reasoning, "reply": turn.message.content[:120], "correct": judge(calls, tool, args),
                       "prompt_tokens": turn.usage.input_tokens, "cached_tokens": turn.usage.cached_tokens,
                       "output_tokens": turn.usage.output_tokens})
     result["turns"] = turns

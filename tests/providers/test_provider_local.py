@@ -75,6 +75,7 @@ def test_decision_schema_constrains_names_and_arguments() -> None:
     variants = schema["properties"]["tool_calls"]["items"]["anyOf"]
     assert [v["properties"]["name"]["const"] for v in variants] == ["get_order", "cancel_order"]
     assert variants[0]["properties"]["arguments"]["required"] == ["order_id"]
+    assert list(schema["properties"]) == ["plan", "tool_calls", "reply"]
 
 
 def _local(fake: FakeServer) -> LocalProvider:
@@ -89,7 +90,8 @@ def _local(fake: FakeServer) -> LocalProvider:
 
 @pytest.mark.anyio
 async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake: FakeServer) -> None:
-    decision = {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
+    decision = {"plan": "look up A-1 with get_order",
+                "tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
     fake.answers += [(200, openai_completion(json.dumps(decision))),
                      (200, openai_completion(json.dumps({"tool_calls": [], "reply": "It shipped."})))]
     p = _local(fake)
@@ -97,6 +99,7 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     first = await p.complete(history, TOOLS)
     assert [(c.name, c.arguments) for c in first.message.tool_calls] == [("get_order", {"order_id": "A-1"})]
     assert first.message.content == "" and first.finish_reason == "tool_calls"
+    assert first.message.reasoning == "look up A-1 with get_order"
     call = first.message.tool_calls[0]
     history += [first.message, Message(role="tool", tool_call_id=call.id, name=call.name, content='{"status": "shipped"}')]
     second = await p.complete(history, TOOLS)
@@ -104,7 +107,8 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     sent = fake.requests[1]
     assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
     assert "get_order: Get an order by id." in sent["messages"][0]["content"]
-    assert json.loads(sent["messages"][2]["content"]) == {"tool_calls": [decision["tool_calls"][0]], "reply": ""}
+    assert json.loads(sent["messages"][2]["content"]) == {"plan": "look up A-1 with get_order",
+                                                          "tool_calls": [decision["tool_calls"][0]], "reply": ""}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
     assert second.usage.cost_usd == 0.0
 

@@ -1,8 +1,9 @@
 """The embedded local model (`local/qwen2.5-coder-1.5b`, `local/qwen2.5-coder-0.5b`).
 
 Small coder models rarely emit native tool calls, so each turn with tools is a grammar-constrained
-decision: the server must answer JSON `{"tool_calls": [{"name": <one of the tools>, "arguments": {...}}],
-"reply": "..."}`. A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
+decision: the server must answer JSON `{"plan": "...", "tool_calls": [{"name": <one of the tools>,
+"arguments": {...}}], "reply": "..."}`. The short plan written first makes the model look data up instead
+of inventing it (kept as the message's reasoning). A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
 discarded: the model invents results there); an empty one makes `reply` the answer. If the JSON cannot
 be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 """
@@ -23,7 +24,9 @@ from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 
 DECISION_RULES = """\
-Answer with one JSON object: {"tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
+Answer with one JSON object: {"plan": "...", "tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
+"plan" is one short sentence: which function gives the data the user asks about or makes the change, or \
+"answer" when the results you have already suffice.
 Rules:
 1. You know nothing about the user's data (records, ids, statuses, amounts) except what function results \
 tell you. To answer a question about it or to change it, call the matching function(s): put the call(s) in \
@@ -53,8 +56,10 @@ def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
     ]
     return {
         "type": "object",
-        "properties": {"tool_calls": {"type": "array", "items": {"anyOf": variants}}, "reply": {"type": "string"}},
-        "required": ["tool_calls", "reply"],
+        "properties": {"plan": {"type": "string", "maxLength": 160},
+                       "tool_calls": {"type": "array", "items": {"anyOf": variants}},
+                       "reply": {"type": "string"}},
+        "required": ["plan", "tool_calls", "reply"],
     }
 
 
@@ -70,7 +75,9 @@ def decision_system_prompt(system: str, tools: list[ToolDef]) -> str:
 
 def _decision_text(message: Message) -> str:
     calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    return json.dumps({"tool_calls": calls, "reply": "" if calls else message.content}, ensure_ascii=False)
+    plan = message.reasoning or ("call the functions" if calls else "answer")
+    return json.dumps({"plan": plan, "tool_calls": calls, "reply": "" if calls else message.content},
+                      ensure_ascii=False)
 
 
 class LocalProvider(OpenAIChatProvider):
@@ -120,23 +127,24 @@ class LocalProvider(OpenAIChatProvider):
         nudge = (f"{system}\n\n" if system else "") + NATIVE_NUDGE
         return [Message(role="system", content=nudge), *(m for m in messages if m.role != "system")]
 
-    def read_decision(self, content: str, tools: list[ToolDef]) -> tuple[list[ToolCallRequest], str]:
-        """Calls and reply of a decision; the tolerant text parser when the JSON is unreadable."""
+    def read_decision(self, content: str, tools: list[ToolDef]) -> tuple[list[ToolCallRequest], str, str | None]:
+        """Calls, reply and plan of a decision; the tolerant text parser when the JSON is unreadable."""
         declared = {t.name for t in tools}
         try:
             decision = json.loads(content)
         except json.JSONDecodeError:
-            return parse_text_tool_calls(content, declared)
+            return (*parse_text_tool_calls(content, declared), None)
         if not isinstance(decision, dict):
-            return [], content
+            return [], content, None
         calls = []
         for item in decision.get("tool_calls") or []:
             if isinstance(item, dict) and item.get("name") in declared and isinstance(item.get("arguments", {}), dict):
                 self._calls += 1
                 calls.append(ToolCallRequest(id=f"call_{self._calls}", name=item["name"],
                                              arguments=item.get("arguments") or {}))
-        reply = decision.get("reply")
-        return calls, ("" if calls else (reply if isinstance(reply, str) else ""))
+        reply, plan = decision.get("reply"), decision.get("plan")
+        return (calls, "" if calls else (reply if isinstance(reply, str) else ""),
+                plan if isinstance(plan, str) and plan else None)
 
     async def _send(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
         client = await self._client()
@@ -147,7 +155,7 @@ class LocalProvider(OpenAIChatProvider):
         body = self.decision_body(messages, tools, settings)
         response = await client.chat.completions.create(**body, timeout=settings.timeout_s)
         turn = self.turn_from_response(response, [], ToolNames())
-        calls, reply = self.read_decision(turn.message.content, tools)
-        message = Message(role="assistant", content=reply, tool_calls=calls)
+        calls, reply, plan = self.read_decision(turn.message.content, tools)
+        message = Message(role="assistant", content=reply, tool_calls=calls, reasoning=plan)
         finish = "tool_calls" if calls else turn.finish_reason
         return turn.model_copy(update={"message": message, "finish_reason": finish})
