@@ -75,6 +75,37 @@ def bundled_cases(env_id: str, count: int) -> tuple[list[ToolDef], str, list[tup
     return tools, system, cases
 
 
+# Fixture results for the agent-loop run over the built-in prompts.
+LOOP_RESULTS = {
+    "get_order": '{"success": true, "data": {"order_id": "A-1042", "status": "shipped", "eta_days": 2, "total": "54.00 EUR"}}',
+    "cancel_order": '{"success": true, "message": "Order B-77 cancelled."}',
+    "list_orders": '{"success": true, "data": [{"order_id": "A-1042", "status": "shipped", "total": "54.00 EUR"}, '
+                   '{"order_id": "B-77", "status": "processing", "total": "29.90 EUR"}]}',
+    "get_customer": '{"success": true, "data": {"name": "Jane Doe", "email": "jane@example.com"}}',
+    "update_shipping_address": '{"success": true, "message": "Address updated."}',
+}
+
+
+async def agent_loops(provider: Any, max_tokens: int, max_steps: int = 4) -> list[dict[str, Any]]:
+    """Each built-in task (not the "thanks") as an agent loop with fixture results, until a text answer."""
+    tasks = []
+    for prompt, _, _ in CASES[:-1]:
+        messages = [Message(role="system", content=SYSTEM), Message(role="user", content=prompt)]
+        t0, calls, answer = time.monotonic(), [], ""
+        for _ in range(max_steps):
+            turn = await provider.complete(messages, TOOLS, GenerationSettings(max_tokens=max_tokens))
+            messages.append(turn.message)
+            if not turn.message.tool_calls:
+                answer = turn.message.content
+                break
+            for call in turn.message.tool_calls:
+                calls.append((call.name, call.arguments))
+                messages.append(Message(role="tool", tool_call_id=call.id, name=call.name,
+                                        content=LOOP_RESULTS.get(call.name, '{"success": true}')))
+        tasks.append({"prompt": prompt, "calls": calls, "answer": answer, "seconds": round(time.monotonic() - t0, 1)})
+    return tasks
+
+
 def speed_probe(base_url: str) -> dict[str, float]:
     """One uncached ~400-token prompt generating 64 tokens; llama.cpp's own timings."""
     filler = " ".join(f"Order {i} was placed on day {i % 28 + 1} and contains {i % 5 + 1} items." for i in range(28))
@@ -100,7 +131,7 @@ def judge(turn_calls: list[tuple[str, dict[str, Any]]], tool: str | None, args: 
 
 
 async def run(spec: str, threads: int, max_tokens: int, mode: str, env_id: str | None,
-              count: int) -> dict[str, Any]:
+              count: int, loop: bool = False) -> dict[str, Any]:
     """Run the whole benchmark and return the numbers."""
     tools, system, cases = bundled_cases(env_id, count) if env_id else (TOOLS, SYSTEM, CASES)
     provider = get_provider(spec, threads=threads)
@@ -129,6 +160,8 @@ async def run(spec: str, threads: int, max_tokens: int, mode: str, env_id: str |
     result["turns"] = turns
     result["first_call_correct"] = f"{sum(t['correct'] for t in turns)}/{len(turns)}"
     result["seconds_per_turn_mean"] = round(sum(t["seconds"] for t in turns) / len(turns), 1)
+    if loop and not env_id:
+        result["agent_loops"] = await agent_loops(provider, max_tokens)
     await provider.aclose()
     server.stop()
     return result
@@ -143,10 +176,12 @@ def main() -> None:
     parser.add_argument("--mode", choices=["decision", "native"], default="decision")
     parser.add_argument("--env", default=None, help="Use a bundled environment's tools and scenarios (e.g. ecommerce_orders).")
     parser.add_argument("--cases", type=int, default=5, help="Scenarios taken from --env.")
+    parser.add_argument("--loop", action="store_true", help="Also run the built-in tasks as agent loops.")
     parser.add_argument("--out", type=Path, default=None, help="Also write the JSON result here.")
     args = parser.parse_args()
     os.environ.pop("ENVSCALER_MCP_BLOCK_REQUESTS", None)  # the server is on 127.0.0.1 only
-    result = anyio.run(run, args.model, args.threads, args.max_tokens, args.mode, args.env, args.cases)
+    result = anyio.run(run, args.model, args.threads, args.max_tokens, args.mode, args.env, args.cases,
+                       args.loop)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:
