@@ -197,3 +197,20 @@ async def test_native_mode_sends_tools_and_parses_text_calls(fake: FakeServer) -
     sent = fake.requests[0]
     assert [t["function"]["name"] for t in sent["tools"]] == ["get_order", "cancel_order"]
     assert "response_format" not in sent and sent["messages"][0]["content"].startswith("Shop.\n\nCall a function")
+
+
+@pytest.mark.anyio
+async def test_local_timeout_is_raised_to_the_floor(fake: FakeServer) -> None:
+    fake.answers += [(200, openai_completion("a")), (200, openai_completion("b"))]
+    p = _local(fake)
+    seen: list[float] = []
+    original = p._attempts
+
+    async def spy(messages, tools, settings):  # type: ignore[no-untyped-def]
+        seen.append(settings.timeout_s)
+        return await original(messages, tools, settings)
+
+    p._attempts = spy  # type: ignore[method-assign]
+    await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=5))
+    await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=2000))
+    assert seen == [900.0, 2000.0]

@@ -11,6 +11,7 @@ be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import anyio
@@ -84,14 +85,26 @@ class LocalProvider(OpenAIChatProvider):
     """Talks to the shared local llama.cpp server, starting it on the first call."""
 
     def __init__(self, spec: str, weights: LocalModel, server: LocalServer, *, client: Any = None,
-                 mode: Literal["decision", "native"] = "decision", **options: Any) -> None:
+                 mode: Literal["decision", "native"] = "decision", min_timeout_s: float = 900.0,
+                 **options: Any) -> None:
         options.setdefault("max_concurrency", 1)
         super().__init__(spec, client, model=spec.split("/", 1)[-1], text_tool_calls=True, official=False,
                          network=False, **options)
         self.weights = weights
         self.server = server
         self.mode = mode
+        # A CPU model needs minutes for a cold 3,000-token prompt on a busy machine; a shorter timeout only
+        # cancels and repeats the work.
+        self.min_timeout_s = min_timeout_s
         self._calls = 0
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
+                       settings: GenerationSettings | None = None) -> AssistantTurn:
+        """One call; the per-request timeout is raised to at least `min_timeout_s`."""
+        settings = settings or GenerationSettings()
+        if settings.timeout_s < self.min_timeout_s:
+            settings = settings.model_copy(update={"timeout_s": self.min_timeout_s})
+        return await super().complete(messages, tools, settings)
 
     async def _client(self) -> Any:
         if self.client is None:
