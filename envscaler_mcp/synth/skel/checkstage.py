@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp import MCPError
+
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
 from envscaler_mcp.providers.base import GenerationSettings, Provider
@@ -53,7 +55,7 @@ def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, stric
 async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
-        state = parse_initial_state(text)
+        state = parse_initial_state(text).state
         problems = validate_state(skeleton, state)
         missing = [a.name for a in skeleton.state if a.name not in state]
         if missing:
@@ -67,23 +69,26 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,
                       "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
                      accept, meter=meter, retries=retries,
-                     settings=GenerationSettings(temperature=0.5, max_tokens=8192))
+                     settings=GenerationSettings(temperature=0.5, max_tokens=6000))
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
-                         meter: UsageMeter) -> tuple[str, list[str], list[str]]:
-    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes)."""
+                         meter: UsageMeter, planned: dict[str, str] | None = None) -> tuple[str, list[str], list[str]]:
+    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes).
+
+    `planned` maps tool -> planned kind; a planned query must stay read-only (the current code's kind is
+    no guide: a broken state change may write nothing)."""
     failures: dict[str, list[QualityCheck]] = {}
     for check in checks:
         if check.verdict == "fail":
             failures.setdefault(check.tool, []).append(check)
     source, repaired, notes = skeleton.class_source, [], []
-    kinds = {t.name: t.kind for t in skeleton.tools}
+    kinds = dict(planned or {})
     for tool, fails in failures.items():
         base = source
 
         def accept(text: str, tool: str = tool, base: str = base) -> str:
-            _, assembled, _spec = accept_method(parse_method(text), tool, base, skeleton.class_name,
+            _, assembled, _spec = accept_method(parse_method(text).code, tool, base, skeleton.class_name,
                                                 kind="query" if kinds.get(tool) == "query" else None)
             return assembled
 
@@ -115,16 +120,25 @@ async def check_environment(
     final: QualityReport = first
     notes: list[str] = []
     if options.repair and first.failed:
-        source, repaired, notes = await repair_methods(skeleton, checks, generator, options.retries, meter)
+        source, repaired, notes = await repair_methods(
+            skeleton, checks, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
         if repaired:
             try:
-                skeleton = _rebuild(skeleton, source, state, strict=False)
+                candidate = _rebuild(skeleton, source, state, strict=False)
             except EnvironmentCodeError as exc:
                 notes.append(f"repaired source was refused: {exc}")
             else:
-                checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter,
+                stale = tuple(f"{tool}:" for tool in repaired)  # kind notes about the replaced code
+                provenance = candidate.provenance.model_copy(update={
+                    "notes": [n for n in candidate.provenance.notes if not n.startswith(stale)]})
+                candidate = candidate.model_copy(update={"provenance": provenance})
+                checks = await dual_agent_check(candidate, state, tester, checker, options.quality, meter,
                                                 episode_factory)
-                final = summarize(checks, threshold, repaired)
+                second = summarize(checks, threshold, repaired)
+                if (second.score or 0.0) >= (first.score or 0.0):
+                    skeleton, final = candidate, second
+                else:  # the repair made things worse: keep the original code and its report
+                    notes.append(f"repair of {', '.join(repaired)} scored {second.score} < {first.score}; reverted")
     kept = final.score is not None and final.score >= threshold
     reason = "" if kept else (
         "no call could be judged" if final.score is None else f"quality score {final.score} < {threshold}")
@@ -142,7 +156,7 @@ async def check_environment(
         })
         result = result.model_copy(update={"quality": final, "provenance": provenance})
     check_record = CheckRecord(env_id=record.env_id, kept=kept, reason=reason, first_report=first,
-                               final_report=final, initial_state=state, usage=meter.total,
+                               final_report=final, initial_state=state, notes=notes, usage=meter.total,
                                usage_by_seat=meter.by_seat)
     return check_record, result
 
@@ -162,7 +176,7 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step=exc.step, reason=exc.reason,
                                       usage=meter.total).model_dump(mode="json"))
             return
-        except (RenderError, ServerStartError) as exc:
+        except (RenderError, ServerStartError, MCPError) as exc:  # the server could not run this environment
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step="launch", reason=str(exc),
                                       usage=meter.total).model_dump(mode="json"))
             return
