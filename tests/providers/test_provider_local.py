@@ -121,8 +121,19 @@ async def test_unreadable_decision_falls_back_to_text_parser(fake: FakeServer) -
     p = _local(fake)
     turn = await p.complete([Message(role="user", content="cancel B-77")], TOOLS)
     assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("cancel_order", {"order_id": "B-77"})]
+    assert turn.message.content == ""
     turn = await p.complete([Message(role="user", content="drop it all")], TOOLS)
     assert turn.message.tool_calls == []
+
+
+@pytest.mark.anyio
+async def test_decision_cut_by_max_tokens_keeps_its_complete_calls(fake: FakeServer) -> None:
+    torn = ('{\n  "plan": "look up then cancel",\n  "tool_calls": [\n    {"name": "get_order", "arguments": '
+            '{"order_id": "B-77"}},\n    {"name": "cancel_order", "arguments": {"order_')
+    fake.answers.append((200, openai_completion(torn, finish="length")))
+    turn = await _local(fake).complete([Message(role="user", content="cancel B-77")], TOOLS)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("get_order", {"order_id": "B-77"})]
+    assert turn.message.content == ""
 
 
 @pytest.mark.anyio
