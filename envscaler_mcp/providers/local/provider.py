@@ -26,13 +26,12 @@ from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 
 DECISION_RULES = """\
 Answer with one JSON object: {"plan": "...", "tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
-"plan" is one short sentence: the function to call now and why, or "answer" when the results you have \
-already suffice.
+"plan" is one short sentence: which function gives the data the user asks about or makes the change, or \
+"answer" when the results you have already suffice.
 Rules:
 1. You know nothing about the user's data (records, ids, statuses, amounts) except what function results \
 tell you. To answer a question about it or to change it, call the matching function(s): put the call(s) in \
-"tool_calls" and leave "reply" empty. A task of several steps starts with its first step now (for example, \
-look up a record or an id before using it); the next steps come after the results.
+"tool_calls" and leave "reply" empty.
 2. Function results come back inside <tool_response> tags. Read them. Never call a function again with the same \
 arguments once you have its response.
 3. When the results show the task is done, or they answer the user's question, set "tool_calls" to [] and write \
