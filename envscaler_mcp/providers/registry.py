@@ -5,7 +5,7 @@
 | `openai/<model>` | OpenAI chat completions | OPENAI_API_KEY (required), OPENAI_BASE_URL |
 | `anthropic/<model>` | Anthropic messages API | ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL |
 | `openai-compatible/<model>` | vLLM, Ollama, llama.cpp server... | OPENAI_COMPATIBLE_BASE_URL (required), OPENAI_COMPATIBLE_API_KEY |
-| `local/<model>` | embedded llama.cpp model | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp) |
+| `local/<model>` | embedded llama.cpp model | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp), ENVSCALER_MCP_LOCAL_THREADS (2) |
 | `oracle` | replays a scenario's reference solution | - |
 | `mock` | scripted answers (tests) | - |
 """
@@ -84,8 +84,9 @@ def get_provider(
     script: Sequence[Any] | None = None,
     role: Literal["agent", "user"] = "agent",
     runtime: str | None = None,
-    threads: int = 2,
+    threads: int | None = None,
     ctx: int = 8192,
+    local_mode: Literal["decision", "native"] = "decision",
     env: Mapping[str, str] | None = None,
 ) -> Provider:
     """Build the provider named by `spec`.
@@ -93,8 +94,8 @@ def get_provider(
     `client` injects an SDK client (`openai.AsyncOpenAI` / `anthropic.AsyncAnthropic`, e.g. with a fake
     `http_client`); without one the registry builds a real client from the arguments or the environment
     (`env`, default `os.environ`), and that client's requests are refused while ENVSCALER_MCP_BLOCK_REQUESTS
-    is set. `scenario`/`role` configure the oracle, `script` the mock, `runtime`/`threads`/`ctx` the local
-    model. Missing keys, SDKs, weights or runtimes raise ProviderNotConfigured saying what to set or install.
+    is set. `scenario`/`role` configure the oracle, `script` the mock, `runtime`/`threads`/`ctx`/`local_mode`
+    the local model. Missing keys, SDKs, weights or runtimes raise ProviderNotConfigured saying what to set or install.
     """
     env = os.environ if env is None else env
     provider, model = split_spec(spec)
@@ -113,6 +114,8 @@ def get_provider(
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
     if provider == "local":
+        options["mode"] = local_mode
+        threads = threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 2)
         return _local_provider(spec, model, client, runtime or env.get("ENVSCALER_MCP_LOCAL_RUNTIME") or "auto",
                                threads, ctx, options)
     network = client is None

@@ -75,6 +75,7 @@ def test_decision_schema_constrains_names_and_arguments() -> None:
     variants = schema["properties"]["tool_calls"]["items"]["anyOf"]
     assert [v["properties"]["name"]["const"] for v in variants] == ["get_order", "cancel_order"]
     assert variants[0]["properties"]["arguments"]["required"] == ["order_id"]
+    assert list(schema["properties"]) == ["plan", "tool_calls", "reply"]
 
 
 def _local(fake: FakeServer) -> LocalProvider:
@@ -89,7 +90,8 @@ def _local(fake: FakeServer) -> LocalProvider:
 
 @pytest.mark.anyio
 async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake: FakeServer) -> None:
-    decision = {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
+    decision = {"plan": "look up A-1 with get_order",
+                "tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
     fake.answers += [(200, openai_completion(json.dumps(decision))),
                      (200, openai_completion(json.dumps({"tool_calls": [], "reply": "It shipped."})))]
     p = _local(fake)
@@ -97,6 +99,7 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     first = await p.complete(history, TOOLS)
     assert [(c.name, c.arguments) for c in first.message.tool_calls] == [("get_order", {"order_id": "A-1"})]
     assert first.message.content == "" and first.finish_reason == "tool_calls"
+    assert first.message.reasoning == "look up A-1 with get_order"
     call = first.message.tool_calls[0]
     history += [first.message, Message(role="tool", tool_call_id=call.id, name=call.name, content='{"status": "shipped"}')]
     second = await p.complete(history, TOOLS)
@@ -104,7 +107,8 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     sent = fake.requests[1]
     assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
     assert "get_order: Get an order by id." in sent["messages"][0]["content"]
-    assert json.loads(sent["messages"][2]["content"]) == {"tool_calls": [decision["tool_calls"][0]], "reply": ""}
+    assert json.loads(sent["messages"][2]["content"]) == {"plan": "look up A-1 with get_order",
+                                                          "tool_calls": [decision["tool_calls"][0]], "reply": ""}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
     assert second.usage.cost_usd == 0.0
 
@@ -117,8 +121,19 @@ async def test_unreadable_decision_falls_back_to_text_parser(fake: FakeServer) -
     p = _local(fake)
     turn = await p.complete([Message(role="user", content="cancel B-77")], TOOLS)
     assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("cancel_order", {"order_id": "B-77"})]
+    assert turn.message.content == ""
     turn = await p.complete([Message(role="user", content="drop it all")], TOOLS)
     assert turn.message.tool_calls == []
+
+
+@pytest.mark.anyio
+async def test_decision_cut_by_max_tokens_keeps_its_complete_calls(fake: FakeServer) -> None:
+    torn = ('{\n  "plan": "look up then cancel",\n  "tool_calls": [\n    {"name": "get_order", "arguments": '
+            '{"order_id": "B-77"}},\n    {"name": "cancel_order", "arguments": {"order_')
+    fake.answers.append((200, openai_completion(torn, finish="length")))
+    turn = await _local(fake).complete([Message(role="user", content="cancel B-77")], TOOLS)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("get_order", {"order_id": "B-77"})]
+    assert turn.message.content == ""
 
 
 @pytest.mark.anyio
@@ -181,3 +196,32 @@ def test_server_refuses_to_start_under_kill_switch(tmp_path: Path) -> None:
     with pytest.raises(RequestsBlocked, match="ENVSCALER_MCP_BLOCK_REQUESTS"):
         server.ensure_started()
     assert server.process is None
+
+
+@pytest.mark.anyio
+async def test_native_mode_sends_tools_and_parses_text_calls(fake: FakeServer) -> None:
+    fake.answers.append((200, openai_completion('```json\n{"name": "get_order", "arguments": {"order_id": "A"}}\n```')))
+    p = _local(fake)
+    p.mode = "native"
+    turn = await p.complete([Message(role="system", content="Shop."), Message(role="user", content="Where is A?")], TOOLS)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("get_order", {"order_id": "A"})]
+    sent = fake.requests[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_order", "cancel_order"]
+    assert "response_format" not in sent and sent["messages"][0]["content"].startswith("Shop.\n\nCall a function")
+
+
+@pytest.mark.anyio
+async def test_local_timeout_is_raised_to_the_floor(fake: FakeServer) -> None:
+    fake.answers += [(200, openai_completion("a")), (200, openai_completion("b"))]
+    p = _local(fake)
+    seen: list[float] = []
+    original = p._attempts
+
+    async def spy(messages, tools, settings):  # type: ignore[no-untyped-def]
+        seen.append(settings.timeout_s)
+        return await original(messages, tools, settings)
+
+    p._attempts = spy  # type: ignore[method-assign]
+    await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=5))
+    await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=2000))
+    assert seen == [900.0, 2000.0]

@@ -137,3 +137,47 @@ async def test_official_openai_does_not_parse_text_calls(fake: FakeServer, opena
     tools = [ToolDef(name="orders_get", description="", input_schema={"type": "object"})]
     turn = await provider(openai_client).complete(USER, tools)
     assert turn.message.tool_calls == [] and turn.message.content == text
+
+
+async def test_timeouts_and_connection_errors_are_retried(openai_client) -> None:
+    import httpx2
+    import openai
+
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append("x")
+        if len(seen) == 1:
+            raise httpx2.ReadTimeout("slow", request=request)
+        if len(seen) == 2:
+            raise httpx2.ConnectError("refused", request=request)
+        return httpx2.Response(200, json=openai_completion("third time"))
+
+    client = openai.AsyncOpenAI(api_key="k", max_retries=0,
+                                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    turn = await get_provider("openai/gpt-4.1", client=client, backoff_base_s=0.0).complete(USER)
+    assert turn.message.content == "third time" and len(seen) == 3
+
+
+async def test_concurrency_limit(openai_client) -> None:
+    import anyio
+    import httpx2
+    import openai
+
+    in_flight, peak = 0, 0
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await anyio.sleep(0.02)
+        in_flight -= 1
+        return httpx2.Response(200, json=openai_completion("ok"))
+
+    client = openai.AsyncOpenAI(api_key="k", max_retries=0,
+                                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    p = get_provider("openai/gpt-4.1", client=client, max_concurrency=2)
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(p.complete, USER)
+    assert peak == 2

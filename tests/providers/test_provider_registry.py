@@ -86,3 +86,16 @@ def test_missing_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ProviderNotConfigured, match="pip install anthropic"):
         get_provider("anthropic/claude-haiku-4-5", env={"ANTHROPIC_API_KEY": "k"})
+
+
+def test_every_provider_satisfies_the_interface(openai_client, anthropic_client) -> None:
+    from envscaler_mcp.providers import Provider
+    from tests.providers.test_provider_oracle import scenario
+
+    built = [get_provider("openai/gpt-4.1", client=openai_client()),
+             get_provider("anthropic/claude-haiku-4-5", client=anthropic_client()),
+             get_provider("openai-compatible/qwen", client=openai_client()),
+             get_provider("oracle", scenario=scenario()), get_provider("mock")]
+    assert all(isinstance(p, Provider) for p in built)
+    assert [p.spec for p in built] == ["openai/gpt-4.1", "anthropic/claude-haiku-4-5", "openai-compatible/qwen",
+                                       "oracle", "mock"]

@@ -1,8 +1,9 @@
 """The embedded local model (`local/qwen2.5-coder-1.5b`, `local/qwen2.5-coder-0.5b`).
 
 Small coder models rarely emit native tool calls, so each turn with tools is a grammar-constrained
-decision: the server must answer JSON `{"tool_calls": [{"name": <one of the tools>, "arguments": {...}}],
-"reply": "..."}`. A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
+decision: the server must answer JSON `{"plan": "...", "tool_calls": [{"name": <one of the tools>,
+"arguments": {...}}], "reply": "..."}`. The short plan written first makes the model look data up instead
+of inventing it (kept as the message's reasoning). A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
 discarded: the model invents results there); an empty one makes `reply` the answer. If the JSON cannot
 be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 """
@@ -10,7 +11,8 @@ be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import anyio
 
@@ -23,7 +25,9 @@ from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 
 DECISION_RULES = """\
-Answer with one JSON object: {"tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
+Answer with one JSON object: {"plan": "...", "tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
+"plan" is one short sentence: which function gives the data the user asks about or makes the change, or \
+"answer" when the results you have already suffice.
 Rules:
 1. You know nothing about the user's data (records, ids, statuses, amounts) except what function results \
 tell you. To answer a question about it or to change it, call the matching function(s): put the call(s) in \
@@ -36,6 +40,13 @@ in "reply" a short final answer to the user, based only on the results.
 5. Only for greetings and thanks, set "tool_calls" to [] and answer in "reply"."""
 
 
+NATIVE_NUDGE = (
+    "Call a function whenever one fits: the user's data is known only through function results. "
+    "Once a <tool_response> gives you the information you need, do not call the function again: "
+    "reply to the user in one or two plain sentences."
+)
+
+
 def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
     """JSON Schema of one decision; each call's arguments follow its own tool's input schema."""
     variants = [
@@ -46,8 +57,10 @@ def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
     ]
     return {
         "type": "object",
-        "properties": {"tool_calls": {"type": "array", "items": {"anyOf": variants}}, "reply": {"type": "string"}},
-        "required": ["tool_calls", "reply"],
+        "properties": {"plan": {"type": "string", "maxLength": 160},
+                       "tool_calls": {"type": "array", "items": {"anyOf": variants}},
+                       "reply": {"type": "string"}},
+        "required": ["plan", "tool_calls", "reply"],
     }
 
 
@@ -63,20 +76,35 @@ def decision_system_prompt(system: str, tools: list[ToolDef]) -> str:
 
 def _decision_text(message: Message) -> str:
     calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    return json.dumps({"tool_calls": calls, "reply": "" if calls else message.content}, ensure_ascii=False)
+    plan = message.reasoning or ("call the functions" if calls else "answer")
+    return json.dumps({"plan": plan, "tool_calls": calls, "reply": "" if calls else message.content},
+                      ensure_ascii=False)
 
 
 class LocalProvider(OpenAIChatProvider):
     """Talks to the shared local llama.cpp server, starting it on the first call."""
 
     def __init__(self, spec: str, weights: LocalModel, server: LocalServer, *, client: Any = None,
+                 mode: Literal["decision", "native"] = "decision", min_timeout_s: float = 900.0,
                  **options: Any) -> None:
         options.setdefault("max_concurrency", 1)
         super().__init__(spec, client, model=spec.split("/", 1)[-1], text_tool_calls=True, official=False,
                          network=False, **options)
         self.weights = weights
         self.server = server
+        self.mode = mode
+        # A CPU model needs minutes for a cold 3,000-token prompt on a busy machine; a shorter timeout only
+        # cancels and repeats the work.
+        self.min_timeout_s = min_timeout_s
         self._calls = 0
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
+                       settings: GenerationSettings | None = None) -> AssistantTurn:
+        """One call; the per-request timeout is raised to at least `min_timeout_s`."""
+        settings = settings or GenerationSettings()
+        if settings.timeout_s < self.min_timeout_s:
+            settings = settings.model_copy(update={"timeout_s": self.min_timeout_s})
+        return await super().complete(messages, tools, settings)
 
     async def _client(self) -> Any:
         if self.client is None:
@@ -106,32 +134,42 @@ class LocalProvider(OpenAIChatProvider):
             body["seed"] = settings.seed
         return body
 
-    def read_decision(self, content: str, tools: list[ToolDef]) -> tuple[list[ToolCallRequest], str]:
-        """Calls and reply of a decision; the tolerant text parser when the JSON is unreadable."""
+    def native_messages(self, messages: list[Message]) -> list[Message]:
+        """Messages for a free-form turn with the tools in the chat template: the answer-after-results nudge added."""
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        nudge = (f"{system}\n\n" if system else "") + NATIVE_NUDGE
+        return [Message(role="system", content=nudge), *(m for m in messages if m.role != "system")]
+
+    def read_decision(self, content: str, tools: list[ToolDef]) -> tuple[list[ToolCallRequest], str, str | None]:
+        """Calls, reply and plan of a decision; the tolerant text parser when the JSON is unreadable."""
         declared = {t.name for t in tools}
         try:
             decision = json.loads(content)
-        except json.JSONDecodeError:
-            return parse_text_tool_calls(content, declared)
+        except json.JSONDecodeError:  # e.g. cut by max_tokens: recover the calls, drop the torn JSON around them
+            calls, rest = parse_text_tool_calls(content, declared)
+            return calls, ("" if calls else rest), None
         if not isinstance(decision, dict):
-            return [], content
+            return [], content, None
         calls = []
         for item in decision.get("tool_calls") or []:
             if isinstance(item, dict) and item.get("name") in declared and isinstance(item.get("arguments", {}), dict):
                 self._calls += 1
                 calls.append(ToolCallRequest(id=f"call_{self._calls}", name=item["name"],
                                              arguments=item.get("arguments") or {}))
-        reply = decision.get("reply")
-        return calls, ("" if calls else (reply if isinstance(reply, str) else ""))
+        reply, plan = decision.get("reply"), decision.get("plan")
+        return (calls, "" if calls else (reply if isinstance(reply, str) else ""),
+                plan if isinstance(plan, str) and plan else None)
 
     async def _send(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
         client = await self._client()
         if not tools or settings.json_schema is not None:
             return await super()._send(messages, tools, settings)
+        if self.mode == "native":
+            return await super()._send(self.native_messages(messages), tools, settings)
         body = self.decision_body(messages, tools, settings)
         response = await client.chat.completions.create(**body, timeout=settings.timeout_s)
         turn = self.turn_from_response(response, [], ToolNames())
-        calls, reply = self.read_decision(turn.message.content, tools)
-        message = Message(role="assistant", content=reply, tool_calls=calls)
+        calls, reply, plan = self.read_decision(turn.message.content, tools)
+        message = Message(role="assistant", content=reply, tool_calls=calls, reasoning=plan)
         finish = "tool_calls" if calls else turn.finish_reason
         return turn.model_copy(update={"message": message, "finish_reason": finish})
