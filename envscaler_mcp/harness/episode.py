@@ -12,7 +12,6 @@ from mcp.types import CallToolResult, TextContent
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderNotConfigured, UsageError
-from envscaler_mcp.harness._compat import result_text, tools_to_defs
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -20,6 +19,7 @@ from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
 
@@ -123,7 +123,7 @@ async def _attempt(
     final_state: dict[str, Any] | None = None
     t = time.perf_counter()
     async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as ep:
-        rec.tools = tools_to_defs(await ep.list_tools())
+        rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
         with anyio.move_on_after(config.timeout_s) as scope:
             status = await _loop(rec, ep, agent, env_info, user)

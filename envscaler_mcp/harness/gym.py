@@ -19,7 +19,6 @@ from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness._compat import tools_to_defs
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.episode import call_tool_safely, score_state
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -27,6 +26,7 @@ from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.tools import mcp_tools_to_defs
 from envscaler_mcp.scenario.models import Scenario
 
 Action = dict[str, Any] | str
@@ -82,7 +82,7 @@ class EnvScalerMCPEnv:
         await self._close_episode()
         self._episode_stack = AsyncExitStack()
         self._ep = await self._episode_stack.enter_async_context(self.source.episode(scenario.initial_state))
-        self.tools = tools_to_defs(await self._ep.list_tools())
+        self.tools = mcp_tools_to_defs(await self._ep.list_tools())
         self._names = {t.name for t in self.tools}
         self._scenario, self.steps, self.done = scenario, 0, False
         obs = scenario.task

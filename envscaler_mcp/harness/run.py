@@ -46,6 +46,35 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
         yield server
 
 
+@asynccontextmanager
+async def _open_sources(plans: list[EnvPlan], config: RunConfig,
+                        factory: SourceFactory) -> AsyncIterator[dict[str, EpisodeSource]]:
+    """Start every environment's server at the same time (each start is mostly waiting on a process).
+
+    Each source is entered and exited inside its own task, as anyio requires of cancel scopes."""
+    sources: dict[str, EpisodeSource] = {}
+    release = anyio.Event()
+
+    async def hold(plan: EnvPlan, ready: anyio.Event) -> None:
+        async with factory(plan, config) as source:
+            sources[plan.env_id] = source
+            ready.set()
+            await release.wait()
+
+    async with anyio.create_task_group() as tg:
+        readies = []
+        for plan in plans:
+            ready = anyio.Event()
+            readies.append(ready)
+            tg.start_soon(hold, plan, ready)
+        try:
+            for ready in readies:
+                await ready.wait()
+            yield sources
+        finally:
+            release.set()
+
+
 def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
     return RunManifest(
         run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"), config=config,
@@ -102,10 +131,8 @@ async def run_eval(
             workers = max(1, min(config.concurrency, os.cpu_count() or 1))
             checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
                                                                      workers=workers))
-        sources: dict[str, EpisodeSource] = {}
-        for plan in plans:
-            if any(p is plan for p, _, _ in todo):
-                sources[plan.env_id] = await stack.enter_async_context(source_factory(plan, config))
+        needed = [plan for plan in plans if any(p is plan for p, _, _ in todo)]
+        sources = await stack.enter_async_context(_open_sources(needed, config, source_factory))
         limiter = anyio.CapacityLimiter(config.concurrency)
         progress = stack.enter_context(RunProgress(planned, done=len(done), enabled=config.progress, console=console))
 

@@ -32,8 +32,7 @@ class Seat:
         if self.spec.split("/", 1)[0] in SCENARIO_BOUND:
             return get_provider(self.spec, scenario=scenario, role=self.role)
         if self._shared is None:
-            opts = {"base_url": self.base_url} if self.base_url else {}
-            self._shared = get_provider(self.spec, **opts)
+            self._shared = get_provider(self.spec, base_url=self.base_url)
         return self._shared
 
     def prepare(self, scenario: Scenario) -> None:

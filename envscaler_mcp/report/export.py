@@ -14,11 +14,10 @@ from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.providers.base import Message, ToolCallRequest
+from envscaler_mcp.providers.tools import ERROR_PREFIX  # tool errors reach chat models with this prefix
 
 ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = ("openai", "sharegpt")
-# Tool errors reach chat models as text with this prefix (as the provider adapters send them).
-ERROR_PREFIX = "ERROR: "
 
 
 def _tool_text(m: Message) -> str:

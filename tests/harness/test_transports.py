@@ -22,19 +22,9 @@ from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
-from tests.harness.shop import ALICE, BOB, MINI_SHOP, calls, replay_agent
+from tests.harness.shop import ALICE, BOB, MINI_SHOP, calls
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-def _oracle() -> Seat:
-    """The oracle agent seat (replays each scenario's reference solution); until the providers stage is
-    merged, the scripted replay agent of tests/harness/shop.py does the same."""
-    try:
-        from envscaler_mcp.providers import get_provider  # noqa: F401
-    except ImportError:
-        return Seat("oracle", factory=replay_agent)
-    return Seat("oracle")
 
 
 def _catalog() -> list[tuple[EnvSkeleton, list[Scenario]]]:
@@ -58,7 +48,7 @@ async def test_oracle_scores_full_marks_on_every_bundled_scenario(tmp_path: Path
             yield server
 
     config = RunConfig(envs=list(skeletons), agent="oracle", concurrency=8, progress=False)
-    summary = await run_eval(config, tmp_path, plans=plans, agent=_oracle(), source_factory=source)
+    summary = await run_eval(config, tmp_path, plans=plans, agent=Seat("oracle"), source_factory=source)
     failed = [(r.env_id, r.scenario_id, r.status, r.infra_reason, [c.reason for c in r.checks if not c.passed])
               for r in RunDir(tmp_path).read_results() if not r.success]
     assert failed == []
