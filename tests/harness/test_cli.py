@@ -51,7 +51,7 @@ def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> Non
 def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "envscaler_mcp", "eval", "--env", str(MINI_SHOP), "--agent", "oracle",
-           "--transport", "stdio", "--trials", "3", "--concurrency", "1", "--out", str(out), "--no-progress"]
+           "--transport", "stdio", "--trials", "2", "--concurrency", "1", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=Path(__file__).resolve().parents[2])
     results = out / "results.jsonl"
@@ -62,8 +62,8 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> N
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
     kept = results.read_text().count("\n")
-    assert 1 <= kept < 6 and "--resume" in output and (out / "summary.json").exists()
+    assert 1 <= kept < 4 and "--resume" in output and (out / "summary.json").exists()
     again = runner.invoke(app, [*cmd[3:], "--resume"])
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
-    assert len(pairs) == len(set(pairs)) == 6
+    assert len(pairs) == len(set(pairs)) == 4
