@@ -6,8 +6,9 @@ import importlib.metadata
 import platform
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_for
@@ -44,9 +45,24 @@ class RunConfig(BaseModel):
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")
     progress: bool = Field(True, description="Show the progress bar.")
 
+    @field_serializer("agent_base_url", "url")
+    def _no_credentials(self, value: str | None) -> str | None:
+        """Never write credentials embedded in a URL (user:password@, query string) to run.json."""
+        return redact_url(value) if value else value
+
     def resume_key(self) -> dict[str, Any]:
         """The fields a resumed run must share with the original."""
         return self.model_dump(mode="json", exclude=_RESUMABLE_FIELDS)
+
+
+def redact_url(url: str) -> str:
+    """The URL without user info and query string."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class EnvPlan(BaseModel):

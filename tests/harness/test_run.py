@@ -30,6 +30,13 @@ async def _run(out: Path, agent: Seat, *, resume: bool = False, **kw: object) ->
     return await run_eval(_config(**kw), out, resume=resume, agent=agent)
 
 
+def test_run_json_never_holds_url_credentials() -> None:
+    config = _config(agent_base_url="https://user:s3cret@llm.example:8443/v1?key=abc")
+    dumped = json.dumps(config.model_dump(mode="json"))
+    assert "s3cret" not in dumped and "abc" not in dumped and "https://llm.example:8443/v1" in dumped
+    assert config.agent_base_url is not None and "s3cret" in config.agent_base_url  # still used for requests
+
+
 def test_plan_from_a_skeleton_folder_uses_its_scenarios() -> None:
     plans = build_plan(_config(limit=1))
     assert [(p.env_id, p.target) for p in plans] == [("mini_shop", str(MINI_SHOP))]

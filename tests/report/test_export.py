@@ -56,3 +56,17 @@ async def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
     with pytest.raises(UsageError, match="openai, sharegpt"):
         export_run(run, "alpaca")
+
+
+def test_export_command_writes_the_file(tmp_path: Path) -> None:
+    import anyio
+    from typer.testing import CliRunner
+
+    from envscaler_mcp.cli import app
+
+    run = anyio.run(make_run, tmp_path / "run")
+    out = tmp_path / "train.jsonl"
+    result = CliRunner().invoke(app, ["export", str(run), "--format", "sharegpt", "--min-score", "0.5",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert str(out) in result.output and len(_lines(out)) == 1
