@@ -74,6 +74,8 @@ async def run_episode(
     reasons: list[str] = []
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     for attempt in range(1, config.infra_retries + 2):
+        if attempt > 1:
+            await anyio.sleep(config.infra_backoff_s * (attempt - 1))
         t0 = time.perf_counter()
         rec = _Recorder(scenario, config)
         try:

@@ -106,6 +106,7 @@ class EpisodeConfig(BaseModel):
     max_steps: int = Field(30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps.")
     timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
+    infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
     agent_settings: GenerationSettings = Field(
         default_factory=lambda: GenerationSettings(temperature=0.0, max_tokens=4096),
         description="Generation settings of the agent seat.",

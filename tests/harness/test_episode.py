@@ -104,7 +104,7 @@ async def test_episode_timeout_is_recorded_and_the_state_still_scored(server: An
 
 async def test_provider_error_is_an_infra_error_retried_then_recorded(server: Any, checker: SandboxChecker) -> None:
     agent = MockProvider([])  # raises ProviderError on its first call
-    result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(infra_retries=2))
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(infra_retries=2, infra_backoff_s=0))
     assert result.status == "infra_error" and result.attempts == 3
     assert result.score is None and result.success is None and result.checks == []
     assert (result.infra_reason or "").count("ProviderError") == 3
@@ -119,14 +119,15 @@ async def test_a_transient_failure_is_retried_and_the_later_success_kept(server:
             raise ProviderError("HTTP 503 after 5 retries")
         return "Nothing to do."
 
-    result = await run_episode(BOB, source=server, agent=MockProvider([flaky], repeat_last=True), checker=checker)
+    result = await run_episode(BOB, source=server, agent=MockProvider([flaky], repeat_last=True), checker=checker,
+                               config=EpisodeConfig(infra_backoff_s=0.01))
     assert result.status == "completed" and result.attempts == 2 and result.score == 0.0
 
 
 async def test_server_crash_mid_episode_is_infra(server: Any, checker: SandboxChecker) -> None:
     agent = MockProvider([calls(("cancel_order", {"order_id": "O-1002"}))], repeat_last=True)
     result = await run_episode(BOB, source=CrashingSource(server, "cancel_order"), agent=agent, checker=checker,
-                               config=EpisodeConfig(infra_retries=1))
+                               config=EpisodeConfig(infra_retries=1, infra_backoff_s=0))
     assert result.status == "infra_error" and result.attempts == 2
     assert "ConnectionResetError" in (result.infra_reason or "")
 

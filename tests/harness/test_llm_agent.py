@@ -68,6 +68,6 @@ async def test_a_chat_model_solves_the_task_through_the_adapter(server: Any, che
 async def test_a_provider_outage_is_an_infra_error(server: Any, checker: SandboxChecker) -> None:
     api = _Api([(503, {"error": {"message": "overloaded", "type": "server_error"}})])
     result = await run_episode(BOB, source=server, agent=api.provider(), checker=checker,
-                               config=EpisodeConfig(infra_retries=1))
+                               config=EpisodeConfig(infra_retries=1, infra_backoff_s=0))
     assert result.status == "infra_error" and result.score is None and result.attempts == 2
     assert "ProviderError" in (result.infra_reason or "") and len(api.requests) == 4  # 2 attempts x 2 tries

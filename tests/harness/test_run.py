@@ -63,7 +63,7 @@ async def test_infra_errors_are_recorded_and_kept_out_of_scores(tmp_path: Path) 
     def agent(s: Scenario) -> MockProvider:
         return MockProvider([]) if s.id == BOB.id else replay_agent(s)  # empty script: ProviderError
 
-    summary = await _run(tmp_path, Seat("mock", factory=agent), episode={"infra_retries": 1})
+    summary = await _run(tmp_path, Seat("mock", factory=agent), episode={"infra_retries": 1, "infra_backoff_s": 0})
     assert summary.overall.infra_errors == 1 and summary.overall.scored == 1
     assert summary.overall.mean_score == 1.0 and summary.overall.success_rate == 1.0
     infra = [r for r in RunDir(tmp_path).read_results() if r.status == "infra_error"]
