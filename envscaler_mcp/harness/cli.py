@@ -84,6 +84,11 @@ def eval_command(
                           f"kept in {run_path}. Continue with the same command plus --resume --out {run_path}")
         raise typer.Exit(130) from None
     console.print(summary_table(summary))
+    if summary.overall.not_scorable:
+        console.print(f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane.")
+    if summary.overall.infra_errors:
+        console.print(f"[yellow]{summary.overall.infra_errors} episode(s) failed on infrastructure errors[/] (left out "
+                      "of the scores; reasons in results.jsonl and the report).")
     from envscaler_mcp.report.html import write_report
 
     report = write_report(run_path)
