@@ -77,3 +77,23 @@ async def test_scores_are_identical_over_stdio_http_and_memory(tmp_path: Path) -
     assert outcomes["stdio"] == outcomes["http"] == outcomes["memory"]
     scores = {sid: score for sid, _, score, *_ in outcomes["http"]}
     assert scores == {BOB.id: 0.5, ALICE.id: 0.5}
+
+
+async def test_an_agent_that_does_nothing_never_succeeds_on_a_bundled_scenario(tmp_path: Path) -> None:
+    catalog = _catalog()
+    skeletons = {sk.id: sk for sk, _ in catalog}
+    plans = [EnvPlan(env_id=sk.id, env_info=EnvInfo(name=sk.name), scenarios=scs,
+                     hashes={"environment": sk.content_hash(), **scenario_hashes(scs)}) for sk, scs in catalog]
+
+    @asynccontextmanager
+    async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
+        async with launch_server(skeletons[plan.env_id], transport="memory", scenarios=plan.scenarios) as server:
+            yield server
+
+    config = RunConfig(envs=list(skeletons), agent="mock", concurrency=4, transport="memory", progress=False)
+    agent = Seat("mock", factory=lambda s: MockProvider(["I have taken care of everything."]))
+    summary = await run_eval(config, tmp_path, plans=plans, agent=agent, source_factory=source)
+    records = RunDir(tmp_path).read_results()
+    assert len(records) == sum(len(s) for _, s in catalog) and summary.overall.infra_errors == 0
+    assert [r.scenario_id for r in records if r.success] == [] and all(r.diff == [] for r in records)
+    assert summary.overall.mean_score is not None and summary.overall.mean_score < 0.5
