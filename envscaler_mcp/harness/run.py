@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
+from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat
@@ -44,35 +46,6 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
     async with launch_server(plan.target or plan.env_id, transport=config.transport,
                              scenarios=plan.scenarios) as server:
         yield server
-
-
-@asynccontextmanager
-async def _open_sources(plans: list[EnvPlan], config: RunConfig,
-                        factory: SourceFactory) -> AsyncIterator[dict[str, EpisodeSource]]:
-    """Start every environment's server at the same time (each start is mostly waiting on a process).
-
-    Each source is entered and exited inside its own task, as anyio requires of cancel scopes."""
-    sources: dict[str, EpisodeSource] = {}
-    release = anyio.Event()
-
-    async def hold(plan: EnvPlan, ready: anyio.Event) -> None:
-        async with factory(plan, config) as source:
-            sources[plan.env_id] = source
-            ready.set()
-            await release.wait()
-
-    async with anyio.create_task_group() as tg:
-        readies = []
-        for plan in plans:
-            ready = anyio.Event()
-            readies.append(ready)
-            tg.start_soon(hold, plan, ready)
-        try:
-            for ready in readies:
-                await ready.wait()
-            yield sources
-        finally:
-            release.set()
 
 
 def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
@@ -131,8 +104,9 @@ async def run_eval(
             workers = max(1, min(config.concurrency, os.cpu_count() or 1))
             checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
                                                                      workers=workers))
-        needed = [plan for plan in plans if any(p is plan for p, _, _ in todo)]
-        sources = await stack.enter_async_context(_open_sources(needed, config, source_factory))
+        needed = {plan.env_id: partial(source_factory, plan, config)
+                  for plan in plans if any(p is plan for p, _, _ in todo)}
+        pool = await stack.enter_async_context(open_pool(needed))
         limiter = anyio.CapacityLimiter(config.concurrency)
         progress = stack.enter_context(RunProgress(planned, done=len(done), enabled=config.progress, console=console))
 
@@ -140,7 +114,7 @@ async def run_eval(
             async with limiter:
                 assert checker is not None and agent is not None
                 result = await run_episode(
-                    scenario, source=sources[plan.env_id], agent=agent.for_scenario(scenario),
+                    scenario, source=pool.source(plan.env_id), agent=agent.for_scenario(scenario),
                     user=user.for_scenario(scenario) if user else None, checker=checker, config=config.episode,
                     env_info=plan.env_info, run_id=manifest.run_id, trial=trial,
                 )
