@@ -107,3 +107,16 @@ async def test_resume_refuses_a_changed_configuration(tmp_path: Path) -> None:
         await _run(tmp_path, Seat("mock", factory=replay_agent), resume=True, limit=1, episode={"max_steps": 5})
     with pytest.raises(UsageError, match="scenarios"):
         await _run(tmp_path, Seat("mock", factory=replay_agent), resume=True)
+
+
+async def test_a_conversational_run_uses_the_user_seat(tmp_path: Path) -> None:
+    def user(s: Scenario) -> MockProvider:
+        return MockProvider([s.task, "###STOP###"])
+
+    config = _config(user="mock", episode={"mode": "conversation"})
+    summary = await run_eval(config, tmp_path, agent=Seat("oracle"), user=Seat("mock", role="user", factory=user))
+    records = RunDir(tmp_path).read_results()
+    assert summary.mode == "conversation" and summary.user == "mock" and summary.overall.success_rate == 1.0
+    assert all(r.mode == "conversation" and r.user_usage.calls == 2 and r.user_messages for r in records)
+    with pytest.raises(UsageError, match="--user"):
+        await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat("oracle"))
