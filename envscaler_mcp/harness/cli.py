@@ -25,7 +25,7 @@ def _split_ids(values: list[str] | None) -> list[str] | None:
 
 
 def eval_command(
-    env: Annotated[list[str] | None, typer.Option("--env", help="Environment id (repeatable).")] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", help="Environment id or folder (repeatable, or a comma list).")] = None,
     all_envs: Annotated[bool, typer.Option("--all", help="Every bundled environment.")] = False,
     scenarios: Annotated[Path | None, typer.Option("--scenarios", help="Scenario set (JSONL).")] = None,
     scenario_ids: Annotated[list[str] | None, typer.Option("--scenario-ids", help="Only these ids (comma list).")] = None,
@@ -63,7 +63,7 @@ def eval_command(
     if resume and out is None:
         raise UsageError("--resume needs --out RUN_DIR (the folder of the run to continue)")
     config = RunConfig(
-        envs=list(env or []), all_envs=all_envs, scenarios_file=str(scenarios) if scenarios else None,
+        envs=_split_ids(env) or [], all_envs=all_envs, scenarios_file=str(scenarios) if scenarios else None,
         scenario_ids=_split_ids(scenario_ids), limit=limit, server_cmd=server, url=url, agent=agent,
         agent_base_url=agent_base_url, user=user if resolved == "conversation" else None, trials=trials,
         concurrency=concurrency, transport=transport, validator_timeout_s=validator_timeout,
