@@ -29,7 +29,7 @@ class _Slot:
 
 
 class SourcePool:
-    """Holds every environment's server in its own task (anyio wants a context exited where it was entered)."""
+    """Holds each environment's server in its own task (anyio exits a context where it was entered)."""
 
     def __init__(self) -> None:
         self._slots: dict[str, _Slot] = {}
@@ -78,8 +78,9 @@ async def _wait_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> Non
 
 
 @asynccontextmanager
-async def open_pool(items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]]
-                    ) -> AsyncIterator[SourcePool]:
+async def open_pool(
+    items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]],
+) -> AsyncIterator[SourcePool]:
     """Start every server at the same time; yield once all are ready; stop them all on exit."""
     pool = SourcePool()
     async with anyio.create_task_group() as tg:
@@ -94,7 +95,13 @@ async def open_pool(items: Mapping[str, Callable[[], AbstractAsyncContextManager
             pool._release.set()
 
 
-_GONE = (OSError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
+_GONE = (
+    OSError,
+    httpx2.TransportError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
 
 
 def _server_gone(exc: BaseException) -> bool:

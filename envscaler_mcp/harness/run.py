@@ -43,15 +43,19 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
         return
     from envscaler_mcp.launch import launch_server
 
-    async with launch_server(plan.target or plan.env_id, transport=config.transport,
-                             scenarios=plan.scenarios) as server:
+    async with launch_server(
+        plan.target or plan.env_id, transport=config.transport, scenarios=plan.scenarios
+    ) as server:
         yield server
 
 
 def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
     return RunManifest(
-        run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"), config=config,
-        versions=versions(), hashes={p.env_id: p.hashes for p in plans},
+        run_id=run_id,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        config=config,
+        versions=versions(),
+        hashes={p.env_id: p.hashes for p in plans},
         scenario_ids={p.env_id: [s.id for s in p.scenarios] for p in plans},
     )
 
@@ -91,7 +95,9 @@ async def run_eval(
         run_dir.write_manifest(manifest)
     if config.server_cmd or config.url:
         console.print(f"[yellow]warning:[/] {NOT_SCORABLE_WARNING}")
-    todo = [(p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done]
+    todo = [
+        (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
+    ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
     agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
@@ -102,21 +108,33 @@ async def run_eval(
             stack.push_async_callback(user.aclose)
         if checker is None and todo:
             workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
-                                                                     workers=workers))
-        needed = {plan.env_id: partial(source_factory, plan, config)
-                  for plan in plans if any(p is plan for p, _, _ in todo)}
+            checker = await stack.enter_async_context(
+                SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
+            )
+        needed = {
+            plan.env_id: partial(source_factory, plan, config)
+            for plan in plans
+            if any(p is plan for p, _, _ in todo)
+        }
         pool = await stack.enter_async_context(open_pool(needed))
         limiter = anyio.CapacityLimiter(config.concurrency)
-        progress = stack.enter_context(RunProgress(planned, done=len(done), enabled=config.progress, console=console))
+        progress = stack.enter_context(
+            RunProgress(planned, done=len(done), enabled=config.progress, console=console)
+        )
 
         async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
             async with limiter:
                 assert checker is not None and agent is not None
                 result = await run_episode(
-                    scenario, source=pool.source(plan.env_id), agent=agent.for_scenario(scenario),
-                    user=user.for_scenario(scenario) if user else None, checker=checker, config=config.episode,
-                    env_info=plan.env_info, run_id=manifest.run_id, trial=trial,
+                    scenario,
+                    source=pool.source(plan.env_id),
+                    agent=agent.for_scenario(scenario),
+                    user=user.for_scenario(scenario) if user else None,
+                    checker=checker,
+                    config=config.episode,
+                    env_info=plan.env_info,
+                    run_id=manifest.run_id,
+                    trial=trial,
                 )
             run_dir.append(result)
             progress.add(result)
@@ -147,7 +165,14 @@ def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -
     config = manifest.config
     if planned is None:
         planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(run_dir.read_results(), run_id=manifest.run_id, agent=config.agent, user=config.user,
-                        mode=config.episode.mode, trials=config.trials, planned=planned)
+    summary = summarize(
+        run_dir.read_results(),
+        run_id=manifest.run_id,
+        agent=config.agent,
+        user=config.user,
+        mode=config.episode.mode,
+        trials=config.trials,
+        planned=planned,
+    )
     run_dir.write_summary(summary)
     return summary

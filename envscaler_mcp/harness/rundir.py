@@ -71,8 +71,10 @@ class RunDir:
             if record is None or not complete:
                 if offset == len(data):  # the torn tail
                     break
-                raise UsageError(f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
-                                 "the file was edited by hand? Fix or remove that line.")
+                raise UsageError(
+                    f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
+                    "the file was edited by hand? Fix or remove that line."
+                )
             records.append(EpisodeResult.model_validate(record))
             good_end = offset
         if repair and good_end < len(data):
@@ -96,9 +98,14 @@ def check_resumable(old: RunManifest, new: RunManifest) -> None:
             problems.append(f"option '{field}': was {old_key.get(field)!r}, now {new_key.get(field)!r}")
     for env in sorted(old.hashes.keys() | new.hashes.keys()):
         if old.hashes.get(env) != new.hashes.get(env):
-            problems.append(f"environment '{env}': its environment, scenarios or validators changed since the run began")
+            problems.append(
+                f"environment '{env}': its environment, scenarios or validators changed since the run began"
+            )
     if old.scenario_ids != new.scenario_ids and not problems:
         problems.append("the selected scenarios differ")
     if problems:
-        raise UsageError("cannot resume this run, it was started with something else:\n  - " + "\n  - ".join(problems)
-                         + "\nRun with the original options, or start a new run with another --out.")
+        raise UsageError(
+            "cannot resume this run, it was started with something else:\n  - "
+            + "\n  - ".join(problems)
+            + "\nRun with the original options, or start a new run with another --out."
+        )

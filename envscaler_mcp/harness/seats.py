@@ -15,8 +15,14 @@ SCENARIO_BOUND = ("oracle",)
 class Seat:
     """Hands out the provider of one seat for each scenario and closes what it opened."""
 
-    def __init__(self, spec: str, *, role: Literal["agent", "user"] = "agent", base_url: str | None = None,
-                 factory: Callable[[Scenario], Provider] | None = None) -> None:
+    def __init__(
+        self,
+        spec: str,
+        *,
+        role: Literal["agent", "user"] = "agent",
+        base_url: str | None = None,
+        factory: Callable[[Scenario], Provider] | None = None,
+    ) -> None:
         self.spec = spec
         self.role = role
         self.base_url = base_url

@@ -66,9 +66,16 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
         async with shop_server("memory") as server:
             yield _CrashingServer(server) if len(started) == 1 else server
 
-    config = RunConfig.model_validate({"envs": ["tests/fixtures/mini_shop"], "agent": "oracle", "transport": "memory",
-                                       "concurrency": 1, "progress": False,
-                                       "episode": {"infra_retries": 2, "infra_backoff_s": 0}})
+    config = RunConfig.model_validate(
+        {
+            "envs": ["tests/fixtures/mini_shop"],
+            "agent": "oracle",
+            "transport": "memory",
+            "concurrency": 1,
+            "progress": False,
+            "episode": {"infra_retries": 2, "infra_backoff_s": 0},
+        }
+    )
     summary = await run_eval(config, tmp_path, agent=Seat("oracle"), source_factory=factory)
     records = RunDir(tmp_path).read_results()
     assert started == ["mini_shop", "mini_shop"]
@@ -104,9 +111,17 @@ async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
         return get_provider("oracle", scenario=scenario)
 
     created: list[str] = []
-    config = RunConfig.model_validate({"envs": ["tests/fixtures/mini_shop"], "agent": "oracle", "transport": "http",
-                                       "trials": 3, "concurrency": 1, "progress": False,
-                                       "episode": {"infra_retries": 2, "infra_backoff_s": 0}})
+    config = RunConfig.model_validate(
+        {
+            "envs": ["tests/fixtures/mini_shop"],
+            "agent": "oracle",
+            "transport": "http",
+            "trials": 3,
+            "concurrency": 1,
+            "progress": False,
+            "episode": {"infra_retries": 2, "infra_backoff_s": 0},
+        }
+    )
     summary = await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))
     records = RunDir(tmp_path).read_results()
     assert len(killed) == 1 and summary.overall.episodes == 6

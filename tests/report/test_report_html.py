@@ -45,8 +45,15 @@ async def test_report_shows_infra_errors_with_their_reasons(tmp_path: Path) -> N
     from envscaler_mcp.providers.mock import MockProvider
     from tests.harness.shop import BOB, MINI_SHOP, replay_agent
 
-    config = RunConfig.model_validate({"envs": [str(MINI_SHOP)], "agent": "mock", "transport": "memory",
-                                       "progress": False, "episode": {"infra_retries": 0}})
+    config = RunConfig.model_validate(
+        {
+            "envs": [str(MINI_SHOP)],
+            "agent": "mock",
+            "transport": "memory",
+            "progress": False,
+            "episode": {"infra_retries": 0},
+        }
+    )
     agent = Seat("mock", factory=lambda s: replay_agent(s) if s.id == BOB.id else MockProvider([]))
     await run_eval(config, tmp_path / "run", agent=agent)
     html = write_report(tmp_path / "run").read_text()
