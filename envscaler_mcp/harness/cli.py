@@ -66,6 +66,9 @@ def eval_command(
     ] = "http",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default runs/<run id>).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
+    retry_infra: Annotated[
+        bool, typer.Option("--retry-infra", help="With --resume: also re-run the infra-error episodes.")
+    ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
@@ -109,7 +112,11 @@ def eval_command(
     run_path = out or Path("runs") / new_run_id()
     console = Console()
     try:
-        summary = anyio.run(lambda: run_eval(config, run_path, resume=resume, console=Console(stderr=True)))
+        summary = anyio.run(
+            lambda: run_eval(
+                config, run_path, resume=resume, retry_infra=retry_infra, console=Console(stderr=True)
+            )
+        )
     except KeyboardInterrupt:
         run_dir = RunDir(run_path)
         if run_dir.manifest_path.exists():

@@ -65,6 +65,7 @@ async def run_eval(
     out: Path,
     *,
     resume: bool = False,
+    retry_infra: bool = False,
     plans: list[EnvPlan] | None = None,
     agent: Seat | None = None,
     user: Seat | None = None,
@@ -75,7 +76,8 @@ async def run_eval(
     """Run (or resume) an evaluation into `out` and return its summary.
 
     Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
-    interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs.
+    interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
+    with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
     """
     console = console or Console(stderr=True)
     plans = plans if plans is not None else build_plan(config)
@@ -88,7 +90,12 @@ async def run_eval(
         old = run_dir.read_manifest()
         check_resumable(old, manifest)
         manifest = old
-        done = {(r.scenario_id, r.trial) for r in run_dir.read_results(repair=True)}
+        records = run_dir.read_results(repair=True)
+        if retry_infra:
+            records = run_dir.drop_infra_errors(records)
+        done = {(r.scenario_id, r.trial) for r in records}
+    elif retry_infra:
+        raise UsageError("--retry-infra goes with --resume: it re-runs a run's infra-error episodes")
     elif run_dir.has_results():
         raise UsageError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
     else:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model
+from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
@@ -83,6 +83,13 @@ class RunDir:
                 f.flush()
                 os.fsync(f.fileno())
         return records
+
+    def drop_infra_errors(self, records: list[EpisodeResult]) -> list[EpisodeResult]:
+        """Rewrite results.jsonl (atomically) without its infra-error records; return the records kept."""
+        kept = [r for r in records if r.status != "infra_error"]
+        if len(kept) != len(records):
+            write_jsonl_atomic(self.results_path, [r.model_dump(mode="json") for r in kept])
+        return kept
 
     def write_summary(self, summary: Any) -> None:
         """Write summary.json atomically (a Pydantic model)."""

@@ -130,3 +130,19 @@ async def test_a_conversational_run_uses_the_user_seat(tmp_path: Path) -> None:
     assert all(r.mode == "conversation" and r.user_usage.calls == 2 and r.user_messages for r in records)
     with pytest.raises(UsageError, match="--user"):
         await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat("oracle"))
+
+
+async def test_resume_with_retry_infra_reruns_only_the_infra_errors(tmp_path: Path) -> None:
+    def flaky(s: Scenario) -> MockProvider:
+        return MockProvider([]) if s.id == BOB.id else replay_agent(s)  # Bob's episodes hit a "provider outage"
+
+    await _run(tmp_path, Seat("mock", factory=flaky), trials=2, episode={"infra_retries": 0})
+    assert sum(r.status == "infra_error" for r in RunDir(tmp_path).read_results()) == 2
+    with pytest.raises(UsageError, match="--resume"):
+        await run_eval(_config(trials=2, episode={"infra_retries": 0}), tmp_path / "new", retry_infra=True)
+    summary = await run_eval(_config(trials=2, episode={"infra_retries": 0}), tmp_path, resume=True,
+                             retry_infra=True, agent=Seat("mock", factory=replay_agent))
+    records = RunDir(tmp_path).read_results()
+    pairs = [(r.scenario_id, r.trial) for r in records]
+    assert len(pairs) == len(set(pairs)) == 4 and all(r.status == "completed" for r in records)
+    assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
