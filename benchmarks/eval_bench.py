@@ -43,10 +43,14 @@ def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
     for env_id in env_ids:
         sk = get_skeleton(env_id)
         scenarios = [s for s in scenarios_for(env_id) if s.reference_solution]
-        plans.append(EnvPlan(env_id=env_id, env_info=EnvInfo(name=sk.name, introduction=sk.introduction,
-                                                             rules=sk.rules),
-                             scenarios=scenarios, hashes={"environment": sk.content_hash(),
-                                                          **scenario_hashes(scenarios)}))
+        plans.append(
+            EnvPlan(
+                env_id=env_id,
+                env_info=EnvInfo(name=sk.name, introduction=sk.introduction, rules=sk.rules),
+                scenarios=scenarios,
+                hashes={"environment": sk.content_hash(), **scenario_hashes(scenarios)},
+            )
+        )
     return plans
 
 
@@ -103,7 +107,9 @@ def baseline(plans: list[EnvPlan], rounds: int) -> dict[str, float]:
     return {"exec_per_episode": exec_each, "calls_only": (time.perf_counter() - t) / n}
 
 
-async def harness(plans: list[EnvPlan], transport: str, levels: list[int], episodes: int) -> list[dict[str, Any]]:
+async def harness(
+    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int
+) -> list[dict[str, Any]]:
     """run_eval at each concurrency level on servers started once."""
     from envscaler_mcp.launch import launch_server
 
@@ -113,7 +119,9 @@ async def harness(plans: list[EnvPlan], transport: str, levels: list[int], episo
         checker = await stack.enter_async_context(SandboxChecker(workers=2))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
-            servers[plan.env_id] = await stack.enter_async_context(launch_server(plan.env_id, transport=transport))
+            servers[plan.env_id] = await stack.enter_async_context(
+                launch_server(plan.env_id, transport=transport)
+            )
 
         @asynccontextmanager
         async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
@@ -121,12 +129,24 @@ async def harness(plans: list[EnvPlan], transport: str, levels: list[int], episo
 
         for level in levels:
             trials = max(1, -(-per_env // max(len(p.scenarios) for p in plans)))
-            config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", trials=trials,
-                               concurrency=level, transport=transport, progress=False)  # type: ignore[arg-type]
+            config = RunConfig(
+                envs=[p.env_id for p in plans],
+                agent="oracle",
+                trials=trials,
+                concurrency=level,
+                transport=transport,
+                progress=False,
+            )  # type: ignore[arg-type]
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
-                summary = await run_eval(config, Path(tmp) / "run", plans=plans, agent=Seat("oracle"),
-                                         checker=checker, source_factory=source)
+                summary = await run_eval(
+                    config,
+                    Path(tmp) / "run",
+                    plans=plans,
+                    agent=Seat("oracle"),
+                    checker=checker,
+                    source_factory=source,
+                )
                 elapsed = time.perf_counter() - t
                 records = RunDir(Path(tmp) / "run").read_results()
             kinds: dict[str, float] = defaultdict(float)
@@ -136,10 +156,19 @@ async def harness(plans: list[EnvPlan], transport: str, levels: list[int], episo
             kinds["other"] = sum(r.latency_s for r in records) / len(records) - sum(kinds.values())
             g = summary.overall
             calls = (g.mean_tool_calls or 0) * g.episodes
-            rows.append({"concurrency": level, "episodes": g.episodes, "seconds": elapsed,
-                         "episodes_per_s": g.episodes / elapsed, "tool_calls_per_s": calls / elapsed,
-                         "mean_latency_s": g.mean_latency_s, "success_rate": g.success_rate,
-                         "infra_errors": g.infra_errors, "breakdown": dict(kinds)})
+            rows.append(
+                {
+                    "concurrency": level,
+                    "episodes": g.episodes,
+                    "seconds": elapsed,
+                    "episodes_per_s": g.episodes / elapsed,
+                    "tool_calls_per_s": calls / elapsed,
+                    "mean_latency_s": g.mean_latency_s,
+                    "success_rate": g.success_rate,
+                    "infra_errors": g.infra_errors,
+                    "breakdown": dict(kinds),
+                }
+            )
     return rows
 
 
@@ -175,19 +204,29 @@ def main() -> None:
     env_ids = args.env or list_env_ids()
     plans = _plans(env_ids, args.episodes)
     levels = [int(x) for x in args.concurrency.split(",")]
-    print(f"catalog: {', '.join(env_ids)}; {sum(len(p.scenarios) for p in plans)} scenarios; "
-          f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"catalog: {', '.join(env_ids)}; {sum(len(p.scenarios) for p in plans)} scenarios; "
+        f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}"
+    )
     base = baseline(plans, rounds=3)
-    print(f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
-          f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only")
+    print(
+        f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
+        f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
+    )
     rows = anyio.run(harness, plans, args.transport, levels, args.episodes)
-    print("\n| transport | concurrency | episodes | episodes/s | tool calls/s | mean latency | wall/episode | success "
-          "| infra |")
+    print(
+        "\n| transport | concurrency | episodes | episodes/s | tool calls/s | mean latency | wall/episode "
+        "| success "
+        "| infra |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {args.transport} | {r['concurrency']} | {r['episodes']} | {r['episodes_per_s']:.1f} | "
-              f"{r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
-              f"{1000 / r['episodes_per_s']:.1f} ms | {100 * (r['success_rate'] or 0):.0f}% | {r['infra_errors']} |")
+        print(
+            f"| {args.transport} | {r['concurrency']} | {r['episodes']} | {r['episodes_per_s']:.1f} | "
+            f"{r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
+            f"{1000 / r['episodes_per_s']:.1f} ms | {100 * (r['success_rate'] or 0):.0f}% | "
+            f"{r['infra_errors']} |"
+        )
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")

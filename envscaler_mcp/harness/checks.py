@@ -22,7 +22,9 @@ class Checker(Protocol):
 
 def not_scorable(items: list[ChecklistItem], reason: str) -> list[CheckOutcome]:
     """Every item marked not scorable, with the reason."""
-    return [CheckOutcome(id=i.id, description=i.description, status="not_scorable", reason=reason) for i in items]
+    return [
+        CheckOutcome(id=i.id, description=i.description, status="not_scorable", reason=reason) for i in items
+    ]
 
 
 def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
@@ -34,7 +36,7 @@ def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
 
 
 def outcome_from_result(item: ChecklistItem, result: Any) -> CheckOutcome:
-    """Convert one scoring CheckResult (passed, reason when the validator did not return a bool) to a CheckOutcome."""
+    """Convert a scoring CheckResult (passed; a reason when the validator gave no bool) to a CheckOutcome."""
     passed = getattr(result, "passed", None) is True
     reason = str(getattr(result, "reason", None) or "")
     status: CheckStatus = "pass" if passed else ("error" if reason else "fail")

@@ -6,8 +6,9 @@ import importlib.metadata
 import platform
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_for
@@ -26,9 +27,13 @@ _RESUMABLE_FIELDS = {"concurrency", "progress"}
 class RunConfig(BaseModel):
     """A run's configuration, as given on the command line (never holds secrets: keys come from the env)."""
 
-    envs: list[str] = Field(default_factory=list, description="Environment ids (or skeleton paths) to evaluate.")
+    envs: list[str] = Field(
+        default_factory=list, description="Environment ids (or skeleton paths) to evaluate."
+    )
     all_envs: bool = Field(False, description="Evaluate every bundled environment.")
-    scenarios_file: str | None = Field(None, description="Scenario set (JSONL) instead of the bundled scenarios.")
+    scenarios_file: str | None = Field(
+        None, description="Scenario set (JSONL) instead of the bundled scenarios."
+    )
     scenario_ids: list[str] | None = Field(None, description="Only these scenario ids.")
     limit: int | None = Field(None, ge=1, description="At most this many scenarios per environment.")
     server_cmd: str | None = Field(None, description="External stdio server command (no admin plane).")
@@ -38,25 +43,47 @@ class RunConfig(BaseModel):
     user: str | None = Field(None, description="Simulated-user seat: provider/model (conversation mode).")
     trials: int = Field(1, ge=1, description="Trials per scenario (for pass@k and pass^k).")
     concurrency: int = Field(4, ge=1, description="Episodes run at the same time.")
-    transport: Transport = Field("http", description="'http': one shared server per environment; 'stdio': one "
-                                 "server process per episode; 'memory': in process (tests, benchmarks).")
+    transport: Transport = Field(
+        "http",
+        description="'http': one shared server per environment; 'stdio': one "
+        "server process per episode; 'memory': in process (tests, benchmarks).",
+    )
     validator_timeout_s: float = Field(2.0, gt=0, description="Time limit of one validator.")
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")
     progress: bool = Field(True, description="Show the progress bar.")
+
+    @field_serializer("agent_base_url", "url")
+    def _no_credentials(self, value: str | None) -> str | None:
+        """Never write credentials embedded in a URL (user:password@, query string) to run.json."""
+        return redact_url(value) if value else value
 
     def resume_key(self) -> dict[str, Any]:
         """The fields a resumed run must share with the original."""
         return self.model_dump(mode="json", exclude=_RESUMABLE_FIELDS)
 
 
+def redact_url(url: str) -> str:
+    """The URL without user info and query string."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 class EnvPlan(BaseModel):
     """One environment of a run: what the agent is told, its scenarios, and content hashes."""
 
     env_id: str
-    target: str = Field("", description="What to launch: the env id, or the folder/skeleton path given (default env_id).")
+    target: str = Field(
+        "", description="What to launch: the env id, or the folder/skeleton path given (default env_id)."
+    )
     env_info: EnvInfo
     scenarios: list[Scenario]
-    hashes: dict[str, str | None] = Field(default_factory=dict, description="environment/scenarios/validators hashes.")
+    hashes: dict[str, str | None] = Field(
+        default_factory=dict, description="environment/scenarios/validators hashes."
+    )
 
 
 class RunManifest(BaseModel):
@@ -66,15 +93,19 @@ class RunManifest(BaseModel):
     created_at: str = Field(description="ISO-8601 UTC creation time.")
     config: RunConfig = Field(description="The run configuration.")
     versions: dict[str, str] = Field(description="envscaler-mcp, mcp and Python versions.")
-    hashes: dict[str, dict[str, str | None]] = Field(description="Per environment: content hashes of the "
-                                                     "environment, its scenarios and their validators.")
+    hashes: dict[str, dict[str, str | None]] = Field(
+        description="Per environment: content hashes of the environment, its scenarios and their validators."
+    )
     scenario_ids: dict[str, list[str]] = Field(description="Per environment: the scenario ids in the run.")
 
 
 def versions() -> dict[str, str]:
     """Versions recorded in run.json."""
-    return {"envscaler_mcp": __version__, "mcp": importlib.metadata.version("mcp"),
-            "python": platform.python_version()}
+    return {
+        "envscaler_mcp": __version__,
+        "mcp": importlib.metadata.version("mcp"),
+        "python": platform.python_version(),
+    }
 
 
 def scenario_hashes(scenarios: list[Scenario]) -> dict[str, str]:
@@ -91,8 +122,10 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     if config.server_cmd and config.url:
         raise UsageError("pass either --server or --url, not both")
     if external and not config.scenarios_file:
-        raise UsageError("an external server (--server/--url) needs --scenarios FILE: the harness cannot know "
-                         "its tasks otherwise")
+        raise UsageError(
+            "an external server (--server/--url) needs --scenarios FILE: the harness cannot know "
+            "its tasks otherwise"
+        )
     file_scenarios = load_scenarios(Path(config.scenarios_file)) if config.scenarios_file else None
     if config.all_envs:
         env_ids = list_env_ids()
@@ -118,8 +151,15 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
             scenarios = [s for s in scenarios if s.id in wanted]
         scenarios = [s if s.id else s.with_id() for s in scenarios][: config.limit]
         if scenarios:
-            plans.append(EnvPlan(env_id=env_id, target=name, env_info=env_info, scenarios=scenarios,
-                                 hashes={"environment": env_hash, **scenario_hashes(scenarios)}))
+            plans.append(
+                EnvPlan(
+                    env_id=env_id,
+                    target=name,
+                    env_info=env_info,
+                    scenarios=scenarios,
+                    hashes={"environment": env_hash, **scenario_hashes(scenarios)},
+                )
+            )
     if not plans:
         raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")
     return plans

@@ -12,7 +12,6 @@ from mcp.types import CallToolResult, TextContent
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderNotConfigured, UsageError
-from envscaler_mcp.harness._compat import result_text, tools_to_defs
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -20,6 +19,7 @@ from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
 
@@ -46,8 +46,15 @@ class _Recorder:
         self.final_answer = ""
 
     def time(self, kind: Any, started: float, name: str = "", is_error: bool = False) -> None:
-        self.timings.append(StepTiming(step=self.steps, kind=kind, name=name, is_error=is_error,
-                                       seconds=round(time.perf_counter() - started, 6)))
+        self.timings.append(
+            StepTiming(
+                step=self.steps,
+                kind=kind,
+                name=name,
+                is_error=is_error,
+                seconds=round(time.perf_counter() - started, 6),
+            )
+        )
 
 
 async def run_episode(
@@ -74,6 +81,8 @@ async def run_episode(
     reasons: list[str] = []
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     for attempt in range(1, config.infra_retries + 2):
+        if attempt > 1:
+            await anyio.sleep(config.infra_backoff_s * (attempt - 1))
         t0 = time.perf_counter()
         rec = _Recorder(scenario, config)
         try:
@@ -83,17 +92,36 @@ async def run_episode(
         except Exception as exc:  # every other failure is the infrastructure's, recorded with its reason
             reasons.append(f"attempt {attempt}: {_describe(exc)}")
             continue
-        return result.model_copy(update={
-            "run_id": run_id, "trial": trial, "attempts": attempt, "started_at": started_at,
-            "latency_s": round(time.perf_counter() - t0, 4),
-        })
+        return result.model_copy(
+            update={
+                "run_id": run_id,
+                "trial": trial,
+                "attempts": attempt,
+                "started_at": started_at,
+                "latency_s": round(time.perf_counter() - t0, 4),
+            }
+        )
     return EpisodeResult(
-        run_id=run_id, env_id=scenario.env_id, scenario_id=scenario.id, trial=trial, mode=config.mode,
-        status="infra_error", infra_reason="; ".join(reasons), attempts=config.infra_retries + 1,
-        agent_model=agent.spec, user_model=user.spec if user else None, task=scenario.task,
-        tools=rec.tools, messages=rec.messages, timings=rec.timings, agent_usage=rec.agent_usage,
-        user_usage=rec.user.usage if rec.user else Usage(), steps=rec.steps, started_at=started_at,
-        latency_s=round(time.perf_counter() - t0, 4), scorable=False,
+        run_id=run_id,
+        env_id=scenario.env_id,
+        scenario_id=scenario.id,
+        trial=trial,
+        mode=config.mode,
+        status="infra_error",
+        infra_reason="; ".join(reasons),
+        attempts=config.infra_retries + 1,
+        agent_model=agent.spec,
+        user_model=user.spec if user else None,
+        task=scenario.task,
+        tools=rec.tools,
+        messages=rec.messages,
+        timings=rec.timings,
+        agent_usage=rec.agent_usage,
+        user_usage=rec.user.usage if rec.user else Usage(),
+        steps=rec.steps,
+        started_at=started_at,
+        latency_s=round(time.perf_counter() - t0, 4),
+        scorable=False,
     )
 
 
@@ -115,7 +143,11 @@ def _describe(exc: BaseException) -> str:
 
 
 async def _attempt(
-    rec: _Recorder, source: EpisodeSource, agent: Provider, checker: Checker, env_info: EnvInfo,
+    rec: _Recorder,
+    source: EpisodeSource,
+    agent: Provider,
+    checker: Checker,
+    env_info: EnvInfo,
     user: Provider | None,
 ) -> EpisodeResult:
     scenario, config = rec.scenario, rec.config
@@ -123,7 +155,7 @@ async def _attempt(
     final_state: dict[str, Any] | None = None
     t = time.perf_counter()
     async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as ep:
-        rec.tools = tools_to_defs(await ep.list_tools())
+        rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
         with anyio.move_on_after(config.timeout_s) as scope:
             status = await _loop(rec, ep, agent, env_info, user)
@@ -140,13 +172,30 @@ async def _attempt(
     checks, score, diff = await score_state(scenario, final_state, checker)
     rec.time("validate", t)
     return EpisodeResult(
-        run_id="", env_id=scenario.env_id, scenario_id=scenario.id, trial=0, mode=config.mode, status=status,
-        agent_model=agent.spec, user_model=user.spec if user else None, task=scenario.task, tools=rec.tools,
-        messages=rec.messages, user_messages=rec.user.messages if rec.user else [],
-        final_answer=rec.final_answer, steps=rec.steps, tool_calls=rec.tool_calls, tool_errors=rec.tool_errors,
-        timings=rec.timings, agent_usage=rec.agent_usage, user_usage=rec.user.usage if rec.user else Usage(),
-        scorable=final_state is not None, checks=checks, score=score,
-        success=None if score is None else (score == 1.0 and status == "completed"), diff=diff,
+        run_id="",
+        env_id=scenario.env_id,
+        scenario_id=scenario.id,
+        trial=0,
+        mode=config.mode,
+        status=status,
+        agent_model=agent.spec,
+        user_model=user.spec if user else None,
+        task=scenario.task,
+        tools=rec.tools,
+        messages=rec.messages,
+        user_messages=rec.user.messages if rec.user else [],
+        final_answer=rec.final_answer,
+        steps=rec.steps,
+        tool_calls=rec.tool_calls,
+        tool_errors=rec.tool_errors,
+        timings=rec.timings,
+        agent_usage=rec.agent_usage,
+        user_usage=rec.user.usage if rec.user else Usage(),
+        scorable=final_state is not None,
+        checks=checks,
+        score=score,
+        success=None if score is None else (score == 1.0 and status == "completed"),
+        diff=diff,
     )
 
 
@@ -205,8 +254,10 @@ async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[
     results the agent can recover from; other MCP errors propagate (they are the infrastructure's).
     """
     if call.raw_arguments is not None:
-        result = _error_result(f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
-                               "Send the arguments as a JSON object matching the tool's schema.")
+        result = _error_result(
+            f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
+            "Send the arguments as a JSON object matching the tool's schema."
+        )
     elif call.name not in names:
         result = _error_result(f"Unknown tool '{call.name}'. Available tools: {', '.join(sorted(names))}.")
     else:
@@ -216,8 +267,13 @@ async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[
             if exc.code not in _MODEL_FAULT_CODES:
                 raise
             result = _error_result(f"Tool call rejected: {exc.message}")
-    return Message(role="tool", content=result_text(result), tool_call_id=call.id, name=call.name,
-                   is_error=bool(result.is_error))
+    return Message(
+        role="tool",
+        content=result_text(result),
+        tool_call_id=call.id,
+        name=call.name,
+        is_error=bool(result.is_error),
+    )
 
 
 def _error_result(text: str) -> CallToolResult:

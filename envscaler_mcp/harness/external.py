@@ -16,7 +16,8 @@ from envscaler_mcp.launch import LaunchedServer, launch_external
 from envscaler_mcp.launch.episodes import Episode
 
 NOT_SCORABLE_WARNING = (
-    "external server: it has no admin plane the harness can use, so episodes start from the server's own state "
+    "external server: it has no admin plane the harness can use, so episodes start from the server's own "
+    "state "
     "(not the scenarios' initial states) and final-state validators cannot run; checks are recorded as "
     "'not scorable' and only steps, tool calls, errors, tokens and latency are measured."
 )
@@ -36,7 +37,9 @@ class ExternalSource:
 
 
 @asynccontextmanager
-async def external_source(*, command: str | None = None, url: str | None = None) -> AsyncIterator[ExternalSource]:
+async def external_source(
+    *, command: str | None = None, url: str | None = None
+) -> AsyncIterator[ExternalSource]:
     """`--server 'CMD'` (a fresh process per episode, with this process's environment) or `--url URL`."""
     argv = shlex.split(command) if command else None
     async with launch_external(command=argv, url=url, env=dict(os.environ) if argv else None) as server:

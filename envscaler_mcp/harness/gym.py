@@ -19,7 +19,6 @@ from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness._compat import tools_to_defs
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.episode import call_tool_safely, score_state
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -27,6 +26,7 @@ from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.tools import mcp_tools_to_defs
 from envscaler_mcp.scenario.models import Scenario
 
 Action = dict[str, Any] | str
@@ -36,9 +36,17 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 class EnvScalerMCPEnv:
     """One environment served over MCP; each reset() opens a fresh isolated episode."""
 
-    def __init__(self, source: EpisodeSource, checker: Checker, *, env_info: EnvInfo | None = None,
-                 mode: Literal["task", "conversation"] = "task", max_steps: int = 30, user: Provider | None = None,
-                 stack: AsyncExitStack | None = None) -> None:
+    def __init__(
+        self,
+        source: EpisodeSource,
+        checker: Checker,
+        *,
+        env_info: EnvInfo | None = None,
+        mode: Literal["task", "conversation"] = "task",
+        max_steps: int = 30,
+        user: Provider | None = None,
+        stack: AsyncExitStack | None = None,
+    ) -> None:
         if mode == "conversation" and user is None:
             raise UsageError("conversation mode needs a simulated-user provider (user=...)")
         self.source = source
@@ -58,9 +66,16 @@ class EnvScalerMCPEnv:
         self.done = True
 
     @classmethod
-    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "http",
-                     mode: Literal["task", "conversation"] = "task", max_steps: int = 30,
-                     user: Provider | None = None, validator_timeout_s: float = 2.0) -> EnvScalerMCPEnv:
+    async def create(
+        cls,
+        env_id: str,
+        *,
+        transport: Literal["memory", "http", "stdio"] = "http",
+        mode: Literal["task", "conversation"] = "task",
+        max_steps: int = 30,
+        user: Provider | None = None,
+        validator_timeout_s: float = 2.0,
+    ) -> EnvScalerMCPEnv:
         """Launch the environment's server (bundled env id, folder or skeleton) and a validator sandbox."""
         from envscaler_mcp.catalog.store import get_skeleton
         from envscaler_mcp.launch import launch_server
@@ -82,7 +97,7 @@ class EnvScalerMCPEnv:
         await self._close_episode()
         self._episode_stack = AsyncExitStack()
         self._ep = await self._episode_stack.enter_async_context(self.source.episode(scenario.initial_state))
-        self.tools = tools_to_defs(await self._ep.list_tools())
+        self.tools = mcp_tools_to_defs(await self._ep.list_tools())
         self._names = {t.name for t in self.tools}
         self._scenario, self.steps, self.done = scenario, 0, False
         obs = scenario.task
@@ -90,8 +105,11 @@ class EnvScalerMCPEnv:
             assert self.user_provider is not None
             self._user = SimulatedUser(self.user_provider, scenario.task)
             obs = await self._user.first_message()
-        info = {"scenario_id": scenario.id, "tools": [t.model_dump(mode="json") for t in self.tools],
-                "system_prompt": agent_system_prompt(self.mode, self.env_info)}
+        info = {
+            "scenario_id": scenario.id,
+            "tools": [t.model_dump(mode="json") for t in self.tools],
+            "system_prompt": agent_system_prompt(self.mode, self.env_info),
+        }
         return obs, info
 
     async def step(self, action: Action) -> StepResult:
@@ -126,9 +144,12 @@ class EnvScalerMCPEnv:
         except NoAdminPlane:
             final_state = None
         checks, score, diff = await score_state(self._scenario, final_state, self.checker)
-        info.update(checks=[c.model_dump(mode="json") for c in checks], score=score,
-                    diff=[c.model_dump(mode="json") for c in diff],
-                    success=score == 1.0 and terminated)
+        info.update(
+            checks=[c.model_dump(mode="json") for c in checks],
+            score=score,
+            diff=[c.model_dump(mode="json") for c in diff],
+            success=score == 1.0 and terminated,
+        )
         return obs, float(score or 0.0), terminated, not terminated, info
 
     async def _close_episode(self) -> None:
@@ -160,5 +181,9 @@ def _to_call(action: dict[str, Any], step: int) -> ToolCallRequest:
         except json.JSONDecodeError:
             decoded = None
         args, raw = (decoded, None) if isinstance(decoded, dict) else ({}, args)
-    return ToolCallRequest(id=str(action.get("id") or f"step_{step}"), name=str(action["name"]),
-                           arguments=args, raw_arguments=raw)
+    return ToolCallRequest(
+        id=str(action.get("id") or f"step_{step}"),
+        name=str(action["name"]),
+        arguments=args,
+        raw_arguments=raw,
+    )

@@ -1,4 +1,4 @@
-"""On-disk formats of the harness: one EpisodeResult per line of results.jsonl, and the per-episode settings."""
+"""On-disk formats of the harness: one EpisodeResult per line of results.jsonl; the per-episode settings."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ class CheckOutcome(BaseModel):
     id: str = Field(description="Checklist item id (e.g. 'c1').")
     description: str = Field(description="The fact the item asserts ('Has …?').")
     status: CheckStatus = Field(
-        description="'pass' / 'fail' from the validator; 'error' when the validator raised, timed out or returned "
+        description="'pass' / 'fail' from the validator; 'error' when the validator raised, timed out or "
+        "returned "
         "a non-bool (counts as fail); 'not_scorable' when no final state or no validator was available."
     )
     reason: str = Field("", description="Why it failed or could not be scored (exception text, timeout, …).")
@@ -52,21 +53,29 @@ class EpisodeResult(BaseModel):
     env_id: str = Field(description="Environment id.")
     scenario_id: str = Field(description="Scenario id.")
     trial: int = Field(description="Trial number, from 0, of this scenario in the run.")
-    mode: Mode = Field(description="'task' (task is the first user message) or 'conversation' (simulated user).")
+    mode: Mode = Field(
+        description="'task' (task is the first user message) or 'conversation' (simulated user)."
+    )
     status: EpisodeStatus = Field(
-        description="'completed': the agent answered without a tool call (task mode) or the simulated user ended "
-        "with ###STOP### (conversation mode); 'max_steps': step limit reached; 'timeout': per-episode time limit "
+        description="'completed': the agent answered without a tool call (task mode) or the simulated user "
+        "ended with ###STOP### (conversation mode); 'max_steps': step limit reached; 'timeout': per-episode "
+        "time limit "
         "reached; 'infra_error': the server, MCP transport or a provider failed (excluded from model scores)."
     )
     infra_reason: str | None = Field(None, description="For infra_error: what failed, per attempt.")
-    attempts: int = Field(1, description="Attempts made (infra errors are retried a bounded number of times).")
+    attempts: int = Field(
+        1, description="Attempts made (infra errors are retried a bounded number of times)."
+    )
     agent_model: str = Field("", description="provider/model of the agent seat.")
     user_model: str | None = Field(None, description="provider/model of the simulated-user seat, if any.")
     task: str = Field("", description="The scenario's task text.")
-    tools: list[ToolDef] = Field(default_factory=list, description="Tools offered to the agent (admin excluded).")
+    tools: list[ToolDef] = Field(
+        default_factory=list, description="Tools offered to the agent (admin excluded)."
+    )
     messages: list[Message] = Field(
         default_factory=list,
-        description="The agent's full transcript: system, user, assistant (text, tool calls, reasoning) and tool "
+        description="The agent's full transcript: system, user, assistant (text, tool calls, reasoning) and "
+        "tool "
         "results (with is_error).",
     )
     user_messages: list[Message] = Field(
@@ -79,21 +88,27 @@ class EpisodeResult(BaseModel):
     tool_errors: int = Field(0, description="Tool calls whose result was an error result.")
     timings: list[StepTiming] = Field(default_factory=list, description="Per-step wall times.")
     agent_usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the agent seat.")
-    user_usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the simulated-user seat.")
+    user_usage: Usage = Field(
+        default_factory=Usage, description="Tokens and cost of the simulated-user seat."
+    )
     scorable: bool = Field(
         True, description="False when the final state could not be read (server without an admin plane)."
     )
     checks: list[CheckOutcome] = Field(default_factory=list, description="Per-checklist-item verdicts.")
     score: float | None = Field(
-        None, description="Checklist score: passed / total items, on the final state; None when not scorable "
-        "or for infra errors."
+        None,
+        description="Checklist score: passed / total items, on the final state; None when not scorable "
+        "or for infra errors.",
     )
     success: bool | None = Field(
-        None, description="All checklist items passed and the episode completed; None when not scorable or infra error."
+        None,
+        description="All checklist items passed and the episode completed; None when not scorable or on an "
+        "infra error.",
     )
     diff: list[StateChange] = Field(
         default_factory=list,
-        description="Final state vs initial state: every added, removed or changed path (lists element by element).",
+        description="Final state vs initial state: every added, removed or changed path (lists element by "
+        "element).",
     )
     latency_s: float = Field(0.0, description="Wall time of the episode (last attempt), in seconds.")
     started_at: str = Field("", description="ISO-8601 UTC start time.")
@@ -103,9 +118,12 @@ class EpisodeConfig(BaseModel):
     """How episodes are run (the same for every episode of a run)."""
 
     mode: Mode = Field("task", description="'task' or 'conversation'.")
-    max_steps: int = Field(30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps.")
+    max_steps: int = Field(
+        30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps."
+    )
     timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
+    infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
     agent_settings: GenerationSettings = Field(
         default_factory=lambda: GenerationSettings(temperature=0.0, max_tokens=4096),
         description="Generation settings of the agent seat.",

@@ -22,16 +22,25 @@ from envscaler_mcp.harness.models import EpisodeResult
 class RunProgress:
     """Counts finished episodes and shows pass rate, mean score, cost and infra errors as they come in."""
 
-    def __init__(self, total: int, *, done: int = 0, enabled: bool = True, console: Console | None = None) -> None:
+    def __init__(
+        self, total: int, *, done: int = 0, enabled: bool = True, console: Console | None = None
+    ) -> None:
         self.successes = 0
         self.scored = 0
         self.score_sum = 0.0
         self.infra = 0
         self.usage = Usage()
         self._progress = Progress(
-            TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=console or Console(stderr=True), disable=not enabled, transient=False,
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+            disable=not enabled,
+            transient=False,
         )
         self._task: TaskID = self._progress.add_task("eval", total=total, completed=done, stats=self._stats())
 
@@ -57,6 +66,7 @@ class RunProgress:
         self._progress.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._progress.stop()

@@ -6,6 +6,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
+from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat
@@ -41,15 +43,19 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
         return
     from envscaler_mcp.launch import launch_server
 
-    async with launch_server(plan.target or plan.env_id, transport=config.transport,
-                             scenarios=plan.scenarios) as server:
+    async with launch_server(
+        plan.target or plan.env_id, transport=config.transport, scenarios=plan.scenarios
+    ) as server:
         yield server
 
 
 def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
     return RunManifest(
-        run_id=run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"), config=config,
-        versions=versions(), hashes={p.env_id: p.hashes for p in plans},
+        run_id=run_id,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        config=config,
+        versions=versions(),
+        hashes={p.env_id: p.hashes for p in plans},
         scenario_ids={p.env_id: [s.id for s in p.scenarios] for p in plans},
     )
 
@@ -59,6 +65,7 @@ async def run_eval(
     out: Path,
     *,
     resume: bool = False,
+    retry_infra: bool = False,
     plans: list[EnvPlan] | None = None,
     agent: Seat | None = None,
     user: Seat | None = None,
@@ -69,7 +76,8 @@ async def run_eval(
     """Run (or resume) an evaluation into `out` and return its summary.
 
     Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
-    interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs.
+    interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
+    with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
     """
     console = console or Console(stderr=True)
     plans = plans if plans is not None else build_plan(config)
@@ -82,14 +90,21 @@ async def run_eval(
         old = run_dir.read_manifest()
         check_resumable(old, manifest)
         manifest = old
-        done = {(r.scenario_id, r.trial) for r in run_dir.read_results(repair=True)}
+        records = run_dir.read_results(repair=True)
+        if retry_infra:
+            records = run_dir.drop_infra_errors(records)
+        done = {(r.scenario_id, r.trial) for r in records}
+    elif retry_infra:
+        raise UsageError("--retry-infra goes with --resume: it re-runs a run's infra-error episodes")
     elif run_dir.has_results():
         raise UsageError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
     else:
         run_dir.write_manifest(manifest)
     if config.server_cmd or config.url:
         console.print(f"[yellow]warning:[/] {NOT_SCORABLE_WARNING}")
-    todo = [(p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done]
+    todo = [
+        (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
+    ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
     agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
@@ -100,22 +115,33 @@ async def run_eval(
             stack.push_async_callback(user.aclose)
         if checker is None and todo:
             workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
-                                                                     workers=workers))
-        sources: dict[str, EpisodeSource] = {}
-        for plan in plans:
-            if any(p is plan for p, _, _ in todo):
-                sources[plan.env_id] = await stack.enter_async_context(source_factory(plan, config))
+            checker = await stack.enter_async_context(
+                SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
+            )
+        needed = {
+            plan.env_id: partial(source_factory, plan, config)
+            for plan in plans
+            if any(p is plan for p, _, _ in todo)
+        }
+        pool = await stack.enter_async_context(open_pool(needed))
         limiter = anyio.CapacityLimiter(config.concurrency)
-        progress = stack.enter_context(RunProgress(planned, done=len(done), enabled=config.progress, console=console))
+        progress = stack.enter_context(
+            RunProgress(planned, done=len(done), enabled=config.progress, console=console)
+        )
 
         async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
             async with limiter:
                 assert checker is not None and agent is not None
                 result = await run_episode(
-                    scenario, source=sources[plan.env_id], agent=agent.for_scenario(scenario),
-                    user=user.for_scenario(scenario) if user else None, checker=checker, config=config.episode,
-                    env_info=plan.env_info, run_id=manifest.run_id, trial=trial,
+                    scenario,
+                    source=pool.source(plan.env_id),
+                    agent=agent.for_scenario(scenario),
+                    user=user.for_scenario(scenario) if user else None,
+                    checker=checker,
+                    config=config.episode,
+                    env_info=plan.env_info,
+                    run_id=manifest.run_id,
+                    trial=trial,
                 )
             run_dir.append(result)
             progress.add(result)
@@ -146,7 +172,14 @@ def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -
     config = manifest.config
     if planned is None:
         planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(run_dir.read_results(), run_id=manifest.run_id, agent=config.agent, user=config.user,
-                        mode=config.episode.mode, trials=config.trials, planned=planned)
+    summary = summarize(
+        run_dir.read_results(),
+        run_id=manifest.run_id,
+        agent=config.agent,
+        user=config.user,
+        mode=config.episode.mode,
+        trials=config.trials,
+        planned=planned,
+    )
     run_dir.write_summary(summary)
     return summary

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model
+from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
@@ -71,8 +71,10 @@ class RunDir:
             if record is None or not complete:
                 if offset == len(data):  # the torn tail
                     break
-                raise UsageError(f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
-                                 "the file was edited by hand? Fix or remove that line.")
+                raise UsageError(
+                    f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
+                    "the file was edited by hand? Fix or remove that line."
+                )
             records.append(EpisodeResult.model_validate(record))
             good_end = offset
         if repair and good_end < len(data):
@@ -81,6 +83,13 @@ class RunDir:
                 f.flush()
                 os.fsync(f.fileno())
         return records
+
+    def drop_infra_errors(self, records: list[EpisodeResult]) -> list[EpisodeResult]:
+        """Rewrite results.jsonl (atomically) without its infra-error records; return the records kept."""
+        kept = [r for r in records if r.status != "infra_error"]
+        if len(kept) != len(records):
+            write_jsonl_atomic(self.results_path, [r.model_dump(mode="json") for r in kept])
+        return kept
 
     def write_summary(self, summary: Any) -> None:
         """Write summary.json atomically (a Pydantic model)."""
@@ -96,9 +105,14 @@ def check_resumable(old: RunManifest, new: RunManifest) -> None:
             problems.append(f"option '{field}': was {old_key.get(field)!r}, now {new_key.get(field)!r}")
     for env in sorted(old.hashes.keys() | new.hashes.keys()):
         if old.hashes.get(env) != new.hashes.get(env):
-            problems.append(f"environment '{env}': its environment, scenarios or validators changed since the run began")
+            problems.append(
+                f"environment '{env}': its environment, scenarios or validators changed since the run began"
+            )
     if old.scenario_ids != new.scenario_ids and not problems:
         problems.append("the selected scenarios differ")
     if problems:
-        raise UsageError("cannot resume this run, it was started with something else:\n  - " + "\n  - ".join(problems)
-                         + "\nRun with the original options, or start a new run with another --out.")
+        raise UsageError(
+            "cannot resume this run, it was started with something else:\n  - "
+            + "\n  - ".join(problems)
+            + "\nRun with the original options, or start a new run with another --out."
+        )

@@ -15,8 +15,14 @@ SCENARIO_BOUND = ("oracle",)
 class Seat:
     """Hands out the provider of one seat for each scenario and closes what it opened."""
 
-    def __init__(self, spec: str, *, role: Literal["agent", "user"] = "agent", base_url: str | None = None,
-                 factory: Callable[[Scenario], Provider] | None = None) -> None:
+    def __init__(
+        self,
+        spec: str,
+        *,
+        role: Literal["agent", "user"] = "agent",
+        base_url: str | None = None,
+        factory: Callable[[Scenario], Provider] | None = None,
+    ) -> None:
         self.spec = spec
         self.role = role
         self.base_url = base_url
@@ -32,8 +38,7 @@ class Seat:
         if self.spec.split("/", 1)[0] in SCENARIO_BOUND:
             return get_provider(self.spec, scenario=scenario, role=self.role)
         if self._shared is None:
-            opts = {"base_url": self.base_url} if self.base_url else {}
-            self._shared = get_provider(self.spec, **opts)
+            self._shared = get_provider(self.spec, base_url=self.base_url)
         return self._shared
 
     def prepare(self, scenario: Scenario) -> None:

@@ -1,4 +1,4 @@
-"""What the harness needs from a server: isolated episodes with tools and (when there is an admin plane) state.
+"""What the harness needs from a server: isolated episodes with tools and (with an admin plane) state.
 
 `envscaler_mcp.launch` servers satisfy EpisodeSource directly (`server.episode(state)`); external servers
 (`--server CMD`, `--url URL`) are wrapped in harness/external.py.
@@ -31,7 +31,9 @@ class EpisodeHandle(Protocol):
 class EpisodeSource(Protocol):
     """Anything that opens isolated episodes at a given initial state."""
 
-    def episode(self, initial_state: dict[str, Any] | None = None) -> AbstractAsyncContextManager[EpisodeHandle]:
+    def episode(
+        self, initial_state: dict[str, Any] | None = None
+    ) -> AbstractAsyncContextManager[EpisodeHandle]:
         """Open an episode at `initial_state` (None: the server's default state)."""
         ...
 

@@ -1,4 +1,5 @@
-"""Run summaries: mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps, latency, infra errors."""
+"""Run summaries: mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps, latency,
+infra errors."""
 
 from __future__ import annotations
 
@@ -26,9 +27,13 @@ class GroupSummary(BaseModel):
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
-    pass_at_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k "
-                                        "(k up to the fewest scored trials of any scenario).")
-    pass_hat_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
+    pass_at_k: dict[int, float] = Field(
+        default_factory=dict,
+        description="k -> mean over scenarios of pass@k (k up to the fewest scored trials of any scenario).",
+    )
+    pass_hat_k: dict[int, float] = Field(
+        default_factory=dict, description="k -> mean over scenarios of pass^k."
+    )
     mean_steps: float | None = Field(None, description="Mean agent steps per episode (non-infra).")
     mean_tool_calls: float | None = Field(None, description="Mean tool calls per episode (non-infra).")
     mean_latency_s: float | None = Field(None, description="Mean episode wall time (non-infra).")
@@ -60,28 +65,53 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
     statuses: dict[str, int] = defaultdict(int)
     for r in results:
         statuses[r.status] += 1
-    agg = aggregate(TrialOutcome(env_id=r.env_id, scenario_id=r.scenario_id, score=r.score, success=r.success)
-                    for r in scored)
+    agg = aggregate(
+        TrialOutcome(env_id=r.env_id, scenario_id=r.scenario_id, score=r.score, success=r.success)
+        for r in scored
+    )
     agent_usage, user_usage = Usage(), Usage()
     for r in results:
         agent_usage, user_usage = agent_usage + r.agent_usage, user_usage + r.user_usage
     return GroupSummary(
-        name=name, episodes=len(results), scored=len(scored), infra_errors=statuses.get("infra_error", 0),
-        not_scorable=sum(1 for r in ran if r.score is None), status_counts=dict(sorted(statuses.items())),
-        mean_score=agg.mean_score, success_rate=agg.success_rate, pass_at_k=agg.pass_at_k, pass_hat_k=agg.pass_hat_k,
-        mean_steps=_mean([r.steps for r in ran]), mean_tool_calls=_mean([r.tool_calls for r in ran]),
-        mean_latency_s=_mean([r.latency_s for r in ran]), agent_usage=agent_usage, user_usage=user_usage,
+        name=name,
+        episodes=len(results),
+        scored=len(scored),
+        infra_errors=statuses.get("infra_error", 0),
+        not_scorable=sum(1 for r in ran if r.score is None),
+        status_counts=dict(sorted(statuses.items())),
+        mean_score=agg.mean_score,
+        success_rate=agg.success_rate,
+        pass_at_k=agg.pass_at_k,
+        pass_hat_k=agg.pass_hat_k,
+        mean_steps=_mean([r.steps for r in ran]),
+        mean_tool_calls=_mean([r.tool_calls for r in ran]),
+        mean_latency_s=_mean([r.latency_s for r in ran]),
+        agent_usage=agent_usage,
+        user_usage=user_usage,
     )
 
 
-def summarize(results: Sequence[EpisodeResult], *, run_id: str, agent: str, user: str | None, mode: str,
-              trials: int, planned: int = 0) -> RunSummary:
+def summarize(
+    results: Sequence[EpisodeResult],
+    *,
+    run_id: str,
+    agent: str,
+    user: str | None,
+    mode: str,
+    trials: int,
+    planned: int = 0,
+) -> RunSummary:
     """Summaries per environment and overall."""
     by_env: dict[str, list[EpisodeResult]] = defaultdict(list)
     for r in results:
         by_env[r.env_id].append(r)
     return RunSummary(
-        run_id=run_id, agent=agent, user=user, mode=mode, trials=trials, planned=planned,
+        run_id=run_id,
+        agent=agent,
+        user=user,
+        mode=mode,
+        trials=trials,
+        planned=planned,
         overall=summarize_group("overall", results, trials),
         per_env=[summarize_group(env, rs, trials) for env, rs in sorted(by_env.items())],
     )
@@ -111,15 +141,24 @@ def summary_table(summary: RunSummary) -> Table:
     if summary.trials > 1:
         cols += [f"pass@{k}", f"pass^{k}"]
     cols += ["steps", "tokens", "cost", "latency", "infra"]
-    rows = [*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env or [summary.overall]
+    rows = (
+        [*summary.per_env, summary.overall]
+        if len(summary.per_env) > 1
+        else summary.per_env or [summary.overall]
+    )
     body = []
     for g in rows:
         usage = g.agent_usage + g.user_usage
         cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)]
         if summary.trials > 1:
             cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
-        cells += ["-" if g.mean_steps is None else f"{g.mean_steps:.1f}", _tokens(usage), _cost(usage),
-                  "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors)]
+        cells += [
+            "-" if g.mean_steps is None else f"{g.mean_steps:.1f}",
+            _tokens(usage),
+            _cost(usage),
+            "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s",
+            str(g.infra_errors),
+        ]
         body.append((g.name, cells))
     for i, col in enumerate(cols):
         width = max([len(col), *(len(cells[i]) for _, cells in body)])

@@ -1,4 +1,4 @@
-"""The simulated user of conversational mode: an LLM seat that holds the task and sees only the agent's text."""
+"""The simulated user of conversational mode: an LLM seat holding the task, seeing only the agent's text."""
 
 from __future__ import annotations
 

@@ -14,7 +14,9 @@ from envscaler_mcp.report.html import load_run, write_report
 
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="Run folder written by `envscaler-mcp eval`.")],
-    out: Annotated[Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="HTML file (default RUN_DIR/report.html).")
+    ] = None,
 ) -> None:
     """Print a run's summary table and write its self-contained HTML report."""
     _, _, _, summary = load_run(run_dir)

@@ -14,11 +14,10 @@ from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.providers.base import Message, ToolCallRequest
+from envscaler_mcp.providers.tools import ERROR_PREFIX  # tool errors reach chat models with this prefix
 
 ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = ("openai", "sharegpt")
-# Tool errors reach chat models as text with this prefix (as the provider adapters send them).
-ERROR_PREFIX = "ERROR: "
 
 
 def _tool_text(m: Message) -> str:
@@ -43,15 +42,26 @@ def to_openai(result: EpisodeResult) -> dict[str, Any]:
             if m.tool_calls:
                 out["content"] = m.content or None
                 out["tool_calls"] = [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": json.dumps(c.arguments, ensure_ascii=False),
+                        },
+                    }
                     for c in m.tool_calls
                 ]
             if m.reasoning:
                 out["reasoning_content"] = m.reasoning
         messages.append(out)
-    tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                               "parameters": t.input_schema}} for t in result.tools]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+        }
+        for t in result.tools
+    ]
     return {"messages": messages, "tools": tools}
 
 
@@ -89,8 +99,14 @@ def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
     last_gpt = max((i for i, t in enumerate(turns) if t["from"] == "gpt"), default=-1)
     if last_gpt < 0:
         return None
-    tools = [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in result.tools]
-    return {"conversations": turns[: last_gpt + 1], "system": system, "tools": json.dumps(tools, ensure_ascii=False)}
+    tools = [
+        {"name": t.name, "description": t.description, "parameters": t.input_schema} for t in result.tools
+    ]
+    return {
+        "conversations": turns[: last_gpt + 1],
+        "system": system,
+        "tools": json.dumps(tools, ensure_ascii=False),
+    }
 
 
 def select(results: list[EpisodeResult], min_score: float | None) -> list[EpisodeResult]:

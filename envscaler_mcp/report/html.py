@@ -36,8 +36,13 @@ def _try_json(text: str) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATE_DIR), autoescape=select_autoescape(["html", "j2"]),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATE_DIR),
+        autoescape=select_autoescape(["html", "j2"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json)
     return env
 
@@ -49,8 +54,15 @@ def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
     results = run_dir.read_results()
     config = manifest.config
     planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(results, run_id=manifest.run_id, agent=config.agent, user=config.user,
-                        mode=config.episode.mode, trials=config.trials, planned=planned)
+    summary = summarize(
+        results,
+        run_id=manifest.run_id,
+        agent=config.agent,
+        user=config.user,
+        mode=config.episode.mode,
+        trials=config.trials,
+        planned=planned,
+    )
     return run_dir, manifest, results, summary
 
 
@@ -59,8 +71,12 @@ def render_report(path: Path) -> str:
     _, manifest, results, summary = load_run(path)
     results = sorted(results, key=lambda r: (r.env_id, r.scenario_id, r.trial))
     template = _environment().get_template("report.html.j2")
-    return template.render(manifest=manifest, summary=summary, results=results,
-                           groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env)
+    return template.render(
+        manifest=manifest,
+        summary=summary,
+        results=results,
+        groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env,
+    )
 
 
 def write_report(path: Path, out: Path | None = None) -> Path:

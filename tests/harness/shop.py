@@ -19,14 +19,23 @@ from envscaler_mcp.scenario.models import Scenario
 MINI_SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "mini_shop"
 SKELETON = load_skeleton(MINI_SHOP)
 SCENARIOS = load_scenarios(MINI_SHOP / "scenarios.jsonl")
-BOB, ALICE = SCENARIOS  # Bob: cancel O-1002 + note (2 checks); Alice: cancel O-1001, O-1004 with reason (4 checks)
+BOB, ALICE = (
+    SCENARIOS  # Bob: cancel O-1002 + note (2 checks); Alice: cancel O-1001, O-1004 with reason (4 checks)
+)
 ENV_INFO = EnvInfo(name=SKELETON.name, introduction=SKELETON.introduction, rules=SKELETON.rules)
 
 
 def calls(*items: tuple[str, dict[str, Any]], text: str = "", reasoning: str | None = None) -> Message:
     """An assistant turn with these tool calls."""
-    return Message(role="assistant", content=text, reasoning=reasoning, tool_calls=[
-        ToolCallRequest(id=f"call_{i}_{name}", name=name, arguments=args) for i, (name, args) in enumerate(items)])
+    return Message(
+        role="assistant",
+        content=text,
+        reasoning=reasoning,
+        tool_calls=[
+            ToolCallRequest(id=f"call_{i}_{name}", name=name, arguments=args)
+            for i, (name, args) in enumerate(items)
+        ],
+    )
 
 
 def replay_agent(scenario: Scenario) -> MockProvider:
@@ -38,12 +47,13 @@ def replay_agent(scenario: Scenario) -> MockProvider:
 @asynccontextmanager
 async def shop_server(transport: str = "memory") -> AsyncIterator[Any]:
     """The mini_shop server launched on a transport."""
-    async with launch_server(SKELETON, transport=transport, scenarios=SCENARIOS) as server:  # type: ignore[arg-type]
+    launch = launch_server(SKELETON, transport=transport, scenarios=SCENARIOS)  # type: ignore[arg-type]
+    async with launch as server:
         yield server
 
 
 class CrashingSource:
-    """Fault injection around a real server: calling `crash_on` raises a transport error (a crashed server)."""
+    """Fault injection around a real server: calling `crash_on` raises a transport error (a crash)."""
 
     def __init__(self, server: Any, crash_on: str) -> None:
         self.server, self.crash_on = server, crash_on

@@ -1,27 +1,125 @@
-"""The `eval` command line: option checks."""
+"""The `eval` command line: option checks, a full run on mini_shop with the oracle, Ctrl-C and resume."""
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
+from tests.harness.shop import MINI_SHOP
 
 runner = CliRunner()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--env", "x"], "--agent"),
-    (["--env", "x", "--agent", "oracle", "--mode", "conversation"], "--user"),
-    (["--env", "x", "--agent", "oracle", "--resume"], "--out"),
-    (["--env", "x", "--agent", "oracle", "--transport", "pigeon"], "--transport"),
-    (["--agent", "oracle"], "--env ENV"),
-    (["--agent", "oracle", "--url", "http://127.0.0.1:9/mcp"], "--scenarios"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env", "x"], "--agent"),
+        (["--env", "x", "--agent", "oracle", "--mode", "conversation"], "--user"),
+        (["--env", "x", "--agent", "oracle", "--resume"], "--out"),
+        (["--env", "x", "--agent", "oracle", "--transport", "pigeon"], "--transport"),
+        (["--agent", "oracle"], "--env ENV"),
+        (["--agent", "oracle", "--url", "http://127.0.0.1:9/mcp"], "--scenarios"),
+    ],
+)
 def test_bad_options_are_usage_errors(args: list[str], message: str, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["eval", *args, "--out", str(tmp_path / "run"), "--no-progress"]
-                           if "--resume" not in args else ["eval", *args])
+    result = runner.invoke(
+        app,
+        ["eval", *args, "--out", str(tmp_path / "run"), "--no-progress"]
+        if "--resume" not in args
+        else ["eval", *args],
+    )
     assert result.exit_code != 0
     assert message in str(result.exception)
+
+
+def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--env",
+            str(MINI_SHOP),
+            "--agent",
+            "oracle",
+            "--transport",
+            "memory",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "mini_shop" in result.output and "100.0%" in result.output and "report.html" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["episodes"] == 2 and summary["overall"]["success_rate"] == 1.0
+    assert (out / "report.html").exists()
+    again = runner.invoke(
+        app,
+        [
+            "eval",
+            "--env",
+            str(MINI_SHOP),
+            "--agent",
+            "oracle",
+            "--transport",
+            "memory",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--resume",
+        ],
+    )
+    assert again.exit_code == 0 and len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "envscaler_mcp",
+        "eval",
+        "--env",
+        str(MINI_SHOP),
+        "--agent",
+        "oracle",
+        "--transport",
+        "stdio",
+        "--trials",
+        "2",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (results.exists() and results.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    kept = results.read_text().count("\n")
+    assert 1 <= kept < 4 and "--resume" in output and (out / "summary.json").exists()
+    again = runner.invoke(app, [*cmd[3:], "--resume"])
+    assert again.exit_code == 0, again.output
+    pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
+    assert len(pairs) == len(set(pairs)) == 4

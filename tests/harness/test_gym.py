@@ -20,8 +20,9 @@ async def test_reset_step_and_reward_at_termination(server: Any, checker: Sandbo
     env = EnvScalerMCPEnv(server, checker)
     obs, info = await env.reset(BOB)
     assert obs == BOB.task and info["tools"][0]["name"] == "get_order" and info["scenario_id"] == BOB.id
-    obs, reward, terminated, truncated, info = await env.step({"name": "cancel_order",
-                                                               "arguments": '{"order_id": "O-1002"}'})
+    obs, reward, terminated, truncated, info = await env.step(
+        {"name": "cancel_order", "arguments": '{"order_id": "O-1002"}'}
+    )
     assert (reward, terminated, truncated, info["is_error"]) == (0.0, False, False, False)
     obs, reward, *_ = await env.step({"name": "nope", "arguments": {}})
     assert "Unknown tool" in obs and reward == 0.0
@@ -42,12 +43,15 @@ async def test_step_limit_truncates_and_scores(server: Any, checker: SandboxChec
     async with EnvScalerMCPEnv(server, checker, max_steps=2) as env:
         await env.reset(BOB)
         assert (await env.step({"name": "get_order", "arguments": {"order_id": "O-1002"}}))[3] is False
-        _, reward, terminated, truncated, info = await env.step({"name": "cancel_order",
-                                                                 "arguments": {"order_id": "O-1002"}})
+        _, reward, terminated, truncated, info = await env.step(
+            {"name": "cancel_order", "arguments": {"order_id": "O-1002"}}
+        )
         assert truncated and not terminated and reward == 0.5 and info["success"] is False
 
 
-async def test_conversation_mode_routes_text_to_the_simulated_user(server: Any, checker: SandboxChecker) -> None:
+async def test_conversation_mode_routes_text_to_the_simulated_user(
+    server: Any, checker: SandboxChecker
+) -> None:
     user = MockProvider(["Please cancel my order O-1002.", f"Great. {STOP_TOKEN}"])
     async with EnvScalerMCPEnv(server, checker, mode="conversation", user=user) as env:
         obs, _ = await env.reset(BOB)

@@ -17,14 +17,22 @@ def _agent(scenario: Scenario) -> MockProvider:
     """Solves Bob's scenario (with reasoning, a bad call and a parallel call); does nothing on Alice's."""
     if scenario.id != BOB.id:
         return MockProvider(["Nothing to do <here>."])
-    return MockProvider([
-        Message(role="assistant", reasoning="Look first.",
-                tool_calls=[ToolCallRequest(id="a", name="get_order", arguments={"order_id": "O-1002"})]),
-        calls(("add_note", {"order_id": "O-7"})),
-        calls(("cancel_order", {"order_id": "O-1002"}), ("add_note", {"order_id": "O-1002", "text": "Customer changed mind"}),
-              text="Doing both."),
-        Message(role="assistant", content="All done.", reasoning="Both changes made."),
-    ])
+    return MockProvider(
+        [
+            Message(
+                role="assistant",
+                reasoning="Look first.",
+                tool_calls=[ToolCallRequest(id="a", name="get_order", arguments={"order_id": "O-1002"})],
+            ),
+            calls(("add_note", {"order_id": "O-7"})),
+            calls(
+                ("cancel_order", {"order_id": "O-1002"}),
+                ("add_note", {"order_id": "O-1002", "text": "Customer changed mind"}),
+                text="Doing both.",
+            ),
+            Message(role="assistant", content="All done.", reasoning="Both changes made."),
+        ]
+    )
 
 
 async def make_run(path: Path) -> Path:

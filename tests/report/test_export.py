@@ -23,17 +23,39 @@ async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
     records = _lines(export_run(run, "openai"))
     assert len(records) == 2
     solved = next(r for r in records if len(r["messages"]) > 3)
-    assert [t["function"]["name"] for t in solved["tools"]] == ["get_order", "list_orders", "cancel_order", "add_note"]
+    assert [t["function"]["name"] for t in solved["tools"]] == [
+        "get_order",
+        "list_orders",
+        "cancel_order",
+        "add_note",
+    ]
     msgs = solved["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
-                                         "tool", "tool", "assistant"]
+    assert [m["role"] for m in msgs] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     ids = {c["id"] for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls", [])}
     assert all(m["tool_call_id"] in ids for m in msgs if m["role"] == "tool")
-    assert all(isinstance(json.loads(c["function"]["arguments"]), dict)
-               for m in msgs for c in m.get("tool_calls", []))
+    assert all(
+        isinstance(json.loads(c["function"]["arguments"]), dict)
+        for m in msgs
+        for c in m.get("tool_calls", [])
+    )
     assert msgs[2]["reasoning_content"] == "Look first." and msgs[2]["content"] is None
     assert msgs[5]["content"].startswith("ERROR: ")
-    assert msgs[-1] == {"role": "assistant", "content": "All done.", "reasoning_content": "Both changes made."}
+    assert msgs[-1] == {
+        "role": "assistant",
+        "content": "All done.",
+        "reasoning_content": "Both changes made.",
+    }
 
 
 async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path: Path) -> None:
@@ -45,14 +67,34 @@ async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path
     turns = rec["conversations"]
     for i, turn in enumerate(turns):
         assert turn["from"] in (("human", "observation") if i % 2 == 0 else ("gpt", "function_call"))
-    assert turns[-1]["from"] == "gpt" and turns[-1]["value"].startswith("<think>\nBoth changes made.\n</think>")
+    assert turns[-1]["from"] == "gpt" and turns[-1]["value"].startswith(
+        "<think>\nBoth changes made.\n</think>"
+    )
     parallel = [t for t in turns if t["from"] == "function_call" and t["value"].endswith("]")]
     assert [c["name"] for c in json.loads(parallel[0]["value"])] == ["cancel_order", "add_note"]
     assert turns[1]["value"].startswith("<think>\nLook first.\n</think>\n\n")
-    assert json.loads(turns[1]["value"].split("\n\n", 1)[1]) == {"name": "get_order", "arguments": {"order_id": "O-1002"}}
+    assert json.loads(turns[1]["value"].split("\n\n", 1)[1]) == {
+        "name": "get_order",
+        "arguments": {"order_id": "O-1002"},
+    }
 
 
 async def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
     with pytest.raises(UsageError, match="openai, sharegpt"):
         export_run(run, "alpaca")
+
+
+def test_export_command_writes_the_file(tmp_path: Path) -> None:
+    import anyio
+    from typer.testing import CliRunner
+
+    from envscaler_mcp.cli import app
+
+    run = anyio.run(make_run, tmp_path / "run")
+    out = tmp_path / "train.jsonl"
+    result = CliRunner().invoke(
+        app, ["export", str(run), "--format", "sharegpt", "--min-score", "0.5", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert str(out) in result.output and len(_lines(out)) == 1

@@ -36,3 +36,25 @@ def test_report_command_prints_table_and_writes_html(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "mini_shop" in out.output and "report.html" in out.output
     assert (run / "report.html").exists()
+
+
+async def test_report_shows_infra_errors_with_their_reasons(tmp_path: Path) -> None:
+    from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.run import run_eval
+    from envscaler_mcp.harness.seats import Seat
+    from envscaler_mcp.providers.mock import MockProvider
+    from tests.harness.shop import BOB, MINI_SHOP, replay_agent
+
+    config = RunConfig.model_validate(
+        {
+            "envs": [str(MINI_SHOP)],
+            "agent": "mock",
+            "transport": "memory",
+            "progress": False,
+            "episode": {"infra_retries": 0},
+        }
+    )
+    agent = Seat("mock", factory=lambda s: replay_agent(s) if s.id == BOB.id else MockProvider([]))
+    await run_eval(config, tmp_path / "run", agent=agent)
+    html = write_report(tmp_path / "run").read_text()
+    assert "Infrastructure error" in html and "ProviderError" in html and "status-infra_error" in html

@@ -1,0 +1,144 @@
+"""The servers of a run: one per environment, started together, restarted when one stops answering.
+
+A shared HTTP server that crashes would otherwise turn every later episode of its environment into an
+infra error. When opening an episode fails at the connection level (refused, reset, closed), the pool
+restarts that environment's server (once, however many episodes noticed it) and the episode's infra
+retry runs on the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+
+
+class _Slot:
+    """One environment's current server and the events that restart or stop it."""
+
+    def __init__(self) -> None:
+        self.source: EpisodeSource | None = None
+        self.ready = anyio.Event()
+        self.restart = anyio.Event()
+        self.restarts = 0
+
+
+class SourcePool:
+    """Holds each environment's server in its own task (anyio exits a context where it was entered)."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, _Slot] = {}
+        self._release = anyio.Event()
+
+    async def _hold(self, key: str, open_source: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
+        slot = self._slots[key]
+        while True:
+            async with open_source() as source:
+                slot.source = source
+                slot.ready.set()
+                await _first(self._release, slot.restart)
+            if self._release.is_set():
+                return
+            slot.restarts += 1
+
+    async def restart(self, key: str, failed: EpisodeSource) -> None:
+        """Restart `key`'s server if `failed` is still the current one, then wait until it is ready."""
+        slot = self._slots[key]
+        if slot.source is failed:  # the first to notice asks for the restart; later ones just wait
+            slot.source = None
+            slot.ready, stop = anyio.Event(), slot.restart
+            slot.restart = anyio.Event()
+            stop.set()
+        await slot.ready.wait()
+
+    def source(self, key: str) -> EpisodeSource:
+        """An EpisodeSource that always uses the environment's current server."""
+        return _Pooled(self, key)
+
+    def restarts(self, key: str) -> int:
+        """How many times `key`'s server was restarted."""
+        return self._slots[key].restarts
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return as soon as one of the events is set."""
+    async with anyio.create_task_group() as tg:
+        for event in events:
+            tg.start_soon(_wait_then_cancel, event, tg.cancel_scope)
+
+
+async def _wait_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+@asynccontextmanager
+async def open_pool(
+    items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]],
+) -> AsyncIterator[SourcePool]:
+    """Start every server at the same time; yield once all are ready; stop them all on exit."""
+    pool = SourcePool()
+    async with anyio.create_task_group() as tg:
+        for key, open_source in items.items():
+            pool._slots[key] = _Slot()
+            tg.start_soon(pool._hold, key, open_source)
+        try:
+            for slot in pool._slots.values():
+                await slot.ready.wait()
+            yield pool
+        finally:
+            pool._release.set()
+
+
+_GONE = (
+    OSError,
+    httpx2.TransportError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+
+def _server_gone(exc: BaseException) -> bool:
+    """A connection-level failure (refused, reset, closed stream): the server process is gone or hung."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_server_gone(e) for e in exc.exceptions)
+    return isinstance(exc, _GONE) or (exc.__cause__ is not None and _server_gone(exc.__cause__))
+
+
+class _Pooled:
+    """EpisodeSource facade over a pool slot."""
+
+    def __init__(self, pool: SourcePool, key: str) -> None:
+        self._pool, self._key = pool, key
+
+    @property
+    def has_admin(self) -> bool:
+        current = self._pool._slots[self._key].source
+        return has_admin_plane(current) if current is not None else True
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None) -> AsyncIterator[EpisodeHandle]:
+        slot = self._pool._slots[self._key]
+        await slot.ready.wait()
+        source = slot.source
+        assert source is not None
+        manager = source.episode(initial_state)
+        try:
+            ep = await manager.__aenter__()
+        except Exception as exc:
+            if _server_gone(exc):
+                await self._pool.restart(self._key, source)
+            raise
+        try:
+            yield ep
+        except BaseException as exc:
+            if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            await manager.__aexit__(None, None, None)

@@ -1,0 +1,129 @@
+"""A run's server that crashes is restarted, and the episode's infra retry runs on the new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.types import CallToolResult
+
+from envscaler_mcp.harness.config import EnvPlan, RunConfig
+from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.rundir import RunDir
+from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.providers import get_provider
+from envscaler_mcp.scenario.models import Scenario
+from tests.harness.shop import shop_server
+
+pytestmark = pytest.mark.anyio
+
+
+class _CrashingServer:
+    """Fault injection around a real server: the first cancel_order call kills it; from then on every
+    episode fails to open (connection refused), as with a crashed HTTP server."""
+
+    has_admin = True
+
+    def __init__(self, server: Any) -> None:
+        self.server, self.dead = server, False
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+        if self.dead:
+            raise ConnectionRefusedError("connection refused")
+        async with self.server.episode(initial_state) as ep:
+            yield _Ep(self, ep)
+
+
+class _Ep:
+    def __init__(self, owner: _CrashingServer, ep: Any) -> None:
+        self.owner, self.ep = owner, ep
+
+    async def list_tools(self) -> Any:
+        return await self.ep.list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        if name == "cancel_order":
+            self.owner.dead = True
+            raise ConnectionResetError("connection reset by peer")
+        return await self.ep.call_tool(name, arguments)  # type: ignore[no-any-return]
+
+    async def get_state(self) -> Any:
+        return await self.ep.get_state()
+
+
+async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Path) -> None:
+    started: list[str] = []
+
+    @asynccontextmanager
+    async def factory(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
+        started.append(plan.env_id)
+        async with shop_server("memory") as server:
+            yield _CrashingServer(server) if len(started) == 1 else server
+
+    config = RunConfig.model_validate(
+        {
+            "envs": ["tests/fixtures/mini_shop"],
+            "agent": "oracle",
+            "transport": "memory",
+            "concurrency": 1,
+            "progress": False,
+            "episode": {"infra_retries": 2, "infra_backoff_s": 0},
+        }
+    )
+    summary = await run_eval(config, tmp_path, agent=Seat("oracle"), source_factory=factory)
+    records = RunDir(tmp_path).read_results()
+    assert started == ["mini_shop", "mini_shop"]
+    assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
+    assert sorted(r.attempts for r in records) == [1, 3]  # crash, refused (server restarted), success
+
+
+def _http_server_children() -> list[int]:
+    """PIDs of this test process's own child HTTP server processes."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"--http" in cmdline:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the server's process through /proc")
+async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
+    killed: list[int] = []
+
+    def agent(scenario: Scenario) -> Any:
+        if len(created) == 2 and not killed:  # kill the shared server while the third episode starts
+            killed.extend(_http_server_children())
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+        created.append(scenario.id)
+        return get_provider("oracle", scenario=scenario)
+
+    created: list[str] = []
+    config = RunConfig.model_validate(
+        {
+            "envs": ["tests/fixtures/mini_shop"],
+            "agent": "oracle",
+            "transport": "http",
+            "trials": 3,
+            "concurrency": 1,
+            "progress": False,
+            "episode": {"infra_retries": 2, "infra_backoff_s": 0},
+        }
+    )
+    summary = await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))
+    records = RunDir(tmp_path).read_results()
+    assert len(killed) == 1 and summary.overall.episodes == 6
+    assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
+    assert max(r.attempts for r in records) > 1
