@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Annotated
 
@@ -47,7 +46,7 @@ def envs(
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
     if stage not in STAGES:
         raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider
+    from envscaler_mcp.providers import get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
     from envscaler_mcp.synth.skel.modeling import ModelOptions
@@ -55,9 +54,8 @@ def envs(
     from envscaler_mcp.synth.skel.quality import QualityOptions
     from envscaler_mcp.synth.skel.summary import print_summary
 
-    options = {"cache_dir": cache_dir} if cache_dir else {}
-    generator = get_provider(model, **options)
-    judge = get_provider(checker_model, **options) if checker_model else generator
+    generator = get_provider(model, cache_dir=cache_dir)
+    judge = get_provider(checker_model, cache_dir=cache_dir) if checker_model else generator
     config = SkelConfig(
         out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
