@@ -1,6 +1,6 @@
 """Stage 2 (model): topic -> entities and rules -> class skeleton -> operations -> one method each -> assembly.
 
-Each environment is written to OUT/model/<env_id>.json when it passes, or appended to
+Each environment is written to OUT/model/envs/<env_id>.json when it passes, or appended to
 OUT/model/dropped.jsonl with the failing step and its last error.
 """
 
