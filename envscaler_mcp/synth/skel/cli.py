@@ -40,6 +40,9 @@ def envs(
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, max=1.0, help="Keep environments with (pass + warning) / total at least this.")] = 0.85,
     no_repair: Annotated[bool, typer.Option("--no-repair", help="Skip the repair round of failing methods.")] = False,
+    max_failed_methods: Annotated[int, typer.Option(
+        "--max-failed-methods", min=0, help="Leave out up to N operations whose method still fails after the "
+        "retries instead of dropping the environment.")] = 0,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
 ) -> None:
@@ -60,7 +63,7 @@ def envs(
         out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
                          similarity=similarity, retries=retries, concurrency=concurrency),
-        model=ModelOptions(retries=retries, concurrency=concurrency),
+        model=ModelOptions(retries=retries, concurrency=concurrency, max_failed_methods=max_failed_methods),
         check=CheckOptions(quality=QualityOptions(calls=check_calls, per_tool_cap=per_tool_cap, threshold=threshold,
                                                   retries=retries),
                            repair=not no_repair, retries=retries, concurrency=concurrency),

@@ -37,6 +37,7 @@ class ModelOptions:
     retries: int = 2
     concurrency: int = 4
     models: dict[str, str] = field(default_factory=dict)
+    max_failed_methods: int = 0  # operations whose method may fail (left out) before the environment is dropped
 
 
 def prompt_version() -> str:
@@ -79,6 +80,7 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
 
     source = cls.source
     notes: list[str] = []
+    failed: list[Operation] = []
     names = [op.name for op in operations]
     for op in operations:
         base = source
@@ -89,11 +91,22 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
                 notes.append(f"{op.name}: planned as {op.kind}, the code makes it {spec.kind}")
             return assembled
 
-        source = await ask(
-            provider, "skel/method",
-            {**base_ctx, "rules": design.rules, "class_source": cls.source,
-             "helpers": helper_sources(source, cls.class_name), "operation": op, "operation_names": names},
-            accept, meter=meter, retries=options.retries)
+        try:
+            source = await ask(
+                provider, "skel/method",
+                {**base_ctx, "rules": design.rules, "class_source": cls.source,
+                 "helpers": helper_sources(source, cls.class_name), "operation": op, "operation_names": names},
+                accept, meter=meter, retries=options.retries)
+        except StepFailed as exc:
+            failed.append(op)
+            if len(failed) > options.max_failed_methods:
+                raise
+            notes.append(f"{op.name}: left out, its method failed: {exc.reason[:300]}")
+    operations = [op for op in operations if op not in failed]
+    for kind in ("query", "state_change"):
+        if failed and not any(op.kind == kind for op in operations):
+            raise StepFailed("skel/method", f"no {kind} operation is left after leaving out "
+                             + ", ".join(op.name for op in failed), 1)
 
     problems = static_problems(source, cls.class_name)
     if problems:  # each method was clean on its own; this would be an interaction between them
