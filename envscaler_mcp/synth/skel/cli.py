@@ -69,6 +69,11 @@ def envs(
                            repair=not no_repair, retries=retries, concurrency=concurrency),
     )
 
+    def progress(stage: str, item: str, outcome: str) -> None:
+        typer.echo(f"[{stage}] {item}: {outcome}", err=True)
+
+    config.mine.on_item = config.model.on_item = config.check.on_item = progress
+
     async def main() -> None:
         try:
             summary = await run_skel(config, Seats(generator=generator, tester=judge, checker=judge))

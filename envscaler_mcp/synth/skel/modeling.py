@@ -15,7 +15,7 @@ from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
-from envscaler_mcp.synth._common_store import ItemDir, JsonlLedger, run_bounded
+from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.skel import PROMPT_VERSION
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
@@ -38,6 +38,7 @@ class ModelOptions:
     concurrency: int = 4
     models: dict[str, str] = field(default_factory=dict)
     max_failed_methods: int = 0  # operations whose method may fail (left out) before the environment is dropped
+    on_item: ItemCallback | None = None
 
 
 def prompt_version() -> str:
@@ -140,8 +141,12 @@ async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, 
         except StepFailed as exc:
             dropped.add(DroppedRecord(env_id=topic.env_id, stage="model", step=exc.step, reason=exc.reason,
                                       usage=meter.total).model_dump(mode="json"))
+            if options.on_item:
+                options.on_item("model", topic.env_id, f"dropped at {exc.step}")
             return
         done.write(topic.env_id, record.model_dump(mode="json"))
+        if options.on_item:
+            options.on_item("model", topic.env_id, f"{len(record.skeleton.tools)} tools")
 
     todo = [t for t in topics if not done.done(t.env_id) and t.env_id not in dropped]
     await run_bounded(todo, work, concurrency=options.concurrency)
