@@ -70,7 +70,7 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,
                       "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
                      accept, meter=meter, retries=retries,
-                     settings=GenerationSettings(temperature=0.5, max_tokens=6000))
+                     settings=GenerationSettings(temperature=0.5, max_tokens=6000, timeout_s=600.0))
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
