@@ -19,6 +19,9 @@ from envscaler_mcp._io import append_jsonl, atomic_write_json, atomic_write_text
 
 T = TypeVar("T")
 
+# Called as (stage, item id, outcome) whenever an item is finished, e.g. to print progress.
+ItemCallback = Callable[[str, str, str], None]
+
 
 def short_hash(text: str, n: int = 12) -> str:
     """First `n` hex digits of sha256(text): stable ids for tasks and items."""

@@ -103,7 +103,8 @@ async def ask(
     errors propagate unchanged (the item is not finished and a rerun will try it again).
     """
     messages = render_prompt(template or step, **context)
-    settings = settings or GenerationSettings(temperature=0.0, max_tokens=4096)
+    # Long generations (a class, a rich state) can take minutes on slow or local models.
+    settings = settings or GenerationSettings(temperature=0.0, max_tokens=4096, timeout_s=600.0)
     last_error = ""
     for attempt in range(retries + 1):
         turn = await provider.complete(messages, None, settings)

@@ -20,7 +20,7 @@ from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton, skeleton_json,
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth._common_parse import AnswerFormatError
-from envscaler_mcp.synth._common_store import ItemDir, JsonlLedger, run_bounded
+from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.codecheck import accept_method
 from envscaler_mcp.synth.skel.parsers import parse_initial_state, parse_method
@@ -43,6 +43,7 @@ class CheckOptions:
     retries: int = 2
     concurrency: int = 2
     models: dict[str, str] = field(default_factory=dict)
+    on_item: ItemCallback | None = None
 
 
 def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, strict: bool) -> EnvSkeleton:
@@ -69,7 +70,7 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,
                       "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
                      accept, meter=meter, retries=retries,
-                     settings=GenerationSettings(temperature=0.5, max_tokens=6000))
+                     settings=GenerationSettings(temperature=0.5, max_tokens=6000, timeout_s=600.0))
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
@@ -167,22 +168,29 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
     done = ItemDir(out / "check" / "envs")
     dropped = JsonlLedger(out / "check" / "dropped.jsonl", "env_id")
 
+    def drop(env_id: str, step: str, reason: str, meter: UsageMeter) -> None:
+        dropped.add(DroppedRecord(env_id=env_id, stage="check", step=step, reason=reason,
+                                  usage=meter.total).model_dump(mode="json"))
+        if options.on_item:
+            options.on_item("check", env_id, f"dropped at {step}")
+
     async def work(record: ModelRecord) -> None:
         meter = UsageMeter()
         try:
             check_record, skeleton = await check_environment(record, generator, tester, checker, options, meter,
                                                              episode_factory)
         except StepFailed as exc:
-            dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step=exc.step, reason=exc.reason,
-                                      usage=meter.total).model_dump(mode="json"))
+            drop(record.env_id, exc.step, exc.reason, meter)
             return
         except (RenderError, ServerStartError, MCPError) as exc:  # the server could not run this environment
-            dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step="launch", reason=str(exc),
-                                      usage=meter.total).model_dump(mode="json"))
+            drop(record.env_id, "launch", str(exc), meter)
             return
         if skeleton is not None:
             atomic_write_text(out / "environments" / record.env_id / "skeleton.json", skeleton_json(skeleton))
         done.write(record.env_id, check_record.model_dump(mode="json"))
+        if options.on_item:
+            score = check_record.final_report.score if check_record.final_report else None
+            options.on_item("check", record.env_id, f"{'kept' if check_record.kept else 'not kept'} (score {score})")
 
     todo = [r for r in records if not done.done(r.env_id) and r.env_id not in dropped]
     await run_bounded(todo, work, concurrency=options.concurrency)

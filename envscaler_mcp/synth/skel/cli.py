@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Annotated
 
@@ -41,13 +40,16 @@ def envs(
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, max=1.0, help="Keep environments with (pass + warning) / total at least this.")] = 0.85,
     no_repair: Annotated[bool, typer.Option("--no-repair", help="Skip the repair round of failing methods.")] = False,
+    max_failed_methods: Annotated[int, typer.Option(
+        "--max-failed-methods", min=0, help="Leave out up to N operations whose method still fails after the "
+        "retries instead of dropping the environment.")] = 0,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
 ) -> None:
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
     if stage not in STAGES:
         raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider
+    from envscaler_mcp.providers import get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
     from envscaler_mcp.synth.skel.modeling import ModelOptions
@@ -55,18 +57,22 @@ def envs(
     from envscaler_mcp.synth.skel.quality import QualityOptions
     from envscaler_mcp.synth.skel.summary import print_summary
 
-    options = {"cache_dir": cache_dir} if cache_dir else {}
-    generator = get_provider(model, **options)
-    judge = get_provider(checker_model, **options) if checker_model else generator
+    generator = get_provider(model, cache_dir=cache_dir)
+    judge = get_provider(checker_model, cache_dir=cache_dir) if checker_model else generator
     config = SkelConfig(
         out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
                          similarity=similarity, retries=retries, concurrency=concurrency),
-        model=ModelOptions(retries=retries, concurrency=concurrency),
+        model=ModelOptions(retries=retries, concurrency=concurrency, max_failed_methods=max_failed_methods),
         check=CheckOptions(quality=QualityOptions(calls=check_calls, per_tool_cap=per_tool_cap, threshold=threshold,
                                                   retries=retries),
                            repair=not no_repair, retries=retries, concurrency=concurrency),
     )
+
+    def progress(stage: str, item: str, outcome: str) -> None:
+        typer.echo(f"[{stage}] {item}: {outcome}", err=True)
+
+    config.mine.on_item = config.model.on_item = config.check.on_item = progress
 
     async def main() -> None:
         try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, write_jsonl_atomic
 from envscaler_mcp.providers.base import Provider
-from envscaler_mcp.synth._common_store import JsonlLedger, run_bounded, slugify
+from envscaler_mcp.synth._common_store import ItemCallback, JsonlLedger, run_bounded, slugify
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.corpus import CorpusTask, collect_tasks
 from envscaler_mcp.synth.skel.dedupe import Candidate, deduplicate
@@ -30,6 +30,7 @@ class MineOptions:
     use_embeddings: bool = True
     retries: int = 2
     concurrency: int = 4
+    on_item: ItemCallback | None = None
 
 
 async def judge_and_describe(provider: Provider, task: CorpusTask, retries: int) -> MineRecord:
@@ -103,6 +104,8 @@ async def run_mine(tasks_file: Path, out: Path, provider: Provider, options: Min
     async def work(task: CorpusTask) -> None:
         record = await judge_and_describe(provider, task, options.retries)
         ledger.add(record.model_dump(mode="json"))
+        if options.on_item:
+            options.on_item("mine", task.task_id, record.status)
 
     await run_bounded([t for t in tasks if t.task_id not in ledger], work, concurrency=options.concurrency)
     records = [MineRecord.model_validate(ledger.records[t.task_id]) for t in tasks if t.task_id in ledger]

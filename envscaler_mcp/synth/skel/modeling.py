@@ -1,6 +1,6 @@
 """Stage 2 (model): topic -> entities and rules -> class skeleton -> operations -> one method each -> assembly.
 
-Each environment is written to OUT/model/<env_id>.json when it passes, or appended to
+Each environment is written to OUT/model/envs/<env_id>.json when it passes, or appended to
 OUT/model/dropped.jsonl with the failing step and its last error.
 """
 
@@ -15,7 +15,7 @@ from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
-from envscaler_mcp.synth._common_store import ItemDir, JsonlLedger, run_bounded
+from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.skel import PROMPT_VERSION
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
@@ -37,6 +37,8 @@ class ModelOptions:
     retries: int = 2
     concurrency: int = 4
     models: dict[str, str] = field(default_factory=dict)
+    max_failed_methods: int = 0  # operations whose method may fail (left out) before the environment is dropped
+    on_item: ItemCallback | None = None
 
 
 def prompt_version() -> str:
@@ -79,6 +81,7 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
 
     source = cls.source
     notes: list[str] = []
+    failed: list[Operation] = []
     names = [op.name for op in operations]
     for op in operations:
         base = source
@@ -89,11 +92,22 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
                 notes.append(f"{op.name}: planned as {op.kind}, the code makes it {spec.kind}")
             return assembled
 
-        source = await ask(
-            provider, "skel/method",
-            {**base_ctx, "rules": design.rules, "class_source": cls.source,
-             "helpers": helper_sources(source, cls.class_name), "operation": op, "operation_names": names},
-            accept, meter=meter, retries=options.retries)
+        try:
+            source = await ask(
+                provider, "skel/method",
+                {**base_ctx, "rules": design.rules, "class_source": cls.source,
+                 "helpers": helper_sources(source, cls.class_name), "operation": op, "operation_names": names},
+                accept, meter=meter, retries=options.retries)
+        except StepFailed as exc:
+            failed.append(op)
+            if len(failed) > options.max_failed_methods:
+                raise
+            notes.append(f"{op.name}: left out, its method failed: {exc.reason[:300]}")
+    operations = [op for op in operations if op not in failed]
+    for kind in ("query", "state_change"):
+        if failed and not any(op.kind == kind for op in operations):
+            raise StepFailed("skel/method", f"no {kind} operation is left after leaving out "
+                             + ", ".join(op.name for op in failed), 1)
 
     problems = static_problems(source, cls.class_name)
     if problems:  # each method was clean on its own; this would be an interaction between them
@@ -127,8 +141,12 @@ async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, 
         except StepFailed as exc:
             dropped.add(DroppedRecord(env_id=topic.env_id, stage="model", step=exc.step, reason=exc.reason,
                                       usage=meter.total).model_dump(mode="json"))
+            if options.on_item:
+                options.on_item("model", topic.env_id, f"dropped at {exc.step}")
             return
         done.write(topic.env_id, record.model_dump(mode="json"))
+        if options.on_item:
+            options.on_item("model", topic.env_id, f"{len(record.skeleton.tools)} tools")
 
     todo = [t for t in topics if not done.done(t.env_id) and t.env_id not in dropped]
     await run_bounded(todo, work, concurrency=options.concurrency)

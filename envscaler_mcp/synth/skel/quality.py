@@ -151,7 +151,7 @@ async def dual_agent_check(
                      "must_cover": must_cover, "blocked": blocked, "state": dump_state(before), "round": round_no,
                      "rounds": rounds, "per_tool_cap": options.per_tool_cap},
                     accept, meter=meter, seat="tester", retries=options.retries,
-                    settings=GenerationSettings(temperature=0.5, max_tokens=1024))
+                    settings=GenerationSettings(temperature=0.5, max_tokens=1024, timeout_s=300.0))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
             raw = await episode.call_tool(pick.tool, pick.arguments)

@@ -73,7 +73,7 @@ class StateDesign(BaseModel):
 
 
 class ModelRecord(BaseModel):
-    """OUT/model/<env_id>.json: an environment whose code was written and passed the static checks."""
+    """OUT/model/envs/<env_id>.json: an environment whose code was written and passed the static checks."""
 
     env_id: str = Field(description="Environment id.")
     topic: SelectedTopic = Field(description="The topic it was built from.")
@@ -96,7 +96,7 @@ class DroppedRecord(BaseModel):
 
 
 class CheckRecord(BaseModel):
-    """OUT/check/<env_id>.json: the dual-agent check of one environment."""
+    """OUT/check/envs/<env_id>.json: the dual-agent check of one environment."""
 
     env_id: str = Field(description="Environment id.")
     kept: bool = Field(description="Whether the environment met the quality threshold.")

@@ -26,6 +26,7 @@ def test_synth_envs_mine_stage(tmp_path, monkeypatch, router, corpus):
     assert result.exit_code == 0, result.output
     assert specs == ["mock/gen", "mock/judge"]
     assert "Usage per stage" in result.output and "mine" in result.output
+    assert result.output.count("[mine] ") == 3  # one progress line per finished task
     assert len((out / "mine" / "judged.jsonl").read_text().splitlines()) == 3
     assert json.loads((out / "summary.json").read_text())["counts"]["judged"] == 3
 
