@@ -1,39 +1,26 @@
-"""A readable diff of two JSON states (for checker prompts and reports)."""
+"""A readable diff of two JSON states for review prompts, over the scoring stage's structural diff."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-_MISSING = object()
+from envscaler_mcp.scoring.diff import diff_states
 
 
 def _show(value: Any) -> str:
-    if value is _MISSING:
-        return "(absent)"
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def state_diff(before: Any, after: Any, path: str = "", *, limit: int = 60) -> list[str]:
-    """Lines 'path: before -> after' for every leaf that differs (dict keys recursively, lists as wholes
-    unless they have the same length)."""
-    out: list[str] = []
-
-    def walk(a: Any, b: Any, where: str) -> None:
-        if len(out) >= limit or a == b:
-            return
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in list(a) + [k for k in b if k not in a]:
-                walk(a.get(key, _MISSING), b.get(key, _MISSING), f"{where}.{key}" if where else str(key))
-            return
-        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for i, (x, y) in enumerate(zip(a, b, strict=True)):
-                walk(x, y, f"{where}[{i}]")
-            return
-        out.append(f"{where or '(root)'}: {_show(a)} -> {_show(b)}")
-
-    walk(before, after, path)
-    if len(out) >= limit:
-        out.append("... (more changes not shown)")
+def state_diff(before: Any, after: Any, *, limit: int = 60) -> list[str]:
+    """Lines 'path: before -> after' (with '(absent)' for added or removed values), at most `limit`."""
+    out = []
+    for change in diff_states(before, after):
+        old = "(absent)" if change.op == "added" else _show(change.old)
+        new = "(absent)" if change.op == "removed" else _show(change.new)
+        out.append(f"{change.path_str()}: {old} -> {new}")
+        if len(out) >= limit:
+            out.append("... (more changes not shown)")
+            break
     return out

@@ -16,6 +16,11 @@ _HEADER_RES = (
     re.compile(r"^\s{0,3}\*\*(?P<name>[^*\n]+?):?\*\*\s*:?\s*$"),  # **Header** / **Header:**
     re.compile(r"^\s{0,3}\[(?P<name>[A-Za-z][A-Za-z _-]{0,40})\]\s*:?\s*$"),  # [Header]
 )
+# "# Answer: YES" / "**Answer:** YES": a wanted header with its value on the same line.
+_INLINE_HEADER_RES = (
+    re.compile(r"^\s{0,3}#{1,6}\s*(?P<name>[^#:\n]+?)\s*:\s*(?P<value>\S.*)$"),
+    re.compile(r"^\s{0,3}\*\*(?P<name>[^*:\n]+?)\s*(?::\*\*|\*\*\s*:)\s*(?P<value>\S.*)$"),
+)
 _FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+-]*)")
 
 
@@ -56,16 +61,22 @@ def split_sections(text: str, names: list[str] | tuple[str, ...]) -> dict[str, s
                 fence = None
             buffer.append(line)
             continue
-        header = None
+        header, inline = None, None
         if fence is None:
             for pattern in _HEADER_RES:
                 m = pattern.match(line)
                 if m and normalize_header(m.group("name")) in wanted:
                     header = wanted[normalize_header(m.group("name"))]
                     break
+            else:
+                for pattern in _INLINE_HEADER_RES:
+                    m = pattern.match(line)
+                    if m and normalize_header(m.group("name")) in wanted:
+                        header, inline = wanted[normalize_header(m.group("name"))], m.group("value")
+                        break
         if header is not None:
             flush()
-            current, buffer = header, []
+            current, buffer = header, [inline] if inline else []
         else:
             buffer.append(line)
     flush()

@@ -94,16 +94,23 @@ async def run_bounded(
     items: Iterable[T], worker: Callable[[T], Awaitable[None]], *, concurrency: int
 ) -> None:
     """Run `worker(item)` for every item, at most `concurrency` at a time. An exception in one worker
-    cancels the rest and propagates; whatever finished is already on disk."""
+    cancels the rest and propagates (the first one, unwrapped from the task group's exception group, so the
+    CLI can report it plainly); whatever finished is already on disk."""
     limiter = anyio.CapacityLimiter(max(1, concurrency))
 
     async def one(item: T) -> None:
         async with limiter:
             await worker(item)
 
-    async with anyio.create_task_group() as tg:
-        for item in items:
-            tg.start_soon(one, item)
+    try:
+        async with anyio.create_task_group() as tg:
+            for item in items:
+                tg.start_soon(one, item)
+    except BaseExceptionGroup as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup) and first.exceptions:
+            first = first.exceptions[0]
+        raise first from group
 
 
 def dump_line(value: Any) -> str:

@@ -12,8 +12,10 @@ synth_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `synth` command group to the main app; each sub-pipeline registers its own command."""
+    """Add the `synth` command group to the main app. Each sub-pipeline has a `cli.py` with
+    `register(synth_app)` adding its command; list it here (SkelBuilder: `envs`; ScenGenerator: `scenarios`)."""
     from envscaler_mcp.synth.skel import cli as skel_cli
 
-    skel_cli.register(synth_app)
+    for module in (skel_cli,):
+        module.register(synth_app)
     app.add_typer(synth_app, name="synth")

@@ -147,10 +147,10 @@ def assemble_class(base_source: str, class_name: str, methods: list[MethodCode])
 
     assert cls.end_lineno is not None
     drop: set[int] = set()
-    for node in imports + future:
-        if node in tree.body:
-            assert node.end_lineno is not None
-            drop.update(range(node.lineno - 1, node.end_lineno))
+    for imp in imports + future:
+        if imp in tree.body:
+            assert imp.end_lineno is not None
+            drop.update(range(imp.lineno - 1, imp.end_lineno))
     out: list[str] = []
     i = 0
     class_last = cls.end_lineno - 1
@@ -195,3 +195,21 @@ def method_source(source: str, class_name: str, name: str) -> str:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return _segment(source.splitlines(), node)
     raise KeyError(name)
+
+
+def method_with_helpers(source: str, class_name: str, name: str) -> str:
+    """Method `name` followed by the private helper methods it calls (transitively), for review prompts."""
+    tree = ast.parse(source)
+    cls = _find_class(tree, class_name)
+    methods = {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if name not in methods:
+        raise KeyError(name)
+    lines = source.splitlines()
+    order, queue = [name], [name]
+    while queue:
+        for node in ast.walk(methods[queue.pop()]):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+                    and node.attr.startswith("_") and node.attr in methods and node.attr not in order):
+                order.append(node.attr)
+                queue.append(node.attr)
+    return "\n\n".join(_segment(lines, methods[n]) for n in order)

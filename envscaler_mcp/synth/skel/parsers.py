@@ -116,7 +116,8 @@ def parse_class(text: str) -> ClassAnswer:
 _OP_LINE_RES = (
     re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*)?Operation(?:\*\*)?\s*:\s*`?(?P<name>\w+)`?\s*"
                r"(?:[,;|-]\s*)?(?:\*\*)?Description(?:\*\*)?\s*:\s*(?P<desc>.+)$", re.I),
-    re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*|`)?(?P<name>\w+)(?:\*\*|`)?(?:\(\))?\s*[:\u2013\u2014-]\s*(?P<desc>.+)$"),
+    re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*(?:\*\*|`)*(?P<name>\w+)(?:\([^)]*\))?(?:\*\*|`)*"
+               r"\s*[:\u2013\u2014-]\s*(?P<desc>.+)$"),
 )
 
 
@@ -126,12 +127,19 @@ def _operations(body: str, kind: str) -> list[Operation]:
         for pattern in _OP_LINE_RES:
             m = pattern.match(line)
             if m:
-                ops.append(Operation(name=m.group("name"), description=m.group("desc").strip(), kind=kind))  # type: ignore[arg-type]
+                ops.append(Operation(name=m.group("name"), description=m.group("desc").strip(), kind=kind))
                 break
     return ops
 
 
-def parse_operations(text: str) -> list[Operation]:
+class OperationsAnswer(BaseModel):
+    """The planned operations."""
+
+    analysis: str = Field("", description="The model's reasoning.")
+    operations: list[Operation] = Field(description="Queries first, then state changes.")
+
+
+def parse_operations(text: str) -> OperationsAnswer:
     """'# Query Operations' and '# State Change Operations', one '- name: description' bullet per operation."""
     sections = require_sections(text, ["Query Operations", "State Change Operations"], optional=("Analysis",))
     ops = _operations(sections["Query Operations"], "query") + _operations(
@@ -147,19 +155,35 @@ def parse_operations(text: str) -> list[Operation]:
         if op.name in seen:
             raise AnswerFormatError(f"operation {op.name!r} is listed twice; every name must be unique")
         seen.add(op.name)
-    return ops
+    return OperationsAnswer(analysis=sections.get("Analysis", ""), operations=ops)
 
 
-def parse_method(text: str) -> str:
+class MethodAnswer(BaseModel):
+    """A method (or repaired method) answer."""
+
+    analysis: str = Field("", description="The model's reasoning.")
+    code: str = Field(description="The method source (validated against the class by the caller).")
+
+
+def parse_method(text: str) -> MethodAnswer:
     """'# Code' with one python block holding the method (the caller validates it against the class)."""
     sections = split_sections(text, ["Code", "Analysis"])
-    return extract_code(sections.get("Code") or text, what="method code")
+    code = extract_code(sections.get("Code") or text, what="method code")
+    return MethodAnswer(analysis=sections.get("Analysis", ""), code=code)
 
 
-def parse_initial_state(text: str) -> dict[str, Any]:
+class InitialStateAnswer(BaseModel):
+    """A generated initial state."""
+
+    analysis: str = Field("", description="The model's reasoning.")
+    state: dict[str, Any] = Field(description="The state, keyed by state attribute name.")
+
+
+def parse_initial_state(text: str) -> InitialStateAnswer:
     """'# Initial State' with one JSON object keyed by state attribute names."""
     sections = split_sections(text, ["Initial State", "Analysis"])
-    return extract_json(sections.get("Initial State") or text, what="initial state JSON object")
+    state = extract_json(sections.get("Initial State") or text, what="initial state JSON object")
+    return InitialStateAnswer(analysis=sections.get("Analysis", ""), state=state)
 
 
 class TesterAnswer(BaseModel):

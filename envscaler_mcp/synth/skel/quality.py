@@ -12,12 +12,12 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
-from envscaler_mcp.synth.skel.assemble import method_source
+from envscaler_mcp.synth.skel.assemble import method_with_helpers
 from envscaler_mcp.synth.skel.parsers import CheckerAnswer, TesterAnswer, parse_checker, parse_tester
 
 
@@ -80,6 +80,27 @@ def _dump(value: Any, limit: int = 12000) -> str:
     return text if len(text) <= limit else text[:limit] + "\n... (truncated)"
 
 
+def _line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def dump_state(state: dict[str, Any], limit: int = 20000) -> str:
+    """Valid JSON with one line per record (dict-of-record attributes), far fewer tokens than indenting."""
+    lines = ["{"]
+    for i, (name, value) in enumerate(state.items()):
+        comma = "," if i < len(state) - 1 else ""
+        if isinstance(value, dict) and value:
+            lines.append(f" {_line(name)}: {{")
+            lines += [f"  {_line(k)}: {_line(v)}" + ("," if j < len(value) - 1 else "")
+                      for j, (k, v) in enumerate(value.items())]
+            lines.append(" }" + comma)
+        else:
+            lines.append(f" {_line(name)}: {_line(value)}{comma}")
+    lines.append("}")
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[:limit] + "\n... (truncated)"
+
+
 def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] | None = None) -> QualityReport:
     """Count verdicts into a QualityReport with score (pass + warning) / total."""
     passed = sum(c.verdict == "pass" for c in checks)
@@ -127,9 +148,10 @@ async def dual_agent_check(
                 pick: TesterAnswer = await ask(
                     tester, "skel/tester",
                     {"summary": skeleton.summary, "introduction": skeleton.introduction, "tools": tools_view,
-                     "must_cover": must_cover, "blocked": blocked, "state": _dump(before), "round": round_no,
+                     "must_cover": must_cover, "blocked": blocked, "state": dump_state(before), "round": round_no,
                      "rounds": rounds, "per_tool_cap": options.per_tool_cap},
-                    accept, meter=meter, seat="tester", retries=options.retries)
+                    accept, meter=meter, seat="tester", retries=options.retries,
+                    settings=GenerationSettings(temperature=0.5, max_tokens=1024))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
             raw = await episode.call_tool(pick.tool, pick.arguments)
@@ -141,15 +163,15 @@ async def dual_agent_check(
                 verdict: CheckerAnswer = await ask(
                     checker, "skel/checker",
                     {"summary": skeleton.summary, "rules": skeleton.rules, "tool": pick.tool, "case": pick.case,
-                     "method_source": method_source(skeleton.class_source, skeleton.class_name, pick.tool),
+                     "method_source": method_with_helpers(skeleton.class_source, skeleton.class_name, pick.tool),
                      "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
-                     "state_before": _dump(before), "state_after": _dump(after),
+                     "state_before": dump_state(before), "state_after": dump_state(after),
                      "diff": "\n".join(state_diff(before, after)) or "(no change)"},
                     parse_checker, meter=meter, seat="checker", retries=options.retries)
             except StepFailed:
                 continue  # no usable verdict: the call is not counted either way
             checks.append(QualityCheck(tool=pick.tool, arguments=pick.arguments,
                                        case="negative" if pick.case == "negative" else "positive",
-                                       result=payload, verdict=verdict.verdict,  # type: ignore[arg-type]
+                                       result=payload, verdict=verdict.verdict,
                                        reason=verdict.reason))
     return checks

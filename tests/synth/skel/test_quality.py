@@ -1,0 +1,118 @@
+"""The dual-agent check loop, driven against an in-process fake episode (fast unit tests)."""
+
+from __future__ import annotations
+
+import pytest
+from mcp.types import CallToolResult, TextContent
+
+from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
+from envscaler_mcp.synth._common_diff import state_diff
+from envscaler_mcp.synth.llm import UsageMeter
+from envscaler_mcp.synth.skel.assemble import method_with_helpers
+from envscaler_mcp.synth.skel.codecheck import accept_method
+from envscaler_mcp.synth.skel.parsers import parse_class, parse_initial_state, parse_method
+from envscaler_mcp.synth.skel.quality import (
+    QualityOptions,
+    dual_agent_check,
+    dump_state,
+    result_payload,
+    summarize,
+)
+
+from ..fixtures.fake_episode import FakeLauncher
+from ..fixtures.skel_router import ANSWERS
+
+pytestmark = pytest.mark.anyio
+
+
+def library():
+    cls = parse_class((ANSWERS / "library/class.md").read_text())
+    source = cls.source
+    for op in ("get_book", "list_member_loans", "checkout_book", "return_book"):
+        _, source, _ = accept_method(parse_method((ANSWERS / f"library/method_{op}.md").read_text()).code, op, source,
+                                     cls.class_name)
+    meta = EnvMeta(id="library", name="Library", summary="Library loan management system", introduction="A library.",
+                   class_name=cls.class_name)
+    state = parse_initial_state((ANSWERS / "library/init_state.md").read_text()).state
+    return build_skeleton(meta, source, state, strict=True), state
+
+
+async def test_every_tool_is_covered_and_calls_run_through_the_episode(router, provider):
+    skeleton, state = library()
+    launcher = FakeLauncher()
+    checks = await dual_agent_check(skeleton, state, provider, provider, QualityOptions(), UsageMeter(), launcher)
+    assert len(checks) == 8 and {c.tool for c in checks} == {t.name for t in skeleton.tools}
+    assert all(c.verdict == "pass" for c in checks)
+    assert [name for name, _ in launcher.episodes[0].calls][:4] == ["get_book", "list_member_loans", "checkout_book",
+                                                                    "return_book"]
+    report = summarize(checks, 0.85)
+    assert (report.passed, report.score, report.threshold) == (8, 1.0, 0.85)
+
+
+async def test_tester_must_cover_untested_tools_and_respect_the_cap(router):
+    skeleton, state = library()
+    answers = iter(["# Tool\nget_book\n# Arguments\n{\"book_id\": \"B1\"}\n# Case\npositive"] * 100)
+    prompts: list[str] = []
+
+    def script(messages, tools):
+        system = messages[0].content
+        if "exploratory test engineer" in system:
+            prompts.append(messages[-1].content)
+            return next(answers)
+        return router(messages, tools)
+
+    provider = MockProvider([script], repeat_last=True)
+    options = QualityOptions(calls=4, per_tool_cap=2, retries=1)
+    checks = await dual_agent_check(skeleton, state, provider, provider, options, UsageMeter(), FakeLauncher())
+    # round 1 may pick get_book; from then on 3 tools remain for 3 rounds, so get_book is refused each time
+    # and the tester (always answering get_book) gives up after its retries
+    assert [c.tool for c in checks] == ["get_book"]
+    assert any("pick a tool not tested yet" in p for p in prompts)
+
+
+async def test_unknown_tool_is_sent_back_and_an_unjudged_call_is_not_counted(router):
+    skeleton, state = library()
+    tester_answers = iter(["# Tool\nfly_away\n# Arguments\n{}\n# Case\npositive",
+                           "# Tool\nget_book\n# Arguments\n{\"book_id\": \"B1\"}\n# Case\npositive"])
+
+    def script(messages, tools):
+        system = messages[0].content
+        if "exploratory test engineer" in system:
+            return next(tester_answers)
+        if "You review one call" in system:
+            return "no verdict here"
+        return router(messages, tools)
+
+    provider = MockProvider([script], repeat_last=True)
+    meter = UsageMeter()
+    checks = await dual_agent_check(skeleton, state, provider, provider, QualityOptions(calls=1, retries=1), meter,
+                                    FakeLauncher())
+    assert checks == []  # the checker never answered in format: the call is not counted
+    assert meter.by_seat["tester"].calls == 2 and meter.by_seat["checker"].calls == 2
+    assert summarize(checks, 0.85).score is None
+
+
+def test_result_payload_and_state_diff():
+    result = CallToolResult(content=[TextContent(type="text", text='{"success": false, "error": "x"}')], is_error=True)
+    assert result_payload(result) == ({"success": False, "error": "x"}, True)
+    plain = CallToolResult(content=[TextContent(type="text", text="Invalid arguments: x")], is_error=True)
+    assert result_payload(plain) == ("Invalid arguments: x", True)
+    diff = state_diff({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"x": 2, "y": [1, 3], "z": 0}, "b": 1})
+    assert diff == ["a.x: 1 -> 2", "a.y[1]: 2 -> 3", "a.z: (absent) -> 0"]
+    assert state_diff({}, {}) == []
+
+
+def test_checker_sees_the_helpers_a_method_calls():
+    skeleton, _ = library()
+    text = method_with_helpers(skeleton.class_source, skeleton.class_name, "checkout_book")
+    assert text.startswith("def checkout_book") and "def _next_loan_id" in text
+
+
+def test_dump_state_is_json_with_one_line_per_record():
+    import json
+
+    state = {"books": {"B1": {"t": "Dune"}, "B2": {"t": "Emma"}}, "today": "2025-01-01", "tags": [], "empty": {}}
+    text = dump_state(state)
+    assert json.loads(text) == state
+    assert '  "B1": {"t": "Dune"},' in text.splitlines()
