@@ -143,7 +143,8 @@ class ScenarioBuilder:
             update["checklist"] = await gen_validators(ctx, state, draft.task, draft.checklist, meter,
                                                        verdict.feedback)
         if part in ("solution", "validators+solution"):
-            update["solution"] = await gen_solution(ctx, state, draft.task, meter, verdict.feedback, draft.solution)
+            update["solution"] = await gen_solution(ctx, state, draft.task, meter, verdict.feedback,
+                                                    draft.solution)
         update["notes"] = [*draft.notes, f"{part} regenerated after: " + "; ".join(verdict.reasons)[:300]]
         return draft.model_copy(update=update)
 

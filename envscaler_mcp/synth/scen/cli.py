@@ -15,8 +15,10 @@ def scenarios(
     envs: Annotated[list[str] | None, typer.Argument(
         help="Environment ids (bundled or imported) or skeleton.json paths.", show_default=False)] = None,
     all_envs: Annotated[bool, typer.Option("--all", help="Every environment of the bundled catalog.")] = False,
-    n: Annotated[int, typer.Option("-n", "--n", min=1, help="Initial states (one scenario each) per environment.")] = 5,
-    model: Annotated[str, typer.Option("--model", help="Generator model, provider/model (e.g. openai/gpt-4.1).")] = "",
+    n: Annotated[int, typer.Option(
+        "-n", "--n", min=1, help="Initial states (one scenario each) per environment.")] = 5,
+    model: Annotated[str, typer.Option(
+        "--model", help="Generator model, provider/model (e.g. openai/gpt-4.1).")] = "",
     solver_model: Annotated[str | None, typer.Option(
         "--solver-model", help="Model that plans the reference solutions (default: --model).")] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder of the scenario sets (OUT/<env>.jsonl, work in "
@@ -24,7 +26,8 @@ def scenarios(
     resume: Annotated[bool, typer.Option("--resume", help="Continue earlier work in OUT/_work, skipping finished "
                                          "items.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items built at the same time.")] = 2,
-    retries: Annotated[int, typer.Option("--retries", min=0, help="Re-asks after an unparsable answer, per step.")] = 2,
+    retries: Annotated[int, typer.Option(
+        "--retries", min=0, help="Re-asks after an unparsable answer, per step.")] = 2,
     similarity: Annotated[float, typer.Option(
         "--similarity", min=0.0, max=1.0, help="Lexical (TF-IDF cosine) similarity at which two tasks of one "
         "environment are duplicates.")] = 0.6,
@@ -35,7 +38,6 @@ def scenarios(
 ) -> None:
     """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
-    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
     from envscaler_mcp.synth.scen.pipeline import ScenOptions, run_scenarios
     from envscaler_mcp.synth.scen.summary import print_summary
 
@@ -50,6 +52,8 @@ def scenarios(
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, temperature=temperature,
                           validator_workers=min(2, concurrency))
+    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
+
     generator = get_provider(model)
     solver = get_provider(solver_model) if solver_model else None
 

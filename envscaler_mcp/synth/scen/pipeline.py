@@ -152,10 +152,15 @@ async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, s
             raise UsageError(f"{options.out / '_work'} already holds work for {', '.join(busy)}; pass --resume to "
                              "continue it (finished items are skipped) or choose another --out")
     solver = solver or generator
-    async with ValidatorSandbox(timeout_s=options.validator_timeout_s, workers=options.validator_workers) as sandbox:
+    sandbox = ValidatorSandbox(timeout_s=options.validator_timeout_s, workers=options.validator_workers)
+    async with sandbox:
         for skeleton in skeletons:
             ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver, retries=options.retries,
                               temperature=options.temperature)
+            work = EnvWork(options.out, skeleton.id)
+            if all(work.finished(item_id) for item_id in item_ids(options.n)):
+                options.merges[skeleton.id] = merge(work, options.similarity)  # nothing to build: no server
+                continue
             async with open_server(skeleton) as server:
                 options.merges[skeleton.id] = await EnvRun(skeleton, ctx, server, sandbox, options).run()
     return collect_summary(options.out, [sk.id for sk in skeletons], options.merges)

@@ -92,7 +92,8 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                      settings=ctx.settings(), template="scen/state")
 
 
-async def gen_task(ctx: StepContext, state: dict[str, Any], meter: UsageMeter, feedback: str = "") -> tuple[str, str]:
+async def gen_task(ctx: StepContext, state: dict[str, Any], meter: UsageMeter, feedback: str = ""
+                   ) -> tuple[str, str]:
     """Stage 2: (title, task) grounded in `state`."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
@@ -115,10 +116,10 @@ async def gen_validators(ctx: StepContext, state: dict[str, Any], task: str, che
     ids = [c.id for c in checklist]
     previous = {c.id: c.validator or "" for c in checklist} if feedback else {}
     context = {"summary": ctx.skeleton.summary, "class_source": ctx.skeleton.class_source,
-               "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist, "feedback": feedback,
-               "previous": previous}
-    sources = await ask(ctx.generator, "validators", context, lambda text: parse_validators(text, ids), meter=meter,
-                        seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
+               "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist,
+               "feedback": feedback, "previous": previous}
+    sources = await ask(ctx.generator, "validators", context, lambda text: parse_validators(text, ids),
+                        meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
                         template="scen/validators")
     return [c.model_copy(update={"validator": sources[c.id]}) for c in checklist]
 
@@ -128,7 +129,8 @@ async def gen_solution(ctx: StepContext, state: dict[str, Any], task: str, meter
     """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "rules": sk.rules, "class_source": sk.class_source,
-               "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task, "feedback": feedback,
+               "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
+               "feedback": feedback,
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
                      seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution")
