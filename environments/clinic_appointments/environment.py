@@ -674,12 +674,11 @@ class ClinicAppointments:
             return {"success": False, "error": f"No doctor with id '{doctor_id}'."}
         if day < self.today:
             return {"success": False, "error": f"{day} is in the past."}
-        day_slots = [s for s in self.slots.values() if s["doctor_id"] == doctor_id and s["date"] == day]
-        if not day_slots:
+        if not any(s["doctor_id"] == doctor_id and s["date"] == day for s in self.slots.values()):
             return {"success": False, "error": f"{doctor_id} has no slots on {day}."}
         blocked = []
-        for slot in day_slots:
-            if slot["status"] != "blocked":
+        for slot in self.slots.values():
+            if slot["doctor_id"] == doctor_id and slot["date"] == day and slot["status"] != "blocked":
                 slot["status"] = "blocked"
                 slot["block_reason"] = reason
                 blocked.append(slot["slot_id"])

@@ -131,6 +131,9 @@ class Builder:
             return False
         if (specialty == "pediatrics") != self.is_child(pid) and specialty != "dermatology":
             return False
+        slot = self.slots.get(slot_id(doc, day, time))
+        if slot is not None and slot["status"] != "open":
+            return False
         live = [a for a in self.appointments.values() if a["patient_id"] == pid and a["status"] != "cancelled"]
         if any(a["date"] == day.isoformat() and (a["start_time"] == time or a["doctor_id"] == doc) for a in live):
             return False
@@ -207,6 +210,8 @@ class Builder:
         for sid in sorted(self.slots):
             slot = self.slots[sid]
             day = date.fromisoformat(slot["date"])
+            if day < WINDOW[0] or slot["status"] != "open":
+                continue
             past, today = day < TODAY, day == TODAY
             if rng.random() > (0.45 if past else 0.6 if today else 0.3):
                 continue

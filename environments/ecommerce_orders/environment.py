@@ -70,6 +70,13 @@ class ReturnInfo(TypedDict):
     refund_amount: Optional[float]
 
 
+class ItemRequest(TypedDict):
+    """A product and how many units of it."""
+
+    product_id: str
+    quantity: int
+
+
 class CouponInfo(TypedDict):
     code: str
     percent_off: int
@@ -390,7 +397,7 @@ class EcommerceOrders:
 
     # ----------------------------------------------------------- state changes
 
-    def place_order(self, customer_id: str, items: List[Dict[str, Any]],
+    def place_order(self, customer_id: str, items: List[ItemRequest],
                     shipping_method: Literal["standard", "express"] = "standard",
                     shipping_address: Optional[str] = None,
                     coupon_code: Optional[str] = None) -> Dict[str, Any]:
@@ -647,7 +654,7 @@ class EcommerceOrders:
             tracking[oid] = order["tracking_number"]
         return {"success": True, "message": f"{len(tracking)} order(s) shipped with {carrier}.", "data": tracking}
 
-    def request_return(self, order_id: str, items: List[Dict[str, Any]], reason: str) -> Dict[str, Any]:
+    def request_return(self, order_id: str, items: List[ItemRequest], reason: str) -> Dict[str, Any]:
         """Open a return request for some or all items of a delivered order.
 
         Args:

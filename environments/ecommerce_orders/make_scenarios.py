@@ -2,7 +2,8 @@
 
 Run from anywhere: python environments/ecommerce_orders/make_scenarios.py
 Exits non-zero when a validator is not a bool, passes on the untouched initial state, a reference
-call fails, or a validator fails after the reference solution.
+call fails, a validator fails after the reference solution, or the plausible wrong solution in
+WRONG passes every validator.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ SPECS: list[dict[str, Any]] = [
              " and ".join(unchanged(f'["products"]["{p}"]["stock"]') for p in ("P110", "P121", "P142")), False),
             ("Has a new pending express order for one Rain Shell Jacket (P117) been placed for Yuki Sato (C017)?",
              'len(new_orders) == 1 and new_orders[0]["customer_id"] == "C017" '
-             'and new_orders[0]["shipping_method"] == "express" and '
+             'and new_orders[0]["status"] == "pending" and new_orders[0]["shipping_method"] == "express" and '
              + lines_are("new_orders[0]", {"P117": 1})),
             ("Is the Rain Shell Jacket (P117) left with 19 units in stock?",
              'final_state["products"]["P117"]["stock"] == 19'),
@@ -306,6 +307,48 @@ SPECS: list[dict[str, Any]] = [
         ],
     },
 ]
+
+
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one validator False, so the checklist is strict enough to tell it from the reference solution.
+WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "Cancel an order placed by mistake": [("cancel_order", {"order_id": "O-10051", "reason": "ordered by mistake"})],
+    "Upgrade an order to express shipping": [
+        ("update_shipping", {"order_id": "O-10052", "shipping_method": "express",
+                             "shipping_address": "14 Quarry Road, Raleigh, NC 27603"}),
+    ],
+    "New order with a welcome coupon": [
+        ("place_order", {"customer_id": "C022", "items": [{"product_id": "P129", "quantity": 2},
+                                                          {"product_id": "P132", "quantity": 1}]}),
+    ],
+    "Returns inside and outside the window": [
+        ("request_return", {"order_id": "O-10032", "items": [{"product_id": "P133", "quantity": 1}],
+                            "reason": "no longer needed"}),
+        ("decide_return", {"return_id": "R-510", "decision": "approve", "note": "ok"}),
+    ],
+    "Clear the return queue": [("issue_refund", {"return_id": "R-508"})],
+    "Edit a pending order and move address": [
+        ("update_order_items", {"order_id": "O-10055", "product_id": "P124", "quantity": 2}),
+        ("apply_coupon", {"order_id": "O-10055", "code": "SPRING10"}),
+        ("update_shipping", {"order_id": "O-10055", "shipping_address": "14 Quarry Road, Raleigh, NC 27603"}),
+    ],
+    "Reinstate a cancelled order, smaller and faster": [
+        ("place_order", {"customer_id": "C007", "items": [{"product_id": "P109", "quantity": 1},
+                                                          {"product_id": "P114", "quantity": 1}],
+                         "shipping_method": "express"}),
+    ],
+    "Ship yesterday's orders with one exception": [
+        ("mark_shipped", {"order_ids": ["O-10050", "O-10051", "O-10052"], "carrier": "UPS"}),
+    ],
+    "Cancel open orders and change email": [("cancel_order", {"order_id": "O-10054", "reason": "moving abroad"})],
+    "Order around stock and an expired code": [
+        ("place_order", {"customer_id": "C019", "items": [{"product_id": "P119", "quantity": 1}]}),
+    ],
+    "Receive stock and fill a backorder": [
+        ("restock_products", {"product_ids": ["P106", "P117", "P128", "P139"], "quantity": 20}),
+        ("place_order", {"customer_id": "C017", "items": [{"product_id": "P117", "quantity": 1}]}),
+    ],
+}
 
 
 def build() -> list[Scenario]:
@@ -346,8 +389,21 @@ def run_validators(sc: Scenario, final_state: dict[str, Any]) -> list[Any]:
     return results
 
 
-def verify(scenarios: list[Scenario]) -> list[str]:
-    """Problems found (empty when every scenario is sound)."""
+def replay(cls: type, initial_state: dict[str, Any], calls: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
+    """Run `calls` on a fresh instance at `initial_state`; return the final state (JSON) and each result."""
+    env = cls()
+    for key, value in copy.deepcopy(initial_state).items():
+        setattr(env, key, value)
+    results = [getattr(env, call.tool)(**call.arguments) for call in calls]
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial_state})), results
+
+
+def verify(scenarios: list[Scenario], wrong: dict[str, list[ToolCall]] | None = None) -> list[str]:
+    """Problems found (empty when every scenario is sound).
+
+    `wrong` maps a scenario title to a plausible wrong solution: replayed (failed calls allowed), it
+    must leave at least one validator False (a validator that raises counts as False there).
+    """
     cls = load_class()
     problems = []
     for sc in scenarios:
@@ -360,25 +416,34 @@ def verify(scenarios: list[Scenario]) -> list[str]:
         for item, value in zip(sc.checklist, before, strict=True):
             if item.claims_change and value:
                 problems.append(f"{where}: {item.id} claims a change but passes on the initial state")
-        env = cls()
-        for key, value in copy.deepcopy(sc.initial_state).items():
-            setattr(env, key, value)
-        for n, call in enumerate(sc.reference_solution, 1):
-            result = getattr(env, call.tool)(**call.arguments)
+        final, results = replay(cls, sc.initial_state, sc.reference_solution)
+        for n, (call, result) in enumerate(zip(sc.reference_solution, results, strict=True), 1):
             if not (isinstance(result, dict) and result.get("success") is True):
                 problems.append(f"{where}: reference call {n} {call.tool} failed: {result}")
-        final = json.loads(json.dumps({key: getattr(env, key) for key in sc.initial_state}))
         after = run_validators(sc, final)
         for item, value in zip(sc.checklist, after, strict=True):
             if value is not True:
                 problems.append(f"{where}: {item.id} is {value!r} after the reference solution")
+        if wrong is not None:
+            if sc.title not in wrong:
+                problems.append(f"{where}: no plausible wrong solution to test the checklist against")
+                continue
+            wrong_final, _ = replay(cls, sc.initial_state, wrong[sc.title])
+            try:
+                lenient = all(v is True for v in run_validators(sc, wrong_final))
+            except Exception:  # a validator that crashes on a wrong state rejects it
+                lenient = False
+            if lenient:
+                problems.append(f"{where}: the plausible wrong solution passes every validator; the checklist "
+                                "is too lenient")
     return problems
 
 
 def main() -> int:
     """Build, verify, write; return the exit code."""
     scenarios = build()
-    problems = verify(scenarios)
+    wrong = {title: [ToolCall(tool=t, arguments=a) for t, a in calls] for title, calls in WRONG.items()}
+    problems = verify(scenarios, wrong)
     for problem in problems:
         print("FAIL", problem)
     if problems:

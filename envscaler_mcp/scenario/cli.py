@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 import typer
@@ -19,7 +18,8 @@ from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, StepStatus, 
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-Group = tuple[str, list[Scenario]]  # (server target, its scenarios)
+Transport = Literal["http", "stdio", "memory"]
+Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
@@ -63,35 +63,47 @@ def _failing_factory(error: Exception) -> EpisodeFactory:
     return factory
 
 
-async def check_groups(groups: list[Group], *, transport: str = "http", timeout_s: float = 2.0, workers: int = 2,
-                       mutation: bool = False, require_reference: bool = True,
+async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
+                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4,
                        on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
-    """Start one server per group and gate each of its scenarios; a server that fails to start fails them."""
-    launch_server = importlib.import_module("envscaler_mcp.launch").launch_server
-    reports: list[GateReport] = []
+    """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
+    fails to start fails its scenarios. Reports come back in input order."""
+    from envscaler_mcp.launch import launch_server
 
-    async def gate_all(factory: EpisodeFactory, scenarios: list[Scenario], sandbox: ValidatorSandbox) -> None:
-        for sc in scenarios:
+    done: dict[int, GateReport] = {}
+    limiter = anyio.Semaphore(max(1, concurrency))
+
+    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox) -> None:
+        async with limiter:
             report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation)
-            reports.append(report)
-            if on_report:
-                on_report(report)
+        done[n] = report
+        if on_report:
+            on_report(report)
+
+    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox) -> None:
+        async with anyio.create_task_group() as tg:
+            for n, sc in numbered:
+                tg.start_soon(gate_one, n, sc, factory, sandbox)
+
+    numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
+    count = 0
+    for target, scenarios in groups:
+        numbered_groups.append((target, list(enumerate(scenarios, start=count))))
+        count += len(scenarios)
 
     async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
-        for target, scenarios in groups:
+        for target, numbered in numbered_groups:
             try:
                 async with launch_server(target, transport=transport) as server:
-                    await gate_all(server.episode, scenarios, sandbox)
-                    continue
-            except (UsageError, ValidatorError):
-                raise
+                    await gate_all(server.episode, numbered, sandbox)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
-                done = {r.scenario_id for r in reports}
-                left = [s for s in scenarios if s.id not in done]
-                if not left:
-                    raise
+                while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                    exc = exc.exceptions[0]
+                left = [(n, sc) for n, sc in numbered if n not in done]
+                if isinstance(exc, UsageError | ValidatorError) or not left:
+                    raise exc from None
                 await gate_all(_failing_factory(exc), left, sandbox)
-    return reports
+    return [done[n] for n in sorted(done)]
 
 
 def _table(reports: list[GateReport], mutation: bool) -> Table:
@@ -128,12 +140,17 @@ def check_command(
     transport: Annotated[str, typer.Option(help="How to run the server: http, stdio or memory.")] = "http",
     timeout: Annotated[float, typer.Option(help="Seconds each validator may run.")] = 2.0,
     workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
+    concurrency: Annotated[int, typer.Option(help="Scenarios replayed at the same time on one server.")] = 4,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
+    if transport not in ("http", "stdio", "memory"):
+        raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
-    reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
-                                             mutation=mutation, require_reference=not allow_no_reference))
+    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
+        console = Console(stderr=as_json, width=130)
+    reports = anyio.run(lambda: check_groups(groups, transport=cast(Transport, transport), timeout_s=timeout, workers=workers,
+                                             concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
     else:

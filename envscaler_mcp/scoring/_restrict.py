@@ -156,6 +156,10 @@ def static_problem(tree: ast.AST) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
             return f"access to attribute '{node.attr}' is not allowed"
+        if isinstance(node, ast.MatchClass):  # `case object(__class__=c)` reads attributes too
+            for attr in node.kwd_attrs:
+                if _is_private(attr):
+                    return f"access to attribute '{attr}' is not allowed"
         if isinstance(node, ast.Name) and node.id.startswith("__") and node.id.endswith("__"):
             return f"use of the name '{node.id}' is not allowed"
     return None

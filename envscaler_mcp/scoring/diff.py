@@ -105,3 +105,24 @@ def _diff_lists(old: list[Any], new: list[Any], path: list[PathPart], out: list[
         out.append(StateChange(path=[*path, i], op="removed", old=old[i]))
     for i in range(common, n_new):
         out.append(StateChange(path=[*path, i], op="added", new=new[i]))
+
+
+def state_diff(old: Any, new: Any, ignore_keys: Collection[str] = ()) -> dict[str, Any]:
+    """The diff in EnvScaler's nested shape: keys down to each change, list indexes as "[i]" keys, and leaves
+    `{"added": v}`, `{"removed": v}` or `{"changed": {"old": a, "new": b}}`. A change at the root is
+    returned as the leaf itself.
+    """
+    nested: dict[str, Any] = {}
+    for change in diff_states(old, new, ignore_keys):
+        if change.op == "changed":
+            leaf: dict[str, Any] = {"changed": {"old": change.old, "new": change.new}}
+        else:
+            leaf = {change.op: change.new if change.op == "added" else change.old}
+        if not change.path:
+            return leaf
+        node = nested
+        keys = [f"[{p}]" if isinstance(p, int) else p for p in change.path]
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = leaf
+    return nested

@@ -183,6 +183,12 @@ class ValidatorSandbox:
         worker: _Worker = await self._idle_recv.receive()
         try:
             worker = await self._run_on(worker, chunk, initial_text, final_text, answers)
+        except BaseException:
+            # Cancelled (or failed) mid-request: answers nobody will read may still come, so this worker's
+            # stream is out of step. Kill it; the next run that borrows it starts a fresh one.
+            with anyio.CancelScope(shield=True):
+                await worker.kill()
+            raise
         finally:
             self._idle_send.send_nowait(worker)
 

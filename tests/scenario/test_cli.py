@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 import envscaler_mcp.launch
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.cli import app
+from envscaler_mcp.errors import UsageError
 from tests.scenario.fake_episode import fake_shop_episode
 from tests.scenario.test_gate import CANCELLED, O2_UNTOUCHED, scenario
 
@@ -30,6 +31,8 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         launched.append((target, transport))
         if target == "down":
             raise OSError("address already in use")
+        if target == "nope":
+            raise UsageError("unknown environment 'nope'")
         yield SimpleNamespace(episode=fake_shop_episode)
 
     monkeypatch.setattr(envscaler_mcp.launch, "launch_server", launch_server, raising=False)
@@ -76,3 +79,10 @@ def test_two_envs_with_one_scenario_file_is_a_usage_error(tmp_path: Path) -> Non
     path, _, _ = write_set(tmp_path)
     result = runner.invoke(app, ["scenarios", "check", "a", "b", "--scenarios", str(path)])
     assert result.exit_code != 0
+
+
+def test_an_unknown_environment_is_a_usage_error_not_a_rejection(
+        tmp_path: Path, fake_launch: list[tuple[str, str]]) -> None:
+    path, _, _ = write_set(tmp_path)
+    result = runner.invoke(app, ["scenarios", "check", "nope", "--scenarios", str(path)])
+    assert isinstance(result.exception, UsageError) and "unknown environment 'nope'" in str(result.exception)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from envscaler_mcp.scoring.diff import StateChange, diff_states, format_path
+from envscaler_mcp.scoring.diff import StateChange, diff_states, format_path, state_diff
 
 
 def ops(changes: list[StateChange]) -> list[tuple[str, str, object, object]]:
@@ -62,3 +62,15 @@ def test_large_state_with_few_changes() -> None:
         ("records.R42.n", "changed", 42, -1),
         ("records.R7000.tags[2]", "added", None, "c"),
     ]
+
+
+def test_state_diff_has_envscalers_nested_shape() -> None:
+    old = {"orders": {"O1": {"status": "pending"}, "O2": {}}, "notes": ["a"]}
+    new = {"orders": {"O1": {"status": "shipped"}, "O3": {"x": 1}}, "notes": ["a", "b"]}
+    assert state_diff(old, new) == {
+        "orders": {"O1": {"status": {"changed": {"old": "pending", "new": "shipped"}}},
+                   "O2": {"removed": {}}, "O3": {"added": {"x": 1}}},
+        "notes": {"[1]": {"added": "b"}},
+    }
+    assert state_diff(old, old) == {}
+    assert state_diff(1, 2) == {"changed": {"old": 1, "new": 2}}

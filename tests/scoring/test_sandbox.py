@@ -105,6 +105,8 @@ async def test_dunder_escape_is_refused() -> None:
     src = "def check_func(s):\n    return len(().__class__.__base__.__subclasses__()) > 0\n"
     passed, reason = await run_one(src)
     assert not passed and reason is not None and reason.startswith("access to attribute '__")
+    src = "def check_func(s):\n    match ():\n        case object(__class__=c):\n            return c is tuple\n"
+    assert await run_one(src) == (False, "access to attribute '__class__' is not allowed")
     src = "def check_func(s):\n    return getattr((), '__class__') is tuple\n"
     assert await run_one(src) == (False, "access to attribute '__class__' is not allowed")
 
@@ -123,7 +125,8 @@ async def test_a_mutating_check_does_not_affect_the_next_one() -> None:
     read = ("def check_func(s):\n    return 'O1' in s['orders'] and 'O1' in initial_state['orders']\n")
     async with ValidatorSandbox(timeout_s=1.0, memory_mb=256) as sb:
         results = await sb.run([item(mutate, "c1"), item(read, "c2")], INITIAL, FINAL)
-    assert [r.passed for r in results] == [True, True]
+        again = await sb.run([item(read, "c3")], INITIAL, FINAL)  # same states again: served from the cache
+    assert [r.passed for r in results + again] == [True, True, True]
     assert FINAL["orders"] and INITIAL["orders"]  # the caller's objects are untouched too
 
 
@@ -168,3 +171,14 @@ async def test_a_worker_that_dies_mid_check_is_recorded_and_replaced() -> None:
         assert sb.restarts == 1
     assert results[0].reason is not None and "worker process died" in results[0].reason
     assert results[1].passed
+
+
+async def test_a_cancelled_run_leaves_the_sandbox_usable() -> None:
+    import anyio
+
+    slow = "def check_func(s):\n    x = 0\n    for i in range(10**8):\n        x += i\n    return True\n"
+    async with ValidatorSandbox(timeout_s=10.0, memory_mb=256) as sb:
+        with anyio.move_on_after(0.3):
+            await sb.run([item(slow, "slow")], INITIAL, FINAL)
+        results = await sb.run([item("def check_func(s):\n    return True\n", "next")], INITIAL, FINAL)
+    assert [(r.item_id, r.passed, r.reason) for r in results] == [("next", True, None)]
