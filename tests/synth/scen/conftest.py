@@ -1,4 +1,4 @@
-"""Shared fixtures of the ScenGenerator tests: the two fixture skeletons, launched once per session (memory
+"""Shared fixtures of the ScenGenerator tests: the two fixture skeletons, launched once per test module (memory
 transport: the real generated server, in this process), and a way to run the pipeline on them."""
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from tests.synth.fixtures.scen_router import ScenRouter
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def skeletons() -> dict[str, EnvSkeleton]:
     return {"mini_shop": load_skeleton(ROOT / "tests" / "fixtures" / "mini_shop" / "skeleton.json"),
             "scen_todo": build_skeleton_from_dir(ROOT / "tests" / "synth" / "fixtures" / "scen_todo")}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def servers(skeletons: dict[str, EnvSkeleton], anyio_backend: str) -> AsyncIterator[dict[str, LaunchedServer]]:
     async with launch_server(skeletons["mini_shop"], "memory") as shop, \
             launch_server(skeletons["scen_todo"], "memory") as todo:
