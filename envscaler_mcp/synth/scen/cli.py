@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Annotated
 
@@ -52,7 +53,7 @@ def scenarios(
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, temperature=temperature,
                           validator_workers=min(2, concurrency))
-    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
+    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
 
     generator = get_provider(model)
     solver = get_provider(solver_model) if solver_model else None

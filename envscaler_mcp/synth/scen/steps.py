@@ -58,7 +58,7 @@ class StepContext:
             entry: dict[str, Any] = {"name": t.name, "kind": t.kind,
                                      "summary": (t.description.strip().splitlines() or [""])[0]}
             if schemas:
-                entry["schema"] = json.dumps(t.input_schema.get("properties", {}), ensure_ascii=False)
+                entry["schema"] = json.dumps(t.input_schema, ensure_ascii=False)
             out.append(entry)
         return out
 
