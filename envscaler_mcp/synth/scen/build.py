@@ -79,24 +79,21 @@ def diagnose(report: GateReport, scenario: Scenario, require_mutation: bool) -> 
     failing = {s.name for s in report.steps if s.status == "fail"}
     if require_mutation and status.get("mutation") in ("warn", "fail"):
         failing.add("mutation")
-    descriptions = {c.id: c.description for c in scenario.checklist}
-    if failing & {"validators", "initial_false"}:
-        part: Part = "validators"
-    elif "replay" in failing:
-        part = "solution"
-    elif "final_true" in failing:
-        part = "validators+solution"
-        reached = _changes(scenario.initial_state, report.final_state or {}) if report.final_state else ""
+    validators_bad = bool(failing & {"validators", "initial_false", "mutation"})
+    solution_bad = "replay" in failing
+    part: Part = ("validators+solution" if "final_true" in failing or (validators_bad and solution_bad)
+                  else "solution" if solution_bad else "validators")
+    feedback = _bullets([r for r in reasons if not r.startswith("mutation: only the first")] or reasons)
+    if "final_true" in failing:
+        descriptions = {c.id: c.description for c in scenario.checklist}
         not_met = [f"{r.item_id} ({descriptions.get(r.item_id, '')}) is False after the plan"
                    + (f": {r.reason}" if r.reason else "") for r in report.final_results if not r.passed]
-        feedback = _bullets(not_met) + "\n\nState changes the plan made (path: op old -> new):\n" + reached
-        return Verdict(reasons=reasons, part=part, feedback=feedback, report=report)
-    else:
-        part = "validators"
-    feedback = _bullets([r for r in reasons if not r.startswith("mutation: only the first")] or reasons)
-    if part == "validators" and "mutation" in failing and report.final_state is not None:
-        feedback += ("\n\nEvery field the task changes must be checked by some validator (its exact value, or for "
-                     "generated values its type and format). State changes the reference solution made:\n"
+        feedback = _bullets(not_met + [r for r in reasons if not r.startswith("final_true:")])
+    if report.final_state is not None and failing & {"final_true", "mutation"}:
+        if "mutation" in failing:
+            feedback += ("\n\nEvery field the task changes must be checked by some validator (its exact value, or "
+                         "for generated values its type and format).")
+        feedback += ("\n\nState changes the reference solution made (path: op old -> new):\n"
                      + _changes(scenario.initial_state, report.final_state))
     return Verdict(reasons=reasons, part=part, feedback=feedback, report=report)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,6 @@ class ScenOptions:
     require_mutation: bool = True
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
-    merges: dict[str, MergeResult] = field(default_factory=dict)
 
 
 def item_ids(n: int) -> list[str]:
@@ -152,6 +151,7 @@ async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, s
             raise UsageError(f"{options.out / '_work'} already holds work for {', '.join(busy)}; pass --resume to "
                              "continue it (finished items are skipped) or choose another --out")
     solver = solver or generator
+    merges: dict[str, MergeResult] = {}
     sandbox = ValidatorSandbox(timeout_s=options.validator_timeout_s, workers=options.validator_workers)
     async with sandbox:
         for skeleton in skeletons:
@@ -159,8 +159,8 @@ async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, s
                               temperature=options.temperature)
             work = EnvWork(options.out, skeleton.id)
             if all(work.finished(item_id) for item_id in item_ids(options.n)):
-                options.merges[skeleton.id] = merge(work, options.similarity)  # nothing to build: no server
+                merges[skeleton.id] = merge(work, options.similarity)  # nothing to build: no server
                 continue
             async with open_server(skeleton) as server:
-                options.merges[skeleton.id] = await EnvRun(skeleton, ctx, server, sandbox, options).run()
-    return collect_summary(options.out, [sk.id for sk in skeletons], options.merges)
+                merges[skeleton.id] = await EnvRun(skeleton, ctx, server, sandbox, options).run()
+    return collect_summary(options.out, [sk.id for sk in skeletons], merges)

@@ -185,3 +185,13 @@ async def test_near_duplicate_tasks_are_dropped(run: Any) -> None:
     assert (env.kept, env.in_file, env.dropped) == (1, 1, {"dedupe": 1})
     _, router, _ = await run("mini_shop", "dedupe", n=2, out=out, resume=True)
     assert sum(router.calls.values()) == 0 and len(dropped(out, "mini_shop")) == 1
+
+
+async def test_a_check_false_after_the_solution_regenerates_validators_and_solution(run: Any) -> None:
+    _, router, out = await run("mini_shop", "final_false")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert '== "cancelled"' in (sc.checklist[0].validator or "")
+    assert router.calls["validators"] == 2 and router.calls["solution"] == 2
+    feedback = [t for s, t in router.prompts if s == "validators"][1]
+    assert "c1 (Has order O-2001 been cancelled?) is False after the plan" in feedback
+    assert "orders['O-2001'].status: changed \"pending\" -> \"cancelled\"" in feedback
