@@ -23,6 +23,8 @@ from envscaler_mcp.synth._common_parse import (
 )
 
 MIN_TASK_WORDS = 20
+# "Has …?" is the convention; the other yes/no openers state a fact just as well.
+_QUESTION_WORDS = frozenset("has have is are was were does do did".split())
 _ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 _MARK_RE = re.compile(r"^\[(change|keep|changes?|unchanged|no change)\]\s*", re.I)
 
@@ -55,8 +57,8 @@ def parse_checklist(text: str) -> list[ChecklistItem]:
             claims_change = mark.group(1).lower() in ("change", "changes")
             body = body[mark.end():].strip()
         body = body.strip("*` ")
-        if not body.lower().startswith("has"):
-            raise AnswerFormatError(f"checklist item {body[:60]!r} does not start with 'Has'; start every item "
+        if body.split(" ", 1)[0].lower() not in _QUESTION_WORDS:
+            raise AnswerFormatError(f"checklist item {body[:60]!r} is not a yes/no fact; start every item "
                                     "with 'Has'")
         items.append(ChecklistItem(id=f"c{len(items) + 1}", description=body, claims_change=claims_change))
     if len(items) < 2:

@@ -42,15 +42,15 @@ def test_bad_tasks(answer: str, message: str) -> None:
 
 def test_checklist_marks_and_numbering() -> None:
     items = parse_checklist("# Checklist\n1. [change] Has O-1 been cancelled?\n2) **Has a note been added?**\n"
-                            "* [keep] Has O-2 been left unchanged?\nsome prose that is ignored\n")
+                            "* [keep] Have O-2 and O-3 been left unchanged?\n- Is O-4 open?\nsome prose that is ignored\n")
     assert [(i.id, i.description, i.claims_change) for i in items] == [
         ("c1", "Has O-1 been cancelled?", True), ("c2", "Has a note been added?", True),
-        ("c3", "Has O-2 been left unchanged?", False)]
+        ("c3", "Have O-2 and O-3 been left unchanged?", False), ("c4", "Is O-4 open?", True)]
 
 
 @pytest.mark.parametrize("answer, message", [
     ("# Checklist\n- [change] Has O-1 been cancelled?", "at least two"),
-    ("# Checklist\n- [change] Has O-1 been cancelled?\n- Is O-2 open?", "does not start with 'Has'"),
+    ("# Checklist\n- [change] Has O-1 been cancelled?\n- Cancel O-2", "is not a yes/no fact"),
     ("# Checklist\n- [keep] Has O-1 stayed?\n- [keep] Has O-2 stayed?", "no item is marked"),
     ("# Analysis\nonly analysis", "missing or empty section"),
 ])
