@@ -95,7 +95,21 @@ def validator_problem(source: str) -> str | None:
 
 def parse_validators(text: str, item_ids: list[str]) -> dict[str, str]:
     """One '# c<n>' section with a ```python block per item -> {item id: source}; each passes the static check."""
-    sections = split_sections(text, item_ids)
+    return parse_validator_answer(text, item_ids)[0]
+
+
+def parse_validator_answer(text: str, item_ids: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
+    """Like parse_validators, and also the marks a heading may carry ('# c4 [keep]' / '# c4 [change]'):
+    returns ({item id: source}, {item id: claims_change} for the items whose heading has a mark)."""
+    names = [f"{i} {mark}" for i in item_ids for mark in ("keep", "change")] + list(item_ids)
+    sections: dict[str, str] = {}
+    marks: dict[str, bool] = {}
+    for name, body in split_sections(text, names).items():
+        item_id, _, mark = name.partition(" ")
+        if item_id not in sections:
+            sections[item_id] = body
+            if mark:
+                marks[item_id] = mark == "change"
     if not sections and len(item_ids) == 1:
         sections = {item_ids[0]: text}
     missing = [i for i in item_ids if not sections.get(i)]
@@ -116,7 +130,7 @@ def parse_validators(text: str, item_ids: list[str]) -> dict[str, str]:
         out[item_id] = source.strip() + "\n"
     if problems:
         raise AnswerFormatError("validator(s) refused: " + "; ".join(problems))
-    return out
+    return out, marks
 
 
 def parse_solution(text: str, skeleton: EnvSkeleton) -> list[ToolCall]:

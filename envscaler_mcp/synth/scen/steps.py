@@ -18,7 +18,12 @@ from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
-from envscaler_mcp.synth.scen.parsers import parse_checklist, parse_solution, parse_task, parse_validators
+from envscaler_mcp.synth.scen.parsers import (
+    parse_checklist,
+    parse_solution,
+    parse_task,
+    parse_validator_answer,
+)
 from envscaler_mcp.synth.skel.parsers import parse_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
@@ -118,10 +123,13 @@ async def gen_validators(ctx: StepContext, state: dict[str, Any], task: str, che
     context = {"summary": ctx.skeleton.summary, "class_source": ctx.skeleton.class_source,
                "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist,
                "feedback": feedback, "previous": previous}
-    sources = await ask(ctx.generator, "validators", context, lambda text: parse_validators(text, ids),
-                        meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
-                        template="scen/validators")
-    return [c.model_copy(update={"validator": sources[c.id]}) for c in checklist]
+    sources, marks = await ask(ctx.generator, "validators", context,
+                               lambda text: parse_validator_answer(text, ids), meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
+                               template="scen/validators")
+    if not feedback:
+        marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
+    return [c.model_copy(update={"validator": sources[c.id], "claims_change": marks.get(c.id, c.claims_change)})
+            for c in checklist]
 
 
 async def gen_solution(ctx: StepContext, state: dict[str, Any], task: str, meter: UsageMeter, feedback: str = "",

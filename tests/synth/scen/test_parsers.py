@@ -117,3 +117,11 @@ def test_solution_accepts_aliases(skeletons: dict[str, Any]) -> None:
 def test_bad_solutions(skeletons: dict[str, Any], text: str, message: str) -> None:
     with pytest.raises(AnswerFormatError, match=message):
         parse_solution(text, skeletons["mini_shop"])
+
+
+def test_validator_headings_may_carry_a_mark() -> None:
+    from envscaler_mcp.synth.scen.parsers import parse_validator_answer
+
+    text = f"# c1\n```python\n{GOOD}```\n# c2 [keep]\n```python\n{GOOD}```\n### c3 [change]\n```python\n{GOOD}```"
+    sources, marks = parse_validator_answer(text, ["c1", "c2", "c3"])
+    assert set(sources) == {"c1", "c2", "c3"} and marks == {"c2": False, "c3": True}

@@ -195,3 +195,18 @@ async def test_a_check_false_after_the_solution_regenerates_validators_and_solut
     feedback = [t for s, t in router.prompts if s == "validators"][1]
     assert "c1 (Has order O-2001 been cancelled?) is False after the plan" in feedback
     assert "orders['O-2001'].status: changed \"pending\" -> \"cancelled\"" in feedback
+
+
+async def test_a_validator_repair_may_re_mark_an_item_as_keep(run: Any) -> None:
+    _, router, out = await run("mini_shop", "remark")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    feedback = [t for s, t in router.prompts if s == "validators"][1]
+    assert "c4 claims a change but is already True on the initial state" in feedback
+
+
+async def test_a_first_answer_cannot_re_mark_items(run: Any) -> None:
+    _, router, out = await run("mini_shop", "remark_first")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")  # the [keep] heading of a first answer is ignored ...
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    assert router.calls["validators"] == 2  # ... so the gate failed once and the repair re-marked it
