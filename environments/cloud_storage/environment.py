@@ -224,6 +224,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [UserInfo, ...]} sorted by user id.
+
+        Constraints:
+            Read-only. Users outside the sharer's org can only be made viewer or commenter.
         """
         found = [u for u in self.users.values()
                  if (not name or name.strip().lower() in u["name"].lower())
@@ -238,6 +241,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": {"plan", "quota_kb", "used_kb", "trash_kb", "free_kb", "percent_used"}}.
+
+        Constraints:
+            Read-only. Files in the trash count until they are permanently deleted.
         """
         if user_id not in self.users:
             return {"success": False, "error": f"No user with id '{user_id}'."}
@@ -255,6 +261,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": item plus "kind" and "path"} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Works for trashed items too (see "trashed").
         """
         if self._item(item_id) is None:
             return {"success": False, "error": f"No file or folder with id '{item_id}'."}
@@ -268,6 +277,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [item view, ...]} folders first, then files, by name.
+
+        Constraints:
+            Read-only. The folder must not be in the trash.
         """
         folder = self.folders.get(folder_id)
         if folder is None:
@@ -294,6 +306,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [item view, ...]} sorted by path.
+
+        Constraints:
+            Read-only. Results are not filtered by access; use check_access for a user's role.
         """
         found = []
         for item_id in list(self.folders) + list(self.files):
@@ -322,6 +337,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": {"role": str or None}}; folder shares apply to everything inside.
+
+        Constraints:
+            Read-only. None means the user cannot see the item.
         """
         if user_id not in self.users:
             return {"success": False, "error": f"No user with id '{user_id}'."}
@@ -337,6 +355,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [ShareInfo plus "inherited_from" (folder id or None), ...]}.
+
+        Constraints:
+            Read-only. Only direct shares can be removed with unshare_item, on the item they are on.
         """
         if self._item(item_id) is None:
             return {"success": False, "error": f"No file or folder with id '{item_id}'."}
@@ -360,6 +381,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [item view plus "role" and "granted_by", ...]}.
+
+        Constraints:
+            Read-only. Items inside a shared folder are reachable through the folder.
         """
         if user_id not in self.users:
             return {"success": False, "error": f"No user with id '{user_id}'."}
@@ -379,6 +403,9 @@ class CloudStorage:
         Returns:
             {"success": True, "data": [item view plus "days_left" and "items_inside", ...]}; only items trashed
             directly (a trashed folder's contents are listed with it, as "items_inside").
+
+        Constraints:
+            Read-only. Restore or delete the listed items themselves, not their contents.
         """
         if user_id not in self.users:
             return {"success": False, "error": f"No user with id '{user_id}'."}
@@ -400,6 +427,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "data": [VersionInfo, ...]} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. At most the newest 10 versions are kept.
         """
         if file_id not in self.files:
             return {"success": False, "error": f"No file with id '{file_id}'."}
@@ -702,6 +732,9 @@ class CloudStorage:
 
         Returns:
             {"success": True, "message": str, "data": {"purged": [item ids]}}.
+
+        Constraints:
+            Deletes for good every item trashed more than trash_retention_days ago; cannot be undone.
         """
         expired = sorted(i for i in list(self.folders) + list(self.files)
                          if (self._item(i) or {}).get("trashed_via") == i

@@ -1,8 +1,9 @@
 """Write scenarios/cloud_storage.jsonl: hand-authored cloud drive tasks, verified before they are saved.
 
 Every scenario is checked in process: validators return bools, fail on the initial state (every item
-that claims a change), the reference solution replays with success on every call, and then every
-validator passes. Exits non-zero on any failure. Run: python environments/cloud_storage/make_scenarios.py
+that claims a change), the reference solution replays with success on every call, then every validator
+passes, and a plausible wrong solution (WRONG) leaves at least one validator False.
+Exits non-zero on any failure. Run: python environments/cloud_storage/make_scenarios.py
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ def build(state: dict) -> list[Scenario]:
         "from the trash.",
         state,
         [item(1, "Has press-kit.pdf (FIL-0041) left the trash?",
-              'f = final_state["files"]["FIL-0041"]\nreturn f["trashed"] is False and f["trashed_date"] is None'),
+              'f = final_state["files"].get("FIL-0041")\nreturn f is not None and f["trashed"] is False and f["trashed_date"] is None'),
          item(2, "Has it gone back to its Documents folder (FLD-035)?",
-              'return final_state["files"]["FIL-0041"]["folder_id"] == "FLD-035"', claims_change=False),
+              'f = final_state["files"].get("FIL-0041")\nreturn f is not None and f["folder_id"] == "FLD-035"', claims_change=False),
          item(3, "Has everything else in the trash stayed there?",
               'return all(final_state["files"].get(k, {}).get("trashed") for k, f in initial_state["files"].items()\n'
               '           if f["trashed"] and k != "FIL-0041")', claims_change=False)],
@@ -242,7 +243,82 @@ def build(state: dict) -> list[Scenario]:
          call("delete_permanently", user_id="U09", item_id="FIL-0063"),
          call("delete_permanently", user_id="U09", item_id="FIL-0064"),
          call("change_plan", user_id="U09", plan="standard")]))
+
+    out.append(scenario(
+        "Copy and revise in a shared folder",
+        "Dana Whitfield (U06) here. Copy Maya's brand-guidelines-v3.pdf from the Northpeak Rebrand folder into my "
+        "Documents folder, and upload my revised workshop-notes.docx (410 KB) as a new version of the file in "
+        "Northpeak Rebrand.",
+        state,
+        [item(1, "Has a copy of the brand guidelines (395 KB PDF) owned by Dana been put in her Documents folder FLD-035?",
+              'return any(f["folder_id"] == "FLD-035" and f["owner_id"] == "U06" and f["size_kb"] == 395\n'
+              '           and "brand-guidelines" in f["name"] for k, f in final_state["files"].items() if k not in initial_state["files"])'),
+         item(2, "Has workshop-notes.docx (FIL-0004) got a second version of 410 KB by Dana?",
+              'v = final_state["files"]["FIL-0004"]["versions"]\n'
+              'return len(v) == 2 and v[-1]["size_kb"] == 410 and v[-1]["author_id"] == "U06"'),
+         item(3, "Has Maya (U01) stayed the owner of workshop-notes.docx?",
+              'return final_state["files"]["FIL-0004"]["owner_id"] == "U01"', claims_change=False)],
+        [call("search_items", name="brand-guidelines"),
+         call("search_items", name="Documents", owner_id="U06", kind="folder"),
+         call("copy_file", user_id="U06", file_id="FIL-0001", destination_folder_id="FLD-035"),
+         call("search_items", name="workshop-notes"),
+         call("upload_new_version", user_id="U06", file_id="FIL-0004", size_kb=410)]))
+
+    out.append(scenario(
+        "Make room by upgrading",
+        "Sara Lindgren (U03) again. I changed my mind about deleting things: upgrade me to the standard plan instead "
+        "and then upload drone-footage.mp4 (350000 KB, video/mp4) to my Videos folder. Keep everything in my trash.",
+        state,
+        [item(1, "Has Sara been moved to the standard plan?", 'return final_state["users"]["U03"]["plan"] == "standard"'),
+         item(2, "Has drone-footage.mp4 (350000 KB) been uploaded to her Videos folder FLD-029?",
+              'return any(f["name"] == "drone-footage.mp4" and f["folder_id"] == "FLD-029" and f["size_kb"] == 350000\n'
+              '           for f in final_state["files"].values())'),
+         item(3, "Have both trashed interview takes been kept in the trash?",
+              'return all(k in final_state["files"] and final_state["files"][k]["trashed"] for k in ("FIL-0027", "FIL-0028"))',
+              claims_change=False)],
+        [call("get_storage_usage", user_id="U03"),
+         call("change_plan", user_id="U03", plan="standard"),
+         call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4", size_kb=350000,
+              mime_type="video/mp4")]))
     return out
+
+
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one checklist item False, which shows the checklist catches that mistake.
+WRONG: dict[str, list[ToolCall]] = {
+    "Copy and revise in a shared folder": [
+        call("copy_file", user_id="U06", file_id="FIL-0001", destination_folder_id="FLD-035"),
+        call("upload_file", user_id="U06", folder_id="FLD-024", name="workshop-notes-v2.docx", size_kb=410,
+             mime_type="application/vnd.openxmlformats-officedocument.wordprocessingml.document")],
+    "Make room by upgrading": [call("empty_trash", user_id="U03"),
+                               call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4",
+                                    size_kb=350000, mime_type="video/mp4")],
+    "Share the budget read-only": [call("share_item", user_id="U01", item_id="FIL-0009",
+                                        grantee_email="dana.whitfield@lumen.example", role="editor")],
+    "Restore a deleted press kit": [call("delete_permanently", user_id="U06", item_id="FIL-0041")],
+    "Upload that needs space": [call("delete_permanently", user_id="U03", item_id="FIL-0027"),
+                                call("trash_item", user_id="U03", item_id="FIL-0020"),
+                                call("upload_file", user_id="U03", folder_id="FLD-029", name="drone-footage.mp4",
+                                     size_kb=350000, mime_type="video/mp4")],
+    "Collaborators on the campaign folder": [
+        call("share_item", user_id="U01", item_id="FLD-025", grantee_email="nora.quinn@lumen.example", role="editor"),
+        call("share_item", user_id="U01", item_id="FLD-025", grantee_email="alicia.park@northpeak.example", role="viewer")],
+    "Bring back a trashed folder": [call("restore_item", user_id="U02", item_id="FLD-027"),
+                                    call("restore_item", user_id="U02", item_id="FIL-0013"),
+                                    call("rename_item", user_id="U02", item_id="FIL-0015",
+                                         new_name="Northpeak SOW-2 (signed).pdf")],
+    "Roll back a broken spreadsheet": [
+        call("restore_version", user_id="U04", file_id="FIL-0030", version_number=3),
+        call("share_item", user_id="U04", item_id="FLD-031", grantee_email="priya.nair@lumen.example", role="editor")],
+    "Archive last year's reports": [call("create_folder", user_id="U07", parent_id="FLD-036", name="Archive 2025")]
+    + [call("move_item", user_id="U07", item_id=f"FIL-{n:04d}", destination_folder_id="FLD-066") for n in range(43, 48)],
+    "Hand over client projects": [call("transfer_ownership", user_id="U05", item_id="FLD-032", new_owner_id="U06"),
+                                  call("unshare_item", user_id="U05", item_id="FLD-032", grantee_id="U16")],
+    "Tidy the team folder": [call("move_item", user_id="U08", item_id="FIL-0049", destination_folder_id="FLD-037"),
+                             call("move_item", user_id="U08", item_id="FIL-0011", destination_folder_id="FLD-037")],
+    "Downgrade to the standard plan": [call("empty_trash", user_id="U09"),
+                                       call("change_plan", user_id="U09", plan="standard")],
+}
 
 
 def load_class() -> type:
@@ -261,6 +337,14 @@ def run_check(source: str, initial: dict, final: dict) -> Any:
     return namespace["check_func"](copy.deepcopy(final))
 
 
+def safe_check(source: str, initial: dict, final: dict) -> bool:
+    """run_check, counting an exception as a failed item (as the scorer does)."""
+    try:
+        return run_check(source, initial, final) is True
+    except Exception:
+        return False
+
+
 def verify(sc: Scenario, cls: type) -> list[str]:
     """Problems with one scenario ([] = good)."""
     problems = []
@@ -273,18 +357,30 @@ def verify(sc: Scenario, cls: type) -> list[str]:
             problems.append(f"{it.id} claims a change but is already True on the initial state")
     if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
         problems.append("every validator is already True on the initial state")
-    env = cls()
-    for key, value in copy.deepcopy(initial).items():
-        setattr(env, key, value)
-    for n, tc in enumerate(sc.reference_solution):
-        result = getattr(env, tc.tool)(**tc.arguments)
-        if not result.get("success"):
-            problems.append(f"reference call {n} {tc.tool} failed: {result.get('error')}")
-    final = json.loads(json.dumps({key: getattr(env, key) for key in initial}))
+    final, errors = replay(cls, initial, sc.reference_solution)
+    problems += [f"reference call {e}" for e in errors]
     for it in sc.checklist:
         if run_check(it.validator or "", initial, final) is not True:
             problems.append(f"{it.id} is not True after the reference solution: {it.description}")
+    wrong = WRONG.get(sc.title)
+    if wrong is not None:
+        final, _ = replay(cls, initial, wrong)
+        if all(safe_check(it.validator or "", initial, final) for it in sc.checklist):
+            problems.append("the plausible wrong solution passes every validator; the checklist is too lenient")
     return problems
+
+
+def replay(cls: type, initial: dict, calls: list[ToolCall]) -> tuple[dict, list[str]]:
+    """Run calls on a fresh instance loaded with `initial`; return the final state and the failed calls."""
+    env = cls()
+    for key, value in copy.deepcopy(initial).items():
+        setattr(env, key, value)
+    errors = []
+    for n, tc in enumerate(calls):
+        result = getattr(env, tc.tool)(**tc.arguments)
+        if not result.get("success"):
+            errors.append(f"{n} {tc.tool} failed: {result.get('error')}")
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial})), errors
 
 
 def main() -> int:

@@ -198,6 +198,10 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": [FlightInfo plus "seats_left": {"economy", "business"}, ...]} by departure.
+
+        Constraints:
+            Read-only. Airport codes are IATA codes (LIS, AMS, MAD, CDG, BER, FCO, DUB); cancelled and
+            departed flights are listed too.
         """
         found = []
         for flight in sorted(self.flights.values(), key=lambda f: f["departure"]):
@@ -224,6 +228,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": FlightInfo plus "seats_left"} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Give flight_id, or flight_number together with departure_date.
         """
         if flight_id is None and flight_number and departure_date:
             flight_id = next((f["flight_id"] for f in self.flights.values()
@@ -243,6 +250,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": {"free": [seats], "taken": [seats], "letters": str}} or an error.
+
+        Constraints:
+            Read-only. Seats of cancelled tickets are free again.
         """
         if flight_id not in self.flights:
             return {"success": False, "error": f"No flight with id '{flight_id}'."}
@@ -261,6 +271,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": FareRuleInfo or [FareRuleInfo, ...]} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. A ticket follows the rules of its own fare class.
         """
         if fare_class is None:
             return {"success": True, "data": [self.fare_rules[k] for k in sorted(self.fare_rules)]}
@@ -277,6 +290,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": PassengerInfo} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Give passenger_id or email.
         """
         if passenger_id:
             if passenger_id not in self.passengers:
@@ -298,6 +314,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": [PassengerInfo, ...]}.
+
+        Constraints:
+            Read-only. Several passengers may share a last name; confirm with the first name or email.
         """
         found = [p for p in self.passengers.values()
                  if p["last_name"].lower() == last_name.strip().lower()
@@ -312,6 +331,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": BookingInfo plus "tickets" and "payments"} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Refunds appear in payments as negative amounts.
         """
         booking = self.bookings.get(booking_id)
         if booking is None:
@@ -338,6 +360,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": [BookingInfo plus "ticket_ids", ...]} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Includes bookings where the passenger travels but is not the contact.
         """
         if passenger_id not in self.passengers:
             return {"success": False, "error": f"No passenger with id '{passenger_id}'."}
@@ -360,6 +385,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "data": {"allowed", "reason", "change_fee", "fare_difference", "total_due"}}.
+
+        Constraints:
+            Read-only; nothing is charged. Use change_flight to make the change.
         """
         if ticket_id not in self.tickets:
             return {"success": False, "error": f"No ticket with id '{ticket_id}'."}
@@ -406,6 +434,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "message": str, "data": {"passenger_id": str}} or {"success": False, "error": str}.
+
+        Constraints:
+            The email must be unique and the date of birth in the past.
         """
         if not first_name.strip() or not last_name.strip():
             return {"success": False, "error": "First and last name are required."}
@@ -433,6 +464,9 @@ class FlightBookings:
 
         Returns:
             {"success": True, "message": str} or {"success": False, "error": str}.
+
+        Constraints:
+            The new email must not belong to another profile.
         """
         pax = self.passengers.get(passenger_id)
         if pax is None:

@@ -1,8 +1,9 @@
 """Write scenarios/flight_bookings.jsonl: hand-authored airline reservation tasks, verified before they are saved.
 
 Every scenario is checked in process: validators return bools, fail on the initial state (every item
-that claims a change), the reference solution replays with success on every call, and then every
-validator passes. Exits non-zero on any failure. Run: python environments/flight_bookings/make_scenarios.py
+that claims a change), the reference solution replays with success on every call, then every validator
+passes, and a plausible wrong solution (WRONG) leaves at least one validator False.
+Exits non-zero on any failure. Run: python environments/flight_bookings/make_scenarios.py
 """
 
 from __future__ import annotations
@@ -259,7 +260,70 @@ def build(state: dict) -> list[Scenario]:
          call("search_flights", origin="MAD", destination="FCO", departure_date="2026-06-26"),
          call("create_booking", contact_passenger_id="P-0013", passenger_ids=["P-0013"], flight_ids=["FL-1063"],
               fare_class="economy_standard", payment_method="travel_credit")]))
+
+    out.append(scenario(
+        "Cancel for travel credit",
+        "Emma Dubois here. I can't make my June 23 Amsterdam trip (ticket T-10001) - please cancel it; travel credit "
+        "is fine. And update my phone number to +351 912 555 010.",
+        state,
+        [item(1, "Has T-10001 been cancelled?", 'return final_state["tickets"]["T-10001"]["status"] == "cancelled"'),
+         item(2, "Has Emma (P-0011) received 105.00 travel credit (155.00 minus the 50.00 fee)?",
+              'return final_state["passengers"]["P-0011"]["credit_balance"] == 105.0'),
+         item(3, "Has Emma's phone number been updated?",
+              'return final_state["passengers"]["P-0011"]["phone"] == "+351 912 555 010"')],
+        [call("get_booking", booking_id="BK-2001"),
+         call("get_fare_rules", fare_class="economy_standard"),
+         call("cancel_ticket", ticket_id="T-10001"),
+         call("update_contact", passenger_id="P-0011", phone="+351 912 555 010")]))
+
+    out.append(scenario(
+        "Seat and bag on a basic fare",
+        "Marta Ferreira. On my return ticket T-10005 I'd like seat 11A and one checked bag, please. Don't change my "
+        "ticket type for it.",
+        state,
+        [item(1, "Has T-10005 got one checked bag?", 'return final_state["tickets"]["T-10005"]["checked_bags"] == 1'),
+         item(2, "Has the 40.00 bag fee been charged for T-10005?",
+              'old = set(initial_state["payments"])\n'
+              'return any(p["ticket_id"] == "T-10005" and p["kind"] == "bag_fee" and p["amount"] == 40.0\n'
+              '           for k, p in final_state["payments"].items() if k not in old)'),
+         item(3, "Has T-10005 kept its basic fare (no seat selection, no upgrade)?",
+              't = final_state["tickets"]["T-10005"]\nreturn t["fare_class"] == "economy_basic" and t["seat"] is None',
+              claims_change=False)],
+        [call("get_booking", booking_id="BK-2004"),
+         call("get_fare_rules", fare_class="economy_basic"),
+         call("add_checked_bags", ticket_id="T-10005", count=1)]))
     return out
+
+
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one checklist item False, which shows the checklist catches that mistake.
+WRONG: dict[str, list[ToolCall]] = {
+    "Cancel for travel credit": [call("cancel_ticket", ticket_id="T-10001")],
+    "Seat and bag on a basic fare": [call("upgrade_cabin", ticket_id="T-10005"),
+                                     call("select_seat", ticket_id="T-10005", seat="1A"),
+                                     call("add_checked_bags", ticket_id="T-10005", count=1)],
+    "Pick a window seat": [call("select_seat", ticket_id="T-10001", seat="12F")],
+    "Add a checked bag": [call("add_checked_bags", ticket_id="T-10002", count=2)],
+    "Book a trip to Amsterdam": [call("create_booking", contact_passenger_id="P-0001", passenger_ids=["P-0001"],
+                                      flight_ids=["FL-1009"], fare_class="economy_standard", payment_method="card"),
+                                 call("select_seat", ticket_id="T-10095", seat="4C")],
+    "Travel later, keep the partner's plan": [call("change_flight", ticket_id="T-10003", new_flight_id="FL-1021"),
+                                              call("change_flight", ticket_id="T-10004", new_flight_id="FL-1021")],
+    "Family trip to Madrid": [
+        call("add_passenger", first_name="Lily", last_name="Brooks", date_of_birth="2019-04-12",
+             email="olivia.brooks+lily@mail.example"),
+        call("create_booking", contact_passenger_id="P-0004", passenger_ids=["P-0004", "P-0005", "P-0041"],
+             flight_ids=["FL-1023"], fare_class="economy_standard"),
+        call("create_booking", contact_passenger_id="P-0004", passenger_ids=["P-0004", "P-0005", "P-0041"],
+             flight_ids=["FL-1026"], fare_class="economy_standard")],
+    "Our Paris flight was cancelled": [call("cancel_booking", booking_id="BK-2005")],
+    "Booked by mistake": [call("cancel_booking", booking_id="BK-2006"), call("cancel_ticket", ticket_id="T-10010")],
+    "Check in with three bags": [call("check_in", ticket_id="T-10011"),
+                                 call("add_checked_bags", ticket_id="T-10011", count=2)],
+    "Upgrade to business": [call("upgrade_cabin", ticket_id="T-10012"), call("select_seat", ticket_id="T-10012", seat="2A")],
+    "Spend my travel credit": [call("create_booking", contact_passenger_id="P-0013", passenger_ids=["P-0013"],
+                                    flight_ids=["FL-1063"], fare_class="economy_standard", payment_method="card")],
+}
 
 
 def load_class() -> type:
@@ -278,6 +342,14 @@ def run_check(source: str, initial: dict, final: dict) -> Any:
     return namespace["check_func"](copy.deepcopy(final))
 
 
+def safe_check(source: str, initial: dict, final: dict) -> bool:
+    """run_check, counting an exception as a failed item (as the scorer does)."""
+    try:
+        return run_check(source, initial, final) is True
+    except Exception:
+        return False
+
+
 def verify(sc: Scenario, cls: type) -> list[str]:
     """Problems with one scenario ([] = good)."""
     problems = []
@@ -290,18 +362,30 @@ def verify(sc: Scenario, cls: type) -> list[str]:
             problems.append(f"{it.id} claims a change but is already True on the initial state")
     if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
         problems.append("every validator is already True on the initial state")
-    env = cls()
-    for key, value in copy.deepcopy(initial).items():
-        setattr(env, key, value)
-    for n, tc in enumerate(sc.reference_solution):
-        result = getattr(env, tc.tool)(**tc.arguments)
-        if not result.get("success"):
-            problems.append(f"reference call {n} {tc.tool} failed: {result.get('error')}")
-    final = json.loads(json.dumps({key: getattr(env, key) for key in initial}))
+    final, errors = replay(cls, initial, sc.reference_solution)
+    problems += [f"reference call {e}" for e in errors]
     for it in sc.checklist:
         if run_check(it.validator or "", initial, final) is not True:
             problems.append(f"{it.id} is not True after the reference solution: {it.description}")
+    wrong = WRONG.get(sc.title)
+    if wrong is not None:
+        final, _ = replay(cls, initial, wrong)
+        if all(safe_check(it.validator or "", initial, final) for it in sc.checklist):
+            problems.append("the plausible wrong solution passes every validator; the checklist is too lenient")
     return problems
+
+
+def replay(cls: type, initial: dict, calls: list[ToolCall]) -> tuple[dict, list[str]]:
+    """Run calls on a fresh instance loaded with `initial`; return the final state and the failed calls."""
+    env = cls()
+    for key, value in copy.deepcopy(initial).items():
+        setattr(env, key, value)
+    errors = []
+    for n, tc in enumerate(calls):
+        result = getattr(env, tc.tool)(**tc.arguments)
+        if not result.get("success"):
+            errors.append(f"{n} {tc.tool} failed: {result.get('error')}")
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial})), errors
 
 
 def main() -> int:

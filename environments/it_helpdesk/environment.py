@@ -160,6 +160,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [EmployeeInfo, ...]} sorted by employee id.
+
+        Constraints:
+            Read-only. Terminated and on-leave employees are included; check their status.
         """
         found = [
             emp for emp in self.employees.values()
@@ -206,6 +209,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [AssetInfo, ...]} sorted by asset id.
+
+        Constraints:
+            Read-only. Retired assets are included unless a status filter excludes them.
         """
         found = [
             a for a in self.assets.values()
@@ -223,6 +229,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": TicketInfo plus "overdue" and "days_to_due"} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. overdue is True only for open tickets whose due_date is before today.
         """
         if ticket_id not in self.tickets:
             return {"success": False, "error": f"No ticket with id '{ticket_id}'."}
@@ -246,6 +255,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [ticket with SLA fields, ...]}.
+
+        Constraints:
+            Read-only. Open means new, assigned, in_progress or on_hold.
         """
         found = []
         for t in self.tickets.values():
@@ -279,6 +291,10 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [CommentInfo, ...]} or {"success": False, "error": str}.
+
+        Constraints:
+            Read-only. Internal notes are visible to agents only; leave them out when quoting to a
+            requester.
         """
         if ticket_id not in self.tickets:
             return {"success": False, "error": f"No ticket with id '{ticket_id}'."}
@@ -295,6 +311,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [AgentInfo plus "open_tickets" and "capacity_left", ...]}.
+
+        Constraints:
+            Read-only. Inactive agents always have capacity_left 0.
         """
         found = []
         for agent in sorted(self.agents.values(), key=lambda a: a["agent_id"]):
@@ -315,6 +334,9 @@ class ITHelpdesk:
 
         Returns:
             {"success": True, "data": [QueueInfo plus "open_tickets" and "overdue_tickets", ...]}.
+
+        Constraints:
+            Read-only. A ticket is routed to the queue whose categories include its category.
         """
         found = []
         for queue in sorted(self.queues.values(), key=lambda q: q["queue_id"]):

@@ -1,8 +1,9 @@
 """Write scenarios/it_helpdesk.jsonl: hand-authored help desk tasks, verified before they are saved.
 
 Every scenario is checked in process: validators return bools, fail on the initial state (every item
-that claims a change), the reference solution replays with success on every call, and then every
-validator passes. Exits non-zero on any failure. Run: python environments/it_helpdesk/make_scenarios.py
+that claims a change), the reference solution replays with success on every call, then every validator
+passes, and a plausible wrong solution (WRONG) leaves at least one validator False.
+Exits non-zero on any failure. Run: python environments/it_helpdesk/make_scenarios.py
 """
 
 from __future__ import annotations
@@ -240,7 +241,75 @@ def build(state: dict) -> list[Scenario]:
          call("update_ticket_status", ticket_id="INC-3033", status="on_hold", note="Waiting for a replacement dock from the vendor."),
          call("add_comment", ticket_id="INC-3033", author_id="AG06",
               body="A replacement docking station is on order; we'll swap it as soon as it arrives.")]))
+
+    out.append(scenario(
+        "Misrouted ticket",
+        "Ticket INC-3046 (emails to a partner bounce back) turned out to be the partner's firewall blocking our mail "
+        "servers, so it's a network problem. Move it to the network queue and have Tariq Aziz (AG08) take it.",
+        state,
+        [item(1, "Has INC-3046 moved to the Network & VPN queue (Q-NET)?",
+              'return final_state["tickets"]["INC-3046"]["queue_id"] == "Q-NET"'),
+         item(2, "Has INC-3046 been assigned to Tariq Aziz (AG08)?",
+              't = final_state["tickets"]["INC-3046"]\nreturn t["assignee_id"] == "AG08" and t["status"] == "assigned"'),
+         item(3, "Has an internal note recorded the transfer on INC-3046?",
+              'old = set(initial_state["comments"])\n'
+              'return any(c["ticket_id"] == "INC-3046" and c["internal"] for k, c in final_state["comments"].items() if k not in old)')],
+        [call("get_ticket", ticket_id="INC-3046"),
+         call("list_queues"),
+         call("transfer_ticket", ticket_id="INC-3046", queue_id="Q-NET",
+              reason="Partner firewall blocks our mail servers; network issue."),
+         call("assign_ticket", ticket_id="INC-3046", agent_id="AG08")]))
+
+    out.append(scenario(
+        "Retire old hardware",
+        "Please retire the broken OptiPlex desktop AST-2062 that's sitting in repair, and Fatima Zahra's laptop "
+        "AST-2015 as well - it's getting old. If the laptop can't be retired yet, leave it with her for now.",
+        state,
+        [item(1, "Has the desktop AST-2062 been retired?", 'return final_state["assets"]["AST-2062"]["status"] == "retired"'),
+         item(2, "Has the laptop AST-2015 stayed in use with Fatima (E1015)?",
+              'a = final_state["assets"]["AST-2015"]\nreturn a["status"] == "in_use" and a["assigned_to"] == "E1015"',
+              claims_change=False),
+         item(3, "Has Fatima's open docking ticket INC-3021 been left in progress?",
+              'return final_state["tickets"]["INC-3021"]["status"] == "in_progress"', claims_change=False)],
+        [call("get_asset", asset_id="AST-2062"),
+         call("retire_asset", asset_id="AST-2062"),
+         call("get_asset", asset_id="AST-2015"),
+         call("list_tickets", keyword="dock", open_only=True)]))
     return out
+
+
+# A plausible wrong solution per scenario title: replayed (failed calls ignored), it must leave at least
+# one checklist item False, which shows the checklist catches that mistake.
+WRONG: dict[str, list[ToolCall]] = {
+    "Misrouted ticket": [call("assign_ticket", ticket_id="INC-3046", agent_id="AG08"),
+                         call("assign_ticket", ticket_id="INC-3046", agent_id="AG03")],
+    "Retire old hardware": [call("retire_asset", asset_id="AST-2062"),
+                            call("return_asset", asset_id="AST-2015", condition="good"),
+                            call("retire_asset", asset_id="AST-2015")],
+    "Assign an access ticket": [call("assign_ticket", ticket_id="INC-3047", agent_id="AG04")],
+    "Resolve the docking station ticket": [call("resolve_ticket", ticket_id="INC-3021", resolution="Fixed.")],
+    "Swap a failing laptop": [call("return_asset", asset_id="AST-2002", condition="good"),
+                              call("assign_asset", asset_id="AST-2050", employee_id="E1002"),
+                              call("assign_ticket", ticket_id="INC-3028", agent_id="AG02"),
+                              call("resolve_ticket", ticket_id="INC-3028", resolution="Swapped the laptop.")],
+    "Cancel two requests, one already in progress": [
+        call("cancel_ticket", ticket_id="INC-3025", reason="Not needed."),
+        call("cancel_ticket", ticket_id="INC-3026", reason="Not needed.")],
+    "Escalate the payroll outage": [call("change_priority", ticket_id="INC-3024", priority="P1", reason="Payroll."),
+                                    call("assign_ticket", ticket_id="INC-3024", agent_id="AG03")],
+    "Cover an agent's leave": [call("bulk_reassign_tickets", from_agent_id="AG01", to_agent_id="AG02")],
+    "Problems came back": [call("reopen_ticket", ticket_id="INC-3022", reason="VPN drops again."),
+                           call("reopen_ticket", ticket_id="INC-3023", reason="Printer jams again.")],
+    "Offboard a departed employee": [call("return_asset", asset_id="AST-2029", condition="good"),
+                                     call("return_asset", asset_id="AST-2047", condition="good"),
+                                     call("cancel_ticket", ticket_id="INC-3027", reason="Left.")],
+    "Extra monitors": [call("return_asset", asset_id="AST-2030", condition="good"),
+                       call("assign_asset", asset_id="AST-2057", employee_id="E1003"),
+                       call("assign_asset", asset_id="AST-2058", employee_id="E1003")],
+    "Waiting on a part": [call("update_ticket_status", ticket_id="INC-3033", status="in_progress"),
+                          call("update_ticket_status", ticket_id="INC-3033", status="on_hold", note="Dock on order."),
+                          call("add_comment", ticket_id="INC-3033", author_id="AG06", body="Dock on order.", internal=True)],
+}
 
 
 def load_class() -> type:
@@ -259,6 +328,14 @@ def run_check(source: str, initial: dict, final: dict) -> Any:
     return namespace["check_func"](copy.deepcopy(final))
 
 
+def safe_check(source: str, initial: dict, final: dict) -> bool:
+    """run_check, counting an exception as a failed item (as the scorer does)."""
+    try:
+        return run_check(source, initial, final) is True
+    except Exception:
+        return False
+
+
 def verify(sc: Scenario, cls: type) -> list[str]:
     """Problems with one scenario ([] = good)."""
     problems = []
@@ -271,18 +348,30 @@ def verify(sc: Scenario, cls: type) -> list[str]:
             problems.append(f"{it.id} claims a change but is already True on the initial state")
     if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
         problems.append("every validator is already True on the initial state")
-    env = cls()
-    for key, value in copy.deepcopy(initial).items():
-        setattr(env, key, value)
-    for n, tc in enumerate(sc.reference_solution):
-        result = getattr(env, tc.tool)(**tc.arguments)
-        if not result.get("success"):
-            problems.append(f"reference call {n} {tc.tool} failed: {result.get('error')}")
-    final = json.loads(json.dumps({key: getattr(env, key) for key in initial}))
+    final, errors = replay(cls, initial, sc.reference_solution)
+    problems += [f"reference call {e}" for e in errors]
     for it in sc.checklist:
         if run_check(it.validator or "", initial, final) is not True:
             problems.append(f"{it.id} is not True after the reference solution: {it.description}")
+    wrong = WRONG.get(sc.title)
+    if wrong is not None:
+        final, _ = replay(cls, initial, wrong)
+        if all(safe_check(it.validator or "", initial, final) for it in sc.checklist):
+            problems.append("the plausible wrong solution passes every validator; the checklist is too lenient")
     return problems
+
+
+def replay(cls: type, initial: dict, calls: list[ToolCall]) -> tuple[dict, list[str]]:
+    """Run calls on a fresh instance loaded with `initial`; return the final state and the failed calls."""
+    env = cls()
+    for key, value in copy.deepcopy(initial).items():
+        setattr(env, key, value)
+    errors = []
+    for n, tc in enumerate(calls):
+        result = getattr(env, tc.tool)(**tc.arguments)
+        if not result.get("success"):
+            errors.append(f"{n} {tc.tool} failed: {result.get('error')}")
+    return json.loads(json.dumps({key: getattr(env, key) for key in initial})), errors
 
 
 def main() -> int:

@@ -6,7 +6,6 @@ Each stand-in follows the documented interface (docs/architecture.md) and is rem
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from mcp.types import CallToolResult, TextContent, Tool
 
@@ -28,30 +27,3 @@ def result_text(result: CallToolResult) -> str:
     if parts:
         return "\n".join(parts)
     return json.dumps(result.structured_content, ensure_ascii=False)
-
-
-def state_diff(old: Any, new: Any) -> dict[str, Any]:
-    """Final-state diff (scoring.diff when available): nested dicts, leaves added/removed/changed."""
-    try:
-        from envscaler_mcp.scoring.diff import state_diff as real_diff
-    except ImportError:
-        return _dict_diff(old, new)
-    return dict(real_diff(old, new))
-
-
-def _dict_diff(old: Any, new: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    old = old if isinstance(old, dict) else {}
-    new = new if isinstance(new, dict) else {}
-    for key in old.keys() | new.keys():
-        if key not in new:
-            out[key] = {"removed": old[key]}
-        elif key not in old:
-            out[key] = {"added": new[key]}
-        elif isinstance(old[key], dict) and isinstance(new[key], dict):
-            sub = _dict_diff(old[key], new[key])
-            if sub:
-                out[key] = sub
-        elif old[key] != new[key]:
-            out[key] = {"changed": {"old": old[key], "new": new[key]}}
-    return dict(sorted(out.items()))

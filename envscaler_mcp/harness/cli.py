@@ -43,6 +43,7 @@ def eval_command(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per episode.")] = 600.0,
     infra_retries: Annotated[int, typer.Option("--infra-retries", help="Retries after an infra error.")] = 2,
     temperature: Annotated[float, typer.Option("--temperature", help="Agent temperature.")] = 0.0,
+    validator_timeout: Annotated[float, typer.Option("--validator-timeout", help="Seconds per validator.")] = 2.0,
     transport: Annotated[str, typer.Option("--transport", help="http (shared server per environment) | "
                                            "stdio (process per episode) | memory (in process).")] = "http",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default runs/<run id>).")] = None,
@@ -65,7 +66,7 @@ def eval_command(
         envs=list(env or []), all_envs=all_envs, scenarios_file=str(scenarios) if scenarios else None,
         scenario_ids=_split_ids(scenario_ids), limit=limit, server_cmd=server, url=url, agent=agent,
         agent_base_url=agent_base_url, user=user if resolved == "conversation" else None, trials=trials,
-        concurrency=concurrency, transport=transport,
+        concurrency=concurrency, transport=transport, validator_timeout_s=validator_timeout,
         episode=EpisodeConfig(mode=resolved, max_steps=max_steps, timeout_s=timeout,
                               infra_retries=infra_retries,
                               agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096)),

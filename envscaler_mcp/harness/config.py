@@ -53,6 +53,7 @@ class EnvPlan(BaseModel):
     """One environment of a run: what the agent is told, its scenarios, and content hashes."""
 
     env_id: str
+    target: str = Field("", description="What to launch: the env id, or the folder/skeleton path given (default env_id).")
     env_info: EnvInfo
     scenarios: list[Scenario]
     hashes: dict[str, str | None] = Field(default_factory=dict, description="environment/scenarios/validators hashes.")
@@ -108,6 +109,8 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
         env_id, env_info, env_hash = _env_info(name, config, strict=not external)
         if file_scenarios is not None:
             scenarios = [s for s in file_scenarios if s.env_id == env_id or (len(env_ids) == 1 and external)]
+        elif (Path(name) / "scenarios.jsonl").is_file():  # a skeleton folder with its scenarios beside it
+            scenarios = load_scenarios(Path(name) / "scenarios.jsonl")
         else:
             scenarios = scenarios_for(env_id)
         if config.scenario_ids is not None:
@@ -115,7 +118,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
             scenarios = [s for s in scenarios if s.id in wanted]
         scenarios = [s if s.id else s.with_id() for s in scenarios][: config.limit]
         if scenarios:
-            plans.append(EnvPlan(env_id=env_id, env_info=env_info, scenarios=scenarios,
+            plans.append(EnvPlan(env_id=env_id, target=name, env_info=env_info, scenarios=scenarios,
                                  hashes={"environment": env_hash, **scenario_hashes(scenarios)}))
     if not plans:
         raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")

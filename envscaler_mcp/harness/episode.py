@@ -12,14 +12,16 @@ from mcp.types import CallToolResult, TextContent
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderNotConfigured, UsageError
-from envscaler_mcp.harness._compat import result_text, state_diff, tools_to_defs
+from envscaler_mcp.harness._compat import result_text, tools_to_defs
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, StateUnavailable
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.user_sim import SimulatedUser
+from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring.diff import StateChange, diff_states
 
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
 _MODEL_FAULT_CODES = {-32602, -32601}
@@ -97,12 +99,12 @@ async def run_episode(
 
 async def score_state(
     scenario: Scenario, final_state: dict[str, Any] | None, checker: Checker
-) -> tuple[list[CheckOutcome], float | None, dict[str, Any]]:
+) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
     """(checklist verdicts, checklist score, state diff) of a final state; None state: not scorable."""
     if final_state is None:
-        return not_scorable(scenario.checklist, NO_ADMIN_REASON), None, {}
+        return not_scorable(scenario.checklist, NO_ADMIN_REASON), None, []
     checks = await checker.check(scenario.checklist, scenario.initial_state, final_state)
-    return checks, checklist_score(checks), state_diff(scenario.initial_state, final_state)
+    return checks, checklist_score(checks), diff_states(scenario.initial_state, final_state)
 
 
 def _describe(exc: BaseException) -> str:
@@ -120,7 +122,7 @@ async def _attempt(
     status: EpisodeStatus
     final_state: dict[str, Any] | None = None
     t = time.perf_counter()
-    async with source.episode(scenario.initial_state) as ep:
+    async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as ep:
         rec.tools = tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
         with anyio.move_on_after(config.timeout_s) as scope:
@@ -131,7 +133,7 @@ async def _attempt(
         try:
             with anyio.fail_after(_STATE_TIMEOUT_S):
                 final_state = await ep.get_state()
-        except StateUnavailable:
+        except NoAdminPlane:
             final_state = None
         rec.time("state", t)
     t = time.perf_counter()

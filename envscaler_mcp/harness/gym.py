@@ -1,6 +1,6 @@
 """A small gym-style API over MCP episodes, for RL loops that drive the agent themselves.
 
-    env = await EnvScalerMCPEnv.create("mini_shop", transport="memory")
+    env = await EnvScalerMCPEnv.create("mini_shop")   # transport="http" (default), "stdio" or "memory"
     obs, info = await env.reset(scenario)
     obs, reward, terminated, truncated, info = await env.step({"name": "get_order", "arguments": {...}})
     obs, reward, terminated, truncated, info = await env.step("Done: the order is cancelled.")
@@ -23,8 +23,9 @@ from envscaler_mcp.harness._compat import tools_to_defs
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.episode import call_tool_safely, score_state
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, StateUnavailable
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource
 from envscaler_mcp.harness.user_sim import SimulatedUser
+from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.scenario.models import Scenario
 
@@ -57,7 +58,7 @@ class EnvScalerMCPEnv:
         self.done = True
 
     @classmethod
-    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "memory",
+    async def create(cls, env_id: str, *, transport: Literal["memory", "http", "stdio"] = "http",
                      mode: Literal["task", "conversation"] = "task", max_steps: int = 30,
                      user: Provider | None = None, validator_timeout_s: float = 2.0) -> EnvScalerMCPEnv:
         """Launch the environment's server (bundled env id, folder or skeleton) and a validator sandbox."""
@@ -122,10 +123,11 @@ class EnvScalerMCPEnv:
         self.done = True
         try:
             final_state: dict[str, Any] | None = await self._ep.get_state()
-        except StateUnavailable:
+        except NoAdminPlane:
             final_state = None
         checks, score, diff = await score_state(self._scenario, final_state, self.checker)
-        info.update(checks=[c.model_dump(mode="json") for c in checks], score=score, diff=diff,
+        info.update(checks=[c.model_dump(mode="json") for c in checks], score=score,
+                    diff=[c.model_dump(mode="json") for c in diff],
                     success=score == 1.0 and terminated)
         return obs, float(score or 0.0), terminated, not terminated, info
 

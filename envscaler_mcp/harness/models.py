@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
+from envscaler_mcp.scoring.diff import StateChange
 
 EpisodeStatus = Literal["completed", "max_steps", "timeout", "infra_error"]
 Mode = Literal["task", "conversation"]
@@ -90,10 +91,9 @@ class EpisodeResult(BaseModel):
     success: bool | None = Field(
         None, description="All checklist items passed and the episode completed; None when not scorable or infra error."
     )
-    diff: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Final state vs initial state, nested dicts with leaves {'added'}, {'removed'} or "
-        "{'changed': {'old', 'new'}}.",
+    diff: list[StateChange] = Field(
+        default_factory=list,
+        description="Final state vs initial state: every added, removed or changed path (lists element by element).",
     )
     latency_s: float = Field(0.0, description="Wall time of the episode (last attempt), in seconds.")
     started_at: str = Field("", description="ISO-8601 UTC start time.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
-from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, ExternalSource
+from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat
@@ -32,31 +33,17 @@ def new_run_id() -> str:
 
 @asynccontextmanager
 async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
-    """The episode source of one environment: external, one shared launched server, or stdio per episode."""
+    """The episode source of one environment: an external server, or a launched one (http: one shared
+    process; stdio: one process per episode; memory: in process)."""
     if config.server_cmd or config.url:
-        yield ExternalSource(command=config.server_cmd, url=config.url)
-        return
-    if config.transport == "stdio":
-        yield _StdioPerEpisode(plan.env_id)
+        async with external_source(command=config.server_cmd, url=config.url) as source:
+            yield source
         return
     from envscaler_mcp.launch import launch_server
 
-    async with launch_server(plan.env_id, transport=config.transport) as server:
+    async with launch_server(plan.target or plan.env_id, transport=config.transport,
+                             scenarios=plan.scenarios) as server:
         yield server
-
-
-class _StdioPerEpisode:
-    """One stdio server process per episode (the fidelity setting: exactly what a desktop client runs)."""
-
-    def __init__(self, env_id: str) -> None:
-        self.env_id = env_id
-
-    @asynccontextmanager
-    async def episode(self, initial_state: dict | None = None) -> AsyncIterator:
-        from envscaler_mcp.launch import launch_server
-
-        async with launch_server(self.env_id, transport="stdio") as server, server.episode(initial_state) as ep:
-            yield ep
 
 
 def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManifest:
@@ -112,7 +99,9 @@ async def run_eval(
         if user is not None:
             stack.push_async_callback(user.aclose)
         if checker is None and todo:
-            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s))
+            workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+            checker = await stack.enter_async_context(SandboxChecker(timeout_s=config.validator_timeout_s,
+                                                                     workers=workers))
         sources: dict[str, EpisodeSource] = {}
         for plan in plans:
             if any(p is plan for p, _, _ in todo):
@@ -131,10 +120,25 @@ async def run_eval(
             run_dir.append(result)
             progress.add(result)
 
-        async with anyio.create_task_group() as tg:
-            for plan, scenario, trial in todo:
-                tg.start_soon(one, plan, scenario, trial)
+        if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
+            agent.prepare(todo[0][1])
+            if user is not None:
+                user.prepare(todo[0][1])
+        try:
+            async with anyio.create_task_group() as tg:
+                for plan, scenario, trial in todo:
+                    tg.start_soon(one, plan, scenario, trial)
+        except BaseExceptionGroup as group:
+            raise _first_error(group) from group
     return finish(run_dir, manifest, planned)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first leaf of an exception group (a usage error raised by every episode is reported once)."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:

@@ -36,6 +36,11 @@ class Seat:
             self._shared = get_provider(self.spec, **opts)
         return self._shared
 
+    def prepare(self, scenario: Scenario) -> None:
+        """Set the seat up now, so a missing key or unknown provider stops the run before any episode."""
+        if self._factory is None:
+            self.for_scenario(scenario)
+
     async def aclose(self) -> None:
         """Close the shared provider, if one was opened."""
         if self._shared is not None:

@@ -12,10 +12,6 @@ from typing import Any, Protocol
 from mcp.types import CallToolResult, Tool
 
 
-class StateUnavailable(Exception):
-    """The server has no admin plane, so the episode's state cannot be read (validators cannot run)."""
-
-
 class EpisodeHandle(Protocol):
     """One isolated episode on a server."""
 
@@ -28,7 +24,7 @@ class EpisodeHandle(Protocol):
         ...
 
     async def get_state(self) -> dict[str, Any]:
-        """The episode's current state through the admin plane (raises StateUnavailable without one)."""
+        """The episode's current state through the admin plane (launch.NoAdminPlane without one)."""
         ...
 
 

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from math import comb
 from statistics import fmean
 
 from pydantic import BaseModel, Field
+from rich import box
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.harness.models import EpisodeResult
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k: probability that at least one of k trials drawn from n (c successes) succeeds."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k (tau-bench): probability that all k trials drawn from n (c successes) succeed."""
-    return comb(c, k) / comb(n, k)
+from envscaler_mcp.scoring.metrics import TrialOutcome, aggregate
 
 
 class GroupSummary(BaseModel):
-    """Aggregates over a group of episodes (one environment, or the whole run)."""
+    """Aggregates over a group of episodes (one environment, or the whole run); scores via scoring.metrics."""
 
     name: str = Field(description="Environment id, or 'overall'.")
     episodes: int = Field(description="Episodes recorded (all statuses).")
@@ -37,8 +26,9 @@ class GroupSummary(BaseModel):
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
-    pass_at_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k.")
-    pass_hat_k: dict[str, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
+    pass_at_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass@k "
+                                        "(k up to the fewest scored trials of any scenario).")
+    pass_hat_k: dict[int, float] = Field(default_factory=dict, description="k -> mean over scenarios of pass^k.")
     mean_steps: float | None = Field(None, description="Mean agent steps per episode (non-infra).")
     mean_tool_calls: float | None = Field(None, description="Mean tool calls per episode (non-infra).")
     mean_latency_s: float | None = Field(None, description="Mean episode wall time (non-infra).")
@@ -70,25 +60,15 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
     statuses: dict[str, int] = defaultdict(int)
     for r in results:
         statuses[r.status] += 1
-    per_scenario: dict[str, list[bool]] = defaultdict(list)
-    for r in scored:
-        per_scenario[r.scenario_id].append(bool(r.success))
-    at_k: dict[str, float] = {}
-    hat_k: dict[str, float] = {}
-    for k in range(1, trials + 1):
-        eligible = [(len(v), sum(v)) for v in per_scenario.values() if len(v) >= k]
-        if eligible:
-            at_k[str(k)] = round(fmean(pass_at_k(n, c, k) for n, c in eligible), 4)
-            hat_k[str(k)] = round(fmean(pass_hat_k(n, c, k) for n, c in eligible), 4)
+    agg = aggregate(TrialOutcome(env_id=r.env_id, scenario_id=r.scenario_id, score=r.score, success=r.success)
+                    for r in scored)
     agent_usage, user_usage = Usage(), Usage()
     for r in results:
         agent_usage, user_usage = agent_usage + r.agent_usage, user_usage + r.user_usage
     return GroupSummary(
         name=name, episodes=len(results), scored=len(scored), infra_errors=statuses.get("infra_error", 0),
         not_scorable=sum(1 for r in ran if r.score is None), status_counts=dict(sorted(statuses.items())),
-        mean_score=_mean([r.score for r in scored if r.score is not None]),
-        success_rate=_mean([float(bool(r.success)) for r in scored]),
-        pass_at_k=at_k, pass_hat_k=hat_k,
+        mean_score=agg.mean_score, success_rate=agg.success_rate, pass_at_k=agg.pass_at_k, pass_hat_k=agg.pass_hat_k,
         mean_steps=_mean([r.steps for r in ran]), mean_tool_calls=_mean([r.tool_calls for r in ran]),
         mean_latency_s=_mean([r.latency_s for r in ran]), agent_usage=agent_usage, user_usage=user_usage,
     )
@@ -112,25 +92,38 @@ def _pct(value: float | None) -> str:
 
 
 def _cost(usage: Usage) -> str:
-    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.2f}"
+
+
+def _tokens(usage: Usage) -> str:
+    n = usage.input_tokens + usage.output_tokens
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 def summary_table(summary: RunSummary) -> Table:
-    """The summary as a rich table: one row per environment, then the overall row."""
-    k = str(summary.trials)
-    table = Table(title=f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else ""))
-    for col in ("environment", "episodes", "score", "success", f"pass@{k}", f"pass^{k}", "steps", "tokens",
-                "cost", "latency", "infra"):
-        table.add_column(col, justify="left" if col == "environment" else "right")
+    """The summary as a rich table: one row per environment, then the overall row.
+
+    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success)."""
+    k = summary.trials
+    title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
+    cols = ["environment", "n", "score", "success"]
+    if summary.trials > 1:
+        cols += [f"pass@{k}", f"pass^{k}"]
+    cols += ["steps", "tokens", "cost", "latency", "infra"]
     rows = [*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env or [summary.overall]
+    body = []
     for g in rows:
         usage = g.agent_usage + g.user_usage
-        table.add_row(
-            g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate),
-            _pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k)),
-            "-" if g.mean_steps is None else f"{g.mean_steps:.1f}",
-            f"{usage.input_tokens + usage.output_tokens:,}", _cost(usage),
-            "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors),
-            style="bold" if g.name == "overall" else None,
-        )
+        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)]
+        if summary.trials > 1:
+            cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
+        cells += ["-" if g.mean_steps is None else f"{g.mean_steps:.1f}", _tokens(usage), _cost(usage),
+                  "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s", str(g.infra_errors)]
+        body.append((g.name, cells))
+    for i, col in enumerate(cols):
+        width = max([len(col), *(len(cells[i]) for _, cells in body)])
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True, min_width=width)
+    for name, cells in body:
+        table.add_row(*cells, style="bold" if name == "overall" else None)
     return table

@@ -29,6 +29,7 @@ import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import Episode, NoAdminPlane, stdio_get_state
@@ -74,6 +75,7 @@ class HttpServer(LaunchedServer):
     """One HTTP server process; episodes through the admin API."""
 
     transport = "http"
+    pid: int | None = None
 
     def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
         self.server_dir = server
@@ -82,6 +84,11 @@ class HttpServer(LaunchedServer):
         self.client_timeout = client_timeout
         self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                         timeout=client_timeout)
+        # One pooled client for every episode's MCP traffic: building an httpx client per episode
+        # (TLS context included) costs tens of milliseconds.
+        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout)),
+                                           limits=httpx2.Limits(max_connections=1000,
+                                                                max_keepalive_connections=200))
 
     async def create_episode(self, state: dict[str, Any] | None, scenario_id: str | None) -> dict[str, Any]:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
@@ -106,7 +113,9 @@ class HttpServer(LaunchedServer):
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
         try:
-            async with Client(self.url + created["path"], read_timeout_seconds=self.client_timeout) as client:
+            transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
+                                               terminate_on_close=False)
+            async with Client(transport, read_timeout_seconds=self.client_timeout) as client:
                 yield Episode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id))
         finally:
@@ -221,7 +230,9 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                                    f"{_log_tail(log_path)}")
         await anyio.sleep(0.02)
     url = json.loads(ready.read_text(encoding="utf-8"))["url"]
-    return HttpServer(server, url, token, client_timeout), process
+    http = HttpServer(server, url, token, client_timeout)
+    http.pid = process.pid
+    return http, process
 
 
 async def _stop(process: anyio.abc.Process) -> None:
@@ -259,6 +270,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                 yield http
             finally:
                 await http.admin.aclose()
+                await http.mcp_http.aclose()
                 await _stop(process)
         else:
             raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")

@@ -32,6 +32,9 @@ class Message(BaseModel):
     name: str | None = Field(None, description="For role 'tool': the tool's name.")
     is_error: bool = Field(False, description="For role 'tool': the result is an error the model should see.")
     reasoning: str | None = Field(None, description="Reasoning content, where the model gives it.")
+    reasoning_signature: str | None = Field(
+        None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."
+    )
 
 
 class ToolDef(BaseModel):
@@ -63,6 +66,7 @@ class AssistantTurn(BaseModel):
     finish_reason: str | None = Field(None, description="Provider's stop reason, normalised where possible.")
     latency_s: float = Field(0.0, description="Wall time of the call, retries included.")
     model: str = Field("", description="provider/model string that answered.")
+    cached: bool = Field(False, description="True when the turn came from the on-disk response cache (no call made).")
 
 
 @runtime_checkable

@@ -37,11 +37,14 @@ def server_templates() -> Path:
 
 
 def templates_hash() -> str:
-    """sha256 over every template file (path + bytes), so template edits invalidate rendered servers."""
+    """sha256 over every template file and the renderer's own code (path + bytes), so an edit to either
+    makes rendered servers stale."""
     root = server_templates()
     digest = hashlib.sha256(TEMPLATE_VERSION.encode())
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for module in (Path(__file__), Path(clients.__file__)):
+        digest.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -52,6 +55,12 @@ def scenarios_hash(scenarios: Sequence[Scenario]) -> str:
 
 def _dump(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _dump_lines(items: list[Any]) -> bytes:
+    """A JSON array with one compact item per line (small, and diffs stay per item)."""
+    lines = [json.dumps(item, ensure_ascii=False, separators=(",", ":")) for item in items]
+    return ("[\n" + ",\n".join(lines) + "\n]\n").encode("utf-8") if lines else b"[]\n"
 
 
 def _jinja() -> jinja2.Environment:
@@ -139,7 +148,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
     }
     files[f"{pkg}/spec.json"] = _dump(spec)
     files[f"{pkg}/data/default_state.json"] = _dump(skeleton.default_state)
-    files[f"{pkg}/data/scenarios.json"] = _dump(
+    files[f"{pkg}/data/scenarios.json"] = _dump_lines(
         [{"id": s.id, "title": s.title, "task": s.task, "initial_state": s.initial_state} for s in scenarios])
     files["server.json"] = _dump(clients.server_json(dist_name=dist, title=skeleton.name,
                                                      description=skeleton.summary or skeleton.name,

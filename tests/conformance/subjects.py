@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp.catalog.paths import generated_servers_dir, scenarios_dir
-from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
 from envscaler_mcp.launch.target import ServerDir, read_spec, server_dir_info
 from envscaler_mcp.render import ensure_rendered
 from envscaler_mcp.scenario.models import Scenario
 
 FIXTURE = "fixture_shop"
+MINI_SHOP = "mini_shop"
 
 
 @dataclass
@@ -48,7 +49,8 @@ def subject_names() -> list[str]:
     """Ids of every subject (known at collection time)."""
     root = generated_servers_dir()
     bundled = sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file()) if root.is_dir() else []
-    return [FIXTURE, *bundled]
+    extra = [MINI_SHOP] if (fixture_dir() / MINI_SHOP / "skeleton.json").is_file() else []
+    return [FIXTURE, *extra, *bundled]
 
 
 @cache
@@ -58,6 +60,10 @@ def get_subject(name: str) -> Subject:
         from tests.render.fixture_env import scenarios, skeleton
 
         return Subject(name, server_dir_info(ensure_rendered(skeleton(), scenarios())), scenarios())
+    if name == MINI_SHOP:
+        folder = fixture_dir() / MINI_SHOP
+        mini = load_scenarios(folder / "scenarios.jsonl")
+        return Subject(name, server_dir_info(ensure_rendered(load_skeleton(folder), mini)), mini)
     server = server_dir_info(generated_servers_dir() / name)
     path = scenarios_dir() / f"{name}.jsonl"
     return Subject(name, server, load_scenarios(path) if path.exists() else [])

@@ -17,7 +17,7 @@ from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.launch.episodes import AdminGetState, AdminParams, AdminResult
 from envscaler_mcp.launch.servers import HttpServer
 from tests.conformance.schema_args import mistyped, sample_arguments
-from tests.conformance.subjects import FIXTURE, Subject
+from tests.conformance.subjects import FIXTURE, MINI_SHOP, Subject
 
 pytestmark = pytest.mark.anyio
 
@@ -27,9 +27,10 @@ def _dump(state: dict[str, Any]) -> str:
 
 
 def _few_stdio(launched: LaunchedServer, subject: Subject) -> None:
-    """Skip on stdio for bundled servers: a process per episode costs about 1 s, so stdio runs the listing,
-    admin and fidelity checks per server, and every check only for the fixture (the runtime is shared)."""
-    if launched.transport == "stdio" and subject.name != FIXTURE:
+    """Skip on stdio for bundled servers: a process per episode costs about 1 s, so over stdio a bundled
+    server runs only the fidelity test (which also checks the tool list); the fixtures run every check
+    (the runtime code is the same file in every server)."""
+    if launched.transport == "stdio" and subject.name not in (FIXTURE, MINI_SHOP):
         pytest.skip("stdio: covered by the fixture server and by memory/http for this server")
 
 
@@ -38,6 +39,7 @@ def _start_state(subject: Subject) -> dict[str, Any]:
 
 
 async def test_tools_are_the_skeleton_tools(launched: LaunchedServer, subject: Subject) -> None:
+    _few_stdio(launched, subject)
     spec = subject.spec
     async with launched.episode() as ep:
         tools = await ep.list_tools()
@@ -160,6 +162,7 @@ async def test_fixture_rollback_after_partial_changes(launched: LaunchedServer, 
 
 
 async def test_admin_plane_needs_the_token(launched: LaunchedServer, subject: Subject) -> None:
+    _few_stdio(launched, subject)
     if isinstance(launched, HttpServer):
         async with httpx2.AsyncClient(base_url=launched.url) as raw:
             assert (await raw.get("/admin/episodes")).status_code == 401

@@ -22,6 +22,9 @@ async def test_reference_solutions_replay_identically(launched: LaunchedServer, 
         calls = [(c.tool, c.arguments) for c in scenario.reference_solution]
         expected_state, expected_results = replay_in_process(subject, scenario.initial_state, calls)
         async with launched.episode(scenario.initial_state) as ep:
+            if launched.transport == "stdio":
+                listed = [t.name for t in await ep.list_tools()]
+                assert listed == [t["name"] for t in subject.spec["tools"]]
             results = []
             for tool, arguments in calls:
                 r = await ep.call_tool(tool, arguments)

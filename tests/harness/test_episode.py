@@ -1,167 +1,170 @@
-"""The agent loop of one episode, on the in-process to-do fixture with scripted (mock) agents."""
+"""One episode on the mini_shop server (in memory) with the real validator sandbox and scripted agents."""
 
 from __future__ import annotations
+
+import sys
+from typing import Any
 
 import anyio
 import pytest
 
-from envscaler_mcp.errors import ProviderError
+from envscaler_mcp.errors import ProviderError, UsageError
+from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
+from envscaler_mcp.harness.external import external_source
 from envscaler_mcp.harness.models import EpisodeConfig
-from envscaler_mcp.harness.prompts import STOP_TOKEN, EnvInfo
+from envscaler_mcp.harness.prompts import STOP_TOKEN
+from envscaler_mcp.launch import resolve_target
 from envscaler_mcp.providers.base import Message, ToolCallRequest
-from envscaler_mcp.providers.mock import MockProvider, tool_call
-from tests.harness.fakes import FakeSource, InProcessChecker, todo_scenario
+from envscaler_mcp.providers.mock import MockProvider
+from tests.harness.shop import ALICE, BOB, ENV_INFO, SKELETON, CrashingSource, calls, replay_agent
 
 pytestmark = pytest.mark.anyio
 
 
-def _calls(*calls: ToolCallRequest, text: str = "") -> Message:
-    return Message(role="assistant", content=text, tool_calls=list(calls))
-
-
-async def test_solving_agent_scores_full_marks() -> None:
-    agent = MockProvider([_calls(tool_call("list_items")),
-                          _calls(tool_call("add_item", {"title": "milk"}), tool_call("complete_item", {"item_id": "1"})),
-                          "Done: added milk and completed bread."])
-    source = FakeSource()
-    result = await run_episode(todo_scenario(), source=source, agent=agent, checker=InProcessChecker(),
-                               env_info=EnvInfo(name="To-do", introduction="A list.", rules=["Be nice."]))
+async def test_solving_agent_scores_full_marks(server: Any, checker: SandboxChecker) -> None:
+    agent = MockProvider([
+        calls(("get_order", {"order_id": "O-1002"}), reasoning="Look it up first."),
+        calls(("cancel_order", {"order_id": "O-1002"}), ("add_note", {"order_id": "O-1002", "text": "Customer changed mind"})),
+        "Cancelled O-1002 and added the note.",
+    ])
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker, env_info=ENV_INFO)
     assert result.status == "completed" and result.score == 1.0 and result.success is True
     assert result.steps == 3 and result.tool_calls == 3 and result.tool_errors == 0
-    assert [c for c, _ in source.episodes[0].calls] == ["list_items", "add_item", "complete_item"]
-    roles = [m.role for m in result.messages]
-    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m.role for m in result.messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "tool",
+                                                 "assistant"]
     system = result.messages[0].content
-    assert "Be nice." in system and "A list." in system
-    assert result.messages[1].content == todo_scenario().task
-    assert result.diff["items"]["1"]["done"] == {"changed": {"old": False, "new": True}}
-    assert result.final_answer.startswith("Done")
+    assert SKELETON.introduction in system and SKELETON.rules[0] in system and "plain text" in system
+    assert result.messages[1].content == BOB.task and result.messages[2].reasoning == "Look it up first."
+    assert "O-1002" in result.messages[3].content  # the tool result text reached the transcript
+    assert ("orders", "O-1002", "status") in {tuple(c.path) for c in result.diff if c.op == "changed"}
+    assert [c.status for c in result.checks] == ["pass", "pass"]
     assert {t.kind for t in result.timings} >= {"setup", "agent", "tool", "state", "validate"}
-    # the agent saw every tool and the tool results (tools offered on each call)
-    assert [t.name for t in agent.requests[0][1]] == ["list_items", "add_item", "complete_item"]
+    # the agent was offered exactly the server's tools, every turn
+    assert [t.name for t in agent.requests[0][1]] == [t.name for t in SKELETON.tools]
 
 
-async def test_agent_that_does_nothing_scores_zero() -> None:
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=MockProvider(["I did it."]),
-                               checker=InProcessChecker())
+async def test_agent_that_does_nothing_scores_zero(server: Any, checker: SandboxChecker) -> None:
+    result = await run_episode(BOB, source=server, agent=MockProvider(["All done!"]), checker=checker)
     assert result.status == "completed" and result.score == 0.0 and result.success is False
-    assert result.diff == {}
+    assert result.diff == [] and result.tool_calls == 0
 
 
-async def test_wrong_but_plausible_agent_loses_exactly_the_wrong_check() -> None:
-    agent = MockProvider([_calls(tool_call("add_item", {"title": "milk"}), tool_call("complete_item", {"item_id": "2"})),
-                          "Done."])
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, checker=InProcessChecker())
-    assert {c.id: c.status for c in result.checks} == {"c1": "pass", "c2": "fail"}
-    assert result.score == 0.5 and result.success is False
-
-
-async def test_model_mistakes_become_error_results_the_agent_can_recover_from() -> None:
-    bad_json = ToolCallRequest(id="x1", name="add_item", arguments={}, raw_arguments="{title: milk")
+async def test_wrong_but_plausible_agent_loses_exactly_the_wrong_check(server: Any, checker: SandboxChecker) -> None:
     agent = MockProvider([
-        _calls(bad_json, tool_call("delete_everything"), tool_call("complete_item", {"item_id": "99"}),
-               tool_call("add_item", {"name": "milk"})),
-        _calls(tool_call("add_item", {"title": "milk"}), tool_call("complete_item", {"item_id": "1"})),
-        "ok",
+        calls(("list_orders", {"customer": "alice"})),
+        calls(("cancel_order", {"order_id": "O-1001", "reason": "relocating"}),
+              ("cancel_order", {"order_id": "O-1004", "reason": "relocating"})),
+        "Cancelled both pending orders.",
     ])
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, checker=InProcessChecker())
+    result = await run_episode(ALICE, source=server, agent=agent, checker=checker)
+    assert {c.id: c.status for c in result.checks} == {"c1": "pass", "c2": "pass", "c3": "fail", "c4": "pass"}
+    assert result.score == 0.75 and result.success is False
+
+
+async def test_model_mistakes_become_error_results_the_agent_can_recover_from(
+        server: Any, checker: SandboxChecker) -> None:
+    bad_json = ToolCallRequest(id="x1", name="cancel_order", arguments={}, raw_arguments="{order_id: O-1002")
+    agent = MockProvider([
+        Message(role="assistant", tool_calls=[bad_json]),
+        calls(("delete_order", {"order_id": "O-1002"}), ("cancel_order", {"order_id": "O-1003"}),
+              ("cancel_order", {})),
+        calls(("cancel_order", {"order_id": "O-1002"}), ("add_note", {"order_id": "O-1002", "text": "Customer changed mind"})),
+        "Done.",
+    ])
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker)
     tool_msgs = [m for m in result.messages if m.role == "tool"]
-    assert [m.is_error for m in tool_msgs] == [True, True, True, True, False, False]
+    assert [m.is_error for m in tool_msgs] == [True, True, False, True, False, False]
     assert "not a JSON object" in tool_msgs[0].content
-    assert "Unknown tool 'delete_everything'" in tool_msgs[1].content and "add_item" in tool_msgs[1].content
-    assert "no item 99" in tool_msgs[2].content
-    assert result.tool_errors == 4 and result.score == 1.0 and result.success is True
-    # the second agent call saw the error results
-    second_request = agent.requests[1][0]
-    assert sum(m.is_error for m in second_request if m.role == "tool") == 4
+    assert "Unknown tool 'delete_order'" in tool_msgs[1].content and "cancel_order" in tool_msgs[1].content
+    assert "shipped" in tool_msgs[2].content  # a {"success": false} result: not an error result, but visible
+    assert "order_id" in tool_msgs[3].content  # schema violation reported by the server
+    assert result.tool_errors == 3 and result.score == 1.0 and result.success is True
+    assert sum(m.is_error for m in agent.requests[2][0] if m.role == "tool") == 3  # the agent saw the errors
 
 
-async def test_step_limit_stops_a_looping_agent() -> None:
-    agent = MockProvider([_calls(tool_call("list_items"))], repeat_last=True)
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, checker=InProcessChecker(),
-                               config=EpisodeConfig(max_steps=4))
-    assert result.status == "max_steps" and result.steps == 4 and result.success is False
-    assert result.score == 0.0
+async def test_step_limit_stops_a_looping_agent(server: Any, checker: SandboxChecker) -> None:
+    agent = MockProvider([calls(("get_order", {"order_id": "O-1002"}))], repeat_last=True)
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(max_steps=4))
+    assert result.status == "max_steps" and result.steps == 4 and result.success is False and result.score == 0.0
 
 
 class _SlowAfterFirst(MockProvider):
-    async def complete(self, messages, tools=None, settings=None):
+    async def complete(self, messages, tools=None, settings=None):  # type: ignore[no-untyped-def]
         if self.requests:
-            await anyio.sleep(10)
+            await anyio.sleep(30)
         return await super().complete(messages, tools, settings)
 
 
-async def test_episode_timeout_is_recorded_and_the_state_still_scored() -> None:
-    agent = _SlowAfterFirst([_calls(tool_call("add_item", {"title": "milk"})), "never"])
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, checker=InProcessChecker(),
-                               config=EpisodeConfig(timeout_s=0.3))
+async def test_episode_timeout_is_recorded_and_the_state_still_scored(server: Any, checker: SandboxChecker) -> None:
+    agent = _SlowAfterFirst([calls(("cancel_order", {"order_id": "O-1002"})), "never"])
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(timeout_s=0.5))
     assert result.status == "timeout" and result.score == 0.5 and result.success is False
 
 
-async def test_provider_error_is_an_infra_error_retried_then_recorded() -> None:
-    agent = MockProvider([])  # raises ProviderError on the first call
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, checker=InProcessChecker(),
-                               config=EpisodeConfig(infra_retries=2))
+async def test_provider_error_is_an_infra_error_retried_then_recorded(server: Any, checker: SandboxChecker) -> None:
+    agent = MockProvider([])  # raises ProviderError on its first call
+    result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(infra_retries=2))
     assert result.status == "infra_error" and result.attempts == 3
-    assert result.score is None and result.success is None
-    assert result.infra_reason is not None and result.infra_reason.count("ProviderError") == 3
+    assert result.score is None and result.success is None and result.checks == []
+    assert (result.infra_reason or "").count("ProviderError") == 3
 
 
-async def test_transport_failure_is_retried_and_a_later_success_kept() -> None:
-    calls = {"n": 0}
+async def test_a_transient_failure_is_retried_and_the_later_success_kept(server: Any, checker: SandboxChecker) -> None:
+    seen = {"n": 0}
 
-    def flaky(messages, tools):
-        calls["n"] += 1
-        if calls["n"] == 1:
+    def flaky(messages: list[Message], tools: list[Any]) -> str:
+        seen["n"] += 1
+        if seen["n"] == 1:
             raise ProviderError("HTTP 503 after 5 retries")
-        return "nothing to do"
+        return "Nothing to do."
 
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=MockProvider([flaky], repeat_last=True),
-                               checker=InProcessChecker())
+    result = await run_episode(BOB, source=server, agent=MockProvider([flaky], repeat_last=True), checker=checker)
     assert result.status == "completed" and result.attempts == 2 and result.score == 0.0
 
 
-async def test_server_crash_mid_episode_is_infra() -> None:
-    agent = MockProvider([_calls(tool_call("add_item", {"title": "milk"}))], repeat_last=True)
-    result = await run_episode(todo_scenario(), source=FakeSource(fail_on="add_item"), agent=agent,
-                               checker=InProcessChecker(), config=EpisodeConfig(infra_retries=1))
-    assert result.status == "infra_error" and "ConnectionError" in (result.infra_reason or "")
+async def test_server_crash_mid_episode_is_infra(server: Any, checker: SandboxChecker) -> None:
+    agent = MockProvider([calls(("cancel_order", {"order_id": "O-1002"}))], repeat_last=True)
+    result = await run_episode(BOB, source=CrashingSource(server, "cancel_order"), agent=agent, checker=checker,
+                               config=EpisodeConfig(infra_retries=1))
+    assert result.status == "infra_error" and result.attempts == 2
+    assert "ConnectionResetError" in (result.infra_reason or "")
 
 
-async def test_server_without_admin_plane_is_not_scorable() -> None:
-    result = await run_episode(todo_scenario(), source=FakeSource(admin=False), agent=MockProvider(["hi"]),
-                               checker=InProcessChecker())
-    assert result.status == "completed" and result.scorable is False
-    assert result.score is None and result.success is None
-    assert {c.status for c in result.checks} == {"not_scorable"}
-    assert "admin plane" in result.checks[0].reason
-
-
-async def test_conversation_mode_with_a_scripted_user() -> None:
-    user = MockProvider(["I need to add milk to my list.", "Also please mark item 1 as done.", f"Thanks! {STOP_TOKEN}"])
+async def test_conversation_mode_with_a_scripted_user(server: Any, checker: SandboxChecker) -> None:
+    user = MockProvider(["Hi, I'm Bob. Please cancel my order.", "It's O-1002. Also add the note 'Customer changed mind'.",
+                         f"Thanks, that's all. {STOP_TOKEN}"])
     agent = MockProvider([
-        _calls(tool_call("add_item", {"title": "milk"})),
-        "Added milk. Anything else?",
-        _calls(tool_call("complete_item", {"item_id": "1"})),
-        "Item 1 is done.",
+        "Sure, which order is it?",
+        calls(("cancel_order", {"order_id": "O-1002"}), ("add_note", {"order_id": "O-1002", "text": "Customer changed mind"})),
+        "Order O-1002 is cancelled and the note is added. Anything else?",
     ])
-    result = await run_episode(todo_scenario(), source=FakeSource(), agent=agent, user=user,
-                               checker=InProcessChecker(), config=EpisodeConfig(mode="conversation"))
+    result = await run_episode(BOB, source=server, agent=agent, user=user, checker=checker,
+                               config=EpisodeConfig(mode="conversation"))
     assert result.status == "completed" and result.success is True and result.user_model == "mock"
-    assert result.messages[1] == Message(role="user", content="I need to add milk to my list.")
-    # the simulated user holds the task, and saw only the agent's text, never tool calls or results
+    assert result.messages[1] == Message(role="user", content="Hi, I'm Bob. Please cancel my order.")
     user_view = user.requests[-1][0]
-    assert todo_scenario().task in user_view[0].content
-    assert [m.content for m in user_view if m.role == "user"][1:] == ["Added milk. Anything else?", "Item 1 is done."]
-    assert all(not m.tool_calls for m in user_view) and user.requests[0][1] == []
+    assert BOB.task in user_view[0].content and STOP_TOKEN in user_view[0].content  # the user holds the task
+    assert [m.content for m in user_view if m.role == "user"][1:] == [
+        "Sure, which order is it?", "Order O-1002 is cancelled and the note is added. Anything else?"]
+    assert all(not m.tool_calls and m.role != "tool" for m in user_view) and user.requests[0][1] == []
     assert result.user_messages[-1].content.endswith(STOP_TOKEN)
-    assert result.user_usage.calls == 3 and result.agent_usage.calls == 4
+    assert result.user_usage.calls == 3 and result.agent_usage.calls == 3
 
 
-async def test_conversation_mode_needs_a_user() -> None:
-    from envscaler_mcp.errors import UsageError
-
+async def test_conversation_mode_needs_a_user(server: Any, checker: SandboxChecker) -> None:
     with pytest.raises(UsageError, match="--user"):
-        await run_episode(todo_scenario(), source=FakeSource(), agent=MockProvider(["x"]), checker=InProcessChecker(),
+        await run_episode(BOB, source=server, agent=MockProvider(["x"]), checker=checker,
                           config=EpisodeConfig(mode="conversation"))
+
+
+@pytest.mark.slow
+async def test_external_stdio_server_runs_but_is_not_scorable(checker: SandboxChecker,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered = resolve_target(SKELETON, [])
+    monkeypatch.setenv("PYTHONPATH", str(rendered.path))
+    async with external_source(command=f"{sys.executable} -m {rendered.package}") as source:
+        result = await run_episode(BOB, source=source, agent=replay_agent(BOB), checker=checker)
+    assert result.status == "completed" and result.tool_calls == 3 and result.tool_errors == 0
+    assert result.scorable is False and result.score is None and result.success is None
+    assert {c.status for c in result.checks} == {"not_scorable"} and "admin plane" in result.checks[0].reason

@@ -1,122 +1,102 @@
-"""Runs on the in-process to-do fixture: results folder, summary, resume after an interruption."""
+"""Runs on the mini_shop fixture (launched in memory, validators in the sandbox): run folder, summary, resume."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
-from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.harness.config import RunConfig, build_plan
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
-from envscaler_mcp.providers.base import Message, ToolCallRequest
+from envscaler_mcp.harness.summary import RunSummary
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
-from tests.harness.fakes import FakeSource, InProcessChecker, todo_scenario
+from tests.harness.shop import BOB, MINI_SHOP, SCENARIOS, replay_agent
 
 pytestmark = pytest.mark.anyio
 
 
-def _scenarios(n: int) -> list[Scenario]:
-    return [todo_scenario(f"Add an item 'milk' and mark item 1 as done (variant {i}).") for i in range(n)]
-
-
-def _plan(scenarios: list[Scenario]) -> list[EnvPlan]:
-    return [EnvPlan(env_id="todo", env_info=EnvInfo(name="To-do"), scenarios=scenarios,
-                    hashes={"environment": "x", **scenario_hashes(scenarios)})]
-
-
-def _replay(scenario: Scenario) -> MockProvider:
-    """Scripted agent replaying the reference solution (one call per turn), then answering."""
-    calls = [Message(role="assistant", tool_calls=[ToolCallRequest(id=f"c{i}", name=c.tool, arguments=c.arguments)])
-             for i, c in enumerate(scenario.reference_solution)]
-    return MockProvider([*calls, "Task completed."])
-
-
-@asynccontextmanager
-async def _fake_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[FakeSource]:
-    yield FakeSource()
-
-
 def _config(**kw: object) -> RunConfig:
-    return RunConfig.model_validate({"envs": ["todo"], "agent": "mock", "progress": False, **kw})
+    return RunConfig.model_validate({"envs": [str(MINI_SHOP)], "agent": "mock", "transport": "memory",
+                                     "progress": False, **kw})
 
 
-async def _run(tmp_path: Path, scenarios: list[Scenario], agent: Seat, **kw: object):  # type: ignore[no-untyped-def]
-    resume = bool(kw.pop("resume", False))
-    return await run_eval(_config(**kw), tmp_path, resume=resume, plans=_plan(scenarios), agent=agent,
-                          checker=InProcessChecker(), source_factory=_fake_source)
+async def _run(out: Path, agent: Seat, *, resume: bool = False, **kw: object) -> RunSummary:
+    return await run_eval(_config(**kw), out, resume=resume, agent=agent)
+
+
+def test_plan_from_a_skeleton_folder_uses_its_scenarios() -> None:
+    plans = build_plan(_config(limit=1))
+    assert [(p.env_id, p.target) for p in plans] == [("mini_shop", str(MINI_SHOP))]
+    assert [s.id for s in plans[0].scenarios] == [BOB.id]
+    assert set(plans[0].hashes) == {"environment", "scenarios", "validators"}
+    with pytest.raises(UsageError, match="--scenarios"):
+        build_plan(_config(url="http://127.0.0.1:1/mcp"))
 
 
 async def test_run_writes_results_manifest_and_summary(tmp_path: Path) -> None:
-    summary = await _run(tmp_path, _scenarios(3), Seat("mock", factory=_replay), trials=2, concurrency=3)
+    summary = await _run(tmp_path, Seat("mock", factory=replay_agent), trials=2, concurrency=3)
     records = RunDir(tmp_path).read_results()
-    assert sorted((r.scenario_id, r.trial) for r in records) == sorted(
-        (s.id, t) for s in _scenarios(3) for t in range(2))
-    assert summary.overall.episodes == 6 and summary.overall.mean_score == 1.0
-    assert summary.overall.pass_at_k == {"1": 1.0, "2": 1.0} and summary.overall.pass_hat_k["2"] == 1.0
+    assert sorted((r.scenario_id, r.trial) for r in records) == sorted((s.id, t) for s in SCENARIOS for t in range(2))
+    assert summary.overall.episodes == 4 and summary.overall.mean_score == 1.0
+    assert summary.overall.pass_at_k == {1: 1.0, 2: 1.0} and summary.overall.pass_hat_k[2] == 1.0
+    assert [g.name for g in summary.per_env] == ["mini_shop"]
     manifest = json.loads((tmp_path / "run.json").read_text())
-    assert manifest["versions"]["mcp"] and manifest["hashes"]["todo"]["validators"]
+    assert manifest["versions"]["mcp"] and manifest["hashes"]["mini_shop"]["validators"]
+    assert "api_key" not in json.dumps(manifest)
     assert json.loads((tmp_path / "summary.json").read_text())["overall"]["success_rate"] == 1.0
 
 
 async def test_infra_errors_are_recorded_and_kept_out_of_scores(tmp_path: Path) -> None:
-    scenarios = _scenarios(2)
-    bad = scenarios[0].id
-
     def agent(s: Scenario) -> MockProvider:
-        return MockProvider([]) if s.id == bad else _replay(s)  # empty script: ProviderError
+        return MockProvider([]) if s.id == BOB.id else replay_agent(s)  # empty script: ProviderError
 
-    summary = await _run(tmp_path, scenarios, Seat("mock", factory=agent),
-                         episode={"infra_retries": 1})
+    summary = await _run(tmp_path, Seat("mock", factory=agent), episode={"infra_retries": 1})
     assert summary.overall.infra_errors == 1 and summary.overall.scored == 1
     assert summary.overall.mean_score == 1.0 and summary.overall.success_rate == 1.0
     infra = [r for r in RunDir(tmp_path).read_results() if r.status == "infra_error"]
-    assert infra[0].scenario_id == bad and "ProviderError" in (infra[0].infra_reason or "")
+    assert infra[0].scenario_id == BOB.id and "ProviderError" in (infra[0].infra_reason or "")
 
 
 async def test_refuses_to_overwrite_an_existing_run(tmp_path: Path) -> None:
-    await _run(tmp_path, _scenarios(1), Seat("mock", factory=_replay))
+    await _run(tmp_path, Seat("mock", factory=replay_agent), limit=1)
     with pytest.raises(UsageError, match="--resume"):
-        await _run(tmp_path, _scenarios(1), Seat("mock", factory=_replay))
+        await _run(tmp_path, Seat("mock", factory=replay_agent), limit=1)
 
 
 async def test_interrupted_run_resumes_each_episode_exactly_once(tmp_path: Path) -> None:
-    scenarios = _scenarios(5)
     created: list[str] = []
     with anyio.CancelScope() as scope:
         def stopping_agent(s: Scenario) -> MockProvider:
             created.append(s.id)
             if len(created) == 4:  # "Ctrl-C" while the 4th episode starts
                 scope.cancel()
-            return _replay(s)
+            return replay_agent(s)
 
-        await _run(tmp_path, scenarios, Seat("mock", factory=stopping_agent), trials=2, concurrency=1)
+        await _run(tmp_path, Seat("mock", factory=stopping_agent), trials=4, concurrency=1)
     first = RunDir(tmp_path).read_results()
-    assert 0 < len(first) < 10
-    # a crash in the middle of the next write leaves a torn line
-    with open(tmp_path / "results.jsonl", "a") as f:
+    assert len(first) == 3
+    with open(tmp_path / "results.jsonl", "a") as f:  # a crash in the middle of the next write
         f.write('{"run_id": "torn')
-    summary = await _run(tmp_path, scenarios, Seat("mock", factory=_replay), trials=2, concurrency=4, resume=True)
-    records = RunDir(tmp_path).read_results()
-    pairs = [(r.scenario_id, r.trial) for r in records]
-    assert len(pairs) == len(set(pairs)) == 10
-    assert summary.overall.episodes == 10 and summary.overall.success_rate == 1.0
+    summary = await _run(tmp_path, Seat("mock", factory=replay_agent), trials=4, concurrency=3, resume=True)
+    pairs = [(r.scenario_id, r.trial) for r in RunDir(tmp_path).read_results()]
+    assert len(pairs) == len(set(pairs)) == 8
+    assert summary.overall.episodes == 8 and summary.overall.success_rate == 1.0
     assert all(line.endswith("}") for line in (tmp_path / "results.jsonl").read_text().splitlines())
-    assert {r.run_id for r in records} == {first[0].run_id}
+    assert {r.run_id for r in RunDir(tmp_path).read_results()} == {first[0].run_id}
+    # resuming a finished run runs nothing
+    again = await _run(tmp_path, Seat("mock", factory=lambda s: MockProvider([])), trials=4, resume=True)
+    assert again.overall.episodes == 8 and again.overall.infra_errors == 0
 
 
 async def test_resume_refuses_a_changed_configuration(tmp_path: Path) -> None:
-    await _run(tmp_path, _scenarios(1), Seat("mock", factory=_replay))
-    with pytest.raises(UsageError, match=r"max_steps|episode"):
-        await _run(tmp_path, _scenarios(1), Seat("mock", factory=_replay), resume=True, episode={"max_steps": 5})
-    with pytest.raises(UsageError, match="validators changed"):
-        changed = [s.model_copy(update={"task": "other"}).with_id() for s in _scenarios(1)]
-        await _run(tmp_path, changed, Seat("mock", factory=_replay), resume=True)
+    await _run(tmp_path, Seat("mock", factory=replay_agent), limit=1)
+    with pytest.raises(UsageError, match=r"option 'episode'"):
+        await _run(tmp_path, Seat("mock", factory=replay_agent), resume=True, limit=1, episode={"max_steps": 5})
+    with pytest.raises(UsageError, match="scenarios"):
+        await _run(tmp_path, Seat("mock", factory=replay_agent), resume=True)

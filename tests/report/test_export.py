@@ -23,7 +23,7 @@ async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
     records = _lines(export_run(run, "openai"))
     assert len(records) == 2
     solved = next(r for r in records if len(r["messages"]) > 3)
-    assert [t["function"]["name"] for t in solved["tools"]] == ["list_items", "add_item", "complete_item"]
+    assert [t["function"]["name"] for t in solved["tools"]] == ["get_order", "list_orders", "cancel_order", "add_note"]
     msgs = solved["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant",
                                          "tool", "tool", "assistant"]
@@ -41,15 +41,15 @@ async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path
     records = _lines(export_run(run, "sharegpt", min_score=1.0))
     assert len(records) == 1  # the lazy trajectory is filtered out by --min-score
     rec = records[0]
-    assert rec["system"].startswith("You are") and json.loads(rec["tools"])[1]["name"] == "add_item"
+    assert rec["system"].startswith("You are") and json.loads(rec["tools"])[2]["name"] == "cancel_order"
     turns = rec["conversations"]
     for i, turn in enumerate(turns):
         assert turn["from"] in (("human", "observation") if i % 2 == 0 else ("gpt", "function_call"))
     assert turns[-1]["from"] == "gpt" and turns[-1]["value"].startswith("<think>\nBoth changes made.\n</think>")
     parallel = [t for t in turns if t["from"] == "function_call" and t["value"].endswith("]")]
-    assert [c["name"] for c in json.loads(parallel[0]["value"])] == ["add_item", "complete_item"]
+    assert [c["name"] for c in json.loads(parallel[0]["value"])] == ["cancel_order", "add_note"]
     assert turns[1]["value"].startswith("<think>\nLook first.\n</think>\n\n")
-    assert json.loads(turns[1]["value"].split("\n\n", 1)[1]) == {"name": "list_items", "arguments": {}}
+    assert json.loads(turns[1]["value"].split("\n\n", 1)[1]) == {"name": "get_order", "arguments": {"order_id": "O-1002"}}
 
 
 async def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:

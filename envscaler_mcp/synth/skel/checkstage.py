@@ -69,7 +69,7 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,
                       "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
                      accept, meter=meter, retries=retries,
-                     settings=GenerationSettings(temperature=0.5, max_tokens=8192))
+                     settings=GenerationSettings(temperature=0.5, max_tokens=6000))
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,
@@ -124,17 +124,21 @@ async def check_environment(
             skeleton, checks, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
         if repaired:
             try:
-                skeleton = _rebuild(skeleton, source, state, strict=False)
+                candidate = _rebuild(skeleton, source, state, strict=False)
             except EnvironmentCodeError as exc:
                 notes.append(f"repaired source was refused: {exc}")
             else:
                 stale = tuple(f"{tool}:" for tool in repaired)  # kind notes about the replaced code
-                provenance = skeleton.provenance.model_copy(update={
-                    "notes": [n for n in skeleton.provenance.notes if not n.startswith(stale)]})
-                skeleton = skeleton.model_copy(update={"provenance": provenance})
-                checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter,
+                provenance = candidate.provenance.model_copy(update={
+                    "notes": [n for n in candidate.provenance.notes if not n.startswith(stale)]})
+                candidate = candidate.model_copy(update={"provenance": provenance})
+                checks = await dual_agent_check(candidate, state, tester, checker, options.quality, meter,
                                                 episode_factory)
-                final = summarize(checks, threshold, repaired)
+                second = summarize(checks, threshold, repaired)
+                if (second.score or 0.0) >= (first.score or 0.0):
+                    skeleton, final = candidate, second
+                else:  # the repair made things worse: keep the original code and its report
+                    notes.append(f"repair of {', '.join(repaired)} scored {second.score} < {first.score}; reverted")
     kept = final.score is not None and final.score >= threshold
     reason = "" if kept else (
         "no call could be judged" if final.score is None else f"quality score {final.score} < {threshold}")
@@ -152,7 +156,7 @@ async def check_environment(
         })
         result = result.model_copy(update={"quality": final, "provenance": provenance})
     check_record = CheckRecord(env_id=record.env_id, kept=kept, reason=reason, first_report=first,
-                               final_report=final, initial_state=state, usage=meter.total,
+                               final_report=final, initial_state=state, notes=notes, usage=meter.total,
                                usage_by_seat=meter.by_seat)
     return check_record, result
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Annotated
 
@@ -40,11 +41,13 @@ def envs(
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, max=1.0, help="Keep environments with (pass + warning) / total at least this.")] = 0.85,
     no_repair: Annotated[bool, typer.Option("--no-repair", help="Skip the repair round of failing methods.")] = False,
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
 ) -> None:
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
     if stage not in STAGES:
         raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
-    from envscaler_mcp.providers import get_provider  # type: ignore[attr-defined]
+    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
     from envscaler_mcp.synth.skel.modeling import ModelOptions
@@ -52,8 +55,9 @@ def envs(
     from envscaler_mcp.synth.skel.quality import QualityOptions
     from envscaler_mcp.synth.skel.summary import print_summary
 
-    generator = get_provider(model)
-    judge = get_provider(checker_model) if checker_model else generator
+    options = {"cache_dir": cache_dir} if cache_dir else {}
+    generator = get_provider(model, **options)
+    judge = get_provider(checker_model, **options) if checker_model else generator
     config = SkelConfig(
         out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,

@@ -23,6 +23,7 @@ from envscaler_mcp.synth._common_parse import (
 from envscaler_mcp.synth.skel.records import JudgeAnswer, Operation, StateDesign, TopicAnswer
 
 _IDENT_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+MAX_OPERATIONS = 30  # bounds the cost of the method step (one model call per operation)
 
 
 def parse_judge(text: str) -> JudgeAnswer:
@@ -145,6 +146,8 @@ def parse_operations(text: str) -> OperationsAnswer:
     ops = _operations(sections["Query Operations"], "query") + _operations(
         sections["State Change Operations"], "state_change"
     )
+    if len(ops) > MAX_OPERATIONS:
+        raise AnswerFormatError(f"{len(ops)} operations is too many; list at most {MAX_OPERATIONS}, keeping the most useful")
     queries = [o for o in ops if o.kind == "query"]
     if not queries or len(queries) == len(ops):
         raise AnswerFormatError("list at least one operation under each section, as '- name: description' bullets")

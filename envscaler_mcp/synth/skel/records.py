@@ -104,5 +104,6 @@ class CheckRecord(BaseModel):
     first_report: QualityReport | None = Field(None, description="Quality before the repair round.")
     final_report: QualityReport | None = Field(None, description="Quality after the repair round (or the first).")
     initial_state: dict[str, Any] = Field(default_factory=dict, description="The generated initial state.")
+    notes: list[str] = Field(default_factory=list, description="Repairs given up or reverted.")
     usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the check stage.")
     usage_by_seat: dict[str, Usage] = Field(default_factory=dict, description="Usage split by model seat.")

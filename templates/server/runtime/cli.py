@@ -38,7 +38,11 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _limit_memory(megabytes: int) -> None:
-    import resource
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        logging.getLogger(__name__).warning("--max-memory-mb is not supported on this platform; ignored")
+        return
 
     limit = megabytes * 1024 * 1024
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -111,13 +115,16 @@ def _serve_http(env_server: Any, args: argparse.Namespace, token: str | None) ->
     app = HttpApp(env_server, host=args.host, admin_token=token, allow_remote_admin=args.allow_remote_admin,
                   max_episodes=args.max_episodes)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (else ~40 ms delayed-ACK stalls)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     sock.listen(1024)
     port = sock.getsockname()[1]
+    # A long keep-alive: clients that pool connections (one admin client driving hundreds of episodes)
+    # must not reuse a connection the server has just closed as idle.
     config = uvicorn.Config(app, log_level=args.log_level.lower(), access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=2)
+                            timeout_graceful_shutdown=2, timeout_keep_alive=300)
     server = uvicorn.Server(config)
 
     async def _run() -> None:

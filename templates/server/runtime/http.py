@@ -50,7 +50,9 @@ class HttpApp:
                 enable_dns_rebinding_protection=True,
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
-        self.manager = StreamableHTTPSessionManager(app=env_server.server, security_settings=security)
+        # JSON responses, not SSE streams: tools never send progress or log notifications mid-call.
+        self.manager = StreamableHTTPSessionManager(app=env_server.server, security_settings=security,
+                                                    json_response=True)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":

@@ -124,6 +124,10 @@ def test_operations():
     loose = p.parse_operations("# Query Operations\n- **get_order(order_id)**: Find one.\n- `list_orders()` - All.\n"
                                "# State Change Operations\n* `cancel_order(order_id: str)`: Cancel it.").operations
     assert [o.name for o in loose] == ["get_order", "list_orders", "cancel_order"]
+    many = "# Query Operations\n" + "".join(f"- q{i}: x\n" for i in range(25)) + "# State Change Operations\n" + \
+        "".join(f"- s{i}: y\n" for i in range(10))
+    with pytest.raises(AnswerFormatError, match="at most 30"):
+        p.parse_operations(many)
     with pytest.raises(AnswerFormatError, match="each section"):
         p.parse_operations("# Query Operations\n- a: b\n# State Change Operations\nnone")
     with pytest.raises(AnswerFormatError, match="twice"):

@@ -116,3 +116,34 @@ def test_dump_state_is_json_with_one_line_per_record():
     text = dump_state(state)
     assert json.loads(text) == state
     assert '  "B1": {"t": "Dune"},' in text.splitlines()
+
+
+async def test_a_repair_that_scores_worse_is_reverted(tmp_path, router, provider):
+    from envscaler_mcp.synth.skel.checkstage import CheckOptions, check_environment
+    from envscaler_mcp.synth.skel.mine import MineOptions, run_mine
+    from envscaler_mcp.synth.skel.modeling import ModelOptions, run_model
+    from envscaler_mcp.synth.skel.pipeline import load_models, load_topics
+
+    from ..conftest import FIXTURES
+
+    out = tmp_path / "out"
+    await run_mine(FIXTURES / "skel_corpus.jsonl", out, provider, MineOptions())
+    await run_model(load_topics(out), out, provider, ModelOptions())
+    clinic = next(r for r in load_models(out) if r.env_id.startswith("clinic"))
+    repaired = {"done": False}
+
+    def script(messages, tools):
+        system = messages[0].content
+        if "You fix one method" in system:
+            repaired["done"] = True
+        if "You review one call" in system and repaired["done"]:
+            return "# Verdict\nFail\n# Reason\nthe reviewer is in a bad mood"
+        return router(messages, tools)
+
+    judge = MockProvider([script], repeat_last=True)
+    record, skeleton = await check_environment(clinic, judge, judge, judge, CheckOptions(), UsageMeter(),
+                                               FakeLauncher())
+    assert record.final_report == record.first_report
+    assert record.final_report.repaired_tools == [] and record.final_report.score == 0.75
+    assert not record.kept and skeleton is None
+    assert any("reverted" in n for n in record.notes)

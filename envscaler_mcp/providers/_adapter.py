@@ -1,0 +1,151 @@
+"""What every network-backed provider shares: the request kill switch, retries with backoff, per-request
+timeout, a concurrency limit, cost accounting and the optional response cache."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import httpx2
+
+from envscaler_mcp.errors import EnvScalerError, ProviderError
+from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.cache import ResponseCache, request_key
+from envscaler_mcp.providers.pricing import PriceTable
+
+BLOCK_ENV = "ENVSCALER_MCP_BLOCK_REQUESTS"
+RETRY_STATUS = frozenset({408, 409, 429})
+
+
+class RequestsBlocked(ProviderError):
+    """A real model request was attempted while the kill switch is on (the test suite sets it)."""
+
+
+def requests_blocked() -> bool:
+    """True while ENVSCALER_MCP_BLOCK_REQUESTS is set to a true value."""
+    return os.environ.get(BLOCK_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def check_allow_requests(what: str) -> None:
+    """Raise RequestsBlocked when real requests are blocked."""
+    if requests_blocked():
+        raise RequestsBlocked(
+            f"{what}: real model requests are blocked because {BLOCK_ENV}=1 (the test suite sets it). "
+            "Inject a client with a fake transport, or unset the variable to reach a real model."
+        )
+
+
+def status_of(exc: BaseException) -> int | None:
+    """HTTP status carried by an SDK error, if any."""
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 408/409, 5xx, timeouts and connection errors are worth another try; other 4xx are not."""
+    if isinstance(exc, RequestsBlocked):
+        return False
+    status = status_of(exc)
+    if status is not None:
+        return status in RETRY_STATUS or status >= 500
+    name = type(exc).__name__
+    return isinstance(exc, (TimeoutError, httpx2.TransportError, ConnectionError)) or name in (
+        "APITimeoutError", "APIConnectionError")
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def describe_error(exc: BaseException) -> str:
+    """A short description of a provider failure."""
+    status = status_of(exc)
+    body = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return f"HTTP {status}: {body}" if status is not None else f"{type(exc).__name__}: {body}"
+
+
+class BaseProvider:
+    """Shared request machinery; subclasses implement `_send` (one attempt, no retry)."""
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        price_table: PriceTable | None = None,
+        cache_dir: str | Path | None = None,
+        max_concurrency: int = 4,
+        retries: int = 4,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        network: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.prices = price_table or PriceTable()
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.limiter = anyio.CapacityLimiter(max(1, max_concurrency))
+        self.retries = max(0, retries)
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self._network = network  # False when the SDK client was injected (tests, custom transports)
+
+    async def _send(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
+        raise NotImplementedError
+
+    def _backoff(self, attempt: int, exc: BaseException) -> float:
+        delay = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+        hinted = _retry_after(exc)
+        if hinted is not None:
+            delay = min(self.backoff_max_s, max(delay, hinted))
+        return delay * random.uniform(0.5, 1.0)
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
+        settings: GenerationSettings | None = None,
+    ) -> AssistantTurn:
+        """One model call: cache lookup, then up to 1 + retries attempts under the concurrency limit."""
+        messages, tool_list = list(messages), list(tools or [])
+        settings = settings or GenerationSettings()
+        key = request_key(self.spec, messages, tool_list, settings) if self.cache else None
+        if self.cache and key:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        if self._network:
+            check_allow_requests(self.spec)
+        started = time.monotonic()
+        async with self.limiter:
+            turn = await self._attempts(messages, tool_list, settings)
+        turn = turn.model_copy(update={"latency_s": time.monotonic() - started, "model": self.spec})
+        if self.cache and key:
+            self.cache.put(key, self.spec, turn)
+        return turn
+
+    async def _attempts(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
+        for attempt in range(self.retries + 1):
+            try:
+                with anyio.fail_after(settings.timeout_s):
+                    return await self._send(messages, tools, settings)
+            except EnvScalerError:  # already says what is wrong (blocked, not configured, server start)
+                raise
+            except Exception as exc:
+                if not is_retryable(exc):
+                    raise ProviderError(f"{self.spec}: request rejected ({describe_error(exc)}); not retried") from exc
+                if attempt >= self.retries:
+                    raise ProviderError(
+                        f"{self.spec}: failed after {attempt + 1} attempts ({describe_error(exc)}). "
+                        "The service may be down or rate-limited: try again later or lower --max-concurrency."
+                    ) from exc
+                await anyio.sleep(self._backoff(attempt, exc))
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        """Release the client (subclasses with resources override)."""

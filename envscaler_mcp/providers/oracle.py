@@ -1,0 +1,56 @@
+"""The oracle seat: replays a scenario's reference solution, one tool call per turn, then answers
+"Task Completed". As a simulated user it states the whole task at once, then ends the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolCallRequest, ToolDef
+from envscaler_mcp.scenario.models import Scenario, ToolCall
+
+FINAL_ANSWER = "Task Completed"
+USER_STOP = "###STOP###"
+
+
+class OracleProvider:
+    """Agent seat (`role="agent"`) or simulated-user seat (`role="user"`) driven by a scenario.
+
+    The agent counts the tool calls already in the conversation to find the next reference call, so it
+    also works when a conversational user speaks between calls.
+    """
+
+    def __init__(self, scenario: Scenario | None = None, *, solution: Sequence[ToolCall] | None = None,
+                 role: Literal["agent", "user"] = "agent", spec: str = "oracle") -> None:
+        if scenario is None and solution is None:
+            raise UsageError("the oracle provider needs a scenario (its reference_solution is replayed)")
+        self.spec = spec
+        self.role = role
+        self.task = scenario.task if scenario is not None else ""
+        self.solution = list(solution if solution is not None else scenario.reference_solution)  # type: ignore[union-attr]
+
+    def _agent_message(self, messages: Sequence[Message]) -> Message:
+        done = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
+        if done < len(self.solution):
+            step = self.solution[done]
+            call = ToolCallRequest(id=f"oracle_{done}", name=step.tool, arguments=dict(step.arguments))
+            return Message(role="assistant", tool_calls=[call])
+        return Message(role="assistant", content=FINAL_ANSWER)
+
+    def _user_message(self, messages: Sequence[Message]) -> Message:
+        spoken = sum(1 for m in messages if m.role == "assistant")
+        return Message(role="assistant", content=self.task if spoken == 0 else USER_STOP)
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
+        settings: GenerationSettings | None = None,
+    ) -> AssistantTurn:
+        """The next reference call, the final answer, or the simulated user's line."""
+        message = self._agent_message(messages) if self.role == "agent" else self._user_message(messages)
+        return AssistantTurn(message=message, usage=Usage(cost_usd=0.0, calls=1),
+                             finish_reason="tool_calls" if message.tool_calls else "stop", model=self.spec)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,186 @@
+"""The MCP server: tools, prompts, the state resource, and the stdio admin requests."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from typing import Any
+
+import jsonschema
+from mcp import MCPError
+from mcp.server import Server, ServerRequestContext
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Prompt,
+    PromptMessage,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    RequestParams,
+    Resource,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+)
+from pydantic import ConfigDict
+
+from .episode import Episode
+from .package import EnvPackage
+
+log = logging.getLogger(__name__)
+
+EPISODE_SCOPE_KEY = "envscaler.episode"
+STATE_URI = "state://current"
+ADMIN_GET_STATE = "envscaler/admin/get_state"
+ADMIN_RESET = "envscaler/admin/reset"
+
+
+class AdminParams(RequestParams):
+    """Params of the stdio admin requests: the token, plus `state` or `scenario_id` for a reset."""
+
+    model_config = ConfigDict(extra="allow")
+    token: str | None = None
+    state: dict[str, Any] | None = None
+    scenario_id: str | None = None
+
+
+def _tool(spec: dict[str, Any]) -> Tool:
+    query = spec["kind"] == "query"
+    annotations = ToolAnnotations(read_only_hint=True) if query else \
+        ToolAnnotations(read_only_hint=False, destructive_hint=True)
+    return Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],
+                annotations=annotations)
+
+
+def _error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+class EnvServer:
+    """Holds the episodes of one process and the MCP `Server` that serves them."""
+
+    def __init__(self, package: EnvPackage, *, call_timeout: float | None = 10.0,
+                 admin_token: str | None = None, initial_state: dict[str, Any] | None = None) -> None:
+        self.package = package
+        self.call_timeout = call_timeout
+        self.admin_token = admin_token
+        self.tools = [_tool(t) for t in package.tools]
+        self.tool_names = {t.name for t in self.tools}
+        self.validators = {t["name"]: jsonschema.Draft202012Validator(t["input_schema"]) for t in package.tools}
+        self.episodes: dict[str, Episode] = {}
+        self.episodes["default"] = self.new_episode(initial_state, "default")
+        self.server = self._build()
+
+    # ---- episodes ----
+    def new_episode(self, state: dict[str, Any] | None, episode_id: str) -> Episode:
+        """Create an episode at `state` (default: the package's default state). Does not register it."""
+        if state is None:
+            state = self.package.default_state
+        return Episode(self.package.env_class, self.package.state_names, state, episode_id)
+
+    def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
+        """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one."""
+        episode_id = "default"
+        request = ctx.request
+        if request is not None:
+            episode_id = request.scope.get(EPISODE_SCOPE_KEY, "default")
+        episode = self.episodes.get(episode_id)
+        if episode is None:
+            raise MCPError(INVALID_REQUEST, f"episode '{episode_id}' does not exist (it was closed)")
+        return episode
+
+    # ---- MCP handlers ----
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any],
+                          params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=self.tools)
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
+                         params: CallToolRequestParams) -> CallToolResult:
+        episode = self.episode_for(ctx)
+        name = params.name
+        if name not in self.tool_names:
+            return _error(f"Unknown tool '{name}'. Available tools: {', '.join(sorted(self.tool_names))}.")
+        arguments = params.arguments or {}
+        problems = sorted(self.validators[name].iter_errors(arguments), key=lambda e: list(e.path))
+        if problems:
+            text = "; ".join(f"{e.json_path}: {e.message}" if e.path else e.message for e in problems)
+            return _error(f"Invalid arguments for tool '{name}': {text}. Nothing was changed.")
+        outcome = episode.call(name, arguments, self.call_timeout)
+        if outcome.is_error:
+            log.info("tool %s failed: %s", name, outcome.text)
+        return CallToolResult(content=[TextContent(type="text", text=outcome.text)],
+                              structured_content=outcome.structured, is_error=outcome.is_error)
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],
+                            params: PaginatedRequestParams | None) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[
+            Prompt(name=sid, title=s.get("title") or None, description=s.get("title") or s["task"][:100])
+            for sid, s in self.package.scenarios.items()])
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any, Any],
+                          params: GetPromptRequestParams) -> GetPromptResult:
+        scenario = self.package.scenarios.get(params.name)
+        if scenario is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt '{params.name}'")
+        return GetPromptResult(description=scenario.get("title") or None, messages=[
+            PromptMessage(role="user", content=TextContent(type="text", text=scenario["task"]))])
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any],
+                              params: PaginatedRequestParams | None) -> ListResourcesResult:
+        return ListResourcesResult(resources=[Resource(
+            uri=STATE_URI, name="state", mime_type="application/json",
+            description="The current state of this episode (JSON).")])
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any, Any],
+                             params: ReadResourceRequestParams) -> ReadResourceResult:
+        if str(params.uri) != STATE_URI:
+            raise MCPError(INVALID_PARAMS, f"unknown resource '{params.uri}'", {"uri": str(params.uri)})
+        text = self.episode_for(ctx).state_json()
+        return ReadResourceResult(contents=[TextResourceContents(uri=STATE_URI, mime_type="application/json",
+                                                                 text=text)])
+
+    # ---- stdio admin plane ----
+    def _check_admin(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> None:
+        if ctx.request is not None:
+            raise MCPError(INVALID_REQUEST, "admin requests are not served over HTTP; use the /admin REST API")
+        if not self.admin_token:
+            raise MCPError(INVALID_REQUEST, "admin plane disabled: start the server with ENVSCALER_ADMIN_TOKEN set")
+        if not params.token or not hmac.compare_digest(params.token, self.admin_token):
+            raise MCPError(INVALID_REQUEST, "admin request refused: wrong or missing token")
+
+    async def _admin_get_state(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        self._check_admin(ctx, params)
+        return {"state": json.loads(self.episodes["default"].state_json())}
+
+    async def _admin_reset(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        self._check_admin(ctx, params)
+        state = params.state
+        if params.scenario_id is not None:
+            try:
+                state = self.package.scenario_state(params.scenario_id)
+            except KeyError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc.args[0])) from None
+        self.episodes["default"] = self.new_episode(state, "default")
+        return {"reset": True}
+
+    def _build(self) -> Server[Any]:
+        spec = self.package.spec
+        server: Server[Any] = Server(
+            spec["server_name"], version=spec["version"], title=spec["name"],
+            description=spec["summary"][:200], instructions=spec["instructions"],
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources, on_read_resource=self._read_resource)
+        server.add_request_handler(ADMIN_GET_STATE, AdminParams, self._admin_get_state)
+        server.add_request_handler(ADMIN_RESET, AdminParams, self._admin_reset)
+        return server

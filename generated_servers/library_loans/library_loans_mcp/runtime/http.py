@@ -1,0 +1,163 @@
+"""Streamable HTTP: many isolated episodes in one process, each at /episodes/{id}/mcp, plus the REST admin API.
+
+One MCP `Server` serves every episode; this router writes the episode id into the ASGI scope, and
+the server's handlers read it back from `ctx.request.scope` (set by the SDK for both protocol eras).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+from typing import Any
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .server import EPISODE_SCOPE_KEY, EnvServer
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """True for loopback addresses and `localhost`."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class HttpApp:
+    """ASGI application: MCP endpoints per episode + /admin REST + /healthz."""
+
+    def __init__(self, env_server: EnvServer, *, host: str = "127.0.0.1", admin_token: str | None = None,
+                 allow_remote_admin: bool = False, max_episodes: int = 1000) -> None:
+        self.env = env_server
+        self.admin_token = admin_token
+        self.allow_remote_admin = allow_remote_admin
+        self.max_episodes = max_episodes
+        security = None
+        if is_loopback(host):
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+        # JSON responses, not SSE streams: tools never send progress or log notifications mid-call.
+        self.manager = StreamableHTTPSessionManager(app=env_server.server, security_settings=security,
+                                                    json_response=True)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"].rstrip("/") or "/"
+        parts = path.strip("/").split("/")
+        if path == "/mcp":
+            await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: "default"}, receive, send)
+        elif len(parts) == 3 and parts[0] == "episodes" and parts[2] == "mcp":
+            if parts[1] not in self.env.episodes:
+                await _json({"error": f"unknown episode '{parts[1]}'"}, 404)(scope, receive, send)
+                return
+            await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: parts[1]}, receive, send)
+        elif parts[0] == "admin":
+            response = await self._admin(Request(scope, receive), parts[1:])
+            await response(scope, receive, send)
+        elif path == "/healthz":
+            await _json({"ok": True, "env": self.env.package.env_id,
+                         "episodes": len(self.env.episodes)})(scope, receive, send)
+        else:
+            await _json({"error": f"not found: {path}. MCP endpoints: /mcp and /episodes/{{id}}/mcp"},
+                        404)(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        await receive()  # lifespan.startup
+        async with self.manager.run():
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # ---- admin REST ----
+    def _refusal(self, request: Request) -> JSONResponse | None:
+        client = request.client.host if request.client else ""
+        if not self.allow_remote_admin and not is_loopback(client):
+            return _json({"error": "admin API refused: only loopback clients may use it "
+                                   "(start the server with --allow-remote-admin to change this)"}, 403)
+        if not self.admin_token:
+            return _json({"error": "admin API disabled: start the server with --admin-token or "
+                                   "ENVSCALER_ADMIN_TOKEN"}, 403)
+        header = request.headers.get("authorization", "")
+        token = header[7:] if header.lower().startswith("bearer ") else ""
+        if not token or not hmac.compare_digest(token, self.admin_token):
+            return _json({"error": "admin API refused: missing or wrong bearer token"}, 401)
+        return None
+
+    async def _admin(self, request: Request, parts: list[str]) -> Response:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        method = request.method
+        if parts == ["episodes"] and method == "POST":
+            return await self._create(request)
+        if parts == ["episodes"] and method == "GET":
+            return _json({"episodes": [{"episode_id": e.episode_id, "path": _path(e.episode_id),
+                                        "created_at": e.created_at, "calls": e.calls}
+                                       for e in self.env.episodes.values()]})
+        if len(parts) >= 2 and parts[0] == "episodes":
+            episode = self.env.episodes.get(parts[1])
+            if episode is None:
+                return _json({"error": f"unknown episode '{parts[1]}'"}, 404)
+            if parts[2:] == ["state"] and method == "GET":
+                return _raw('{"state": ' + episode.state_json() + "}")
+            if parts[2:] == [] and method == "DELETE":
+                if parts[1] == "default":
+                    return _json({"error": "the default episode cannot be deleted"}, 400)
+                del self.env.episodes[parts[1]]
+                return _json({"deleted": parts[1]})
+        return _json({"error": f"no admin route {method} /admin/{'/'.join(parts)}"}, 404)
+
+    async def _create(self, request: Request) -> JSONResponse:
+        if len(self.env.episodes) > self.max_episodes:
+            return _json({"error": f"too many episodes (limit {self.max_episodes}); delete some first"}, 429)
+        body = await request.body()
+        try:
+            payload = json.loads(body) if body else {}
+        except ValueError:
+            return _json({"error": "request body is not valid JSON"}, 400)
+        if not isinstance(payload, dict):
+            return _json({"error": 'body must be {"state": {...}} or {"scenario_id": "..."} or {}'}, 400)
+        state = payload.get("state")
+        if payload.get("scenario_id") is not None:
+            try:
+                state = self.env.package.scenario_state(str(payload["scenario_id"]))
+            except KeyError as exc:
+                return _json({"error": str(exc.args[0])}, 404)
+        if state is not None and not isinstance(state, dict):
+            return _json({"error": "state must be a JSON object keyed by state attribute names"}, 400)
+        episode_id = secrets.token_hex(8)
+        try:
+            self.env.episodes[episode_id] = self.env.new_episode(state, episode_id)
+        except Exception as exc:
+            return _json({"error": f"could not create the episode: {type(exc).__name__}: {exc}"}, 400)
+        return _json({"episode_id": episode_id, "path": _path(episode_id)}, 201)
+
+
+def _path(episode_id: str) -> str:
+    return "/mcp" if episode_id == "default" else f"/episodes/{episode_id}/mcp"
+
+
+def _json(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(value, status_code=status)
+
+
+def _raw(text: str, status: int = 200) -> Response:
+    return Response(text, status_code=status, media_type="application/json")

@@ -1,0 +1,70 @@
+"""Helpers for harness tests on the mini_shop fixture environment (tests/fixtures/mini_shop)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp.types import CallToolResult, Tool
+
+from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
+from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.launch import launch_server
+from envscaler_mcp.providers.base import Message, ToolCallRequest
+from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.scenario.models import Scenario
+
+MINI_SHOP = Path(__file__).resolve().parents[1] / "fixtures" / "mini_shop"
+SKELETON = load_skeleton(MINI_SHOP)
+SCENARIOS = load_scenarios(MINI_SHOP / "scenarios.jsonl")
+BOB, ALICE = SCENARIOS  # Bob: cancel O-1002 + note (2 checks); Alice: cancel O-1001, O-1004 with reason (4 checks)
+ENV_INFO = EnvInfo(name=SKELETON.name, introduction=SKELETON.introduction, rules=SKELETON.rules)
+
+
+def calls(*items: tuple[str, dict[str, Any]], text: str = "", reasoning: str | None = None) -> Message:
+    """An assistant turn with these tool calls."""
+    return Message(role="assistant", content=text, reasoning=reasoning, tool_calls=[
+        ToolCallRequest(id=f"call_{i}_{name}", name=name, arguments=args) for i, (name, args) in enumerate(items)])
+
+
+def replay_agent(scenario: Scenario) -> MockProvider:
+    """A scripted agent replaying the reference solution one call per turn, then answering."""
+    turns = [calls((c.tool, c.arguments)) for c in scenario.reference_solution]
+    return MockProvider([*turns, "Task completed."])
+
+
+@asynccontextmanager
+async def shop_server(transport: str = "memory") -> AsyncIterator[Any]:
+    """The mini_shop server launched on a transport."""
+    async with launch_server(SKELETON, transport=transport, scenarios=SCENARIOS) as server:  # type: ignore[arg-type]
+        yield server
+
+
+class CrashingSource:
+    """Fault injection around a real server: calling `crash_on` raises a transport error (a crashed server)."""
+
+    def __init__(self, server: Any, crash_on: str) -> None:
+        self.server, self.crash_on = server, crash_on
+
+    @asynccontextmanager
+    async def episode(self, initial_state: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+        async with self.server.episode(initial_state) as ep:
+            yield _CrashingEpisode(ep, self.crash_on)
+
+
+class _CrashingEpisode:
+    def __init__(self, ep: Any, crash_on: str) -> None:
+        self.ep, self.crash_on = ep, crash_on
+
+    async def list_tools(self) -> list[Tool]:
+        return list(await self.ep.list_tools())
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        if name == self.crash_on:
+            raise ConnectionResetError("connection to the server was lost")
+        return await self.ep.call_tool(name, arguments)
+
+    async def get_state(self) -> dict[str, Any]:
+        return dict(await self.ep.get_state())

@@ -1,0 +1,116 @@
+"""launch_server / launch_external: targets, episodes, lifecycle and failures."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+
+from envscaler_mcp.errors import ServerStartError, UsageError
+from envscaler_mcp.launch import NoAdminPlane, launch_external, launch_server, resolve_target
+from envscaler_mcp.launch.servers import HttpServer
+from tests.render.fixture_env import scenarios, skeleton
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_skeleton_target_in_memory_with_timeout() -> None:
+    async with launch_server(skeleton(), "memory", scenarios=scenarios(), call_timeout=0.3) as server:
+        async with server.episode(scenario_id=scenarios()[1].id) as ep:
+            assert list((await ep.get_state())["items"]) == ["i9"]
+            slow = await ep.call_tool("break_things", {"mode": "loop"})
+            assert slow.is_error and "longer than 0.3 s" in slow.content[0].text  # type: ignore[union-attr]
+
+
+async def test_http_server_lifecycle_and_episode_cleanup() -> None:
+    async with launch_server(skeleton(), "http", scenarios=scenarios(), max_memory_mb=4096) as server:
+        assert isinstance(server, HttpServer) and server.pid
+        limits = Path(f"/proc/{server.pid}/limits")
+        if limits.exists():
+            line = next(x for x in limits.read_text().splitlines() if x.startswith("Max address space"))
+            assert str(4096 * 1024 * 1024) in line
+        async with server.episode({"items": {}}) as ep:
+            listed = (await server.admin.get("/admin/episodes")).json()["episodes"]
+            assert ep.episode_id in [e["episode_id"] for e in listed]
+        listed = (await server.admin.get("/admin/episodes")).json()["episodes"]
+        assert [e["episode_id"] for e in listed] == ["default"]
+        with pytest.raises(ServerStartError, match="unknown scenario"):
+            async with server.episode(scenario_id="sc-nope"):
+                pass
+        pid = server.pid
+    await anyio.sleep(0.1)
+    with pytest.raises(OSError):
+        os.kill(pid, 0)  # the server process is gone
+
+
+async def test_http_admin_api_shapes() -> None:
+    async with launch_server(skeleton(), "http", scenarios=scenarios()) as server:
+        assert isinstance(server, HttpServer)
+        admin = server.admin
+        created = await admin.post("/admin/episodes", json={"scenario_id": scenarios()[0].id})
+        assert created.status_code == 201
+        body = created.json()
+        assert body["path"] == f"/episodes/{body['episode_id']}/mcp"
+        state = (await admin.get(f"/admin/episodes/{body['episode_id']}/state")).json()["state"]
+        assert state == scenarios()[0].initial_state
+        assert (await admin.post("/admin/episodes", content=b"{not json")).status_code == 400
+        assert (await admin.post("/admin/episodes", json={"state": [1]})).status_code == 400
+        assert (await admin.delete("/admin/episodes/default")).status_code == 400
+        assert (await admin.delete(f"/admin/episodes/{body['episode_id']}")).status_code == 200
+        assert (await admin.get(f"/admin/episodes/{body['episode_id']}/state")).status_code == 404
+        async with httpx2.AsyncClient(base_url=server.url) as raw:
+            gone = await raw.post(body["path"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert gone.status_code == 404
+            assert (await raw.get("/healthz")).json()["env"] == "fixture_shop"
+
+
+async def test_stdio_start_failure_is_reported() -> None:
+    async with launch_server(skeleton(), "stdio", scenarios=scenarios()) as server:
+        with pytest.raises(ServerStartError, match="unknown scenario"):
+            async with server.episode(scenario_id="sc-nope"):
+                pass
+
+
+async def test_external_servers_have_no_admin_plane() -> None:
+    target = resolve_target(skeleton(), scenarios())
+    command = [sys.executable, "-m", target.package]
+    async with launch_external(command=command, env={"PYTHONPATH": str(target.path)}) as server:
+        with pytest.raises(NoAdminPlane):
+            async with server.episode({"items": {}}):
+                pass
+        async with server.episode() as ep:
+            assert len(await ep.list_tools()) == len(skeleton().tools)
+            with pytest.raises(NoAdminPlane, match="no admin plane"):
+                await ep.get_state()
+    async with launch_server(target.path, "http") as http:
+        assert isinstance(http, HttpServer)
+        async with launch_external(url=http.url + "/mcp") as server, server.episode() as ep:
+            result = await ep.call_tool("get_item", {"item_id": "i1"})
+            assert result.structured_content["data"]["name"] == "Kettle"  # type: ignore[index]
+    with pytest.raises(UsageError):
+        async with launch_external():
+            pass
+
+
+def test_unknown_targets_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown environment"):
+        resolve_target("no_such_env_anywhere")
+    with pytest.raises(UsageError):
+        resolve_target(tmp_path)
+
+
+async def test_serve_command_runs_the_server_over_stdio() -> None:
+    target = resolve_target(skeleton(), scenarios())
+    repo = Path(__file__).resolve().parents[2]
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "envscaler_mcp", "serve", str(target.path),
+                                         "--scenario", scenarios()[1].id],
+                                   env={"PYTHONPATH": str(repo)}, cwd=str(repo))
+    async with Client(params) as client:
+        result = await client.call_tool("list_items", {})
+    assert [i["item_id"] for i in result.structured_content["data"]] == ["i9"]  # type: ignore[index]

