@@ -31,7 +31,7 @@ def scenarios(
         "--retries", min=0, help="Re-asks after an unparsable answer, per step.")] = 2,
     similarity: Annotated[float, typer.Option(
         "--similarity", min=0.0, max=1.0, help="Lexical (TF-IDF cosine) similarity at which two tasks of one "
-        "environment are duplicates.")] = 0.6,
+        "environment are duplicates.")] = 0.5,
     mutation: Annotated[bool, typer.Option(
         "--mutation/--no-mutation", help="Require every changed field to be guarded by a validator.")] = True,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0,

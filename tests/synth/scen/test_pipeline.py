@@ -210,3 +210,18 @@ async def test_a_first_answer_cannot_re_mark_items(run: Any) -> None:
     [sc] = load_scenarios(out / "mini_shop.jsonl")  # the [keep] heading of a first answer is ignored ...
     assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
     assert router.calls["validators"] == 2  # ... so the gate failed once and the repair re-marked it
+
+
+def test_task_similarity_separates_paraphrases_from_other_tasks() -> None:
+    from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, task_similarity
+
+    task = ("Hi, this is Marta Lindqvist. I ordered the wrong size, so please cancel my pending order O-2001 and "
+            "record the reason as \"wrong size\". My other order, O-2003, is already on its way: add a note to it "
+            "saying \"Leave the parcel with the neighbour at number 12\".")
+    paraphrase = ("This is Marta Lindqvist: please cancel order O-2001, which is still pending, because I picked the "
+                  "wrong size (record that as the reason). Order O-2003 has shipped already; put a note on it: "
+                  "\"Leave the parcel with the neighbour at number 12\".")
+    other = ("Jonas Weber here. Please cancel my pending order O-2002 since I no longer need it, noting the reason "
+             "\"no longer needed\", and add a note to my cancelled order O-2005 saying \"Refund received, thanks\".")
+    [[same, different]] = task_similarity([task], [paraphrase, other])
+    assert same >= DEFAULT_SIMILARITY > different
