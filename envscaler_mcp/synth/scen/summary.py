@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
@@ -23,6 +24,7 @@ class EnvTotals(BaseModel):
     added: int = Field(0, description="Scenarios this run added to OUT/<env>.jsonl.")
     in_file: int = Field(0, description="Scenarios in OUT/<env>.jsonl after the merge.")
     dropped: dict[str, int] = Field(default_factory=dict, description="Dropped items per step.")
+    reasons: list[str] = Field(default_factory=list, description="'<item> <step>: <reason>' per dropped item.")
     usage: dict[str, Usage] = Field(default_factory=dict, description="Usage per stage.")
 
 
@@ -52,6 +54,7 @@ def env_totals(work: EnvWork, merge: MergeResult | None = None) -> EnvTotals:
     for raw in work.dropped.records.values():
         drop = DroppedRecord.model_validate(raw)
         dropped[drop.step] += 1
+        totals.reasons.append(f"{drop.item_id} {drop.step}: {drop.reason}")
         if drop.item_id not in items:  # a dedupe drop's usage is already counted with its item
             _add(totals.usage, drop.usage)
     totals.dropped = dict(sorted(dropped.items()))
@@ -78,8 +81,8 @@ def _cost(u: Usage) -> str:
     return "?" if u.cost_usd is None else f"${u.cost_usd:.4f}"
 
 
-def print_summary(summary: ScenSummary, console: Console | None = None) -> None:
-    """Print the per-environment and per-stage tables (tokens and cost)."""
+def print_summary(summary: ScenSummary, console: Console | None = None, max_reasons: int = 5) -> None:
+    """Print the per-environment and per-stage tables (tokens and cost) and the first drop reasons."""
     console = console or Console()
     table = Table(title="Scenarios per environment")
     for col in ("environment", "states", "kept", "added", "in file", "dropped", "calls", "tokens in",
@@ -100,3 +103,9 @@ def print_summary(summary: ScenSummary, console: Console | None = None) -> None:
         stages.add_row(stage, str(u.calls), str(u.input_tokens), str(u.output_tokens), _cost(u))
     stages.add_row("total", str(grand.calls), str(grand.input_tokens), str(grand.output_tokens), _cost(grand))
     console.print(stages)
+    for env in summary.environments:
+        for line in env.reasons[:max_reasons]:
+            console.print(f"[dim]{env.env_id}[/] dropped {escape(line[:200])}", highlight=False)
+        if len(env.reasons) > max_reasons:
+            console.print(f"[dim]{env.env_id}[/] … {len(env.reasons) - max_reasons} more in "
+                          f"_work/{env.env_id}/dropped.jsonl")

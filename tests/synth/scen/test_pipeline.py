@@ -225,3 +225,17 @@ def test_task_similarity_separates_paraphrases_from_other_tasks() -> None:
              "\"no longer needed\", and add a note to my cancelled order O-2005 saying \"Refund received, thanks\".")
     [[same, different]] = task_similarity([task], [paraphrase, other])
     assert same >= DEFAULT_SIMILARITY > different
+
+
+async def test_the_summary_prints_drop_reasons(run: Any) -> None:
+    from rich.console import Console
+
+    from envscaler_mcp.synth.scen.summary import print_summary
+
+    summary, _, _ = await run("scen_todo", "existence")
+    console = Console(record=True, width=300)
+    print_summary(summary, console)
+    text = console.export_text()
+    assert "Usage per stage" in text and "gate 1" in text
+    assert "scen_todo dropped s001 gate: failed after repairing the validators: mutation: no validator notices when " \
+           "todos['T-3']" in text
