@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
 import pytest
 
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
