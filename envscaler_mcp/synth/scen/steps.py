@@ -55,6 +55,7 @@ class StepContext:
     solver: Provider
     retries: int = 2
     temperature: float = 0.7
+    timeout_s: float = 300.0  # per model call: a rich initial state is a long answer
 
     def tools(self, schemas: bool = False) -> list[dict[str, Any]]:
         """The tools as the templates show them."""
@@ -70,7 +71,7 @@ class StepContext:
     def settings(self, temperature: float | None = None) -> GenerationSettings:
         """Generation settings of a step."""
         return GenerationSettings(temperature=self.temperature if temperature is None else temperature,
-                                  max_tokens=8192)
+                                  max_tokens=8192, timeout_s=self.timeout_s)
 
 
 async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> dict[str, Any]:
