@@ -1,0 +1,77 @@
+"""`envscaler-mcp synth scenarios`: generate gated scenario sets for environments."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from envscaler_mcp.errors import UsageError
+
+
+def scenarios(
+    envs: Annotated[list[str] | None, typer.Argument(
+        help="Environment ids (bundled or imported) or skeleton.json paths.", show_default=False)] = None,
+    all_envs: Annotated[bool, typer.Option("--all", help="Every environment of the bundled catalog.")] = False,
+    n: Annotated[int, typer.Option(
+        "-n", "--n", min=1, help="Initial states (one scenario each) per environment.")] = 5,
+    model: Annotated[str, typer.Option(
+        "--model", help="Generator model, provider/model (e.g. openai/gpt-4.1).")] = "",
+    solver_model: Annotated[str | None, typer.Option(
+        "--solver-model", help="Model that plans the reference solutions (default: --model).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Folder of the scenario sets (OUT/<env>.jsonl, work in "
+                                      "OUT/_work/).")] = Path("scenarios"),
+    resume: Annotated[bool, typer.Option("--resume", help="Continue earlier work in OUT/_work, skipping finished "
+                                         "items.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items built at the same time.")] = 2,
+    retries: Annotated[int, typer.Option(
+        "--retries", min=0, help="Re-asks after an unparsable answer, per step.")] = 2,
+    similarity: Annotated[float, typer.Option(
+        "--similarity", min=0.0, max=1.0, help="Lexical (TF-IDF cosine) similarity at which two tasks of one "
+        "environment are duplicates.")] = 0.5,
+    mutation: Annotated[bool, typer.Option(
+        "--mutation/--no-mutation", help="Require every changed field to be guarded by a validator.")] = True,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0,
+                                               help="Temperature of the state and task steps.")] = 0.7,
+) -> None:
+    """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
+    from envscaler_mcp.synth.scen.pipeline import ScenOptions, run_scenarios
+    from envscaler_mcp.synth.scen.summary import print_summary
+
+    if not model:
+        raise UsageError("--model is required (provider/model, e.g. openai/gpt-4.1; see `envscaler-mcp models`)")
+    names = list(envs or [])
+    if all_envs:
+        names += [e for e in list_env_ids() if e not in names]
+    if not names:
+        raise UsageError("name at least one environment (id or skeleton path), or pass --all")
+    skeletons = [get_skeleton(name) for name in names]
+    options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
+                          similarity=similarity, require_mutation=mutation, temperature=temperature,
+                          validator_workers=min(2, concurrency))
+    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
+
+    generator = get_provider(model)
+    solver = get_provider(solver_model) if solver_model else None
+
+    async def main() -> None:
+        try:
+            summary = await run_scenarios(skeletons, generator, solver, options)
+        finally:
+            await generator.aclose()
+            if solver is not None:
+                await solver.aclose()
+        print_summary(summary)
+        typer.echo(f"scenario sets: {', '.join(str(out / f'{sk.id}.jsonl') for sk in skeletons)}; "
+                   f"dropped items: {out / '_work' / '<env>' / 'dropped.jsonl'}")
+
+    anyio.run(main)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `scenarios` to the synth command group."""
+    app.command("scenarios")(scenarios)

@@ -1,0 +1,165 @@
+"""Parse and statically check the model's answers of each scenario step.
+
+Every function raises AnswerFormatError with a message written for the model (it goes back on a retry).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+import jsonschema
+
+from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
+from envscaler_mcp.scoring._restrict import _FORBIDDEN_CALLS, ALLOWED_MODULES, static_problem
+from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.synth._common_parse import (
+    AnswerFormatError,
+    extract_code,
+    extract_json,
+    require_sections,
+    split_sections,
+)
+
+MIN_TASK_WORDS = 20
+# "Has …?" is the convention; the other yes/no openers state a fact just as well.
+_QUESTION_WORDS = frozenset("has have is are was were does do did".split())
+_ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+_MARK_RE = re.compile(r"^\[(change|keep|changes?|unchanged|no change)\]\s*", re.I)
+
+
+def parse_task(text: str) -> tuple[str, str]:
+    """'# Title' and '# Task' -> (title, task). The task must be a real paragraph."""
+    sections = require_sections(text, ["Task"], optional=("Title", "Analysis"))
+    task = sections["Task"].strip().strip('"').strip()
+    if len(task.split()) < MIN_TASK_WORDS:
+        raise AnswerFormatError(f"the task has {len(task.split())} words; write at least {MIN_TASK_WORDS} words "
+                                "with several sub-goals")
+    title = sections.get("Title", "").strip().strip("#*\"' ").splitlines()[0] if sections.get("Title") else ""
+    if not title:
+        title = " ".join(task.split()[:8])
+    return title[:100], task
+
+
+def parse_checklist(text: str) -> list[ChecklistItem]:
+    """'# Checklist' bullets '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two)."""
+    sections = require_sections(text, ["Checklist"], optional=("Analysis",))
+    items: list[ChecklistItem] = []
+    for line in sections["Checklist"].splitlines():
+        match = _ITEM_RE.match(line)
+        if not match:
+            continue
+        body = match.group(1).strip()
+        claims_change = True
+        mark = _MARK_RE.match(body)
+        if mark:
+            claims_change = mark.group(1).lower() in ("change", "changes")
+            body = body[mark.end():].strip()
+        body = body.strip("*` ")
+        if body.split(" ", 1)[0].lower() not in _QUESTION_WORDS:
+            raise AnswerFormatError(f"checklist item {body[:60]!r} is not a yes/no fact; start every item "
+                                    "with 'Has'")
+        items.append(ChecklistItem(id=f"c{len(items) + 1}", description=body, claims_change=claims_change))
+    if len(items) < 2:
+        raise AnswerFormatError(f"the checklist has {len(items)} item(s); list at least two '- [change] Has …?' "
+                                "bullets, one fact each")
+    if not any(i.claims_change for i in items):
+        raise AnswerFormatError("no item is marked [change]; the task changes the state, so mark the items that "
+                                "assert a change with [change]")
+    return items
+
+
+def validator_problem(source: str) -> str | None:
+    """Why a validator's source is refused before it is run (None when it passes the static check)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return f"syntax error at line {exc.lineno}: {exc.msg}"
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check_func"]
+    if not funcs:
+        return "it does not define a top-level `def check_func(final_state):`"
+    args = funcs[-1].args
+    if len(args.args) != 1 or args.vararg or args.kwonlyargs or args.posonlyargs:
+        return "check_func must take exactly one parameter, final_state"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                if name not in ALLOWED_MODULES:
+                    return f"import of '{name}' is not allowed (allowed: {', '.join(ALLOWED_MODULES)})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FORBIDDEN_CALLS:
+            return f"calling {node.func.id}() is not allowed"
+    return static_problem(tree)
+
+
+def parse_validators(text: str, item_ids: list[str]) -> dict[str, str]:
+    """One '# c<n>' section with a ```python block per item -> {item id: source}; each passes the static check."""
+    return parse_validator_answer(text, item_ids)[0]
+
+
+def parse_validator_answer(text: str, item_ids: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
+    """Like parse_validators, and also the marks a heading may carry ('# c4 [keep]' / '# c4 [change]'):
+    returns ({item id: source}, {item id: claims_change} for the items whose heading has a mark)."""
+    names = [f"{i} {mark}" for i in item_ids for mark in ("keep", "change")] + list(item_ids)
+    sections: dict[str, str] = {}
+    marks: dict[str, bool] = {}
+    for name, body in split_sections(text, names).items():
+        item_id, _, mark = name.partition(" ")
+        if item_id not in sections:
+            sections[item_id] = body
+            if mark:
+                marks[item_id] = mark == "change"
+    if not sections and len(item_ids) == 1:
+        sections = {item_ids[0]: text}
+    missing = [i for i in item_ids if not sections.get(i)]
+    if missing:
+        raise AnswerFormatError("missing validator section(s): " + ", ".join(f"'# {i}'" for i in missing)
+                                + "; give one '# <item id>' heading per item, each followed by a ```python block")
+    out: dict[str, str] = {}
+    problems: list[str] = []
+    for item_id in item_ids:
+        try:
+            source = extract_code(sections[item_id], what=f"validator code for {item_id}")
+        except AnswerFormatError as exc:
+            problems.append(str(exc))
+            continue
+        problem = validator_problem(source)
+        if problem:
+            problems.append(f"{item_id}: {problem}")
+        out[item_id] = source.strip() + "\n"
+    if problems:
+        raise AnswerFormatError("validator(s) refused: " + "; ".join(problems))
+    return out, marks
+
+
+def parse_solution(text: str, skeleton: EnvSkeleton) -> list[ToolCall]:
+    """'# Solution' JSON list of {tool, arguments}; every tool exists and every argument fits its schema."""
+    sections = split_sections(text, ["Solution", "Analysis"])
+    raw: Any = extract_json(sections.get("Solution") or text, expect=list, what="JSON list of tool calls")
+    if not raw:
+        raise AnswerFormatError("the solution is empty; list every tool call the task needs")
+    tools = {t.name: t for t in skeleton.tools}
+    calls: list[ToolCall] = []
+    problems: list[str] = []
+    for n, entry in enumerate(raw, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("tool", entry.get("name")), str):
+            problems.append(f"call {n} is not an object with a 'tool' name")
+            continue
+        name = entry.get("tool", entry.get("name"))
+        arguments = entry.get("arguments", entry.get("args", {}))
+        if name not in tools:
+            problems.append(f"call {n}: unknown tool '{name}' (tools: {', '.join(tools)})")
+            continue
+        if not isinstance(arguments, dict):
+            problems.append(f"call {n} {name}: 'arguments' must be a JSON object")
+            continue
+        error = next(iter(jsonschema.Draft202012Validator(tools[name].input_schema).iter_errors(arguments)), None)
+        if error is not None:
+            where = "".join(f"[{p!r}]" for p in error.absolute_path)
+            problems.append(f"call {n} {name}: arguments{where}: {error.message}")
+            continue
+        calls.append(ToolCall(tool=name, arguments=arguments))
+    if problems:
+        raise AnswerFormatError("the solution has invalid calls: " + "; ".join(problems[:8]))
+    return calls

@@ -1,0 +1,166 @@
+"""Run ScenGenerator over environments: per item, initial state -> scenario -> gate; then dedupe and merge.
+
+Each environment gets one launched server (all its episodes) and the run shares one validator sandbox.
+Items are numbered s001 … sN per environment; a finished item (kept or dropped) is on disk at once, so a
+rerun with --resume skips it and a crash loses only the items in flight.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.launch import LaunchedServer
+from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
+from envscaler_mcp.synth._common_store import run_bounded
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter
+from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
+from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
+from envscaler_mcp.synth.scen.steps import StepContext, gen_state, prompt_version
+from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
+from envscaler_mcp.synth.scen.summary import ScenSummary, collect_summary
+
+ServerOpener = Callable[[EnvSkeleton], AbstractAsyncContextManager[LaunchedServer]]
+
+
+def http_server(skeleton: EnvSkeleton) -> AbstractAsyncContextManager[LaunchedServer]:
+    """The default: render the skeleton and start it as one HTTP server (episodes through its admin API)."""
+    from envscaler_mcp.launch import launch_server
+
+    return launch_server(skeleton, transport="http")
+
+
+@dataclass
+class ScenOptions:
+    """Settings of one `synth scenarios` run."""
+
+    n: int = 5
+    out: Path = Path("scenarios")
+    resume: bool = False
+    concurrency: int = 2
+    retries: int = 2
+    temperature: float = 0.7
+    similarity: float = DEFAULT_SIMILARITY
+    require_mutation: bool = True
+    validator_timeout_s: float = 2.0
+    validator_workers: int = 1
+
+
+def item_ids(n: int) -> list[str]:
+    """s001, s002, … (stable, so a rerun with a larger N only tops up)."""
+    return [f"s{i:03d}" for i in range(1, n + 1)]
+
+
+def _usage_dict(meter: UsageMeter) -> dict[str, Usage]:
+    return dict(meter.by_seat)
+
+
+async def load_state(server: LaunchedServer, state: dict[str, Any]) -> str | None:
+    """Load a state into a fresh episode of the real server; why it does not load, or None."""
+    try:
+        async with server.episode(state) as episode:
+            loaded = await episode.get_state()
+    except Exception as exc:  # the server refused the state: a property of the state, not of the run
+        return f"the server could not start an episode at this state: {type(exc).__name__}: {exc}"
+    normal = json.loads(json.dumps(state))
+    differs = [k for k in normal if loaded.get(k) != normal[k]]
+    return f"the server did not keep attribute(s) {differs} as given" if differs else None
+
+
+class EnvRun:
+    """One environment's items against its launched server."""
+
+    def __init__(self, skeleton: EnvSkeleton, ctx: StepContext, server: LaunchedServer, sandbox: ValidatorSandbox,
+                 options: ScenOptions) -> None:
+        self.skeleton = skeleton
+        self.ctx = ctx
+        self.server = server
+        self.options = options
+        self.work = EnvWork(options.out, skeleton.id)
+        self.builder = ScenarioBuilder(ctx, server.episode, sandbox, require_mutation=options.require_mutation)
+        self.total = options.n
+
+    def drop(self, item_id: str, step: str, reason: str, usage: dict[str, Usage]) -> None:
+        """Record an item as given up."""
+        self.work.dropped.add(DroppedRecord(item_id=item_id, step=step, reason=reason, usage=usage)
+                              .model_dump(mode="json"))
+
+    async def state_for(self, item_id: str, index: int) -> StateRecord | None:
+        """The item's initial state: from disk, or generated, schema-checked and loaded into the server."""
+        if self.work.states.done(item_id):
+            return StateRecord.model_validate(self.work.states.read(item_id))
+        meter = UsageMeter()
+        try:
+            state = await gen_state(self.ctx, index, self.total, meter)
+        except StepFailed as exc:
+            self.drop(item_id, "states", exc.reason, _usage_dict(meter))
+            return None
+        problem = await load_state(self.server, state)
+        if problem:
+            self.drop(item_id, "states", problem, _usage_dict(meter))
+            return None
+        record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, usage=meter.total)
+        self.work.states.write(item_id, record.model_dump(mode="json"))
+        return record
+
+    async def item(self, index: int) -> None:
+        """Make (or skip) item number `index`."""
+        item_id = f"s{index + 1:03d}"
+        if self.work.finished(item_id):
+            return
+        record = await self.state_for(item_id, index)
+        if record is None:
+            return
+        meter = UsageMeter()
+        try:
+            draft = await self.builder.build(record.state, meter)
+        except Dropped as exc:
+            self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
+            return
+        notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
+        provenance = Provenance(
+            source="synthesized", source_id=f"{self.skeleton.id}/{item_id}",
+            models={"generator": self.ctx.generator.spec, "solver": self.ctx.solver.spec},
+            prompt_version=prompt_version(), usage=record.usage + meter.total,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"), notes=notes)
+        scenario = draft_scenario(self.skeleton.id, record.state, draft, provenance)
+        self.work.items.write(item_id, ItemRecord(item_id=item_id, scenario=scenario, usage=_usage_dict(meter))
+                              .model_dump(mode="json"))
+
+    async def run(self) -> MergeResult:
+        """Every item of this environment, then de-duplication and the merge into OUT/<env>.jsonl."""
+        await run_bounded(range(self.options.n), self.item, concurrency=self.options.concurrency)
+        return merge(self.work, self.options.similarity)
+
+
+async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, solver: Provider | None,
+                        options: ScenOptions, open_server: ServerOpener = http_server) -> ScenSummary:
+    """Generate scenarios for each environment in turn; returns the totals (also in OUT/_work/summary.json)."""
+    if not options.resume:
+        busy = [sk.id for sk in skeletons if EnvWork(options.out, sk.id).has_work()]
+        if busy:
+            raise UsageError(f"{options.out / '_work'} already holds work for {', '.join(busy)}; pass --resume to "
+                             "continue it (finished items are skipped) or choose another --out")
+    solver = solver or generator
+    merges: dict[str, MergeResult] = {}
+    sandbox = ValidatorSandbox(timeout_s=options.validator_timeout_s, workers=options.validator_workers)
+    async with sandbox:
+        for skeleton in skeletons:
+            ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver, retries=options.retries,
+                              temperature=options.temperature)
+            work = EnvWork(options.out, skeleton.id)
+            if all(work.finished(item_id) for item_id in item_ids(options.n)):
+                merges[skeleton.id] = merge(work, options.similarity)  # nothing to build: no server
+                continue
+            async with open_server(skeleton) as server:
+                merges[skeleton.id] = await EnvRun(skeleton, ctx, server, sandbox, options).run()
+    return collect_summary(options.out, [sk.id for sk in skeletons], merges)

@@ -1,0 +1,145 @@
+"""The model-facing steps of ScenGenerator: one prompt template each (envscaler_mcp/synth/prompts/scen/*.md).
+
+Each step renders its template, calls the model through `synth.llm.ask` (parse failures go back to the
+model), and returns a parsed, statically checked value. A step can be asked again with `feedback` (the
+repair round); the template then shows what failed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from envscaler_mcp.providers.base import GenerationSettings, Provider
+from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
+from envscaler_mcp.skeleton.build import validate_state
+from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.skeleton.schema import state_schema
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.scen.parsers import (
+    parse_checklist,
+    parse_solution,
+    parse_task,
+    parse_validator_answer,
+)
+from envscaler_mcp.synth.skel.parsers import parse_initial_state
+from envscaler_mcp.synth.skel.quality import dump_state
+
+PROMPT_GROUP = "scen"
+PROMPT_VERSION = "scen-1"
+STATE_LIMIT = 60000  # characters of state shown in a prompt
+
+THEMES = (
+    "an ordinary busy week with most records in progress",
+    "a quiet period with mostly settled records and a few open ones",
+    "a period with several problems to sort out (late, disputed or blocked records)",
+    "a new customer base with many recent records",
+    "a long history: records spread over many months, some old and closed",
+    "a peak season with many records competing for the same resources",
+)
+
+
+def prompt_version() -> str:
+    """PROMPT_VERSION plus a digest of the templates, so an edited prompt shows up in provenance."""
+    return f"{PROMPT_VERSION}+{templates_digest(PROMPT_GROUP)}"
+
+
+@dataclass
+class StepContext:
+    """What every step needs: the environment, the models and the retry budget."""
+
+    skeleton: EnvSkeleton
+    generator: Provider
+    solver: Provider
+    retries: int = 2
+    temperature: float = 0.7
+    timeout_s: float = 300.0  # per model call: a rich initial state is a long answer
+
+    def tools(self, schemas: bool = False) -> list[dict[str, Any]]:
+        """The tools as the templates show them."""
+        out = []
+        for t in self.skeleton.tools:
+            entry: dict[str, Any] = {"name": t.name, "kind": t.kind,
+                                     "summary": (t.description.strip().splitlines() or [""])[0]}
+            if schemas:
+                entry["schema"] = json.dumps(t.input_schema, ensure_ascii=False)
+            out.append(entry)
+        return out
+
+    def settings(self, temperature: float | None = None) -> GenerationSettings:
+        """Generation settings of a step."""
+        return GenerationSettings(temperature=self.temperature if temperature is None else temperature,
+                                  max_tokens=8192, timeout_s=self.timeout_s)
+
+
+async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> dict[str, Any]:
+    """Stage 1: one initial state, checked against the state schema; one repair round with the errors."""
+    skeleton = ctx.skeleton
+
+    def accept(text: str) -> dict[str, Any]:
+        state = parse_initial_state(text).state
+        problems = validate_state(skeleton, state)
+        missing = [a.name for a in skeleton.state if a.name not in state]
+        if missing:
+            problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
+        if problems:
+            raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
+                                    + "\n  - ".join(problems[:12]))
+        return state
+
+    example = dump_state(skeleton.default_state, limit=4000) if skeleton.default_state else ""
+    context = {"summary": skeleton.summary, "introduction": skeleton.introduction,
+               "class_source": skeleton.class_source, "variant": index + 1, "total": total,
+               "theme": THEMES[index % len(THEMES)],
+               "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1), "example": example}
+    return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
+                     settings=ctx.settings(), template="scen/state")
+
+
+async def gen_task(ctx: StepContext, state: dict[str, Any], meter: UsageMeter, feedback: str = ""
+                   ) -> tuple[str, str]:
+    """Stage 2: (title, task) grounded in `state`."""
+    sk = ctx.skeleton
+    context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
+               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback}
+    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
+                     settings=ctx.settings(), template="scen/task")
+
+
+async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
+    """Stage 3: independent 'Has …' items, each marked [change] or [keep]."""
+    change_tools = ", ".join(t.name for t in ctx.skeleton.tools if t.kind == "state_change")
+    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
+    return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
+                     retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist")
+
+
+async def gen_validators(ctx: StepContext, state: dict[str, Any], task: str, checklist: list[ChecklistItem],
+                         meter: UsageMeter, feedback: str = "") -> list[ChecklistItem]:
+    """Stage 4: one statically checked `check_func` per item; returns the items with validators set."""
+    ids = [c.id for c in checklist]
+    previous = {c.id: c.validator or "" for c in checklist} if feedback else {}
+    context = {"summary": ctx.skeleton.summary, "class_source": ctx.skeleton.class_source,
+               "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist,
+               "feedback": feedback, "previous": previous}
+    sources, marks = await ask(ctx.generator, "validators", context,
+                               lambda text: parse_validator_answer(text, ids), meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
+                               template="scen/validators")
+    if not feedback:
+        marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
+    return [c.model_copy(update={"validator": sources[c.id], "claims_change": marks.get(c.id, c.claims_change)})
+            for c in checklist]
+
+
+async def gen_solution(ctx: StepContext, state: dict[str, Any], task: str, meter: UsageMeter, feedback: str = "",
+                       previous: list[ToolCall] | None = None) -> list[ToolCall]:
+    """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas."""
+    sk = ctx.skeleton
+    context = {"summary": sk.summary, "rules": sk.rules, "class_source": sk.class_source,
+               "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
+               "feedback": feedback,
+               "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
+    return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
+                     seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution")

@@ -1,0 +1,111 @@
+"""Totals of a `synth scenarios` run, read back from OUT/_work (so resumed runs count earlier work too)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from envscaler_mcp._usage import Usage
+from envscaler_mcp.synth.scen.records import STAGES, DroppedRecord, ItemRecord, StateRecord
+from envscaler_mcp.synth.scen.store import EnvWork, MergeResult
+
+
+class EnvTotals(BaseModel):
+    """One environment's outcome and spend."""
+
+    env_id: str
+    states: int = Field(0, description="Initial states that passed stage 1.")
+    kept: int = Field(0, description="Scenarios that passed the gate and were not duplicates.")
+    added: int = Field(0, description="Scenarios this run added to OUT/<env>.jsonl.")
+    in_file: int = Field(0, description="Scenarios in OUT/<env>.jsonl after the merge.")
+    dropped: dict[str, int] = Field(default_factory=dict, description="Dropped items per step.")
+    reasons: list[str] = Field(default_factory=list, description="'<item> <step>: <reason>' per dropped item.")
+    usage: dict[str, Usage] = Field(default_factory=dict, description="Usage per stage.")
+
+
+class ScenSummary(BaseModel):
+    """OUT/_work/summary.json: totals per environment and per stage."""
+
+    environments: list[EnvTotals] = Field(default_factory=list)
+    stages: dict[str, Usage] = Field(default_factory=dict)
+
+
+def _add(target: dict[str, Usage], usage: dict[str, Usage]) -> None:
+    for stage, u in usage.items():
+        target[stage] = target.get(stage, Usage()) + u
+
+
+def env_totals(work: EnvWork, merge: MergeResult | None = None) -> EnvTotals:
+    """Count one environment's records on disk."""
+    totals = EnvTotals(env_id=work.env_id, usage={s: Usage() for s in STAGES})
+    for raw in work.states.all():
+        record = StateRecord.model_validate(raw)
+        totals.states += 1
+        _add(totals.usage, {"states": record.usage})
+    items = {r.item_id: r for r in (ItemRecord.model_validate(x) for x in work.items.all())}
+    for item in items.values():
+        _add(totals.usage, item.usage)
+    dropped = Counter[str]()
+    for raw in work.dropped.records.values():
+        drop = DroppedRecord.model_validate(raw)
+        dropped[drop.step] += 1
+        totals.reasons.append(f"{drop.item_id} {drop.step}: {drop.reason}")
+        if drop.item_id not in items:  # a dedupe drop's usage is already counted with its item
+            _add(totals.usage, drop.usage)
+    totals.dropped = dict(sorted(dropped.items()))
+    totals.kept = len(items) - dropped.get("dedupe", 0)
+    if merge is not None:
+        totals.added, totals.in_file = len(merge.added), merge.total
+    return totals
+
+
+def collect_summary(out: Path, env_ids: list[str], merges: dict[str, MergeResult] | None = None) -> ScenSummary:
+    """Totals of every environment of the run; written to OUT/_work/summary.json."""
+    from envscaler_mcp._io import atomic_write_json
+
+    summary = ScenSummary(stages={s: Usage() for s in STAGES})
+    for env_id in env_ids:
+        totals = env_totals(EnvWork(out, env_id), (merges or {}).get(env_id))
+        summary.environments.append(totals)
+        _add(summary.stages, totals.usage)
+    atomic_write_json(Path(out) / "_work" / "summary.json", summary.model_dump(mode="json"))
+    return summary
+
+
+def _cost(u: Usage) -> str:
+    return "?" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+
+
+def print_summary(summary: ScenSummary, console: Console | None = None, max_reasons: int = 5) -> None:
+    """Print the per-environment and per-stage tables (tokens and cost) and the first drop reasons."""
+    console = console or Console()
+    table = Table(title="Scenarios per environment")
+    for col in ("environment", "states", "kept", "added", "in file", "dropped", "calls", "tokens in",
+                "tokens out", "cost"):
+        table.add_column(col, justify="left" if col in ("environment", "dropped") else "right")
+    for env in summary.environments:
+        total = sum(env.usage.values(), Usage())
+        dropped = ", ".join(f"{step} {n}" for step, n in env.dropped.items()) or "-"
+        table.add_row(env.env_id, str(env.states), str(env.kept), str(env.added), str(env.in_file), dropped,
+                      str(total.calls), str(total.input_tokens), str(total.output_tokens), _cost(total))
+    console.print(table)
+    stages = Table(title="Usage per stage")
+    for col in ("stage", "calls", "tokens in", "tokens out", "cost"):
+        stages.add_column(col, justify="left" if col == "stage" else "right")
+    grand = Usage()
+    for stage, u in summary.stages.items():
+        grand += u
+        stages.add_row(stage, str(u.calls), str(u.input_tokens), str(u.output_tokens), _cost(u))
+    stages.add_row("total", str(grand.calls), str(grand.input_tokens), str(grand.output_tokens), _cost(grand))
+    console.print(stages)
+    for env in summary.environments:
+        for line in env.reasons[:max_reasons]:
+            console.print(f"[dim]{env.env_id}[/] dropped {escape(line[:200])}", highlight=False)
+        if len(env.reasons) > max_reasons:
+            console.print(f"[dim]{env.env_id}[/] … {len(env.reasons) - max_reasons} more in "
+                          f"_work/{env.env_id}/dropped.jsonl")

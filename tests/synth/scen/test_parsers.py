@@ -1,0 +1,127 @@
+"""Parsers of the scenario steps against well-formed and malformed answers (hand-written answer texts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.scen.parsers import (
+    parse_checklist,
+    parse_solution,
+    parse_task,
+    parse_validators,
+    validator_problem,
+)
+
+TASK = ("Please cancel my pending order O-2001 because I ordered the wrong size, and add a note to order O-2003 "
+        "asking the courier to leave the parcel with the neighbour.")
+GOOD = "def check_func(final_state):\n    return final_state.get('x') == 1\n"
+
+
+def test_task_with_title() -> None:
+    assert parse_task(f"# Analysis\nfine\n\n## Title:\n**Cancel and note**\n\n# Task\n\"{TASK}\"\n") == (
+        "Cancel and note", TASK)
+
+
+def test_task_without_title_takes_the_first_words() -> None:
+    title, task = parse_task(f"# Task\n{TASK}")
+    assert task == TASK and title == "Please cancel my pending order O-2001 because I"
+
+
+@pytest.mark.parametrize("answer, message", [
+    ("", "the answer was empty"),
+    (f"Here is the task: {TASK}", "missing or empty section(s): '# Task'"),
+    ("# Task\nCancel order O-2001.", "write at least 20 words"),
+])
+def test_bad_tasks(answer: str, message: str) -> None:
+    with pytest.raises(AnswerFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_task(answer)
+
+
+def test_checklist_marks_and_numbering() -> None:
+    items = parse_checklist("# Checklist\n1. [change] Has O-1 been cancelled?\n2) **Has a note been added?**\n"
+                            "* [keep] Have O-2 and O-3 been left unchanged?\n- Is O-4 open?\nsome prose that is ignored\n")
+    assert [(i.id, i.description, i.claims_change) for i in items] == [
+        ("c1", "Has O-1 been cancelled?", True), ("c2", "Has a note been added?", True),
+        ("c3", "Have O-2 and O-3 been left unchanged?", False), ("c4", "Is O-4 open?", True)]
+
+
+@pytest.mark.parametrize("answer, message", [
+    ("# Checklist\n- [change] Has O-1 been cancelled?", "at least two"),
+    ("# Checklist\n- [change] Has O-1 been cancelled?\n- Cancel O-2", "is not a yes/no fact"),
+    ("# Checklist\n- [keep] Has O-1 stayed?\n- [keep] Has O-2 stayed?", "no item is marked"),
+    ("# Analysis\nonly analysis", "missing or empty section"),
+])
+def test_bad_checklists(answer: str, message: str) -> None:
+    with pytest.raises(AnswerFormatError, match=message):
+        parse_checklist(answer)
+
+
+@pytest.mark.parametrize("source, problem", [
+    (GOOD, None),
+    ("import re\nfrom collections import Counter\n" + GOOD, None),
+    ("def check(final_state):\n    return True\n", "does not define a top-level"),
+    ("def check_func(final_state, initial):\n    return True\n", "exactly one parameter"),
+    ("def check_func(final_state:\n    return True\n", "syntax error at line 1"),
+    ("import os\n" + GOOD, "import of 'os' is not allowed"),
+    ("from subprocess import run\n" + GOOD, "import of 'subprocess' is not allowed"),
+    ("def check_func(final_state):\n    return open('/etc/passwd') is not None\n", "calling open()"),
+    ("def check_func(final_state):\n    return eval('1') == 1\n", "calling eval()"),
+    ("def check_func(final_state):\n    return final_state.__class__ is dict\n", "attribute '__class__'"),
+])
+def test_validator_static_check(source: str, problem: str | None) -> None:
+    found = validator_problem(source)
+    assert (found is None) if problem is None else (found is not None and problem in found), found
+
+
+def test_validators_one_section_per_item() -> None:
+    text = f"# c1\n```python\n{GOOD}```\n\n## c2:\n```\n{GOOD}```\n"
+    assert parse_validators(text, ["c1", "c2"]) == {"c1": GOOD, "c2": GOOD}
+
+
+def test_a_single_validator_needs_no_heading() -> None:
+    assert parse_validators(f"```python\n{GOOD}```", ["c1"]) == {"c1": GOOD}
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"# c1\n```python\n{GOOD}```", "missing validator section(s): '# c2'"),
+    ("# c1\n```python\nimport os\n" + GOOD + "```\n# c2\n```python\n" + GOOD + "```", "c1: import of 'os'"),
+    ("# c1\nno code here\n# c2\n```python\n" + GOOD + "```", "no validator code for c1"),
+])
+def test_bad_validators(text: str, message: str) -> None:
+    with pytest.raises(AnswerFormatError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_validators(text, ["c1", "c2"])
+
+
+def test_solution_accepts_aliases(skeletons: dict[str, Any]) -> None:
+    text = ('# Solution\n```json\n[{"name": "cancel_order", "args": {"order_id": "O-1", "reason": "x"}},\n'
+            ' {"tool": "list_orders"},]\n```')
+    calls = parse_solution(text, skeletons["mini_shop"])
+    assert [(c.tool, c.arguments) for c in calls] == [
+        ("cancel_order", {"order_id": "O-1", "reason": "x"}), ("list_orders", {})]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("# Solution\nnone", "no JSON list of tool calls found"),
+    ('# Solution\n```json\n{"tool": "get_order"}\n```', "expected a JSON list of tool calls"),
+    ("# Solution\n```json\n[]\n```", "the solution is empty"),
+    ('# Solution\n```json\n[{"tool": "refund", "arguments": {}}]\n```', "unknown tool 'refund'"),
+    ('# Solution\n```json\n[{"tool": "get_order", "arguments": {}}]\n```', "'order_id' is a required property"),
+    ('# Solution\n```json\n[{"tool": "get_order", "arguments": {"order_id": 7}}]\n```', "7 is not of type 'string'"),
+    ('# Solution\n```json\n[{"tool": "get_order", "arguments": {"order_id": "O-1", "x": 1}}]\n```',
+     "Additional properties are not allowed"),
+    ('# Solution\n```json\n["get_order"]\n```', "call 1 is not an object"),
+])
+def test_bad_solutions(skeletons: dict[str, Any], text: str, message: str) -> None:
+    with pytest.raises(AnswerFormatError, match=message):
+        parse_solution(text, skeletons["mini_shop"])
+
+
+def test_validator_headings_may_carry_a_mark() -> None:
+    from envscaler_mcp.synth.scen.parsers import parse_validator_answer
+
+    text = f"# c1\n```python\n{GOOD}```\n# c2 [keep]\n```python\n{GOOD}```\n### c3 [change]\n```python\n{GOOD}```"
+    sources, marks = parse_validator_answer(text, ["c1", "c2", "c3"])
+    assert set(sources) == {"c1", "c2", "c3"} and marks == {"c2": False, "c3": True}

@@ -1,0 +1,241 @@
+"""ScenGenerator end to end on the fixture environments: mock model (hand-written answers), real generated
+server (memory transport), real validator sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscaler_mcp._io import iter_jsonl
+from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.scenario.gate import check_scenario
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.synth.scen.steps import prompt_version
+
+pytestmark = pytest.mark.anyio
+
+
+def dropped(out: Path, env: str) -> list[dict[str, Any]]:
+    path = out / "_work" / env / "dropped.jsonl"
+    return [r for _, r in iter_jsonl(path)] if path.exists() else []
+
+
+async def test_good_scenario_is_kept_and_passes_the_gate(run: Any, servers: Any) -> None:
+    summary, router, out = await run("mini_shop")
+    scenarios = load_scenarios(out / "mini_shop.jsonl")
+    assert len(scenarios) == 1 and dropped(out, "mini_shop") == []
+    sc = scenarios[0]
+    assert sc.id == sc.compute_id() and sc.id.startswith("sc-")
+    assert sc.title == "Cancel Marta's order and leave a note"
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    assert [c.tool for c in sc.reference_solution] == ["cancel_order", "add_note"] and sc.difficulty == 2
+    prov = sc.provenance
+    assert prov.source == "synthesized" and prov.models == {"generator": "mock/scen", "solver": "mock/scen"}
+    assert prov.prompt_version == prompt_version() and prov.usage.calls == 5
+    assert dict(router.calls) == {"states": 1, "task": 1, "checklist": 1, "validators": 1, "solution": 1}
+    # The kept scenario passes the project's gate again, as `scenarios check` would run it.
+    async with ValidatorSandbox(timeout_s=2.0) as sandbox:
+        report = await check_scenario(sc, servers["mini_shop"].episode, sandbox, mutation=True)
+    assert report.passed and report.step("mutation").status == "pass", report.reasons()
+    env = summary.environments[0]
+    assert (env.states, env.kept, env.added, env.in_file) == (1, 1, 1, 1)
+    assert sum(u.calls for u in env.usage.values()) == 5 and summary.stages["validators"].calls == 1
+    assert (out / "_work" / "summary.json").exists()
+
+
+async def test_checks_already_true_on_the_initial_state_are_dropped(run: Any) -> None:
+    _, router, out = await run("mini_shop", "already_true")
+    assert not (out / "mini_shop.jsonl").exists()
+    [record] = dropped(out, "mini_shop")
+    assert record["item_id"] == "s001" and record["step"] == "gate"
+    assert "every validator is already True on the initial state" in record["reason"]
+    assert router.calls["validators"] == 2  # one repair round, then dropped
+    assert "claims a change but is already True" in [t for s, t in router.prompts if s == "validators"][1]
+
+
+async def test_a_crashing_validator_is_dropped(run: Any) -> None:
+    _, router, out = await run("mini_shop", "crash")
+    [record] = dropped(out, "mini_shop")
+    assert record["step"] == "gate" and "c2 on the initial state: raised KeyError" in record["reason"]
+    assert router.calls["validators"] == 2
+
+
+async def test_a_failing_solution_is_repaired_with_the_failure_as_feedback(run: Any) -> None:
+    _, router, out = await run("mini_shop", "repair_solution")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2003"]
+    assert router.calls["solution"] == 2 and router.calls["validators"] == 1
+    repair_prompt = [text for step, text in router.prompts if step == "solution"][1]
+    assert "Your previous plan failed" in repair_prompt and "only pending orders can be cancelled" in repair_prompt
+    assert any(note.startswith("solution regenerated after: replay") for note in sc.provenance.notes)
+
+
+async def test_a_query_only_task_is_rewritten(run: Any) -> None:
+    _, router, out = await run("mini_shop", "query_only")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert sc.title == "Cancel Marta's order and leave a note"
+    assert router.calls["task"] == 2
+    assert "calls no state-changing tool" in [t for s, t in router.prompts if s == "task"][1]
+
+
+async def test_mutation_testing_catches_an_existence_only_validator(run: Any) -> None:
+    _, router, out = await run("scen_todo", "existence")
+    [record] = dropped(out, "scen_todo")
+    assert record["step"] == "gate"
+    assert "mutation: no validator notices when todos['T-3'].title is set to" in record["reason"]
+    assert "todos['T-3'].priority" in record["reason"]
+    feedback = [t for s, t in router.prompts if s == "validators"][1]
+    assert "no validator notices when todos['T-3'].title" in feedback and "todos['T-3']: added" in feedback
+
+
+async def test_mutation_feedback_repairs_the_validators(run: Any) -> None:
+    _, router, out = await run("scen_todo", "mutation")
+    [sc] = load_scenarios(out / "scen_todo.jsonl")
+    assert "re.fullmatch" in (sc.checklist[1].validator or "")
+    assert router.calls["validators"] == 2
+    assert any(note.startswith("validators regenerated after: mutation") for note in sc.provenance.notes)
+
+
+async def test_without_mutation_testing_an_existence_check_is_kept(run: Any) -> None:
+    _, _router, out = await run("scen_todo", "existence", require_mutation=False)
+    assert len(load_scenarios(out / "scen_todo.jsonl")) == 1
+
+
+async def test_resume_skips_finished_items_and_is_idempotent(run: Any, tmp_path: Path) -> None:
+    out = tmp_path / "resumable"
+    await run("mini_shop", "already_true", out=out)  # s001 dropped
+    await run("scen_todo", out=out)
+    with pytest.raises(UsageError, match="--resume"):
+        await run("mini_shop", out=out)
+    before = (out / "scen_todo.jsonl").read_text()
+    summary, router, _ = await run("scen_todo", out=out, resume=True)
+    assert sum(router.calls.values()) == 0  # nothing left to do
+    assert (out / "scen_todo.jsonl").read_text() == before
+    assert summary.environments[0].in_file == 1
+    # A larger N only tops up: s002 is new; its answers equal s001's, so it is the same scenario (same id).
+    summary, router, _ = await run("scen_todo", out=out, resume=True, n=2)
+    assert router.calls["states"] == 1 and router.calls["task"] == 1
+    assert len(load_scenarios(out / "scen_todo.jsonl")) == 1
+    ids = {json.loads(p.read_text())["scenario"]["id"] for p in (out / "_work" / "scen_todo" / "items").glob("*.json")}
+    assert len(ids) == 1  # regenerating the same scenario gives the same id
+
+
+async def test_a_crash_loses_nothing_finished(run: Any, tmp_path: Path) -> None:
+    out = tmp_path / "crashed"
+
+    class Boom(Exception):
+        pass
+
+    from tests.synth.fixtures.scen_router import ScenRouter
+
+    class CrashOnSecondState(ScenRouter):
+        def __call__(self, messages: Any, tools: Any) -> str:
+            if "variant 2 of" in messages[0].content:
+                raise Boom("provider went away")
+            return super().__call__(messages, tools)
+
+    with pytest.raises(BaseException) as info:
+        await run("scen_todo", n=2, out=out, concurrency=1, router=CrashOnSecondState("scen_todo"))
+    assert info.group_contains(Boom) if isinstance(info.value, BaseExceptionGroup) else info.type is Boom
+    assert (out / "_work" / "scen_todo" / "items" / "s001.json").exists()
+    _, router, _ = await run("scen_todo", n=2, out=out, resume=True)
+    assert router.calls["states"] == 1  # only s002
+    assert len(list((out / "_work" / "scen_todo" / "items").glob("*.json"))) == 2
+
+
+async def test_an_invalid_state_is_repaired_with_the_schema_error(run: Any) -> None:
+    _, router, out = await run("mini_shop", "bad_state")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert router.calls["states"] == 2
+    repair = [t for s, t in router.prompts if s == "states"][1]
+    assert "does not fit the state schema" in repair and "'cheap' is not of type 'number'" in repair
+    assert "initial state repaired after a schema error" in sc.provenance.notes
+    assert sc.provenance.usage.calls == 6
+
+
+async def test_a_state_still_invalid_after_the_repair_is_dropped(run: Any) -> None:
+    summary, router, out = await run("mini_shop", "bad_state_twice")
+    [record] = dropped(out, "mini_shop")
+    assert record["step"] == "states" and "'on hold' is not one of" in record["reason"]
+    assert router.calls["states"] == 2 and router.calls["task"] == 0
+    assert summary.environments[0].usage["states"].calls == 2 and summary.environments[0].dropped == {"states": 1}
+
+
+async def test_malformed_answers_are_asked_again(run: Any) -> None:
+    _, router, out = await run("mini_shop", "malformed")
+    assert len(load_scenarios(out / "mini_shop.jsonl")) == 1
+    assert router.calls["task"] == 2 and router.calls["validators"] == 2 and router.calls["solution"] == 2
+    retries = [t for s, t in router.prompts if s in ("task", "validators", "solution")]
+    assert any("missing or empty section(s): '# Task'" in t for t in retries)
+    assert any("import of 'os' is not allowed" in t for t in retries)
+    assert any("unknown tool 'cancel_orders'" in t for t in retries)
+
+
+async def test_near_duplicate_tasks_are_dropped(run: Any) -> None:
+    summary, router, out = await run("mini_shop", "dedupe", n=2, concurrency=1)
+    assert router.calls["states"] == 2
+    assert len(load_scenarios(out / "mini_shop.jsonl")) == 1
+    [record] = dropped(out, "mini_shop")
+    assert record["item_id"] == "s002" and record["step"] == "dedupe" and "near-duplicate" in record["reason"]
+    env = summary.environments[0]
+    assert (env.kept, env.in_file, env.dropped) == (1, 1, {"dedupe": 1})
+    _, router, _ = await run("mini_shop", "dedupe", n=2, out=out, resume=True)
+    assert sum(router.calls.values()) == 0 and len(dropped(out, "mini_shop")) == 1
+
+
+async def test_a_check_false_after_the_solution_regenerates_validators_and_solution(run: Any) -> None:
+    _, router, out = await run("mini_shop", "final_false")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert '== "cancelled"' in (sc.checklist[0].validator or "")
+    assert router.calls["validators"] == 2 and router.calls["solution"] == 2
+    feedback = [t for s, t in router.prompts if s == "validators"][1]
+    assert "c1 (Has order O-2001 been cancelled?) is False after the plan" in feedback
+    assert "orders['O-2001'].status: changed \"pending\" -> \"cancelled\"" in feedback
+
+
+async def test_a_validator_repair_may_re_mark_an_item_as_keep(run: Any) -> None:
+    _, router, out = await run("mini_shop", "remark")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    feedback = [t for s, t in router.prompts if s == "validators"][1]
+    assert "c4 claims a change but is already True on the initial state" in feedback
+
+
+async def test_a_first_answer_cannot_re_mark_items(run: Any) -> None:
+    _, router, out = await run("mini_shop", "remark_first")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")  # the [keep] heading of a first answer is ignored ...
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    assert router.calls["validators"] == 2  # ... so the gate failed once and the repair re-marked it
+
+
+def test_task_similarity_separates_paraphrases_from_other_tasks() -> None:
+    from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, task_similarity
+
+    task = ("Hi, this is Marta Lindqvist. I ordered the wrong size, so please cancel my pending order O-2001 and "
+            "record the reason as \"wrong size\". My other order, O-2003, is already on its way: add a note to it "
+            "saying \"Leave the parcel with the neighbour at number 12\".")
+    paraphrase = ("This is Marta Lindqvist: please cancel order O-2001, which is still pending, because I picked the "
+                  "wrong size (record that as the reason). Order O-2003 has shipped already; put a note on it: "
+                  "\"Leave the parcel with the neighbour at number 12\".")
+    other = ("Jonas Weber here. Please cancel my pending order O-2002 since I no longer need it, noting the reason "
+             "\"no longer needed\", and add a note to my cancelled order O-2005 saying \"Refund received, thanks\".")
+    [[same, different]] = task_similarity([task], [paraphrase, other])
+    assert same >= DEFAULT_SIMILARITY > different
+
+
+async def test_the_summary_prints_drop_reasons(run: Any) -> None:
+    from rich.console import Console
+
+    from envscaler_mcp.synth.scen.summary import print_summary
+
+    summary, _, _ = await run("scen_todo", "existence")
+    console = Console(record=True, width=300)
+    print_summary(summary, console)
+    text = console.export_text()
+    assert "Usage per stage" in text and "gate 1" in text
+    assert "scen_todo dropped s001 gate: failed after repairing the validators: mutation: no validator notices when " \
+           "todos['T-3']" in text

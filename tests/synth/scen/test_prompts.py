@@ -1,0 +1,87 @@
+"""Every scenario prompt renders for every bundled environment, and shows what its step needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.errors import ProviderError
+from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
+from envscaler_mcp.skeleton.build import build_skeleton_from_dir
+from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.synth.llm import UsageMeter
+from envscaler_mcp.synth.scen.steps import (
+    StepContext,
+    gen_checklist,
+    gen_solution,
+    gen_state,
+    gen_task,
+    gen_validators,
+    prompt_version,
+)
+
+pytestmark = pytest.mark.anyio
+ENVIRONMENTS = sorted(p for p in (Path(__file__).resolve().parents[3] / "environments").iterdir()
+                      if (p / "environment.py").is_file())
+
+
+class Capture:
+    """A provider that records the prompt and stops there."""
+
+    spec = "capture"
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    async def complete(self, messages: list[Message], tools: list[ToolDef] | None = None,
+                       settings: GenerationSettings | None = None) -> AssistantTurn:
+        self.messages = list(messages)
+        raise ProviderError("captured")
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module", params=ENVIRONMENTS, ids=lambda p: p.name)
+def skeleton(request: pytest.FixtureRequest) -> EnvSkeleton:
+    return build_skeleton_from_dir(request.param)
+
+
+async def prompt_of(skeleton: EnvSkeleton, step: Any, *args: Any, **kwargs: Any) -> tuple[str, str]:
+    capture = Capture()
+    ctx = StepContext(skeleton=skeleton, generator=capture, solver=capture)
+    with pytest.raises(ProviderError, match="captured"):
+        await step(ctx, *args, UsageMeter(), **kwargs)
+    system, user = capture.messages
+    assert system.role == "system" and user.role == "user"
+    return system.content, user.content
+
+
+async def test_every_prompt_renders(skeleton: EnvSkeleton) -> None:
+    state = skeleton.default_state
+    tool = skeleton.tools[0].name
+    checklist = [ChecklistItem(id="c1", description="Has X?", validator="def check_func(final_state):\n"
+                               "    return True\n", claims_change=True)]
+    _, user = await prompt_of(skeleton, gen_state, 0, 5)
+    assert skeleton.class_name in user and all(a.name in user for a in skeleton.state)
+    _, user = await prompt_of(skeleton, gen_task, state, feedback="- the task changed nothing")
+    assert all(f"- {t.name} ({t.kind})" in user for t in skeleton.tools) and "changed nothing" in user
+    _, user = await prompt_of(skeleton, gen_checklist, "Do things.")
+    assert "Do things." in user
+    _, user = await prompt_of(skeleton, gen_validators, state, "Do things.", checklist, feedback="- c1 crashed")
+    assert "- c1 [change]: Has X?" in user and "# c1\n```python\ndef check_func" in user
+    _, user = await prompt_of(skeleton, gen_solution, state, "Do things.", feedback="- call 1 failed",
+                              previous=[ToolCall(tool=tool)])
+    assert f'"tool": "{tool}"' in user and "call 1 failed" in user
+    assert prompt_version().startswith("scen-1+")
+
+
+async def test_the_default_state_passes_the_state_step(skeleton: EnvSkeleton) -> None:
+    answer = f"# Initial State\n```json\n{json.dumps(skeleton.default_state)}\n```"
+    ctx = StepContext(skeleton=skeleton, generator=MockProvider([answer]), solver=MockProvider())
+    assert await gen_state(ctx, 2, 5, UsageMeter()) == skeleton.default_state
