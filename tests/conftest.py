@@ -15,6 +15,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The conformance suite shares launched servers through session-scoped async fixtures, which keep an
+    # event loop running in the main thread until the session ends; tests that start their own loop
+    # (CLI commands calling anyio.run) must therefore run before it.
+    items.sort(key=lambda item: "tests/conformance/" in item.nodeid.replace("\\", "/"))
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(reason="live provider test: pass --live and set the provider's API key")

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 
 from envscaler_mcp._io import iter_jsonl, read_json
 from envscaler_mcp.errors import ProviderError, UsageError
 from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth.skel.pipeline import Seats, SkelConfig, run_skel
 
