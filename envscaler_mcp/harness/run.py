@@ -22,7 +22,7 @@ from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.harness.source import EpisodeSource
-from envscaler_mcp.harness.summary import RunSummary, summarize
+from envscaler_mcp.harness.summary import RunSummary, summarize_run
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -169,17 +169,6 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
 
 def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:
     """Summarize what results.jsonl holds and write summary.json."""
-    config = manifest.config
-    if planned is None:
-        planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(
-        run_dir.read_results(),
-        run_id=manifest.run_id,
-        agent=config.agent,
-        user=config.user,
-        mode=config.episode.mode,
-        trials=config.trials,
-        planned=planned,
-    )
+    summary = summarize_run(run_dir.read_results(), manifest, planned)
     run_dir.write_summary(summary)
     return summary

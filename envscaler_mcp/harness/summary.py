@@ -12,6 +12,7 @@ from rich import box
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.scoring.metrics import TrialOutcome, aggregate
 
@@ -166,3 +167,19 @@ def summary_table(summary: RunSummary) -> Table:
     for name, cells in body:
         table.add_row(*cells, style="bold" if name == "overall" else None)
     return table
+
+
+def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:
+    """Summarize a run's episode results as its manifest describes it (planned episodes by default)."""
+    config = manifest.config
+    if planned is None:
+        planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
+    return summarize(
+        results,
+        run_id=manifest.run_id,
+        agent=config.agent,
+        user=config.user,
+        mode=config.episode.mode,
+        trials=config.trials,
+        planned=planned,
+    )

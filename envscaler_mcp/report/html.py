@@ -10,7 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
-from envscaler_mcp.harness.summary import RunSummary, summarize
+from envscaler_mcp.harness.summary import RunSummary, summarize_run
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -52,17 +52,7 @@ def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
     run_dir = RunDir(path)
     manifest = run_dir.read_manifest()
     results = run_dir.read_results()
-    config = manifest.config
-    planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(
-        results,
-        run_id=manifest.run_id,
-        agent=config.agent,
-        user=config.user,
-        mode=config.episode.mode,
-        trials=config.trials,
-        planned=planned,
-    )
+    summary = summarize_run(results, manifest)
     return run_dir, manifest, results, summary
 
 

@@ -13,10 +13,8 @@ from typing import Any
 
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
-from envscaler_mcp.skeleton.build import validate_state
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.skeleton.schema import state_schema
-from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.parsers import (
     parse_checklist,
@@ -24,7 +22,7 @@ from envscaler_mcp.synth.scen.parsers import (
     parse_task,
     parse_validator_answer,
 )
-from envscaler_mcp.synth.skel.parsers import parse_initial_state
+from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
 PROMPT_GROUP = "scen"
@@ -79,15 +77,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
     skeleton = ctx.skeleton
 
     def accept(text: str) -> dict[str, Any]:
-        state = parse_initial_state(text).state
-        problems = validate_state(skeleton, state)
-        missing = [a.name for a in skeleton.state if a.name not in state]
-        if missing:
-            problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
-        if problems:
-            raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
-                                    + "\n  - ".join(problems[:12]))
-        return state
+        return accept_initial_state(skeleton, text)
 
     example = dump_state(skeleton.default_state, limit=4000) if skeleton.default_state else ""
     context = {"summary": skeleton.summary, "introduction": skeleton.introduction,

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.synth._common_usage import cost_text, stage_usage_table
 from envscaler_mcp.synth.scen.records import STAGES, DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.store import EnvWork, MergeResult
 
@@ -77,10 +78,6 @@ def collect_summary(out: Path, env_ids: list[str], merges: dict[str, MergeResult
     return summary
 
 
-def _cost(u: Usage) -> str:
-    return "?" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-
-
 def print_summary(summary: ScenSummary, console: Console | None = None, max_reasons: int = 5) -> None:
     """Print the per-environment and per-stage tables (tokens and cost) and the first drop reasons."""
     console = console or Console()
@@ -92,17 +89,9 @@ def print_summary(summary: ScenSummary, console: Console | None = None, max_reas
         total = sum(env.usage.values(), Usage())
         dropped = ", ".join(f"{step} {n}" for step, n in env.dropped.items()) or "-"
         table.add_row(env.env_id, str(env.states), str(env.kept), str(env.added), str(env.in_file), dropped,
-                      str(total.calls), str(total.input_tokens), str(total.output_tokens), _cost(total))
+                      str(total.calls), str(total.input_tokens), str(total.output_tokens), cost_text(total))
     console.print(table)
-    stages = Table(title="Usage per stage")
-    for col in ("stage", "calls", "tokens in", "tokens out", "cost"):
-        stages.add_column(col, justify="left" if col == "stage" else "right")
-    grand = Usage()
-    for stage, u in summary.stages.items():
-        grand += u
-        stages.add_row(stage, str(u.calls), str(u.input_tokens), str(u.output_tokens), _cost(u))
-    stages.add_row("total", str(grand.calls), str(grand.input_tokens), str(grand.output_tokens), _cost(grand))
-    console.print(stages)
+    console.print(stage_usage_table(summary.stages))
     for env in summary.environments:
         for line in env.reasons[:max_reasons]:
             console.print(f"[dim]{env.env_id}[/] dropped {escape(line[:200])}", highlight=False)

@@ -53,18 +53,24 @@ def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, stric
     return build_skeleton(meta, source, state, skeleton.provenance, strict=strict)
 
 
+def accept_initial_state(skeleton: EnvSkeleton, text: str) -> dict[str, Any]:
+    """Parse a model's initial-state answer; raise AnswerFormatError (sent back to the model) when it does not
+    fit the skeleton's state schema or leaves a state attribute out."""
+    state = parse_initial_state(text).state
+    problems = validate_state(skeleton, state)
+    missing = [a.name for a in skeleton.state if a.name not in state]
+    if missing:
+        problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
+    if problems:
+        raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
+                                + "\n  - ".join(problems[:12]))
+    return state
+
+
 async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
-        state = parse_initial_state(text).state
-        problems = validate_state(skeleton, state)
-        missing = [a.name for a in skeleton.state if a.name not in state]
-        if missing:
-            problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
-        if problems:
-            raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
-                                    + "\n  - ".join(problems[:12]))
-        return state
+        return accept_initial_state(skeleton, text)
 
     return await ask(provider, "skel/init_state",
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,

@@ -12,6 +12,7 @@ from rich.table import Table
 from envscaler_mcp._io import iter_jsonl, read_json
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.synth._common_store import ItemDir
+from envscaler_mcp.synth._common_usage import cost_text, stage_usage_table
 
 STAGES = ("mine", "model", "check")
 
@@ -79,10 +80,6 @@ def collect_summary(out: Path) -> RunSummary:
     return summary
 
 
-def _cost(u: Usage) -> str:
-    return "?" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-
-
 def print_summary(summary: RunSummary, console: Console | None = None) -> None:
     """Print the per-environment and per-stage usage tables."""
     console = console or Console()
@@ -92,16 +89,8 @@ def print_summary(summary: RunSummary, console: Console | None = None) -> None:
     for env in summary.environments:
         total = sum(env.usage.values(), Usage())
         table.add_row(env.env_id, env.status, "" if env.score is None else f"{env.score:.2f}", str(total.calls),
-                      str(total.input_tokens), str(total.output_tokens), _cost(total))
+                      str(total.input_tokens), str(total.output_tokens), cost_text(total))
     console.print(table)
-    stages = Table(title="Usage per stage")
-    for col in ("stage", "calls", "tokens in", "tokens out", "cost"):
-        stages.add_column(col, justify="left" if col == "stage" else "right")
-    grand = Usage()
-    for stage, u in summary.stages.items():
-        grand += u
-        stages.add_row(stage, str(u.calls), str(u.input_tokens), str(u.output_tokens), _cost(u))
-    stages.add_row("total", str(grand.calls), str(grand.input_tokens), str(grand.output_tokens), _cost(grand))
-    console.print(stages)
+    console.print(stage_usage_table(summary.stages))
     if summary.counts:
         console.print(", ".join(f"{k}: {v}" for k, v in summary.counts.items()))
