@@ -24,12 +24,12 @@ def _register_all() -> None:
     from envscaler_mcp.interop import cli as interop_cli
     from envscaler_mcp.launch import cli as launch_cli
     from envscaler_mcp.providers import cli as providers_cli
+    from envscaler_mcp.qa import cli as qa_cli
     from envscaler_mcp.render import cli as render_cli
     from envscaler_mcp.report import cli as report_cli
-    from envscaler_mcp.scenario import cli as scenario_cli
     from envscaler_mcp.synth import cli as synth_cli
 
-    for module in (catalog_cli, scenario_cli, interop_cli, render_cli, launch_cli,
+    for module in (catalog_cli, qa_cli, interop_cli, render_cli, launch_cli,
                    providers_cli, harness_cli, report_cli, synth_cli):
         module.register(app)
 
