@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from envscaler_mcp.harness.summary import summary_table
 from envscaler_mcp.report.html import load_run, write_report
+from envscaler_mcp.report.summary import summary_table
 
 
 def report_command(

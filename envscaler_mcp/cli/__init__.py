@@ -1,4 +1,5 @@
-"""The `envscaler-mcp` command line. Each stage registers its own commands; configuration is read here, at the edge."""
+"""The `envscaler-mcp` command line. Each stage registers its own commands; `eval`, which wires the harness
+to the report stage, lives here (cli/eval.py); configuration is read here, at the edge."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ app = typer.Typer(
 
 def _register_all() -> None:
     from envscaler_mcp.catalog import cli as catalog_cli
-    from envscaler_mcp.harness import cli as harness_cli
+    from envscaler_mcp.cli import eval as eval_cli
     from envscaler_mcp.interop import cli as interop_cli
     from envscaler_mcp.launch import cli as launch_cli
     from envscaler_mcp.providers import cli as providers_cli
@@ -30,7 +31,7 @@ def _register_all() -> None:
     from envscaler_mcp.synth import cli as synth_cli
 
     for module in (catalog_cli, qa_cli, interop_cli, render_cli, launch_cli,
-                   providers_cli, harness_cli, report_cli, synth_cli):
+                   providers_cli, eval_cli, report_cli, synth_cli):
         module.register(app)
 
 
