@@ -143,7 +143,7 @@ async def harness(
                     config,
                     Path(tmp) / "run",
                     plans=plans,
-                    agent=Seat("oracle"),
+                    agent=Seat.oracle(),
                     checker=checker,
                     source_factory=source,
                 )

@@ -20,7 +20,7 @@ from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
 from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
-from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource
 from envscaler_mcp.scenario.models import Scenario
 
@@ -106,9 +106,9 @@ async def run_eval(
         (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
     ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
+    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
-        user = Seat(config.user, role="user")
+        user = seat_for(config.user, role="user")
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.aclose)
         if user is not None:

@@ -122,13 +122,13 @@ async def test_a_conversational_run_uses_the_user_seat(tmp_path: Path) -> None:
         return MockProvider([s.task, "###STOP###"])
 
     config = _config(user="mock", episode={"mode": "conversation"})
-    await run_eval(config, tmp_path, agent=Seat("oracle"), user=Seat("mock", role="user", factory=user))
+    await run_eval(config, tmp_path, agent=Seat.oracle(), user=Seat("mock", role="user", factory=user))
     summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     assert summary.mode == "conversation" and summary.user == "mock" and summary.overall.success_rate == 1.0
     assert all(r.mode == "conversation" and r.user_usage.calls == 2 and r.user_messages for r in records)
     with pytest.raises(UsageError, match="--user"):
-        await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat("oracle"))
+        await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat.oracle())
 
 
 async def test_resume_with_retry_infra_reruns_only_the_infra_errors(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ async def test_oracle_scores_full_marks_on_every_bundled_scenario(tmp_path: Path
             yield server
 
     config = RunConfig(envs=list(skeletons), agent="oracle", concurrency=8, progress=False)
-    await run_eval(config, tmp_path, plans=plans, agent=Seat("oracle"), source_factory=source)
+    await run_eval(config, tmp_path, plans=plans, agent=Seat.oracle(), source_factory=source)
     summary = finish_run(tmp_path)
     failed = [
         (r.env_id, r.scenario_id, r.status, r.infra_reason, [c.reason for c in r.checks if not c.passed])
