@@ -4,11 +4,14 @@ to the report stage, lives here (cli/eval.py); configuration is read here, at th
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from envscaler_mcp import __version__
-from envscaler_mcp.errors import EnvScalerError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 
 app = typer.Typer(
     name="envscaler-mcp",
@@ -17,6 +20,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+class _ExportGroup(TyperGroup):
+    """`export`: a folder where a subcommand belongs is a run folder given the old way; say the new way."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] not in self.commands and Path(args[0]).is_dir():
+            raise UsageError(f"to export the run in '{args[0]}', write: envscaler-mcp export run "
+                             f"{args[0]} --format openai|sharegpt")
+        return super().resolve_command(ctx, args)
+
+
+export_app = typer.Typer(cls=_ExportGroup, no_args_is_help=True,
+                         help="Export environments and scenarios in EnvScaler's format, or a run's trajectories.")
 
 
 def _register_all() -> None:
@@ -33,6 +50,9 @@ def _register_all() -> None:
     for module in (catalog_cli, qa_cli, interop_cli, render_cli, launch_cli,
                    providers_cli, eval_cli, report_cli, synth_cli):
         module.register(app)
+    interop_cli.register_export(export_app)  # export envscaler
+    report_cli.register_export(export_app)  # export run
+    app.add_typer(export_app, name="export")
 
 
 @app.callback()
