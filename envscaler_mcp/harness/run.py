@@ -20,9 +20,8 @@ from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
 from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import RunDir, check_resumable
-from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource
-from envscaler_mcp.harness.summary import RunSummary, summarize_run
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -72,12 +71,13 @@ async def run_eval(
     checker: Checker | None = None,
     source_factory: SourceFactory = open_source,
     console: Console | None = None,
-) -> RunSummary:
-    """Run (or resume) an evaluation into `out` and return its summary.
+) -> RunDir:
+    """Run (or resume) an evaluation into `out` and return the run folder (run.json, results.jsonl).
 
     Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
+    The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
     """
     console = console or Console(stderr=True)
     plans = plans if plans is not None else build_plan(config)
@@ -106,9 +106,9 @@ async def run_eval(
         (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
     ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
+    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
-        user = Seat(config.user, role="user")
+        user = seat_for(config.user, role="user")
     async with AsyncExitStack() as stack:
         stack.push_async_callback(agent.aclose)
         if user is not None:
@@ -156,7 +156,7 @@ async def run_eval(
                     tg.start_soon(one, plan, scenario, trial)
         except BaseExceptionGroup as group:
             raise _first_error(group) from group
-    return finish(run_dir, manifest, planned)
+    return run_dir
 
 
 def _first_error(group: BaseExceptionGroup) -> BaseException:
@@ -166,9 +166,3 @@ def _first_error(group: BaseExceptionGroup) -> BaseException:
         exc = exc.exceptions[0]
     return exc
 
-
-def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:
-    """Summarize what results.jsonl holds and write summary.json."""
-    summary = summarize_run(run_dir.read_results(), manifest, planned)
-    run_dir.write_summary(summary)
-    return summary
