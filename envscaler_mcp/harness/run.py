@@ -23,9 +23,8 @@ from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
-from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource
-from envscaler_mcp.harness.summary import RunSummary, summarize_run
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -78,12 +77,13 @@ async def run_eval(
     checker: Checker | None = None,
     source_factory: SourceFactory = open_source,
     console: Console | None = None,
-) -> RunSummary:
-    """Run (or resume) an evaluation into `out` and return its summary.
+) -> RunDir:
+    """Run (or resume) an evaluation into `out` and return the run folder (run.json, results.jsonl).
 
     Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
+    The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
     """
     console = console or Console(stderr=True)
     plans = plans if plans is not None else build_plan(config)
@@ -112,9 +112,9 @@ async def run_eval(
         (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
     ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
+    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
-        user = Seat(config.user, role="user")
+        user = seat_for(config.user, role="user")
     try:
         async with AsyncExitStack() as stack:
             stack.push_async_callback(agent.aclose)
@@ -160,15 +160,14 @@ async def run_eval(
             async with anyio.create_task_group() as tg:
                 for plan, scenario, trial in todo:
                     tg.start_soon(one, plan, scenario, trial)
-    except BaseException as exc:  # summary.json is written whatever stopped the run
+    except BaseException as exc:
         error = _first_error(exc)
-        if isinstance(error, EnvScalerError) or not isinstance(error, Exception):
-            finish(run_dir, manifest, planned)
-            if error is exc:
-                raise
-            raise error from exc
-        raise _harness_bug(run_dir, manifest, planned, exc) from error
-    return finish(run_dir, manifest, planned)
+        if isinstance(error, Exception) and not isinstance(error, EnvScalerError):
+            raise _harness_bug(run_dir, manifest, exc) from error
+        if error is exc:
+            raise
+        raise error from exc
+    return run_dir
 
 
 def _first_error(exc: BaseException) -> BaseException:
@@ -178,21 +177,13 @@ def _first_error(exc: BaseException) -> BaseException:
     return exc
 
 
-def _harness_bug(run_dir: RunDir, manifest: RunManifest, planned: int, exc: BaseException) -> HarnessError:
-    """Keep what finished (summary.json), write the traceback to error.log, and say so in one line."""
-    summary = finish(run_dir, manifest, planned)
+def _harness_bug(run_dir: RunDir, manifest: RunManifest, exc: BaseException) -> HarnessError:
+    """Write the traceback to error.log and say so in one line (the finished episodes stay in results.jsonl)."""
     log = run_dir.path / ERROR_LOG
     text = "".join(traceback.format_exception(exc))
     atomic_write_text(log, f"{datetime.now(UTC).isoformat(timespec='seconds')} {manifest.run_id}\n{text}")
     return HarnessError(
-        f"internal error in the harness ({describe(_first_error(exc))}); the run stopped. {summary.overall.episodes} "
-        f"finished episode(s) are kept in {run_dir.path}; the traceback is in {log}. Please report it; "
-        "--resume continues the run once it is fixed."
+        f"internal error in the harness ({describe(_first_error(exc))}); the run stopped. Its finished "
+        f"episodes are kept in {run_dir.path}; the traceback is in {log}. Please report it; --resume "
+        "continues the run once it is fixed."
     )
-
-
-def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:
-    """Summarize what results.jsonl holds and write summary.json."""
-    summary = summarize_run(run_dir.read_results(), manifest, planned)
-    run_dir.write_summary(summary)
-    return summary

@@ -92,9 +92,6 @@ class RunDir:
             write_jsonl_atomic(self.results_path, [r.model_dump(mode="json") for r in kept])
         return kept
 
-    def write_summary(self, summary: Any) -> None:
-        """Write summary.json atomically (a Pydantic model)."""
-        atomic_write_json(self.path / SUMMARY_FILE, summary.model_dump(mode="json"))
 
 
 def check_resumable(old: RunManifest, new: RunManifest) -> None:

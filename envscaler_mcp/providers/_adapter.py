@@ -9,9 +9,11 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
+from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp.errors import (
     EnvScalerError,
@@ -107,6 +109,27 @@ def describe_error(exc: BaseException) -> str:
     status = status_of(exc)
     body = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return f"HTTP {status}: {body}" if status is not None else f"{type(exc).__name__}: {body}"
+
+
+class NetworkOptions(BaseModel):
+    """The request machinery's options, shared by every provider built on BaseProvider."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    price_table: PriceTable | str | Path | dict[str, Any] | None = Field(
+        None, description="Prices: a JSON file, a mapping or a PriceTable (default: the built-in table).")
+    cache_dir: str | Path | None = Field(None, description="Response cache folder (default: no cache).")
+    max_concurrency: int | None = Field(None, ge=1, description="Requests at the same time (default 4).")
+    retries: int = Field(4, ge=0, description="Retries after a retryable failure.")
+    backoff_base_s: float = Field(1.0, ge=0, description="First backoff delay; doubles per retry.")
+
+    def adapter_options(self) -> dict[str, Any]:
+        """Keyword arguments of BaseProvider.__init__."""
+        options: dict[str, Any] = {"price_table": PriceTable.load(self.price_table), "cache_dir": self.cache_dir,
+                                   "retries": self.retries, "backoff_base_s": self.backoff_base_s}
+        if self.max_concurrency is not None:
+            options["max_concurrency"] = self.max_concurrency
+        return options
 
 
 class BaseProvider:

@@ -14,18 +14,23 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from typer.testing import CliRunner
 
 from envscaler_mcp.errors import HarnessError, ServerStartError
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig
+from envscaler_mcp.cli import app
+from envscaler_mcp.harness import run as harness_run
+from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.providers import get_provider
+from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
-from tests.harness.shop import ALICE, BOB, ENV_INFO, CrashingSource, shop_server
+from tests.harness.shop import ALICE, BOB, ENV_INFO, MINI_SHOP, CrashingSource, shop_server
 from tests.harness.test_pool import _http_server_children
 
 pytestmark = pytest.mark.anyio
@@ -91,14 +96,34 @@ async def test_a_harness_bug_stops_the_run_keeps_what_finished_and_logs_the_trac
 ) -> None:
     buggy = _BuggyChecker(checker)
     with pytest.raises(HarnessError, match="internal error in the harness \\(KeyError: 'orders'\\)"):
-        await run_eval(_config(), tmp_path, agent=Seat("oracle"), checker=buggy)  # type: ignore[arg-type]
+        await run_eval(_config(), tmp_path, agent=Seat.oracle(), checker=buggy)  # type: ignore[arg-type]
     assert buggy.calls == 2  # not retried as if it were infrastructure
     records = RunDir(tmp_path).read_results()
     assert [r.status for r in records] == ["completed"]  # the finished episode is kept, nothing is infra
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["overall"]["episodes"] == 1 and summary["overall"]["infra_errors"] == 0
     log = (tmp_path / ERROR_LOG).read_text()
     assert "Traceback" in log and 'raise KeyError("orders")' in log and "test_attribution.py" in log
+
+
+def test_the_eval_command_reports_a_harness_bug_in_one_line_and_keeps_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = harness_run.run_episode
+    calls: list[int] = []
+
+    async def buggy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyError("orders")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(harness_run, "run_episode", buggy)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport",
+                                      "memory", "--concurrency", "1", "--out", str(out), "--no-progress"])
+    assert isinstance(result.exception, HarnessError) and "Traceback" not in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["episodes"] == 1 and summary["overall"]["infra_errors"] == 0
+    assert "KeyError: 'orders'" in (out / ERROR_LOG).read_text()
 
 
 async def test_a_server_that_cannot_be_restarted_fails_only_its_own_episodes(tmp_path: Path) -> None:
@@ -113,7 +138,8 @@ async def test_a_server_that_cannot_be_restarted_fails_only_its_own_episodes(tmp
             yield CrashingSource(server, crash_on="add_note")  # Bob's second call crashes the server
 
     config = _config().model_copy(update={"trials": 2})
-    summary = await run_eval(config, tmp_path, agent=Seat("oracle"), source_factory=factory)
+    await run_eval(config, tmp_path, agent=Seat.oracle(), source_factory=factory)
+    summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     assert len(records) == 4 and len({(r.scenario_id, r.trial) for r in records}) == 4
     infra = [r for r in records if r.status == "infra_error"]
@@ -143,14 +169,15 @@ async def test_a_stopped_http_server_is_infra_twice_in_a_row_and_never_charged_t
             for pid in _http_server_children():
                 os.kill(pid, signal.SIGSTOP)
                 stopped.append(pid)
-        return get_provider("oracle", scenario=scenario)
+        return OraclePolicy(scenario)
 
     config = RunConfig.model_validate({
         "envs": ["tests/fixtures/mini_shop"], "agent": "oracle", "transport": "http", "trials": 2,
         "concurrency": 1, "progress": False,
         "episode": {"infra_retries": 2, "infra_backoff_s": 0, "server_timeout_s": 2.0},
     })
-    summary = await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))
+    await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))
+    summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     assert len(set(stopped)) == 2  # two different server processes were stopped
     assert len(records) == 4 and len({(r.scenario_id, r.trial) for r in records}) == 4
@@ -188,7 +215,7 @@ async def test_a_timeout_inside_a_hung_tool_call_is_infra_not_the_agents_timeout
             return await self.ep.get_state()
 
     config = EpisodeConfig(timeout_s=0.5, server_timeout_s=30.0, infra_retries=1, infra_backoff_s=0)
-    result = await run_episode(ALICE, source=_Hanging(server), agent=get_provider("oracle", scenario=ALICE),
+    result = await run_episode(ALICE, source=_Hanging(server), agent=OraclePolicy(ALICE),
                                checker=checker, config=config)
     assert result.status == "infra_error" and result.score is None and result.attempts == 2
     assert "did not answer a tool call" in (result.infra_reason or "")

@@ -24,7 +24,6 @@ runner = CliRunner()
         (["--env", "x"], "--agent"),
         (["--env", "x", "--agent", "oracle", "--mode", "conversation"], "--user"),
         (["--env", "x", "--agent", "oracle", "--resume"], "--out"),
-        (["--env", "x", "--agent", "oracle", "--transport", "pigeon"], "--transport"),
         (["--agent", "oracle"], "--env ENV"),
         (["--agent", "oracle", "--url", "http://127.0.0.1:9/mcp"], "--scenarios"),
     ],
@@ -38,6 +37,14 @@ def test_bad_options_are_usage_errors(args: list[str], message: str, tmp_path: P
     )
     assert result.exit_code != 0
     assert message in str(result.exception)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--transport", "pigeon"), ("--mode", "chat")])
+def test_enumerations_are_choices(option: str, value: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", "--env", "x", "--agent", "oracle", option, value,
+                                 "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and not (tmp_path / "run").exists()
+    assert option in result.output and f"'{value}' is not one of" in result.output
 
 
 def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> None:

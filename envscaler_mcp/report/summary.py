@@ -1,19 +1,22 @@
-"""Run summaries: mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps, latency,
-infra errors."""
+"""Run summaries (summary.json and the summary table): mean checklist score, success rate, pass@k / pass^k,
+tokens, cost, steps, latency, infra errors. Computed from a run folder the harness wrote."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from statistics import fmean
 
 from pydantic import BaseModel, Field
 from rich import box
 from rich.table import Table
 
+from envscaler_mcp._io import atomic_write_json
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
+from envscaler_mcp.harness.rundir import SUMMARY_FILE, RunDir
 from envscaler_mcp.scoring.metrics import TrialOutcome, aggregate
 
 
@@ -198,3 +201,12 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
         trials=config.trials,
         planned=planned,
     )
+
+
+def finish_run(path: Path) -> RunSummary:
+    """Summarize what a run folder's results.jsonl holds (as its run.json plans it), write summary.json
+    atomically and return the summary. Works on a finished, interrupted or partial run."""
+    run_dir = RunDir(path)
+    summary = summarize_run(run_dir.read_results(), run_dir.read_manifest())
+    atomic_write_json(run_dir.path / SUMMARY_FILE, summary.model_dump(mode="json"))
+    return summary
