@@ -10,7 +10,7 @@ import anyio
 import typer
 from rich.console import Console
 
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.run import new_run_id, run_eval
@@ -74,6 +74,20 @@ def eval_command(
         bool, typer.Option("--retry-infra", help="With --resume: also re-run the infra-error episodes.")
     ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    max_infra: Annotated[
+        float,
+        typer.Option(
+            "--max-infra",
+            min=0.0,
+            max=1.0,
+            help="Exit with code 3 when more than this share of episodes ended in infrastructure errors "
+            "(their scores are missing, so the run's numbers cover less than was asked).",
+        ),
+    ] = 0.1,
+    server_timeout: Annotated[
+        float,
+        typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
+    ] = 60.0,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
     if not agent:
@@ -105,6 +119,7 @@ def eval_command(
             max_steps=max_steps,
             timeout_s=timeout,
             infra_retries=infra_retries,
+            server_timeout_s=server_timeout,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
@@ -125,19 +140,37 @@ def eval_command(
                 f"kept in {run_path}. Continue with the same command plus --resume --out {run_path}"
             )
         raise typer.Exit(130) from None
+    except EnvScalerError:  # the run stopped (a usage error, a harness bug): summarize what finished
+        if RunDir(run_path).manifest_path.exists():
+            finish_run(run_path)
+        raise
     summary = finish_run(run_path)
     console.print(summary_table(summary))
     if summary.overall.not_scorable:
         console.print(
             f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane."
         )
-    if summary.overall.infra_errors:
+    overall = summary.overall
+    if overall.model_errors:
         console.print(
-            f"[yellow]{summary.overall.infra_errors} episode(s) failed on infrastructure errors[/] (left out "
-            "of the scores; reasons in results.jsonl and the report)."
+            f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "
+            "invalid request): scored as failures; see model_error in results.jsonl."
+        )
+    if overall.infra_errors:
+        console.print(
+            f"[yellow]{overall.infra_errors} of {overall.episodes} episode(s) "
+            f"({100 * (overall.infra_share or 0):.1f}%) failed on infrastructure errors[/] after their retries: "
+            "left out of the scores (reasons in results.jsonl and the report). Re-run them with --resume "
+            f"--retry-infra --out {run_path}."
         )
     report = write_report(run_path)
     console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
+    if (overall.infra_share or 0) > max_infra:
+        console.print(
+            f"[red]infrastructure errors in {100 * (overall.infra_share or 0):.1f}% of the episodes exceed "
+            f"--max-infra {100 * max_infra:g}%[/]: these scores do not cover the run."
+        )
+        raise typer.Exit(3)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
+ERROR_LOG = "error.log"
 
 
 class RunDir:

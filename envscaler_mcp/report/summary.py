@@ -27,6 +27,13 @@ class GroupSummary(BaseModel):
     episodes: int = Field(description="Episodes recorded (all statuses).")
     scored: int = Field(description="Episodes with a score (not infra errors, final state readable).")
     infra_errors: int = Field(description="Episodes lost to infrastructure failures (excluded from scores).")
+    infra_share: float | None = Field(
+        None, description="infra_errors / episodes: how much of the run the scores do not cover."
+    )
+    model_errors: int = Field(
+        0, description="Episodes the agent's model ended by its own fault (context overflow, refusal, invalid "
+        "request): scored, counted as failures."
+    )
     not_scorable: int = Field(0, description="Episodes whose final state could not be read.")
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
@@ -81,6 +88,8 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         episodes=len(results),
         scored=len(scored),
         infra_errors=statuses.get("infra_error", 0),
+        infra_share=round(statuses.get("infra_error", 0) / len(results), 4) if results else None,
+        model_errors=statuses.get("model_error", 0),
         not_scorable=sum(1 for r in ran if r.score is None),
         status_counts=dict(sorted(statuses.items())),
         mean_score=agg.mean_score,
@@ -134,6 +143,12 @@ def _tokens(usage: Usage) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def _infra(group: GroupSummary) -> str:
+    if not group.infra_errors:
+        return "0"
+    return f"{group.infra_errors} ({_pct(group.infra_share)})"
+
+
 def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
@@ -161,7 +176,7 @@ def summary_table(summary: RunSummary) -> Table:
             _tokens(usage),
             _cost(usage),
             "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s",
-            str(g.infra_errors),
+            _infra(g),
         ]
         body.append((g.name, cells))
     for i, col in enumerate(cols):

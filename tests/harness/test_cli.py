@@ -130,3 +130,15 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> N
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
     assert len(pairs) == len(set(pairs)) == 4
+
+
+@pytest.mark.parametrize(("max_infra", "code"), [("0.1", 3), ("1", 0)])
+def test_too_many_infra_errors_fail_the_command(tmp_path: Path, max_infra: str, code: int) -> None:
+    # The mock agent has an empty script: its first call fails like a provider outage (infrastructure).
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "mock", "--transport", "memory", "--infra-retries", "0",
+            "--out", str(tmp_path / "run"), "--no-progress", "--max-infra", max_infra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.output + repr(result.exception)
+    assert "2 of 2 episode(s) (100.0%) failed on infrastructure errors" in result.output
+    assert ("exceed --max-infra 10%" in result.output) == (code == 3)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["overall"]["infra_share"] == 1.0

@@ -81,7 +81,7 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
     records = RunDir(tmp_path).read_results()
     assert started == ["mini_shop", "mini_shop"]
     assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
-    assert sorted(r.attempts for r in records) == [1, 3]  # crash, refused (server restarted), success
+    assert sorted(r.attempts for r in records) == [1, 2]  # the crash restarts the server at once; the retry succeeds
 
 
 def _http_server_children() -> list[int]:
