@@ -1,7 +1,10 @@
 """The validator sandbox: untrusted check functions run in persistent worker processes, never in this one.
 
     async with ValidatorSandbox(timeout_s=2.0, memory_mb=512, workers=2) as sandbox:
-        results = await sandbox.run(scenario.checklist, scenario.initial_state, final_state)
+        results = await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
+
+State items' validators get the final state, transcript items' validators (`kind="transcript"`) the
+transcript (plain data, see scoring/transcript.py); both run in the same workers under the same limits.
 
 Each worker (`python -m envscaler_mcp.scoring.worker`) runs under an address-space limit, cannot open files
 or sockets, has an empty environment and a scratch working folder, and stops each check with an alarm
@@ -34,6 +37,7 @@ _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _MAX_LINE = 1 << 20
 _START_TIMEOUT_S = 30.0
 _MIN_CHUNK = 4  # fewer checks than this per worker are not worth sending the states twice
+_Answer = tuple[bool, str | None, float, list[str]]  # passed, reason, seconds, evidence
 
 
 class CheckItem(Protocol):
@@ -45,6 +49,7 @@ class CheckItem(Protocol):
     def description(self) -> str: ...
     @property
     def validator(self) -> str | None: ...
+    # Optional: `kind` ("state" by default, or "transcript"), read with getattr.
 
 
 class _Worker:
@@ -147,42 +152,52 @@ class ValidatorSandbox:
             os.chmod(self._cwd, 0o700)
             shutil.rmtree(self._cwd, ignore_errors=True)
 
-    async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any) -> list[CheckResult]:
-        """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order."""
+    async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any,
+                  transcript: Any = None) -> list[CheckResult]:
+        """Run every item's validator, state items on `final_state` and transcript items on `transcript` (global
+        `initial_state` for both); one result per item, in order."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run called outside `async with ValidatorSandbox(...)`")
         try:
             initial_text = json.dumps(initial_state, ensure_ascii=False)
             final_text = json.dumps(final_state, ensure_ascii=False)
+            transcript_text = json.dumps(transcript, ensure_ascii=False) if transcript is not None else None
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         results: list[CheckResult | None] = [None] * len(items)
-        runnable: list[tuple[int, str]] = []
+        runnable: list[tuple[int, str, str]] = []
         for i, item in enumerate(items):
+            kind = getattr(item, "kind", "state")
             if item.validator is None or not item.validator.strip():
                 results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
                                          reason="the checklist item has no validator")
+            elif kind == "transcript" and transcript_text is None:
+                results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
+                                         reason="a transcript check needs a transcript, and none was given")
             else:
-                runnable.append((i, item.validator))
+                runnable.append((i, item.validator, kind))
         n_chunks = max(1, min(self.n_workers, math.ceil(len(runnable) / _MIN_CHUNK)))
         size = math.ceil(len(runnable) / n_chunks) if runnable else 0
         chunks = [runnable[k:k + size] for k in range(0, len(runnable), size)] if runnable else []
-        answers: dict[int, tuple[bool, str | None, float]] = {}
+        answers: dict[int, _Answer] = {}
+        texts = {"initial": initial_text, "final": final_text}
+        if transcript_text is not None and any(kind == "transcript" for _, _, kind in runnable):
+            texts["transcript"] = transcript_text
         async with anyio.create_task_group() as tg:
             for chunk in chunks:
-                tg.start_soon(self._run_chunk, chunk, initial_text, final_text, answers)
+                tg.start_soon(self._run_chunk, chunk, texts, answers)
         for i, item in enumerate(items):
             if results[i] is None:
-                passed, reason, duration = answers[i]
+                passed, reason, duration, evidence = answers[i]
                 results[i] = CheckResult(item_id=item.id, description=item.description, passed=passed,
-                                         reason=reason, duration_s=duration)
+                                         reason=reason, duration_s=duration, evidence=evidence)
         return [r for r in results if r is not None]
 
-    async def _run_chunk(self, chunk: list[tuple[int, str]], initial_text: str, final_text: str,
-                         answers: dict[int, tuple[bool, str | None, float]]) -> None:
+    async def _run_chunk(self, chunk: list[tuple[int, str, str]], texts: dict[str, str],
+                         answers: dict[int, _Answer]) -> None:
         worker: _Worker = await self._idle_recv.receive()
         try:
-            worker = await self._run_on(worker, chunk, initial_text, final_text, answers)
+            worker = await self._run_on(worker, chunk, texts, answers)
         except BaseException:
             # Cancelled (or failed) mid-request: answers nobody will read may still come, so this worker's
             # stream is out of step. Kill it; the next run that borrows it starts a fresh one.
@@ -192,16 +207,16 @@ class ValidatorSandbox:
         finally:
             self._idle_send.send_nowait(worker)
 
-    async def _run_on(self, worker: _Worker, chunk: list[tuple[int, str]], initial_text: str, final_text: str,
-                      answers: dict[int, tuple[bool, str | None, float]]) -> _Worker:
-        # Allow for parsing both states before each check (pessimistic 20 MB/s), beyond the check's own time.
-        deadline = self.timeout_s + self.grace_s + (len(initial_text) + len(final_text)) / 20e6
+    async def _run_on(self, worker: _Worker, chunk: list[tuple[int, str, str]], texts: dict[str, str],
+                      answers: dict[int, _Answer]) -> _Worker:
+        # Allow for parsing the states before each check (pessimistic 20 MB/s), beyond the check's own time.
+        deadline = self.timeout_s + self.grace_s + sum(len(t) for t in texts.values()) / 20e6
         pending = list(chunk)
         while pending:
             if worker.process.returncode is not None:
                 worker = await self._replace(worker)
-            request = {"initial": initial_text, "final": final_text, "timeout_s": self.timeout_s,
-                       "checks": [{"i": i, "source": src} for i, src in pending]}
+            request = {**texts, "timeout_s": self.timeout_s,
+                       "checks": [{"i": i, "source": src, "kind": kind} for i, src, kind in pending]}
             try:
                 await worker.send(request)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -218,14 +233,15 @@ class ValidatorSandbox:
                 if not line:
                     reason = (f"timed out after {float(self.timeout_s)} s (the worker stopped responding and was "
                               "restarted)") if line is None else await self._death_reason(worker)
-                    answers[index] = (False, reason, deadline if line is None else 0.0)
+                    answers[index] = (False, reason, deadline if line is None else 0.0, [])
                     pending.pop(0)
                     worker = await self._replace(worker)
                     break
                 answer = json.loads(line)
                 if answer.get("i") != index:
                     raise ValidatorError(f"validator worker answered check {answer.get('i')} when {index} was due")
-                answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)))
+                answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)),
+                                  [str(e) for e in answer.get("evidence") or []])
                 pending.pop(0)
         return worker
 

@@ -3,12 +3,16 @@
 Reads one JSON request per line on stdin and answers one JSON line per check on the original stdout:
 
     request:  {"initial": "<state JSON text>", "final": "<state JSON text>", "timeout_s": 2.0,
-               "checks": [{"i": 0, "source": "def check_func(final_state): ..."}, ...]}
-    answer:   {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001}     (one per check, in order)
+               "transcript": "<transcript JSON text>" (only when a transcript check is sent),
+               "checks": [{"i": 0, "source": "def check_func(final_state): ...", "kind": "state"}, ...]}
+    answer:   {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001, "evidence": [...]}
+              (one per check, in order)
 
 First line written after start-up: {"ready": true, "pid": N}. Every check gets fresh globals with
 restricted builtins, its own parsed copy of the initial state (global `initial_state`) and of the final
-state (the argument), so a check that mutates either cannot affect the next one. Standard library only.
+state or, for a transcript check (`"kind": "transcript"`), of the transcript (the argument), so a check
+that mutates either cannot affect the next one. Evidence is what the `transcript_checks` helpers recorded
+during the check. Standard library only.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import sys
 import time
 from typing import Any, BinaryIO, ClassVar
 
+from envscaler_mcp.scoring import transcript_checks
 from envscaler_mcp.scoring._restrict import (
     ImportNotAllowed,
     SandboxViolation,
@@ -62,14 +67,14 @@ class States:
     """The two states of one request, parsed once; each `fresh` call returns a new, independent copy.
 
     Copies come from `marshal` (about twice as fast as re-parsing JSON, and exact for JSON values). The last
-    two parsed texts are remembered across requests: the gate and the mutation test send the same initial
+    three parsed texts are remembered across requests: the gate and the mutation test send the same initial
     state again and again.
     """
 
-    _recent: ClassVar[dict[str, bytes]] = {}  # text -> marshal blob, at most two entries
+    _recent: ClassVar[dict[str, bytes]] = {}  # text -> marshal blob, at most three entries
 
-    def __init__(self, initial_text: str, final_text: str) -> None:
-        self._texts = {"initial": initial_text, "final": final_text}
+    def __init__(self, initial_text: str, final_text: str, transcript_text: str = "null") -> None:
+        self._texts = {"initial": initial_text, "final": final_text, "transcript": transcript_text}
         self._blobs: dict[str, bytes] = {}
 
     def fresh(self, which: str) -> Any:
@@ -79,7 +84,7 @@ class States:
             blob = self._recent.get(text)
             if blob is None:
                 blob = marshal.dumps(json.loads(text))
-                if len(self._recent) >= 2:
+                if len(self._recent) >= 3:
                     self._recent.pop(next(iter(self._recent)))
                 self._recent[text] = blob
             self._blobs[which] = blob
@@ -99,13 +104,16 @@ class Runner:
         self._fired = True
         raise _CheckTimeout
 
-    def run_check(self, source: str, states: States, timeout_s: float) -> dict[str, Any]:
-        """Run one validator; return {"passed", "reason", "duration_s"}."""
+    def run_check(self, source: str, states: States, timeout_s: float, kind: str = "state") -> dict[str, Any]:
+        """Run one validator; return {"passed", "reason", "duration_s", "evidence"}."""
         start = time.perf_counter()
-        passed, reason = self._run(source, states, timeout_s)
-        return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6)}
+        transcript_checks._begin()
+        passed, reason = self._run(source, states, timeout_s, kind)
+        evidence = [_short(str(e)) for e in transcript_checks._take()]
+        return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6),
+                "evidence": evidence}
 
-    def _run(self, source: str, states: States, timeout_s: float) -> tuple[bool, str | None]:
+    def _run(self, source: str, states: States, timeout_s: float, kind: str) -> tuple[bool, str | None]:
         try:
             tree = ast.parse(source, "<validator>")
             problem = static_problem(tree)
@@ -121,7 +129,7 @@ class Runner:
             # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
             if any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree)):
                 env["initial_state"] = states.fresh("initial")
-            final_state = states.fresh("final")
+            argument = states.fresh("transcript" if kind == "transcript" else "final")
         except (MemoryError, ValueError) as exc:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else f"bad state JSON: {exc}"
         self._fired = False
@@ -133,8 +141,9 @@ class Runner:
                 exec(code, env)
                 func = env.get("check_func")
                 if not callable(func):
-                    return False, "the validator does not define check_func(final_state)"
-                result = func(final_state)
+                    name = "transcript" if kind == "transcript" else "final_state"
+                    return False, f"the validator does not define check_func({name})"
+                result = func(argument)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except _CheckTimeout:
@@ -214,10 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         if not raw.strip():
             continue
         request = json.loads(raw)
-        states = States(request["initial"], request["final"])
+        states = States(request["initial"], request["final"], request.get("transcript") or "null")
         timeout_s = float(request["timeout_s"])
         for check in request["checks"]:
-            answer = runner.run_check(check["source"], states, timeout_s)
+            answer = runner.run_check(check["source"], states, timeout_s, check.get("kind", "state"))
             answer["i"] = check["i"]
             _send(out, answer)
     return 0
