@@ -146,11 +146,11 @@ def eval_command(
         raise
     summary = finish_run(run_path)
     console.print(summary_table(summary))
-    if summary.overall.not_scorable:
-        console.print(
-            f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane."
-        )
     overall = summary.overall
+    for why, count in overall.not_scorable_why.items():
+        console.print(f"{count} episode(s) could not be scored: {why}.", highlight=False)
+    for what, count in overall.unscored_checks.items():
+        console.print(f"{count} check(s) could not run ({what}).", highlight=False)
     if overall.model_errors:
         console.print(
             f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "

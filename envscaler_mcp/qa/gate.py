@@ -2,13 +2,18 @@
 
 For one scenario, `check_scenario` verifies, in order:
 
-1. validators    - every validator runs in the sandbox and returns a bool (on the initial and the final state);
-2. initial-false - at least one validator is False on the untouched initial state, and every item with
-                   `claims_change=True` is False there;
+1. validators    - every validator runs in the sandbox and returns a bool (on the initial and the final state;
+                   transcript items on the empty and the reference transcript);
+2. initial-false - at least one validator is False on the untouched initial state, every item with
+                   `claims_change=True` is False there, and every transcript item is False on the empty
+                   transcript (no call, no answer: an agent that does nothing fails);
 3. replay        - the reference solution, replayed through a real server episode started at the initial
                    state, has every call succeed (not `is_error`, structured `success` true);
-4. final-true    - every validator is True on the state the replay leaves;
-5. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator.
+4. final-true    - every validator is True on the state the replay leaves, transcript items on the reference
+                   transcript (the replayed calls and the scenario's reference answer);
+5. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator;
+                   each fact of the reference answer changed (and each sentence stating one dropped) flips
+                   some transcript item.
 
 The report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
@@ -23,6 +28,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from envscaler_mcp.qa.mutation import MutationReport, mutation_check
+from envscaler_mcp.qa.transcript import EMPTY_TRANSCRIPT, answer_probes, reference_transcript, result_data
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
@@ -57,6 +63,8 @@ class ReplayCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments sent.")
     ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
     detail: str | None = Field(None, description="Error text when the call failed.")
+    result_text: str = Field("", exclude=True, description="The result (JSON text), for the reference transcript.")
+    is_error: bool = Field(False, exclude=True, description="The result was an error result.")
 
 
 class GateReport(BaseModel):
@@ -72,6 +80,9 @@ class GateReport(BaseModel):
     replay: list[ReplayCall] = Field(default_factory=list, description="The replayed calls, up to the first failure.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
     final_state: dict[str, Any] | None = Field(None, exclude=True, description="State after the replay (not saved).")
+    transcript: dict[str, Any] | None = Field(
+        None, exclude=True, description="The reference transcript: replayed calls and the reference answer (not saved)."
+    )
 
     @property
     def passed(self) -> bool:
@@ -112,11 +123,15 @@ async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
     try:
         async with episode_factory(scenario.initial_state) as episode:
             for n, call in enumerate(scenario.reference_solution, start=1):
+                text, is_error = "", True
                 try:
-                    ok, detail = _call_outcome(await episode.call_tool(call.tool, call.arguments))
+                    result = await episode.call_tool(call.tool, call.arguments)
+                    ok, detail = _call_outcome(result)
+                    text, is_error = result_data(result)
                 except Exception as exc:  # a client-side error: report it, the other scenarios go on
                     ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                calls.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
+                calls.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail,
+                                        result_text=text, is_error=is_error))
                 if not ok:
                     return calls, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
             return calls, await episode.get_state(), []
@@ -143,13 +158,15 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     # 2. initial-false
     initial_reasons: list[str] = []
     if items:
-        report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state)
+        report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state,
+                                                   EMPTY_TRANSCRIPT)
         validator_problems += _errors(report.initial_results, "initial")
         if all(r.passed for r in report.initial_results):
             initial_reasons.append("every validator is already True on the initial state")
         initial_reasons += [f"{c.id} claims a change but is already True on the initial state"
                             for c, r in zip(items, report.initial_results, strict=True)
-                            if c.claims_change and r.passed]
+                            if c.kind == "state" and c.claims_change and r.passed]
+        initial_reasons += _empty_transcript_reasons(scenario, report.initial_results)
     else:
         initial_reasons.append("no validators to run")
 
@@ -168,10 +185,13 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     final_status: StepStatus = "skip"
     final_reasons: list[str] = []
     if report.final_state is not None and items:
-        report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state)
+        report.transcript = reference_transcript(scenario, report.replay)
+        report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state,
+                                                 report.transcript)
         validator_problems += _errors(report.final_results, "final")
         final_reasons = [f"{r.item_id} is not True after the reference solution"
                          + (f" ({r.reason})" if r.reason else "") for r in report.final_results if not r.passed]
+        final_reasons += _reference_answer_hint(scenario, report.final_results)
         final_status = "fail" if final_reasons else "pass"
     else:
         final_reasons.append("the reference solution was not replayed to the end")
@@ -184,9 +204,35 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     # 5. mutation (optional; only meaningful when the final state passes every validator)
     if mutation:
         if final_status == "pass" and report.final_state is not None:
-            report.mutation = await mutation_check(scenario, report.final_state, sandbox)
+            report.mutation = await mutation_check(scenario, report.final_state, sandbox, report.transcript)
+            await _probe_answer(scenario, report, sandbox)
             status: StepStatus = "warn" if report.mutation.reasons() else "pass"
             add(GateStep(name="mutation", status=status, reasons=report.mutation.reasons()))
         else:
             add(GateStep(name="mutation", status="skip", reasons=["needs a final state that passes every validator"]))
     return report
+
+
+# Transcript items (see qa/transcript.py), kept apart from the state steps above.
+
+
+def _empty_transcript_reasons(scenario: Scenario, initial_results: list[CheckResult]) -> list[str]:
+    """Transcript items True on the empty transcript: an agent that does nothing would pass them."""
+    return [f"{c.id} is True on the empty transcript (no call, no answer): an agent that does nothing passes it"
+            for c, r in zip(scenario.checklist, initial_results, strict=True) if c.kind == "transcript" and r.passed]
+
+
+def _reference_answer_hint(scenario: Scenario, final_results: list[CheckResult]) -> list[str]:
+    failed = any(not r.passed for c, r in zip(scenario.checklist, final_results, strict=True)
+                 if c.kind == "transcript")
+    if failed and not (scenario.reference_answer or "").strip():
+        return ["the scenario has no reference_answer, so transcript items that read the answer cannot pass"]
+    return []
+
+
+async def _probe_answer(scenario: Scenario, report: GateReport, sandbox: ValidatorSandbox) -> None:
+    if report.mutation is None or report.mutation.baseline_failures or report.transcript is None:
+        return
+    probes, truncated = await answer_probes(scenario, report.transcript, report.final_state, sandbox)
+    report.mutation.answer_probes = probes
+    report.mutation.truncated = report.mutation.truncated or truncated

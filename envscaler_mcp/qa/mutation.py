@@ -11,6 +11,9 @@ A probe is *caught* when at least one validator turns False (or errors). A field
 caught is *unguarded*: e.g. a validator that only checks a new reservation exists leaves its fields
 unguarded. Incidental changes (a counter, a timestamp) also show up here; the report lists them, and the
 caller decides whether that matters.
+
+Transcript items see the reference transcript throughout (they cannot notice a state probe); the answer
+probes that test them are in qa/transcript.py and are reported here as `answer_probes`.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ class MutationReport(BaseModel):
     )
     probes: list[Probe] = Field(default_factory=list, description="Every perturbation tried.")
     truncated: bool = Field(False, description="True when there were more fields than the probe budget.")
+    answer_probes: list[Probe] = Field(
+        default_factory=list,
+        description="Transcript items: each fact of the reference answer changed, each sentence stating one "
+        "dropped; caught when some transcript item turns False.",
+    )
 
     @property
     def unguarded(self) -> list[str]:
@@ -53,6 +61,8 @@ class MutationReport(BaseModel):
         """Human-readable problems (empty when every field is guarded)."""
         out = [f"{item} is not True on the final state, so fields cannot be probed" for item in self.baseline_failures]
         out += [f"no validator notices when {p.path} is {p.mutation}" for p in self.probes if not p.caught_by]
+        out += [f"no transcript item notices when the answer has {p.mutation}"
+                for p in self.answer_probes if not p.caught_by]
         if self.truncated:
             out.append(f"only the first {_MAX_PROBES} probes were run")
         return out
@@ -132,11 +142,13 @@ def _plan(initial: Any, final: Any) -> list[Step]:
     return plan
 
 
-async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbox: ValidatorSandbox) -> MutationReport:
-    """Perturb each field that differs from the initial state; report fields no validator guards."""
+async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbox: ValidatorSandbox,
+                         transcript: dict[str, Any] | None = None) -> MutationReport:
+    """Perturb each field that differs from the initial state; report fields no validator guards.
+    `transcript` (the reference transcript) is what transcript items read meanwhile."""
     items = scenario.checklist
     report = MutationReport()
-    baseline = await sandbox.run(items, scenario.initial_state, final_state)
+    baseline = await sandbox.run(items, scenario.initial_state, final_state, transcript)
     report.baseline_failures = [r.item_id for r in baseline if not r.passed]
     if report.baseline_failures or not items:
         return report
@@ -144,7 +156,7 @@ async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbo
     if len(plan) > _MAX_PROBES:
         plan, report.truncated = plan[:_MAX_PROBES], True
     for path, description, how, value in plan:
-        results = await sandbox.run(items, scenario.initial_state, _edit(final_state, path, how, value))
+        results = await sandbox.run(items, scenario.initial_state, _edit(final_state, path, how, value), transcript)
         report.probes.append(Probe(path=format_path(path), mutation=description,
                                    caught_by=[r.item_id for r in results if not r.passed]))
     return report

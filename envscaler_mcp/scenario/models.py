@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp.skeleton.models import Provenance, canonical_hash
 
-
 CheckKind = Literal["state", "transcript"]
 
 

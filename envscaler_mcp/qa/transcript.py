@@ -1,0 +1,89 @@
+"""The QA gate's side of transcript items: the transcripts they are proven on, and the answer probes.
+
+* The empty transcript (no call, an empty answer): every transcript item must be False on it, so an agent
+  that does nothing fails (part of the initial-false step).
+* The reference transcript: the reference solution as replayed (each call with its result) and the
+  scenario's `reference_answer`; every transcript item must be True on it (part of the final-true step).
+* Answer probes (the mutation step): each number, amount, date, time and id of the reference answer changed
+  alone, and each sentence that states one dropped alone; some transcript item must turn False on each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from envscaler_mcp.qa.mutation import Probe
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scoring._facts import fact_spans
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT, call_record, make_transcript
+
+__all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "reference_transcript", "result_data", "transcript_items"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+_MAX_PROBES = 60
+
+
+class _Replayed(Protocol):
+    tool: str
+    arguments: dict[str, Any]
+    result_text: str
+    is_error: bool
+
+
+def transcript_items(scenario: Scenario) -> list[ChecklistItem]:
+    """The scenario's transcript items, in order."""
+    return [c for c in scenario.checklist if c.kind == "transcript"]
+
+
+def result_data(result: Any) -> tuple[str, bool]:
+    """(result text, is_error) of a CallToolResult-like object: its structured content as JSON when there is
+    some, else its text blocks."""
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    else:
+        text = "\n".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or []))
+    return text, bool(getattr(result, "is_error", False))
+
+
+def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed]) -> dict[str, Any]:
+    """The transcript of a correct agent: the replayed reference calls with their results, then the
+    reference answer ("" when the scenario has none)."""
+    calls = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in replay]
+    return make_transcript(calls, scenario.reference_answer or "")
+
+
+def _variants(answer: str) -> list[tuple[str, str]]:
+    """(what was done, the changed answer): each fact changed alone, then each fact-stating sentence dropped."""
+    out = [(f"{s.text!r} changed to {s.mutated!r}", answer[: s.start] + s.mutated + answer[s.end :])
+           for s in fact_spans(answer)]
+    sentences = [s for s in _SENTENCE_END.split(answer) if s and s.strip()]
+    if len(sentences) > 1:
+        for n, sentence in enumerate(sentences):
+            if fact_spans(sentence):
+                rest = " ".join(s.strip() for k, s in enumerate(sentences) if k != n)
+                shown = sentence.strip() if len(sentence) <= 80 else sentence.strip()[:77] + "..."
+                out.append((f"the sentence \u00ab{shown}\u00bb dropped", rest))
+    return out
+
+
+async def answer_probes(scenario: Scenario, transcript: dict[str, Any], final_state: Any,
+                        sandbox: ValidatorSandbox) -> tuple[list[Probe], bool]:
+    """Run the transcript items on each variant of the reference answer; (probes, truncated)."""
+    items = transcript_items(scenario)
+    answer = transcript.get("answer") or ""
+    if not items or not answer:
+        return [], False
+    variants = _variants(answer)
+    truncated = len(variants) > _MAX_PROBES
+    probes = []
+    for description, changed in variants[:_MAX_PROBES]:
+        results = await sandbox.run(items, scenario.initial_state, final_state,
+                                    {**transcript, "answer": changed, "told_user": [changed] if changed else []})
+        probes.append(Probe(path="answer", mutation=description,
+                            caught_by=[r.item_id for r in results if not r.passed]))
+    return probes, truncated
