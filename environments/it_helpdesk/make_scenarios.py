@@ -20,6 +20,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
+from envscaler_mcp.qa.readonly import read_only_scenarios  # noqa: E402
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
 from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
 
@@ -44,6 +45,53 @@ def scenario(title: str, task: str, state: dict, checks: list[ChecklistItem], so
     return Scenario(env_id=ENV_ID, title=title, task=task, initial_state=state, checklist=checks,
                     reference_solution=solution, difficulty=len(solution),
                     provenance=Provenance(source="hand-authored")).with_id()
+
+
+# Questions answered by looking things up; checked on what the agent did and said (qa/readonly.py).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Overdue security tickets",
+        "task": "Quick check for the security lead: which tickets in the Security queue are past their due date "
+                "right now, when was each due, and who is working on each of them?",
+        "solution": [("list_tickets", {"queue_id": "Q-SEC", "overdue_only": True}),
+                     ("list_agents", {"queue_id": "Q-SEC"})],
+        "answer": "Two security tickets are overdue. INC-3048 (Suspicious phishing email) was due on 2026-03-14 "
+                  "and is still unassigned. INC-3040 (USB device blocked) was due on 2026-03-15 and is assigned "
+                  "to Tariq Aziz.",
+        "checks": [
+            ("Has the agent said two security tickets are overdue?", "says(transcript, 2)"),
+            ("Has the agent said INC-3048 was due on 2026-03-14 and has no assignee?",
+             "says(transcript, 'INC-3048', '2026-03-14') and (says(transcript, 'unassigned') "
+             "or says(transcript, 'not assigned') or says(transcript, 'no one') or says(transcript, 'nobody'))"),
+            ("Has the agent said INC-3040 was due on 2026-03-15 and is with Tariq Aziz?",
+             "says(transcript, 'INC-3040', '2026-03-15', 'Tariq Aziz')"),
+            ("Has the agent listed the Security queue's tickets?",
+             "called(transcript, 'list_tickets', queue_id='Q-SEC') or called(transcript, 'list_tickets', "
+             "category='security')"),
+        ],
+    },
+    {
+        "title": "Where is my access request?",
+        "task": "Hi, this is Tomasz Wojcik (tomasz.wojcik@brightwater.example). A while ago I asked for access to "
+                "a shared drive. What is the status of that ticket, who is handling it, and is it late?",
+        "solution": [("get_employee", {"email": "tomasz.wojcik@brightwater.example"}),
+                     ("list_tickets", {"requester_id": "E1002", "open_only": True}),
+                     ("list_agents", {"queue_id": "Q-ACC"})],
+        "answer": "Your ticket INC-3042 (Need access to shared drive) is in progress with Lucia Fernandez. It was "
+                  "due on 2026-03-12, so it is 4 days overdue.",
+        "checks": [
+            ("Has the agent said ticket INC-3042 is in progress?",
+             "says(transcript, 'INC-3042') and (says(transcript, 'in progress') "
+             "or says(transcript, 'in_progress'))"),
+            ("Has the agent said Lucia Fernandez is handling it?", "says(transcript, 'Lucia Fernandez')"),
+            ("Has the agent said it was due on 2026-03-12 and is 4 days overdue?",
+             "says(transcript, '2026-03-12', 4)"),
+            ("Has the agent looked up Tomasz's tickets?",
+             "called(transcript, 'list_tickets', requester_id='E1002') or called(transcript, 'get_ticket', "
+             "ticket_id='INC-3042')"),
+        ],
+    },
+]
 
 
 def build(state: dict) -> list[Scenario]:
@@ -387,6 +435,10 @@ def main() -> int:
         for p in problems:
             print(f"     - {p}")
         failed += bool(problems)
+    read_only, gated = read_only_scenarios(ENV_ID, READ_ONLY, state)
+    print("\n".join(f"FAIL {p}" for p in gated) or f"ok   {len(read_only)} read-only scenarios")
+    failed += len(gated)
+    scenarios += read_only
     if failed:
         print(f"{failed} scenario(s) failed; nothing written.")
         return 1

@@ -5,7 +5,8 @@
 * The reference transcript: the reference solution as replayed (each call with its result) and the
   scenario's `reference_answer`; every transcript item must be True on it (part of the final-true step).
 * Answer probes (the mutation step): each number, amount, date, time and id of the reference answer changed
-  alone, and each sentence that states one dropped alone; some transcript item must turn False on each.
+  alone (every place it is stated), and each sentence that states one dropped alone; some transcript item
+  must turn False on each.
 """
 
 from __future__ import annotations
@@ -58,9 +59,17 @@ def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed]) -> dic
 
 
 def _variants(answer: str) -> list[tuple[str, str]]:
-    """(what was done, the changed answer): each fact changed alone, then each fact-stating sentence dropped."""
-    out = [(f"{s.text!r} changed to {s.mutated!r}", answer[: s.start] + s.mutated + answer[s.end :])
-           for s in fact_spans(answer)]
+    """(what was done, the changed answer): each fact changed alone (everywhere it is stated), then each
+    fact-stating sentence dropped."""
+    groups: dict[tuple[str, frozenset[Any]], list[Any]] = {}
+    for span in fact_spans(answer):
+        groups.setdefault((span.kind, span.keys), []).append(span)
+    out = []
+    for spans in groups.values():
+        changed = answer
+        for span in sorted(spans, key=lambda s: s.start, reverse=True):
+            changed = changed[: span.start] + span.mutated + changed[span.end :]
+        out.append((f"{spans[0].text!r} changed to {spans[0].mutated!r}", changed))
     sentences = [s for s in _SENTENCE_END.split(answer) if s and s.strip()]
     if len(sentences) > 1:
         for n, sentence in enumerate(sentences):

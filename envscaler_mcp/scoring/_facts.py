@@ -20,9 +20,10 @@ MONTHS = {
     "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9, "sep": 9, "sept": 9,
     "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
 }
+# Number words a text may state a count with; "one" is left out (mostly a pronoun: "the next one").
 NUMBER_WORDS = {w: n for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
 
 _MONTH = r"(?P<mon>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _WEEKDAY = (r"(?:(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues|tue|wed|thurs|thur|thu|"
@@ -162,7 +163,9 @@ def fact_spans(text: str) -> list[Span]:
             str((int(m[0][i]) + 1) % 10))
     for m in _WORD.finditer(text):
         n = NUMBER_WORDS[m[0].lower()]
-        other = next(w for w, v in NUMBER_WORDS.items() if v == (n + 1 if n < 20 else n - 1))
+        words = list(NUMBER_WORDS)  # in order of value
+        k = words.index(m[0].lower())
+        other = words[k + 1] if k + 1 < len(words) else words[k - 1]
         add(m.start(), m.end(), "number", frozenset({Decimal(n)}), m.span(), other)
     spans.sort(key=lambda s: s.start)
     return spans
