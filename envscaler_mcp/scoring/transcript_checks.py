@@ -179,6 +179,12 @@ def not_says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
     return ok
 
 
+def stated(text: str, fact: Any) -> bool:
+    """Whether `text` states `fact` (the matching `says` does), without recording evidence. For callers
+    outside the sandbox; validators use `says`."""
+    return _Fact(fact).find(text, fact_spans(text)) is not None
+
+
 # ---------------------------------------------------------------- calls
 
 
