@@ -103,3 +103,18 @@ def test_external_warning_says_which_checks_run() -> None:
     text = external_warning([READ_ONLY, BOB])
     assert "3 state check(s)" in text and "2 transcript check(s)" in text and "will be scored" in text
     assert "no episode can be scored" in external_warning([BOB])
+
+
+async def test_gym_rewards_transcript_items(server: Any, checker: SandboxChecker) -> None:
+    from envscaler_mcp.harness.gym import EnvScalerMCPEnv
+
+    env = EnvScalerMCPEnv(server, checker)
+    await env.reset(READ_ONLY)
+    await env.step({"name": "get_order", "arguments": {"order_id": "O-1001"}})
+    _, reward, terminated, _, info = await env.step("It totals $25.50 (order O-1001).")
+    assert terminated and reward == 1.0 and info["success"] is True
+    assert info["checks"][0]["evidence"][0].startswith("stated '25.5'")
+    await env.reset(READ_ONLY)
+    _, reward, *_ = await env.step("It totals $25.50 (order O-1001).")  # never looked it up
+    assert reward == 0.6667  # the look-up item fails; the answer and the unchanged state pass
+    await env.close()
