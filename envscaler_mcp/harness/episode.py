@@ -29,6 +29,7 @@ from envscaler_mcp.scoring.diff import StateChange, diff_states
 _MODEL_FAULT_CODES = {-32602, -32601}
 T = TypeVar("T")
 
+
 class _Recorder:
     """The mutable record of one attempt; kept even when the attempt times out."""
 

@@ -13,6 +13,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 MONTHS = {
@@ -129,6 +130,11 @@ def _last_digit_span(token: str, stop: str = ".") -> tuple[int, int]:
 
 def fact_spans(text: str) -> list[Span]:
     """Every date, time, id and number stated in `text`, in order of position (no two overlap)."""
+    return list(_spans(text))
+
+
+@lru_cache(maxsize=8)  # one answer is searched by every item of a checklist
+def _spans(text: str) -> tuple[Span, ...]:
     taken = bytearray(len(text))
     spans: list[Span] = []
 
@@ -168,7 +174,7 @@ def fact_spans(text: str) -> list[Span]:
         other = words[k + 1] if k + 1 < len(words) else words[k - 1]
         add(m.start(), m.end(), "number", frozenset({Decimal(n)}), m.span(), other)
     spans.sort(key=lambda s: s.start)
-    return spans
+    return tuple(spans)
 
 
 def _decimal(token: str) -> Decimal:
