@@ -45,6 +45,11 @@ class Scenario(BaseModel):
     reference_solution: list[ToolCall] = Field(
         default_factory=list, description="Ordered tool calls that solve the task; empty when unknown."
     )
+    wrong_solutions: list[list[ToolCall]] = Field(
+        default_factory=list,
+        description="Plausible wrong solutions (ordered tool calls each); the QA gate replays every one and "
+        "requires it to leave some validator False. Never served to agents.",
+    )
     difficulty: int | None = Field(None, description="Number of tool calls in the reference solution.")
     provenance: Provenance = Field(description="How this scenario was made.")
     extra: dict[str, Any] = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")

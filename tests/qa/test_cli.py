@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import envscaler_mcp.qa.cli
+import envscaler_mcp.qa.batch
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.cli import app
 from envscaler_mcp.errors import UsageError
@@ -35,7 +35,7 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
             raise UsageError("unknown environment 'nope'")
         yield SimpleNamespace(episode=fake_shop_episode)
 
-    monkeypatch.setattr(envscaler_mcp.qa.cli, "launch_server", launch_server)
+    monkeypatch.setattr(envscaler_mcp.qa.batch, "launch_server", launch_server)
     return launched
 
 
