@@ -18,6 +18,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
@@ -65,7 +66,7 @@ def item(n: int, description: str, body: str, claims_change: bool = True) -> Che
                          claims_change=claims_change)
 
 
-def scenario(env_id: str, title: str, task: str, state: dict[str, Any], checks: list[ChecklistItem],
+def scenario(env_id: str, title: str, task: str, state: State, checks: list[ChecklistItem],
              solution: Sequence[CallSpec]) -> Scenario:
     """A hand-authored scenario with its content-hash id; difficulty is the reference solution's length."""
     calls = [as_call(c) for c in solution]
@@ -74,7 +75,7 @@ def scenario(env_id: str, title: str, task: str, state: dict[str, Any], checks: 
                     provenance=Provenance(source="hand-authored")).with_id()
 
 
-def from_specs(env_id: str, specs: Sequence[Mapping[str, Any]], state: dict[str, Any],
+def from_specs(env_id: str, specs: Sequence[Mapping[str, Any]], state: State,
                helpers: Mapping[str, str] | None = None) -> list[Scenario]:
     """Scenarios from spec dicts (see the module docstring); a spec without `initial_state` starts at `state`."""
     out = []

@@ -12,10 +12,10 @@ import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 
+from envscaler_mcp._json import State
 from envscaler_mcp.authoring.specs import CallSpec, with_wrong_solutions
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.errors import EnvScalerError
@@ -26,9 +26,9 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 
 
-def default_state(env_dir: Path) -> dict[str, Any]:
+def default_state(env_dir: Path) -> State:
     """The environment's default_state.json."""
-    state: dict[str, Any] = json.loads((Path(env_dir) / "default_state.json").read_text(encoding="utf-8"))
+    state: State = json.loads((Path(env_dir) / "default_state.json").read_text(encoding="utf-8"))
     return state
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
@@ -19,7 +20,7 @@ Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleto
 
 def _failing_factory(error: Exception) -> EpisodeFactory:
     @asynccontextmanager
-    async def factory(_state: dict[str, Any]) -> AsyncIterator[Any]:
+    async def factory(_state: State) -> AsyncIterator[Any]:
         raise error
         yield  # pragma: no cover
 

@@ -19,10 +19,11 @@ The report says which step failed and why, item by item, so the scenario generat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp.qa.mutation import MutationReport, mutation_check
 from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.qa.wrong import (
@@ -64,7 +65,7 @@ class GateReport(BaseModel):
     wrong_solutions: list[WrongSolutionResult] = Field(
         default_factory=list, description="What each wrong solution did to the checklist, when any were given.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
-    final_state: dict[str, Any] | None = Field(None, exclude=True, description="State after the replay (not saved).")
+    final_state: State | None = Field(None, exclude=True, description="State after the replay (not saved).")
 
     @property
     def passed(self) -> bool:

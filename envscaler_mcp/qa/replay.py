@@ -13,17 +13,18 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 
 class Episode(Protocol):
     """What the gate needs from an episode (envscaler_mcp.launch's episodes fit)."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-    async def get_state(self) -> dict[str, Any]: ...
+    async def call_tool(self, name: str, arguments: JSONObject) -> Any: ...
+    async def get_state(self) -> State: ...
 
 
-EpisodeFactory = Callable[[dict[str, Any]], AbstractAsyncContextManager[Episode]]
+EpisodeFactory = Callable[[State], AbstractAsyncContextManager[Episode]]
 """Opens an isolated episode at a given initial state, e.g. `server.episode` of a launched server."""
 
 
@@ -31,7 +32,7 @@ class ReplayCall(BaseModel):
     """One replayed call."""
 
     tool: str = Field(description="Tool name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments sent.")
+    arguments: JSONObject = Field(default_factory=dict, description="Arguments sent.")
     ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
     detail: str | None = Field(None, description="Error text when the call failed.")
 
@@ -54,8 +55,8 @@ def call_outcome(result: Any) -> tuple[bool, str | None]:
     return True, None
 
 
-async def replay_calls(calls: Sequence[ToolCall], initial_state: dict[str, Any], episode_factory: EpisodeFactory,
-                       *, stop_at_failure: bool = True) -> tuple[list[ReplayCall], dict[str, Any] | None, list[str]]:
+async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
+                       *, stop_at_failure: bool = True) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
 
     With `stop_at_failure` the first failed call ends the replay (no final state, one reason); without it a
@@ -79,6 +80,6 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: dict[str, Any],
 
 
 async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
-                           ) -> tuple[list[ReplayCall], dict[str, Any] | None, list[str]]:
+                           ) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay the reference solution in a fresh episode, stopping at the first failed call."""
     return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory)
