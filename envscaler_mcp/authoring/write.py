@@ -2,7 +2,7 @@
 
 `main` is what every `environments/<env>/make_scenarios.py` calls: it builds the skeleton from the
 authoring files (so the current environment.py is what runs), launches its server, runs the product's QA
-gate (`qa.check_scenario`: validators, initial-false, reference replay, final-true, wrong solutions) on
+gate (`qa.gate.check_scenario`: validators, initial-false, reference replay, final-true, wrong solutions) on
 every scenario, and writes `scenarios/<env>.jsonl` only when every scenario passes.
 """
 
