@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,7 +11,7 @@ import anyio
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
+from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, WrongSolution, check_scenario
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
@@ -29,15 +29,20 @@ def _failing_factory(error: Exception) -> EpisodeFactory:
 
 async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
                        mutation: bool = False, require_reference: bool = True, concurrency: int = 4,
-                       on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
+                       on_report: Callable[[GateReport], None] | None = None,
+                       wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> list[GateReport]:
     """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
-    fails to start fails its scenarios. Reports come back in input order."""
+    fails to start fails its scenarios. Reports come back in input order.
+
+    `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
+    """
     done: dict[int, GateReport] = {}
     limiter = anyio.Semaphore(max(1, concurrency))
 
     async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox) -> None:
         async with limiter:
-            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation)
+            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
+                                          wrong_solutions=wrong_solutions(sc) if wrong_solutions else ())
         done[n] = report
         if on_report:
             on_report(report)
