@@ -1,100 +1,23 @@
-"""Write scenarios/cloud_storage.jsonl: hand-authored cloud drive tasks, verified before they are saved.
+"""Scenarios of cloud_storage: hand-authored cloud drive tasks, each with a plausible wrong solution (WRONG).
 
-Every scenario is checked in process: validators return bools, fail on the initial state (every item
-that claims a change), the reference solution replays with success on every call, then every validator
-passes, and a plausible wrong solution (WRONG) leaves at least one validator False.
-Exits non-zero on any failure. Run: python environments/cloud_storage/make_scenarios.py
+`python environments/cloud_storage/make_scenarios.py [--check]` gates them through the environment's generated server
+and writes scenarios/cloud_storage.jsonl only when all pass (envscaler_mcp.authoring.main; exit code 1 otherwise).
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from envscaler_mcp import authoring
+from envscaler_mcp.authoring import call, item
+from envscaler_mcp.scenario.models import Scenario, ToolCall
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
-from envscaler_mcp.qa.readonly import read_only_scenarios  # noqa: E402
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
-from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
-
 ENV_ID = "cloud_storage"
-CLASS_NAME = "CloudStorage"
-
-
-def item(n: int, description: str, body: str, claims_change: bool = True) -> ChecklistItem:
-    """A checklist item whose validator is `def check_func(final_state)` with `body` as its body."""
-    lines = ["def check_func(final_state) -> bool:"] + ["    " + ln for ln in body.strip("\n").splitlines()]
-    return ChecklistItem(id=f"c{n}", description=description, validator="\n".join(lines) + "\n",
-                         claims_change=claims_change)
-
-
-def call(tool: str, **arguments: Any) -> ToolCall:
-    """One reference-solution call."""
-    return ToolCall(tool=tool, arguments=arguments)
-
-
-def scenario(title: str, task: str, state: dict, checks: list[ChecklistItem], solution: list[ToolCall]) -> Scenario:
-    """A hand-authored scenario with its content-hash id."""
-    return Scenario(env_id=ENV_ID, title=title, task=task, initial_state=state, checklist=checks,
-                    reference_solution=solution, difficulty=len(solution),
-                    provenance=Provenance(source="hand-authored")).with_id()
-
-
-# Questions answered by looking things up; checked on what the agent did and said (qa/readonly.py).
-READ_ONLY: list[dict[str, Any]] = [
-    {
-        "title": "Why is my storage nearly full?",
-        "task": "Hi, this is Sara Lindgren (sara.lindgren@lumen.example). My drive says it is almost full. How "
-                "much of my quota am I using (in KB and as a percentage), how much of that is sitting in the "
-                "trash, and when will the trashed files be deleted for good?",
-        "solution": [("get_user", {"email": "sara.lindgren@lumen.example"}),
-                     ("get_storage_usage", {"user_id": "U03"}),
-                     ("list_trash", {"user_id": "U03"})],
-        "answer": "You use 4,798,512 KB of your 5,000,000 KB quota on the Free plan (96%). 805,000 KB of that "
-                  "is in the trash: interview-take1.mp4 will be deleted for good in 18 days and "
-                  "interview-take2.mp4 in 21 days. Emptying the trash would free that space now.",
-        "checks": [
-            ("Has the agent given Sara's use, 4,798,512 KB of a 5,000,000 KB quota?",
-             "says(transcript, 4798512, 5000000)"),
-            ("Has the agent given the share of the quota used, 96%?", "says(transcript, 96)"),
-            ("Has the agent said that 805,000 KB of it is in the trash?", "says(transcript, 805000)"),
-            ("Has the agent said interview-take1.mp4 is purged in 18 days?",
-             "says(transcript, 'interview-take1.mp4', 18)"),
-            ("Has the agent said interview-take2.mp4 is purged in 21 days?",
-             "says(transcript, 'interview-take2.mp4', 21)"),
-            ("Has the agent looked up Sara's storage use and trash?",
-             "called(transcript, 'get_storage_usage', user_id='U03') and called(transcript, 'list_trash', "
-             "user_id='U03')"),
-        ],
-    },
-    {
-        "title": "Who can open the brand guidelines?",
-        "task": "I'm Maya Chen (maya.chen@lumen.example). Apart from me, who can get at the file "
-                "brand-guidelines-v3.pdf, and with which role? Is any of that access granted on the file itself?",
-        "solution": [("search_items", {"name": "brand-guidelines-v3.pdf", "owner_id": "U01"}),
-                     ("list_shares", {"item_id": "FIL-0001"}),
-                     ("get_user", {"user_id": "U06"}), ("get_user", {"user_id": "U15"}),
-                     ("get_item", {"item_id": "FLD-024"})],
-        "answer": "Dana Whitfield can edit it and Jordan Reyes can comment on it. Neither share is on the file "
-                  "itself: both are inherited from the Northpeak Rebrand folder that contains it.",
-        "checks": [
-            ("Has the agent said Dana Whitfield can edit the file?",
-             "says(transcript, 'Dana Whitfield') and (says(transcript, 'edit') or says(transcript, 'editor'))"),
-            ("Has the agent said Jordan Reyes can comment on it?",
-             "says(transcript, 'Jordan Reyes') and (says(transcript, 'comment') or says(transcript, 'commenter'))"),
-            ("Has the agent said the access comes from the Northpeak Rebrand folder?",
-             "says(transcript, 'Northpeak Rebrand')"),
-            ("Has the agent listed the file's shares?", "called(transcript, 'list_shares', item_id='FIL-0001')"),
-        ],
-    },
-]
+scenario = partial(authoring.scenario, ENV_ID)
 
 
 def build(state: dict) -> list[Scenario]:
@@ -372,93 +295,56 @@ WRONG: dict[str, list[ToolCall]] = {
 }
 
 
-def load_class() -> type:
-    """Import the environment class from environment.py."""
-    spec = importlib.util.spec_from_file_location(f"{ENV_ID}_environment", HERE / "environment.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, CLASS_NAME)
-
-
-def run_check(source: str, initial: dict, final: dict) -> Any:
-    """Run one validator the way the scorer does: `initial_state` global, `check_func(final_state)`."""
-    namespace: dict = {"initial_state": copy.deepcopy(initial)}
-    exec(source, namespace)
-    return namespace["check_func"](copy.deepcopy(final))
-
-
-def safe_check(source: str, initial: dict, final: dict) -> bool:
-    """run_check, counting an exception as a failed item (as the scorer does)."""
-    try:
-        return run_check(source, initial, final) is True
-    except Exception:
-        return False
-
-
-def verify(sc: Scenario, cls: type) -> list[str]:
-    """Problems with one scenario ([] = good)."""
-    problems = []
-    initial = sc.initial_state
-    for it in sc.checklist:
-        value = run_check(it.validator or "", initial, initial)
-        if not isinstance(value, bool):
-            problems.append(f"{it.id} returned {type(value).__name__}, not bool")
-        elif it.claims_change and value:
-            problems.append(f"{it.id} claims a change but is already True on the initial state")
-    if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
-        problems.append("every validator is already True on the initial state")
-    final, errors = replay(cls, initial, sc.reference_solution)
-    problems += [f"reference call {e}" for e in errors]
-    for it in sc.checklist:
-        if run_check(it.validator or "", initial, final) is not True:
-            problems.append(f"{it.id} is not True after the reference solution: {it.description}")
-    wrong = WRONG.get(sc.title)
-    if wrong is not None:
-        final, _ = replay(cls, initial, wrong)
-        if all(safe_check(it.validator or "", initial, final) for it in sc.checklist):
-            problems.append("the plausible wrong solution passes every validator; the checklist is too lenient")
-    return problems
-
-
-def replay(cls: type, initial: dict, calls: list[ToolCall]) -> tuple[dict, list[str]]:
-    """Run calls on a fresh instance loaded with `initial`; return the final state and the failed calls."""
-    env = cls()
-    for key, value in copy.deepcopy(initial).items():
-        setattr(env, key, value)
-    errors = []
-    for n, tc in enumerate(calls):
-        result = getattr(env, tc.tool)(**tc.arguments)
-        if not result.get("success"):
-            errors.append(f"{n} {tc.tool} failed: {result.get('error')}")
-    return json.loads(json.dumps({key: getattr(env, key) for key in initial})), errors
-
-
-def main() -> int:
-    """Build, verify and save the scenarios; return the exit code."""
-    state = json.loads((HERE / "default_state.json").read_text(encoding="utf-8"))
-    scenarios = build(state)
-    cls = load_class()
-    failed = 0
-    for sc in scenarios:
-        problems = verify(sc, cls)
-        status = "ok" if not problems else "FAIL"
-        print(f"{status:4} {sc.id} d={sc.difficulty} {sc.title}")
-        for p in problems:
-            print(f"     - {p}")
-        failed += bool(problems)
-    read_only, gated = read_only_scenarios(ENV_ID, READ_ONLY, state)
-    print("\n".join(f"FAIL {p}" for p in gated) or f"ok   {len(read_only)} read-only scenarios")
-    failed += len(gated)
-    scenarios += read_only
-    if failed:
-        print(f"{failed} scenario(s) failed; nothing written.")
-        return 1
-    out = ROOT / "scenarios" / f"{ENV_ID}.jsonl"
-    save_scenarios(scenarios, out)
-    print(f"wrote {len(scenarios)} scenarios to {out.relative_to(ROOT)}")
-    return 0
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Why is my storage nearly full?",
+        "task": "Hi, this is Sara Lindgren (sara.lindgren@lumen.example). My drive says it is almost full. How "
+                "much of my quota am I using (in KB and as a percentage), how much of that is sitting in the "
+                "trash, and when will the trashed files be deleted for good?",
+        "solution": [("get_user", {"email": "sara.lindgren@lumen.example"}),
+                     ("get_storage_usage", {"user_id": "U03"}),
+                     ("list_trash", {"user_id": "U03"})],
+        "answer": "You use 4,798,512 KB of your 5,000,000 KB quota on the Free plan (96%). 805,000 KB of that "
+                  "is in the trash: interview-take1.mp4 will be deleted for good in 18 days and "
+                  "interview-take2.mp4 in 21 days. Emptying the trash would free that space now.",
+        "checks": [
+            ("Has the agent given Sara's use, 4,798,512 KB of a 5,000,000 KB quota?",
+             "says(transcript, 4798512, 5000000)"),
+            ("Has the agent given the share of the quota used, 96%?", "says(transcript, 96)"),
+            ("Has the agent said that 805,000 KB of it is in the trash?", "says(transcript, 805000)"),
+            ("Has the agent said interview-take1.mp4 is purged in 18 days?",
+             "says(transcript, 'interview-take1.mp4', 18)"),
+            ("Has the agent said interview-take2.mp4 is purged in 21 days?",
+             "says(transcript, 'interview-take2.mp4', 21)"),
+            ("Has the agent looked up Sara's storage use and trash?",
+             "called(transcript, 'get_storage_usage', user_id='U03') and called(transcript, 'list_trash', "
+             "user_id='U03')"),
+        ],
+    },
+    {
+        "title": "Who can open the brand guidelines?",
+        "task": "I'm Maya Chen (maya.chen@lumen.example). Apart from me, who can get at the file "
+                "brand-guidelines-v3.pdf, and with which role? Is any of that access granted on the file itself?",
+        "solution": [("search_items", {"name": "brand-guidelines-v3.pdf", "owner_id": "U01"}),
+                     ("list_shares", {"item_id": "FIL-0001"}),
+                     ("get_user", {"user_id": "U06"}), ("get_user", {"user_id": "U15"}),
+                     ("get_item", {"item_id": "FLD-024"})],
+        "answer": "Dana Whitfield can edit it and Jordan Reyes can comment on it. Neither share is on the file "
+                  "itself: both are inherited from the Northpeak Rebrand folder that contains it.",
+        "checks": [
+            ("Has the agent said Dana Whitfield can edit the file?",
+             "says(transcript, 'Dana Whitfield') and (says(transcript, 'edit') or says(transcript, 'editor'))"),
+            ("Has the agent said Jordan Reyes can comment on it?",
+             "says(transcript, 'Jordan Reyes') and (says(transcript, 'comment') or says(transcript, 'commenter'))"),
+            ("Has the agent said the access comes from the Northpeak Rebrand folder?",
+             "says(transcript, 'Northpeak Rebrand')"),
+            ("Has the agent listed the file's shares?", "called(transcript, 'list_shares', item_id='FIL-0001')"),
+        ],
+    },
+]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    state = authoring.default_state(HERE)
+    sys.exit(authoring.main(HERE, build(state) + authoring.read_only(ENV_ID, READ_ONLY, state), WRONG))

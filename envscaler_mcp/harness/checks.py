@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
@@ -23,9 +24,9 @@ class Checker(Protocol):
     async def check(
         self,
         items: list[ChecklistItem],
-        initial_state: dict[str, Any],
-        final_state: dict[str, Any] | None,
-        transcript: dict[str, Any] | None = None,
+        initial_state: State,
+        final_state: State | None,
+        transcript: JSONObject | None = None,
     ) -> list[CheckOutcome]:
         """One CheckOutcome per item, in order; state items are not scorable when `final_state` is None."""
         ...
@@ -99,9 +100,9 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
     async def check(
         self,
         items: list[ChecklistItem],
-        initial_state: dict[str, Any],
-        final_state: dict[str, Any] | None,
-        transcript: dict[str, Any] | None = None,
+        initial_state: State,
+        final_state: State | None,
+        transcript: JSONObject | None = None,
     ) -> list[CheckOutcome]:
         """Run the items with validators in the sandbox. Not scorable: items without a validator, state items
         without a final state, transcript items without a transcript."""

@@ -13,7 +13,7 @@ unguarded. Incidental changes (a counter, a timestamp) also show up here; the re
 caller decides whether that matters.
 
 Transcript items see the reference transcript throughout (they cannot notice a state probe); the answer
-probes that test them are in qa/transcript.py and are reported here as `answer_probes`.
+probes that test them are a gate step of their own (qa/transcript.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import PathPart, diff_states, format_path
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
@@ -46,11 +47,6 @@ class MutationReport(BaseModel):
     )
     probes: list[Probe] = Field(default_factory=list, description="Every perturbation tried.")
     truncated: bool = Field(False, description="True when there were more fields than the probe budget.")
-    answer_probes: list[Probe] = Field(
-        default_factory=list,
-        description="Transcript items: each fact of the reference answer changed, each sentence stating one "
-        "dropped; caught when some transcript item turns False.",
-    )
 
     @property
     def unguarded(self) -> list[str]:
@@ -61,8 +57,6 @@ class MutationReport(BaseModel):
         """Human-readable problems (empty when every field is guarded)."""
         out = [f"{item} is not True on the final state, so fields cannot be probed" for item in self.baseline_failures]
         out += [f"no validator notices when {p.path} is {p.mutation}" for p in self.probes if not p.caught_by]
-        out += [f"no transcript item notices when the answer has {p.mutation}"
-                for p in self.answer_probes if not p.caught_by]
         if self.truncated:
             out.append(f"only the first {_MAX_PROBES} probes were run")
         return out
@@ -142,8 +136,8 @@ def _plan(initial: Any, final: Any) -> list[Step]:
     return plan
 
 
-async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbox: ValidatorSandbox,
-                         transcript: dict[str, Any] | None = None) -> MutationReport:
+async def mutation_check(scenario: Scenario, final_state: State, sandbox: ValidatorSandbox,
+                         transcript: JSONObject | None = None) -> MutationReport:
     """Perturb each field that differs from the initial state; report fields no validator guards.
     `transcript` (the reference transcript) is what transcript items read meanwhile."""
     items = scenario.checklist

@@ -4,14 +4,13 @@
   that does nothing fails (part of the initial-false step).
 * The reference transcript: the reference solution as replayed (each call with its result) and the
   scenario's `reference_answer`; every transcript item must be True on it (part of the final-true step).
-* Answer probes (the mutation step): each number, amount, date, time and id of the reference answer changed
-  alone (every place it is stated), and each sentence that states one dropped alone; some transcript item
-  must turn False on each.
+* Answer probes (a gate step of their own): each number, amount, date, time and id of the reference answer
+  changed alone (every place it is stated), and each sentence that states one dropped alone; some transcript
+  item must turn False on each.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -22,7 +21,7 @@ from envscaler_mcp.scoring._facts import fact_spans
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT, call_record, make_transcript
 
-__all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "reference_transcript", "result_data", "transcript_items"]
+__all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "reference_transcript", "transcript_items"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 _MAX_PROBES = 60
@@ -40,20 +39,10 @@ def transcript_items(scenario: Scenario) -> list[ChecklistItem]:
     return [c for c in scenario.checklist if c.kind == "transcript"]
 
 
-def result_data(result: Any) -> tuple[str, bool]:
-    """(result text, is_error) of a CallToolResult-like object: its structured content as JSON when there is
-    some, else its text blocks."""
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    else:
-        text = "\n".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or []))
-    return text, bool(getattr(result, "is_error", False))
-
-
 def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed]) -> dict[str, Any]:
-    """The transcript of a correct agent: the replayed reference calls with their results, then the
-    reference answer ("" when the scenario has none)."""
+    """The transcript of replayed calls (with their results) followed by the scenario's reference answer (""
+    when it has none): a correct agent's for the reference solution; for a wrong solution, an agent that does
+    the wrong thing and says the right one."""
     calls = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in replay]
     return make_transcript(calls, scenario.reference_answer or "")
 

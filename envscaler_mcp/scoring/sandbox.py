@@ -30,6 +30,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.errors import ValidatorError
 from envscaler_mcp.scoring.models import CheckResult
 
@@ -152,8 +153,8 @@ class ValidatorSandbox:
             os.chmod(self._cwd, 0o700)
             shutil.rmtree(self._cwd, ignore_errors=True)
 
-    async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any,
-                  transcript: Any = None) -> list[CheckResult]:
+    async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State | None,
+                  transcript: JSONObject | None = None) -> list[CheckResult]:
         """Run every item's validator, state items on `final_state` and transcript items on `transcript` (global
         `initial_state` for both); one result per item, in order."""
         if self._idle_recv is None:

@@ -41,17 +41,16 @@ GOOD = [("transcript", SAYS.format(facts="'O1', 'pending', 30")), ("transcript",
 
 
 async def test_read_only_scenario_passes_with_the_reference_transcript() -> None:
-    report = await gate(read_only(GOOD), mutation=True)
+    report = await gate(read_only(GOOD))
     assert report.passed, report.reasons()
     assert statuses(report) == {"validators": "pass", "initial_false": "pass", "replay": "pass",
-                                "final_true": "pass", "mutation": "pass"}
+                                "final_true": "pass", "answer_probes": "pass"}
     assert [r.passed for r in report.initial_results] == [False, False, True]  # empty transcript, initial state
     assert [r.passed for r in report.final_results] == [True, True, True]
     assert report.transcript is not None and report.transcript["answer"] == "Order O1 is pending; its total is $30.00."
     assert report.transcript["calls"][0]["result"]["data"] == {"status": "pending", "total": 30}
     assert report.final_results[0].evidence[1].startswith("stated 'pending'")
-    assert report.mutation is not None
-    assert {p.mutation: p.caught_by for p in report.mutation.answer_probes} == {
+    assert {p.mutation: p.caught_by for p in report.answer_probes} == {
         "'O1' changed to 'O2'": ["c1"], "'30.00' changed to '31.00'": ["c1"]}  # one sentence: no drop probe
 
 
@@ -71,17 +70,24 @@ async def test_a_wrong_reference_answer_or_none_fails_final_true() -> None:
         "the scenario has no reference_answer, so transcript items that read the answer cannot pass"]
 
 
-async def test_unchecked_facts_of_the_reference_answer_are_reported_by_the_mutation_step() -> None:
+async def test_unchecked_facts_of_the_reference_answer_fail_the_answer_probes() -> None:
     sc = read_only([("transcript", SAYS.format(facts="'pending'")), ("transcript", LOOKED_UP)],
                    answer="Order O1 is pending. Its total is $30.00.")
-    report = await gate(sc, mutation=True)
-    assert report.passed and report.step("mutation").status == "warn"
-    assert report.mutation is not None
-    caught: dict[str, Any] = {p.mutation: p.caught_by for p in report.mutation.answer_probes}
+    report = await gate(sc)
+    assert not report.passed and report.step("answer_probes").status == "fail"
+    caught: dict[str, Any] = {p.mutation: p.caught_by for p in report.answer_probes}
     assert caught == {
         "'O1' changed to 'O2'": [],
         "'30.00' changed to '31.00'": [],
         "the sentence \u00abOrder O1 is pending.\u00bb dropped": ["c1"],
         "the sentence \u00abIts total is $30.00.\u00bb dropped": [],
     }
-    assert "mutation: no transcript item notices when the answer has '30.00' changed to '31.00'" in report.reasons()
+    assert "answer_probes: no transcript item notices when the answer has '30.00' changed to '31.00'" in report.reasons()
+
+
+async def test_wrong_solutions_are_judged_on_their_calls_and_the_reference_answer() -> None:
+    wrong_lookup = read_only(GOOD).model_copy(update={"wrong_solutions": [[ToolCall(tool="get_order",
+                                                                                   arguments={"order_id": "O2"})]]})
+    report = await gate(wrong_lookup)
+    assert report.step("wrong_solutions").status == "pass"
+    assert report.wrong_solutions[0].failing == ["c2"]  # said the right thing, never looked O1 up

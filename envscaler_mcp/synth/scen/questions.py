@@ -4,7 +4,7 @@ A question item is made like a task item, from one initial state: question -> so
 the answer) -> replay on the real server -> the reference answer and its checks, written by the model from
 the replayed results -> the QA gate with its answer probes. Each '| says:' check becomes a transcript item
 `says(transcript, ...)`, each '| called:' check `called(transcript, tool, ...)`, and a last state item asserts
-that nothing changed (qa/readonly.py). A failing item gets one repair round, like a task item.
+that nothing changed (authoring/readonly.py). A failing item gets one repair round, like a task item.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import ast
 import json
 from typing import Any
 
+from envscaler_mcp.authoring.readonly import read_only_scenario
 from envscaler_mcp.qa.gate import replay_reference
-from envscaler_mcp.qa.readonly import read_only_scenario
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.scoring._facts import fact_spans
 from envscaler_mcp.scoring.transcript import result_value
