@@ -14,8 +14,9 @@ from envscaler_mcp.isolation import landlock, namespaces, seccomp
 class Layers:
     """{layer name: [active, detail]} in the order the layers were considered."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, skip: frozenset[str] = frozenset()) -> None:
         self.enabled = enabled
+        self.skip = skip  # test seam: layers left out on purpose, to show what the others contain alone
         self.table: dict[str, list[object]] = {
             "python-restrictions": [True, "restricted builtins and imports, static check of the source"],
             "clean-environment": [True, "an environment with no variables of the caller"],
@@ -30,6 +31,14 @@ class Layers:
     def off(self, name: str, detail: str) -> None:
         self.table[name] = [False, detail if self.enabled else "turned off (isolation disabled)"]
 
+    def wanted(self, group: str, names: tuple[str, ...]) -> bool:
+        """False (and the layers marked off) when isolation is disabled or the test seam skips `group`."""
+        if self.enabled and group not in self.skip:
+            return True
+        for name in names:
+            self.off(name, "left out by a test" if self.enabled else "")
+        return False
+
 
 _NAMESPACES = ("network-namespace", "ipc-namespace", "pid-namespace")
 _AFTER = ("empty-root", "unprivileged-identity", "landlock-fs", "landlock-net", "landlock-scope", "seccomp")
@@ -38,9 +47,7 @@ _AFTER = ("empty-root", "unprivileged-identity", "landlock-fs", "landlock-net", 
 def enter_namespaces(layers: Layers) -> bool:
     """New network, IPC, mount and PID namespaces (user namespace first when not root). True when the next
     child becomes PID 1 of a new PID namespace."""
-    if not layers.enabled:
-        for name in _NAMESPACES:
-            layers.off(name, "")
+    if not layers.wanted("namespaces", _NAMESPACES):
         return False
     active, refused = namespaces.isolate(pid=True)
     for name, detail in active.items():
@@ -68,17 +75,22 @@ def confine_zygote(layers: Layers, empty_root: str,
             layers.off(name, "")
         return None
     namespaced = bool(layers.table.get("network-namespace", [False])[0])
-    try:
-        namespaces.enter_empty_root(empty_root)
-        layers.on("empty-root", "chroot into an empty, read-only directory: no path names a file")
-    except OSError as exc:
-        why = "needs root or a user namespace" if not namespaced else exc.strerror or str(exc)
-        layers.off("empty-root", f"chroot refused ({why})")
-    try:
-        layers.on("unprivileged-identity", namespaces.drop_identity())
-    except OSError as exc:
-        layers.off("unprivileged-identity", f"could not drop privileges ({exc})")
-    _landlock(layers)
+    if layers.wanted("empty-root", ("empty-root",)):
+        try:
+            namespaces.enter_empty_root(empty_root)
+            layers.on("empty-root", "chroot into an empty, read-only directory: no path names a file")
+        except OSError as exc:
+            why = "needs root or a user namespace" if not namespaced else exc.strerror or str(exc)
+            layers.off("empty-root", f"chroot refused ({why})")
+    if layers.wanted("identity", ("unprivileged-identity",)):
+        try:
+            layers.on("unprivileged-identity", namespaces.drop_identity())
+        except OSError as exc:
+            layers.off("unprivileged-identity", f"could not drop privileges ({exc})")
+    if layers.wanted("landlock", ("landlock-fs", "landlock-net", "landlock-scope")):
+        _landlock(layers)
+    if not layers.wanted("seccomp", ("seccomp",)):
+        return None
     if isinstance(filters, str):
         layers.off("seccomp", filters)
         return None

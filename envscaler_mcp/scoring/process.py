@@ -44,12 +44,13 @@ class Worker:
         self.isolation: dict[str, list[object]] = {}
 
     @classmethod
-    async def start(cls, memory_mb: int, root: str, isolation: bool) -> Worker:
+    async def start(cls, memory_mb: int, root: str, isolation: bool, test_seam: dict[str, Any] | None = None) -> Worker:
         """Start a worker and wait for its hello line (which reports the isolation layers it applied)."""
         env = {"PYTHONPATH": _PKG_PARENT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
                "LANG": "C.UTF-8", "PATH": os.defpath}
         cmd = [sys.executable, "-s", "-m", "envscaler_mcp.scoring.worker", "--memory-mb", str(memory_mb),
-               "--root", root, *([] if isolation else ["--no-isolation"])]
+               "--root", root, *([] if isolation else ["--no-isolation"]),
+               *(["--test-seam", json.dumps(test_seam)] if test_seam else [])]
         try:
             process = await anyio.open_process(cmd, cwd=root, env=env, stderr=subprocess.DEVNULL,
                                                start_new_session=True)

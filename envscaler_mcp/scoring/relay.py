@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 from envscaler_mcp.isolation import namespaces
 from envscaler_mcp.scoring import confine
-from envscaler_mcp.scoring.runner import MAX_REASON, Pristine, Runner
+from envscaler_mcp.scoring.runner import MAX_REASON, Pristine, Runner, answer_line
 
 _CRASHES = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGSYS,
             signal.SIGTRAP}
@@ -54,7 +54,8 @@ class Zygote:
         self.out = out
         self.null_fd = null_fd
         self.pid1 = os.getpid() == 1
-        self._recent: dict[bytes, Pristine] = {}  # initial-state text -> parsed, at most two
+        self._recent: dict[bytes, Pristine] = {}
+        self._outbox: list[dict[str, Any]] = []  # initial-state text -> parsed, at most two
         signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the zygote has no handler a batch could trigger
 
     def serve(self, stdin: BinaryIO) -> None:
@@ -76,6 +77,7 @@ class Zygote:
                     pending = self._batch(request, pending)
             except _Fault as fault:
                 self._send({"fault": str(fault)})
+            self._flush()
 
     def _initial(self, text: bytes) -> Pristine:
         """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations)."""
@@ -87,8 +89,13 @@ class Zygote:
         return cached
 
     def _send(self, *messages: dict[str, Any]) -> None:
-        if messages:
-            self.out.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        self._outbox.extend(messages)
+
+    def _flush(self) -> None:
+        """Write what `_send` queued. A batch's last answers go out only once its processes are gone."""
+        if self._outbox:
+            self.out.write(b"".join(json.dumps(m).encode() + b"\n" for m in self._outbox))
+            self._outbox.clear()
 
     # ---- one batch process ----
     def _batch(self, request: dict[str, Any], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -109,6 +116,7 @@ class Zygote:
             os.close(answers_r)
             os.close(alive_r)
             self._end_batch(pid)
+            self._flush()
 
     def _child(self, write_end: int, request: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         try:
@@ -127,8 +135,7 @@ class Zygote:
             timeout_s = float(request["timeout_s"])
             for k, check in enumerate(pending):
                 answer = self.runner.run_check(check["source"], initial, final, timeout_s, last=k == len(pending) - 1)
-                answer["i"] = check["i"]
-                os.write(write_end, json.dumps(answer).encode() + b"\n")
+                os.write(write_end, answer_line(check["i"], answer))
         finally:
             os._exit(0)
 
@@ -161,9 +168,10 @@ class Zygote:
             if done == len(pending):
                 return []
             if ended:
-                return self._died(pid, pending, done, timeout_s)
+                return self._died(pid, pending, done, timeout_s, window)
             if done == before:
                 return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
+            self._flush()  # progress, and a sign of life for the caller's watchdog
             cpu_mark = _cpu_seconds(pid)
 
     def _checked(self, line: bytes, index: int) -> dict[str, Any]:
@@ -194,10 +202,17 @@ class Zygote:
                                                "past its time and was stopped)"))
         return pending[done + 1:]
 
-    def _died(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float) -> list[dict[str, Any]]:
-        """The answer pipe closed before every check was answered: find out why."""
-        _, status = os.waitpid(pid, 0)
-        return self._judge(status, pending, done, timeout_s)
+    def _died(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float,
+              window: float) -> list[dict[str, Any]]:
+        """The batch process closed its end of the pipes before every check was answered: find out why (it
+        may also have closed them on purpose and still be running)."""
+        cpu_mark, give_up = _cpu_seconds(pid), time.monotonic() + window
+        while time.monotonic() < give_up:
+            waited, status = os.waitpid(pid, os.WNOHANG)
+            if waited:
+                return self._judge(status, pending, done, timeout_s)
+            time.sleep(0.005)
+        return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
 
     def _judge(self, status: int, pending: list[dict[str, Any]], done: int, timeout_s: float) -> list[dict[str, Any]]:
         index = pending[done]["i"]

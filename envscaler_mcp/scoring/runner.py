@@ -27,6 +27,8 @@ from envscaler_mcp.scoring._restrict import (
 )
 
 MAX_REASON = 300
+# Captured now: a validator may patch json's classes inside its batch, and the answers must not change.
+_quote = json.encoder.encode_basestring_ascii
 
 
 class _CheckTimeout(BaseException):
@@ -104,6 +106,11 @@ class Runner:
         self.views = build_module_views()
         self.builtins = make_builtins(self.views)
         self._fired = False
+        self._granted: dict[str, Any] = {}
+
+    def grant(self, **names: Any) -> None:
+        """Test seam: extra globals every validator gets (the security tests hand over the real `os`)."""
+        self._granted.update(names)
 
     def arm(self) -> None:
         """Install the per-check alarm handler (in the process that runs the checks)."""
@@ -134,7 +141,7 @@ class Runner:
             return False, _short(f"cannot compile: {type(exc).__name__}: {exc}")
         lent = [final]
         try:
-            env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator"}
+            env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator", **self._granted}
             # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
             if any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree)):
                 env["initial_state"] = initial.lend(keep=not last)
@@ -176,6 +183,14 @@ class Runner:
         if isinstance(result, bool):
             return result, None
         return False, _describe(result)
+
+
+def answer_line(index: int, answer: dict[str, Any]) -> bytes:
+    """One answer as a JSON line, built without json's (patchable) encoder classes."""
+    reason = "null" if answer["reason"] is None else _quote(answer["reason"])
+    passed = "true" if answer["passed"] is True else "false"
+    duration = float.__repr__(float(answer["duration_s"]))
+    return f'{{"i": {int(index)}, "passed": {passed}, "reason": {reason}, "duration_s": {duration}}}\n'.encode("ascii")
 
 
 def _cap_cpu(timeout_s: float) -> None:

@@ -52,7 +52,10 @@ class ValidatorSandbox:
     concurrently from many tasks (each call borrows idle workers)."""
 
     def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1, grace_s: float = 1.0,
-                 isolation: bool = True) -> None:
+                 isolation: bool = True, *, _test_seam: dict[str, Any] | None = None) -> None:
+        """`isolation=False` keeps only the Python layer, the limits and the fresh batch process (for
+        measuring the OS layers' cost). `_test_seam` is for the security tests only: {"grant_os": True}
+        hands every validator the real os/sys/ctypes; {"skip": ["seccomp", ...]} leaves layers out."""
         if timeout_s <= 0 or memory_mb < 64 or workers < 1:
             raise ValidatorError("ValidatorSandbox needs timeout_s > 0, memory_mb >= 64 and workers >= 1")
         self.timeout_s = timeout_s
@@ -60,6 +63,7 @@ class ValidatorSandbox:
         self.n_workers = workers
         self.grace_s = grace_s
         self.os_isolation = isolation
+        self._test_seam = _test_seam
         self.restarts = 0  # workers replaced after a fault
         self.faults: list[str] = []  # every fault seen, retried or not
         self._workers: list[Worker] = []
@@ -109,7 +113,7 @@ class ValidatorSandbox:
             shutil.rmtree(self._root, ignore_errors=True)
 
     async def _start(self) -> Worker:
-        return await Worker.start(self.memory_mb, self._root, self.os_isolation)
+        return await Worker.start(self.memory_mb, self._root, self.os_isolation, self._test_seam)
 
     async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any) -> list[CheckResult]:
         """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order.
