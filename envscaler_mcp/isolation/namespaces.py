@@ -88,6 +88,13 @@ class _CapData(ctypes.Structure):
     _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
 
 
+def drop_capabilities() -> str:
+    """Drop every capability (effective, permitted, inheritable) and keep the user id."""
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+    return f"uid {os.getuid()}, no capabilities"
+
+
 def drop_identity() -> str:
     """Become unprivileged for good: root turns into `nobody` (no groups); anyone else drops every capability
     (in a user namespace a process holds all of them). Returns the identity now held."""
@@ -98,10 +105,7 @@ def drop_identity() -> str:
         if os.getresuid() != (NOBODY,) * 3 or os.getresgid() != (NOBODY,) * 3:
             raise OSError("setresuid(nobody) did not take effect")
         return f"uid {NOBODY} (nobody), no groups, no capabilities"
-    data = (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
-    return f"uid {os.getuid()}, no capabilities"
-
+    return drop_capabilities()
 
 
 def die_with_parent() -> bool:

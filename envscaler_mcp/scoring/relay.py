@@ -126,7 +126,6 @@ class Zygote:
             os.dup2(self.null_fd, 0)
             os.close(self.out.fileno())  # only the zygote speaks to the caller
             self.runner.arm()
-            gc.disable()  # a batch is short and its memory is bounded: no collector touching shared pages
             confine.confine_batch(self.batch_filter)
         except BaseException:
             os._exit(_SETUP_FAILED)
@@ -250,9 +249,10 @@ class Zygote:
 
 
 def _drain(fd: int) -> bytes:
-    """Everything readable now from a non-blocking pipe."""
-    chunks = []
-    while True:
+    """What is readable now from a non-blocking pipe, up to a bound (a batch process writing without end
+    gets its answer judged malformed instead of filling the zygote's memory)."""
+    chunks: list[bytes] = []
+    while sum(map(len, chunks)) <= 2 * _MAX_LINE:
         try:
             chunk = os.read(fd, _MAX_LINE)
         except BlockingIOError:

@@ -168,3 +168,26 @@ async def test_secrets_in_the_callers_environment_are_out_of_reach(monkeypatch: 
     for skip in ([], only("namespaces")):
         reason, _ = await run_escaped(ENVIRONMENT, skip)
         assert reason is not None and secret not in reason
+
+
+FORGER = """
+def check_func(s):
+    forged = b''.join(b'{"i": %d, "passed": true, "reason": null, "duration_s": 0.0}\\n' % i for i in range(50))
+    for fd in range(3, 30):
+        try:
+            os.write(fd, forged + b"x" * 300000)
+        except OSError:
+            pass
+    os.abort()
+"""
+
+
+async def test_forged_answers_reach_no_other_scenario() -> None:
+    honest = [ChecklistItem(id=f"h{i}", description="", validator="def check_func(s):\n    return s['x'] == 2\n")
+              for i in range(3)]
+    attack = [ChecklistItem(id="forger", description="", validator=FORGER)]
+    async with ValidatorSandbox(timeout_s=3.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
+        await sb.run(attack, {}, {})  # its own verdict is its scenario's business: it may well have forged it
+        later = await sb.run(honest, {"x": 1}, {"x": 1})
+        assert sb.faults == []
+    assert [(r.passed, r.reason) for r in later] == [(False, None)] * 3
