@@ -69,9 +69,10 @@ class Zygote:
             initial_size, final_size = request["sizes"]
             texts = stdin.read(initial_size), stdin.read(final_size)
             pending: list[dict[str, Any]] = list(request["checks"])
-            initial = self._initial(texts[0]) if any(
-                "initial_state" in check["source"] for check in pending) else Pristine(texts[0])
-            request["states"] = (initial, Pristine(texts[1]).parse())
+            for check in pending:
+                check["prepared"] = self.runner.prepare(check["source"])
+            initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
+            request["states"] = (initial, Pristine(texts[1]).parse(pristine_copy=len(pending) > 1))
             try:
                 while pending:
                     pending = self._batch(request, pending)
@@ -133,7 +134,8 @@ class Zygote:
             initial, final = request["states"]
             timeout_s = float(request["timeout_s"])
             for k, check in enumerate(pending):
-                answer = self.runner.run_check(check["source"], initial, final, timeout_s, last=k == len(pending) - 1)
+                answer = self.runner.run_check(check["prepared"], initial, final, timeout_s,
+                                               last=k == len(pending) - 1)
                 os.write(write_end, answer_line(check["i"], answer))
         finally:
             os._exit(0)

@@ -16,6 +16,7 @@ import math
 import resource
 import signal
 import time
+from types import CodeType
 from typing import Any
 
 from envscaler_mcp.scoring._restrict import (
@@ -99,6 +100,29 @@ class Pristine:
             self._dirty = True
 
 
+# (code object or None, why it cannot run, whether it names `initial_state`)
+Prepared = tuple[CodeType | None, str | None, bool]
+_PREPARED_KEPT = 512
+MAX_SOURCE = 100_000
+
+
+def _prepare(source: str) -> Prepared:
+    if len(source) > MAX_SOURCE:
+        return None, f"the validator is too long ({len(source)} characters; at most {MAX_SOURCE})", False
+    try:
+        tree = ast.parse(source, "<validator>")
+        problem = static_problem(tree)
+        if problem:
+            return None, problem, False
+        code = compile(tree, "<validator>", "exec")
+    except SyntaxError as exc:
+        return None, _short(f"syntax error: {exc.msg} (line {exc.lineno})"), False
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, _short(f"cannot compile: {type(exc).__name__}: {exc}"), False
+    names_initial = any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree))
+    return code, None, names_initial
+
+
 class Runner:
     """Runs check functions one at a time with fresh globals and a per-check alarm."""
 
@@ -107,6 +131,7 @@ class Runner:
         self.builtins = make_builtins(self.views)
         self._fired = False
         self._granted: dict[str, Any] = {}
+        self._prepared: dict[str, Prepared] = {}
 
     def grant(self, **names: Any) -> None:
         """Test seam: extra globals every validator gets (the security tests hand over the real `os`)."""
@@ -120,30 +145,34 @@ class Runner:
         self._fired = True
         raise _CheckTimeout
 
-    def run_check(self, source: str, initial: Pristine, final: Pristine, timeout_s: float,
+    def prepare(self, source: str) -> Prepared:
+        """Parse, check and compile one validator (no code of it runs). Done in the zygote, before the fork,
+        and remembered: the batch process then only runs code objects, and trials of one scenario compile
+        their validators once."""
+        prepared = self._prepared.get(source)
+        if prepared is None:
+            prepared = self._prepared[source] = _prepare(source)
+            if len(self._prepared) > _PREPARED_KEPT:
+                self._prepared.pop(next(iter(self._prepared)))
+        return prepared
+
+    def run_check(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
                   last: bool) -> dict[str, Any]:
-        """Run one validator; return {"passed", "reason", "duration_s"}."""
+        """Run one prepared validator; return {"passed", "reason", "duration_s"}."""
         start = time.perf_counter()
-        passed, reason = self._run(source, initial, final, timeout_s, last)
+        passed, reason = self._run(prepared, initial, final, timeout_s, last)
         return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6)}
 
-    def _run(self, source: str, initial: Pristine, final: Pristine, timeout_s: float,
+    def _run(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
              last: bool) -> tuple[bool, str | None]:
-        try:
-            tree = ast.parse(source, "<validator>")
-            problem = static_problem(tree)
-            if problem:
-                return False, problem
-            code = compile(tree, "<validator>", "exec")
-        except SyntaxError as exc:
-            return False, _short(f"syntax error: {exc.msg} (line {exc.lineno})")
-        except (ValueError, RecursionError, MemoryError) as exc:
-            return False, _short(f"cannot compile: {type(exc).__name__}: {exc}")
+        code, problem, names_initial = prepared
+        if code is None:
+            return False, problem
         lent = [final]
         try:
             env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator", **self._granted}
             # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
-            if any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree)):
+            if names_initial:
                 env["initial_state"] = initial.lend(keep=not last)
                 lent.append(initial)
             final_state = final.lend(keep=not last)
