@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -109,6 +110,24 @@ def baseline(plans: list[EnvPlan], rounds: int) -> dict[str, float]:
     return {"exec_per_episode": exec_each, "calls_only": (time.perf_counter() - t) / n}
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU time of this process, of the children it has reaped (stdio servers), and of `pids` (with the
+    children they have reaped), in seconds."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    return total
+
+
 async def harness(
     plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True
 ) -> list[dict[str, Any]]:
@@ -139,6 +158,9 @@ async def harness(
                 transport=transport,
                 progress=False,
             )  # type: ignore[arg-type]
+            pids = [getattr(server, "pid", None) for server in servers.values()]
+            pids += checker._sandbox.worker_pids()  # zygotes: their own CPU and their batch processes'
+            cpu_before = _cpu_seconds([p for p in pids if p])
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
                 run_dir = await run_eval(
@@ -150,6 +172,7 @@ async def harness(
                     source_factory=source,
                 )
                 elapsed = time.perf_counter() - t
+                cpu_used = _cpu_seconds([p for p in pids if p]) - cpu_before
                 records = run_dir.read_results()
                 summary = finish_run(run_dir.path)
             kinds: dict[str, float] = defaultdict(float)
@@ -170,6 +193,7 @@ async def harness(
                     "success_rate": g.success_rate,
                     "infra_errors": g.infra_errors,
                     "isolation": "on" if isolation else "off",
+                    "cpu_per_episode": cpu_used / g.episodes,
                     "breakdown": dict(kinds),
                 }
             )
@@ -224,20 +248,23 @@ def main() -> None:
             for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode)]
     print(
         "\n| transport | OS layers | concurrency | episodes | episodes/s | tool calls/s | mean latency "
-        "| wall/episode | success | infra |"
+        "| wall/episode | CPU/episode | success | infra |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {args.transport} | {r['isolation']} | {r['concurrency']} | {r['episodes']} | "
             f"{r['episodes_per_s']:.1f} | {r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
-            f"{1000 / r['episodes_per_s']:.1f} ms | {100 * (r['success_rate'] or 0):.0f}% | "
+            f"{1000 / r['episodes_per_s']:.1f} ms | {1000 * r['cpu_per_episode']:.1f} ms | "
+            f"{100 * (r['success_rate'] or 0):.0f}% | "
             f"{r['infra_errors']} |"
         )
     if len(modes) == 2:
         for off, on in zip(rows[::2], rows[1::2], strict=True):
             print(f"concurrency {on['concurrency']}: the OS layers cost "
-                  f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time per episode")
+                  f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time and "
+                  f"{100 * (on['cpu_per_episode'] / off['cpu_per_episode'] - 1):+.1f} % CPU time per episode "
+                  "(harness, servers and validators)")
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")

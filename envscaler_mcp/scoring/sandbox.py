@@ -29,7 +29,7 @@ from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.process import Worker, WorkerFault
 
-_MIN_CHUNK = 4  # fewer checks than this per worker are not worth sending the states twice
+_MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
 
 
