@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import anyio
 import httpx2
@@ -27,6 +27,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
@@ -46,7 +47,7 @@ class LaunchedServer:
     server_dir: ServerDir | None = None
     isolation: IsolationReport | None = None
 
-    def episode(self, initial_state: dict[str, Any] | None = None, *,
+    def episode(self, initial_state: State | None = None, *,
                 scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
         """An isolated episode at `initial_state` (None: the default state; or a bundled scenario's)."""
         raise NotImplementedError
@@ -64,6 +65,13 @@ def _log_tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+class CreatedEpisode(TypedDict):
+    """What the admin plane answers when it creates an episode."""
+
+    episode_id: str
+    path: str
 
 
 class HttpServer(LaunchedServer):
@@ -86,7 +94,7 @@ class HttpServer(LaunchedServer):
                                            limits=httpx2.Limits(max_connections=1000,
                                                                 max_keepalive_connections=200))
 
-    async def create_episode(self, state: dict[str, Any] | None, scenario_id: str | None) -> dict[str, Any]:
+    async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
         body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
         if state is not None:
@@ -99,9 +107,10 @@ class HttpServer(LaunchedServer):
                                    f"it may have crashed:\n{tail}") from exc
         if response.status_code != 201:
             raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
-        return dict(response.json())
+        data = response.json()
+        return CreatedEpisode(episode_id=str(data["episode_id"]), path=str(data["path"]))
 
-    async def read_state(self, episode_id: str) -> dict[str, Any]:
+    async def read_state(self, episode_id: str) -> State:
         """GET /admin/episodes/{id}/state."""
         response = await self.admin.get(f"/admin/episodes/{episode_id}/state")
         if response.status_code != 200:
@@ -109,7 +118,7 @@ class HttpServer(LaunchedServer):
         return dict(response.json()["state"])
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
@@ -142,7 +151,7 @@ class StdioServer(LaunchedServer):
         self._count = itertools.count()
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         assert self.server_dir is not None
         n = next(self._count)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
@@ -115,7 +116,7 @@ class ValidatorSandbox:
     async def _start(self) -> Worker:
         return await Worker.start(self.memory_mb, self._root, self.os_isolation, self._test_seam)
 
-    async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any) -> list[CheckResult]:
+    async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State) -> list[CheckResult]:
         """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order.
 
         Raises SandboxFault when a worker failed twice in a row through no fault of the validators."""
