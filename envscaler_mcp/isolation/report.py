@@ -25,14 +25,16 @@ class IsolationReport(BaseModel):
     subject: Literal["validators", "servers"] = Field(description="What the layers protect against.")
     layers: list[Layer] = Field(default_factory=list, description="Every layer, active or not.")
 
-    @computed_field(description="'full' when every layer is active, else 'partial' (see `refused`) or 'off'.")
+    @computed_field(description="'full' when every layer is active, else 'partial' (see `refused`) or 'off'.")  # type: ignore[prop-decorator]
+    @property
     def level(self) -> str:
         os_layers = [layer for layer in self.layers if layer.name not in _ALWAYS]
         if all(layer.active for layer in os_layers):
             return "full"
         return "off" if not any(layer.active for layer in os_layers) else "partial"
 
-    @computed_field(description="Names of the layers that are not in force.")
+    @computed_field(description="Names of the layers that are not in force.")  # type: ignore[prop-decorator]
+    @property
     def refused(self) -> list[str]:
         return [layer.name for layer in self.layers if not layer.active]
 
