@@ -146,6 +146,13 @@ def eval_command(
         raise
     summary = finish_run(run_path)
     console.print(summary_table(summary))
+    reduced = {name: level for name, level in summary.isolation.items() if level != "full"}
+    if reduced:
+        console.print(
+            "[yellow]reduced isolation[/]: "
+            + ", ".join(f"{name} {level}" for name, level in reduced.items())
+            + f" (the layers not in force and why: isolation in {run_path / 'run.json'})."
+        )
     overall = summary.overall
     for why, count in overall.not_scorable_why.items():
         console.print(f"{count} episode(s) could not be scored: {why}.", highlight=False)
