@@ -207,8 +207,11 @@ def _with_own_items(state_items: list[ChecklistItem], own: dict[str, Any]) -> li
             id=str(entry.get("id") or ""), description=str(entry.get("check_item", "")),
             validator=entry.get("check_func"), kind="transcript",
             claims_change=bool(entry.get("claims_change", True))))
-    return [c.model_copy(update={"id": f"c{n}"}) if (numbered and c.kind == "state") or not c.id else c
-            for n, c in enumerate(merged, start=1)]
+    merged = [c.model_copy(update={"id": f"c{n}"}) if (numbered and c.kind == "state") or not c.id else c
+              for n, c in enumerate(merged, start=1)]
+    if len({c.id for c in merged}) < len(merged):  # saved ids that clash (a hand-edited file): number them all
+        merged = [c.model_copy(update={"id": f"c{n}"}) for n, c in enumerate(merged, start=1)]
+    return merged
 
 
 def import_envscaler(

@@ -46,3 +46,14 @@ def test_transcript_items_and_reference_answers_survive_export_and_import(tmp_pa
     # ... and the imported scenarios export to the same items (nothing added, nothing lost).
     assert OWN_KEY not in export_envscaler([(skeleton, load_scenarios(MINI_SHOP / "scenarios.jsonl")[:1])])[1][0]
     assert export_envscaler([(result.skeletons[0], again)]) == (envs, items)
+
+
+def test_clashing_saved_ids_are_numbered_rather_than_refused(tmp_path: Path) -> None:
+    skeleton = load_skeleton(MINI_SHOP)
+    envs, items = export_envscaler([(skeleton, load_scenarios(MINI_SHOP / "scenarios.jsonl")[:1])])
+    items[0][OWN_KEY] = {"transcript_checks": [{"position": 1, "id": "c1", "check_item": "Has it?",
+                                               "check_func": SAYS}]}
+    (tmp_path / "e.json").write_text(json.dumps(envs))
+    (tmp_path / "s.json").write_text(json.dumps(items))
+    (again,) = import_envscaler(tmp_path / "e.json", tmp_path / "s.json").scenarios["mini_shop"]
+    assert [(c.id, c.kind) for c in again.checklist] == [("c1", "state"), ("c2", "transcript"), ("c3", "state")]
