@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--slot-save-path", default=None)
     parser.add_argument("--chat-template-file", default=None)
     args = parser.parse_args(argv)
 
@@ -32,12 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     params.port = args.port
     params.n_ctx = args.ctx
     params.n_parallel = 1
+    params.n_batch = args.batch
+    params.n_ubatch = args.batch
+    if args.slot_save_path:
+        params.slot_save_path = args.slot_save_path
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.use_jinja = True
     params.cache_prompt = True
     params.ui = False
     params.endpoint_props = True
+    params.endpoint_slots = True
     if args.chat_template_file:
         params.chat_template = Path(args.chat_template_file).read_text(encoding="utf-8")
 
