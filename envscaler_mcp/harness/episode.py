@@ -12,6 +12,7 @@ from mcp.types import CallToolResult, TextContent
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderNotConfigured, UsageError
+from envscaler_mcp.harness.budget import EpisodeClock
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -157,8 +158,9 @@ async def _attempt(
     async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as ep:
         rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
-        with anyio.move_on_after(config.timeout_s) as scope:
-            status = await _loop(rec, ep, agent, env_info, user)
+        clock = EpisodeClock(agent, config)
+        with clock.scope as scope:
+            status = await _loop(rec, ep, agent, env_info, user, clock)
         if scope.cancelled_caught:
             status = "timeout"
         t = time.perf_counter()
@@ -200,7 +202,12 @@ async def _attempt(
 
 
 async def _loop(
-    rec: _Recorder, ep: EpisodeHandle, agent: Provider, env_info: EnvInfo, user: Provider | None
+    rec: _Recorder,
+    ep: EpisodeHandle,
+    agent: Provider,
+    env_info: EnvInfo,
+    user: Provider | None,
+    clock: EpisodeClock,
 ) -> EpisodeStatus:
     config = rec.config
     rec.messages.append(Message(role="system", content=agent_system_prompt(config.mode, env_info)))
@@ -219,6 +226,7 @@ async def _loop(
         t = time.perf_counter()
         turn = await agent.complete(list(rec.messages), rec.tools, config.agent_settings)
         rec.time("agent", t)
+        clock.after_turn(rec.steps)
         rec.agent_usage = rec.agent_usage + turn.usage
         message = turn.message.model_copy(update={"role": "assistant"})
         rec.messages.append(message)

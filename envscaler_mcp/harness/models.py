@@ -121,7 +121,12 @@ class EpisodeConfig(BaseModel):
     max_steps: int = Field(
         30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps."
     )
-    timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Per-episode wall-time limit in seconds; None: derived from the agent's measured speed "
+        "(harness/budget.py), 600 s for agents that do not measure it.",
+    )
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
     infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
     agent_settings: GenerationSettings = Field(
