@@ -246,3 +246,33 @@ async def test_streamed_decision_reports_speed_and_ends_idle(fake: FakeServer) -
     activity = p.server.activity
     assert activity.prompt_tok_s == 200.0 and activity.gen_tok_s == 15.0
     assert activity.state == "idle" and activity.describe() == ""
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(600)
+@pytest.mark.anyio
+@pytest.mark.skipif(_installed("qwen2.5-coder-0.5b") is not None, reason=str(_installed("qwen2.5-coder-0.5b")))
+async def test_real_server_restores_the_saved_prompt_after_a_restart(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    monkeypatch.setenv("ENVSCALER_MCP_BLOCK_REQUESTS", "0")  # loopback only
+    from envscaler_mcp.providers.local.server import LocalServer
+
+    weights = LOCAL_MODELS["qwen2.5-coder-0.5b"]
+    system = Message(role="system", content="You manage a shop's orders.")
+    cached = []
+    for task in ("Cancel order B-77.", "Where is order A-1?"):  # two runs: a server each, one cache folder
+        server = LocalServer(model_path=ensure_weights(weights), runtime="xllamacpp", threads=1, ctx=2048,
+                             prompt_cache=tmp_path)
+        p = LocalProvider("local/qwen2.5-coder-0.5b", weights, server)
+        try:
+            turn = await p.complete([system, Message(role="user", content=task)], TOOLS,
+                                    GenerationSettings(max_tokens=40))
+        finally:
+            await p.aclose()
+            server.stop()
+        cached.append((turn.usage.input_tokens, turn.usage.cached_tokens))
+    assert len(list(tmp_path.glob("*.bin"))) == 1 and len(list(tmp_path.glob("*.json"))) == 1
+    (first_in, first_cached), (second_in, second_cached) = cached
+    assert first_cached == 0 and first_in > 200
+    # the second run read only its task: everything up to the user's message came from the saved file
+    assert second_cached >= first_in - 20 and second_in - second_cached < 20
