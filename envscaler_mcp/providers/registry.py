@@ -5,7 +5,7 @@
 | `openai/<model>` | OpenAI chat completions | OPENAI_API_KEY (required), OPENAI_BASE_URL |
 | `anthropic/<model>` | Anthropic messages API | ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL |
 | `openai-compatible/<model>` | vLLM, Ollama, llama.cpp server... | OPENAI_COMPATIBLE_BASE_URL (required), OPENAI_COMPATIBLE_API_KEY |
-| `local/<model>` | embedded llama.cpp model | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp), ENVSCALER_MCP_LOCAL_THREADS (2) |
+| `local/<model>` | embedded llama.cpp model | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp), ENVSCALER_MCP_LOCAL_THREADS (one per core) |
 | `oracle` | replays a scenario's reference solution | - |
 | `mock` | scripted answers (tests) | - |
 """
@@ -115,7 +115,7 @@ def get_provider(
         options["max_concurrency"] = max_concurrency
     if provider == "local":
         options["mode"] = local_mode
-        threads = threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 2)
+        threads = threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 0)  # 0: one per core
         return _local_provider(spec, model, client, runtime or env.get("ENVSCALER_MCP_LOCAL_RUNTIME") or "auto",
                                threads, ctx, options)
     network = client is None

@@ -156,3 +156,13 @@ def test_activity_lines() -> None:
     activity.token()
     activity.token()
     assert activity.describe().startswith("local model: generating 2 tokens")
+
+
+
+def test_threads_default_to_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from envscaler_mcp.providers.local.server import auto_threads
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert auto_threads() == 2
