@@ -106,7 +106,7 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     assert second.message.content == "It shipped." and second.message.tool_calls == []
     sent = fake.requests[1]
     assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
-    assert "- get_order(order_id: str) - Get an order by id." in sent["messages"][0]["content"]
+    assert "- get_order: Get an order by id.\n  parameters: order_id: str" in sent["messages"][0]["content"]
     assert json.loads(sent["messages"][2]["content"]) == {"plan": "look up A-1 with get_order",
                                                           "tool_calls": [decision["tool_calls"][0]], "reply": ""}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}

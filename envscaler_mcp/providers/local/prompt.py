@@ -2,8 +2,8 @@
 schema every decision is constrained to.
 
 A small CPU model pays for every prompt token (tens of tokens per second cold), so by default each function
-is one line: its name, typed parameters (`?` marks an optional one, enums are spelled out) and the first
-sentence of its description. The full JSON Schemas are still enforced: they are the grammar of the answer
+is two short lines: its name with the first sentence of its description, and its typed parameters (`?`
+marks an optional one, enums are spelled out). The full JSON Schemas are still enforced: they are the grammar of the answer
 (`decision_schema`), and the server validates every call again.
 """
 
@@ -82,10 +82,13 @@ def first_sentence(text: str, limit: int = 160) -> str:
 
 
 def compact_tool_line(tool: ToolDef) -> str:
-    """One line per function: `name(a: str, b?: int) - First sentence of the description.`"""
-    line = f"{tool.name}({params_text(tool.input_schema or {})})"
+    """A function in two short lines: `- name: First sentence.` and `  parameters: a: str, b?: int`.
+
+    (Written as `name(a: str) - ...`, the 1.5B model copied that shape into its plan and then repeated the
+    call it had just made instead of answering.)"""
     summary = first_sentence(tool.description or "")
-    return f"- {line} - {summary}" if summary else f"- {line}"
+    params = params_text(tool.input_schema or {})
+    return f"- {tool.name}: {summary}".rstrip() + f"\n  parameters: {params or 'none'}"
 
 
 def full_tool_lines(tool: ToolDef) -> list[str]:
@@ -97,7 +100,7 @@ def full_tool_lines(tool: ToolDef) -> list[str]:
 def decision_system_prompt(system: str, tools: list[ToolDef], style: ToolStyle = "compact") -> str:
     """The caller's system prompt, then the function list and the decision rules."""
     lines = [system.strip() or "You are a helpful agent that completes the user's task with functions.", "",
-             "You can call these functions (name(parameters) - what it does; ? marks an optional parameter):"
+             "You can call these functions (? marks an optional parameter):"
              if style == "compact" else "You can call these functions:"]
     for tool in tools:
         lines.extend([compact_tool_line(tool)] if style == "compact" else full_tool_lines(tool))
