@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.errors import ProviderNotConfigured
-from envscaler_mcp.providers import GenerationSettings, Message, ToolDef, get_provider
+from envscaler_mcp.providers import GenerationSettings, Message, ToolCallRequest, ToolDef, get_provider
 from envscaler_mcp.providers._adapter import RequestsBlocked
 from envscaler_mcp.providers.local.provider import LocalProvider, decision_schema
 from envscaler_mcp.providers.local.server import LocalServer, chat_template_path
@@ -276,3 +276,27 @@ async def test_real_server_restores_the_saved_prompt_after_a_restart(monkeypatch
     assert first_cached == 0 and first_in > 200
     # the second run read only its task: everything up to the user's message came from the saved file
     assert second_cached >= first_in - 20 and second_in - second_cached < 20
+
+
+@pytest.mark.anyio
+async def test_a_repeated_answered_call_is_turned_into_an_answer_request(fake: FakeServer) -> None:
+    again = {"plan": "p", "tool_calls": [{"name": "cancel_order", "arguments": {"order_id": "B-77"}}], "reply": ""}
+    fake.answers += [(200, llama_stream(json.dumps(again), prompt=300, completion=20)),
+                     (200, llama_stream(json.dumps({"plan": "answer", "tool_calls": [], "reply": "B-77 is cancelled."}),
+                                        prompt=350, cached=300, completion=12))]
+    p = _local(fake)
+    done = Message(role="assistant", tool_calls=[ToolCallRequest(id="c1", name="cancel_order",
+                                                                 arguments={"order_id": "B-77"})])
+    history = [Message(role="user", content="Cancel B-77."), done,
+               Message(role="tool", tool_call_id="c1", name="cancel_order", content='{"success": true}')]
+    turn = await p.complete(history, TOOLS)
+    assert turn.message.tool_calls == [] and turn.message.content == "B-77 is cancelled."
+    assert turn.usage.input_tokens == 650 and turn.usage.output_tokens == 32
+    retry = fake.requests[1]
+    assert retry["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]["maxItems"] == 0
+    assert "already made" in retry["messages"][-1]["content"]
+    # a call whose earlier result was an error may be tried again, and a new call is never second-guessed
+    history[-1] = history[-1].model_copy(update={"is_error": True})
+    fake.answers.append((200, llama_stream(json.dumps(again))))
+    assert (await p.complete(history, TOOLS)).message.tool_calls
+    assert len(fake.requests) == 3

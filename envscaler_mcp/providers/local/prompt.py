@@ -107,19 +107,23 @@ def decision_system_prompt(system: str, tools: list[ToolDef], style: ToolStyle =
     return "\n".join([*lines, "", DECISION_RULES])
 
 
-def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
-    """JSON Schema of one decision; each call's arguments follow its own tool's input schema."""
+def decision_schema(tools: list[ToolDef], *, answer_only: bool = False) -> dict[str, Any]:
+    """JSON Schema of one decision; each call's arguments follow its own tool's input schema (with
+    `answer_only`, `tool_calls` must be empty and `reply` must say something)."""
     variants = [
         {"type": "object",
          "properties": {"name": {"const": t.name}, "arguments": t.input_schema or {"type": "object"}},
          "required": ["name", "arguments"]}
         for t in tools
     ]
+    calls: dict[str, Any] = {"type": "array", "items": {"anyOf": variants}}
+    reply: dict[str, Any] = {"type": "string"}
+    if answer_only:
+        calls["maxItems"] = 0
+        reply["minLength"] = 1
     return {
         "type": "object",
-        "properties": {"plan": {"type": "string", "maxLength": 160},
-                       "tool_calls": {"type": "array", "items": {"anyOf": variants}},
-                       "reply": {"type": "string"}},
+        "properties": {"plan": {"type": "string", "maxLength": 160}, "tool_calls": calls, "reply": reply},
         "required": ["plan", "tool_calls", "reply"],
     }
 

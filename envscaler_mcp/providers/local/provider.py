@@ -40,6 +40,21 @@ COLD_PROMPT_GUESS = 2500  # tokens of a whole prompt before one has been measure
 SAFETY = 3.0
 
 
+REPEAT_NOTE = ("(note from the system: the function call(s) you chose were already made with these arguments, "
+               "and their results are above. Do not call them again: read the results and write your final "
+               "answer in \"reply\".)")
+
+
+def repeats_answered_calls(messages: Sequence[Message], calls: list[ToolCallRequest]) -> bool:
+    """True when every call repeats, with the same arguments, a call of this conversation that got a
+    result which is not an error."""
+    made = {c.id: (c.name, json.dumps(c.arguments, sort_keys=True)) for m in messages if m.role == "assistant"
+            for c in m.tool_calls}
+    answered = {made[m.tool_call_id] for m in messages
+                if m.role == "tool" and not m.is_error and m.tool_call_id in made}
+    return all((c.name, json.dumps(c.arguments, sort_keys=True)) in answered for c in calls)
+
+
 class LocalProvider(OpenAIChatProvider):
     """Talks to the shared local llama.cpp server, starting it on the first call."""
 
@@ -146,6 +161,17 @@ class LocalProvider(OpenAIChatProvider):
             if not saved:
                 await self._save(entry, answer.prompt_tokens + answer.completion_tokens)
         calls, reply, plan = self.read_decision(answer.content, tools)
+        if calls and repeats_answered_calls(messages, calls):
+            # The small model tends to call again what it has just done instead of answering: ask once more,
+            # with the calls' results in view and a grammar that allows an answer only.
+            retry = self.decision_body([*messages, Message(role="user", content=REPEAT_NOTE)], tools, settings)
+            retry["response_format"] = json_schema_format(decision_schema(tools, answer_only=True))
+            second = await stream_chat(client, retry, self.server.activity, settings.timeout_s)
+            answer.prompt_tokens += second.prompt_tokens
+            answer.completion_tokens += second.completion_tokens
+            answer.cached_tokens += second.cached_tokens
+            answer.finish_reason = second.finish_reason
+            calls, reply, plan = self.read_decision(second.content, tools)
         message = Message(role="assistant", content=reply, tool_calls=calls, reasoning=plan)
         finish = "tool_calls" if calls else answer.finish_reason
         usage = self.prices.usage(self.spec, answer.prompt_tokens, answer.completion_tokens, answer.cached_tokens)
