@@ -31,9 +31,9 @@ from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
 from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.harness.run import run_eval
-from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.harness.source import EpisodeSource
+from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 
 
@@ -139,16 +139,17 @@ async def harness(
             )  # type: ignore[arg-type]
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
-                summary = await run_eval(
+                run_dir = await run_eval(
                     config,
                     Path(tmp) / "run",
                     plans=plans,
-                    agent=Seat("oracle"),
+                    agent=Seat.oracle(),
                     checker=checker,
                     source_factory=source,
                 )
                 elapsed = time.perf_counter() - t
-                records = RunDir(Path(tmp) / "run").read_results()
+                records = run_dir.read_results()
+                summary = finish_run(run_dir.path)
             kinds: dict[str, float] = defaultdict(float)
             for r in records:
                 for timing in r.timings:

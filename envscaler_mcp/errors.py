@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class EnvScalerError(Exception):
     """Base of every error the tool reports to a person."""
@@ -37,6 +39,23 @@ class ProviderNotConfigured(ProviderError):
     exit_code = 2
 
 
+class ProviderUnavailable(ProviderError):
+    """The provider could not be reached or kept failing (5xx, 429, timeouts, refused connections) after
+    every retry. Infrastructure: the episode is retried and, failing that, left out of the scores."""
+
+
+ModelFaultKind = Literal["context_overflow", "refusal", "invalid_request"]
+
+
+class ModelFault(ProviderError):
+    """The model made its own request fail: its context overflowed, it refused, or its output made the next
+    request invalid. The model's failure: the episode is scored (status `model_error`), never excluded."""
+
+    def __init__(self, message: str, kind: ModelFaultKind) -> None:
+        super().__init__(message)
+        self.kind: ModelFaultKind = kind
+
+
 class SynthesisError(EnvScalerError):
     """A synthesis step could not produce a valid artefact."""
 
@@ -51,6 +70,16 @@ class RenderError(EnvScalerError):
 
 class ServerStartError(EnvScalerError):
     """An MCP server could not be started or reached."""
+
+
+class ServerFault(EnvScalerError):
+    """An environment server crashed, stopped answering (a watchdog noticed) or could not be restarted.
+    Infrastructure: the episode is retried on a fresh episode and, failing that, left out of the scores."""
+
+
+class HarnessError(EnvScalerError):
+    """A bug in the harness itself (not the model's, not the infrastructure's): the run stops, its finished
+    episodes and summary are kept, and the traceback is written to the run folder."""
 
 
 class ValidatorError(EnvScalerError):

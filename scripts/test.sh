@@ -15,4 +15,6 @@ if ! command -v mcp-inspector >/dev/null 2>&1 && command -v npm >/dev/null 2>&1;
 fi
 "$VENV/bin/ruff" check envscaler_mcp tests benchmarks
 "$VENV/bin/mypy"
+# The map of docs/architecture.md: stages import one way, no cycle between packages ([tool.importlinter]).
+"$VENV/bin/lint-imports" --no-cache --no-logo
 exec "$VENV/bin/python" -m pytest "$@"

@@ -76,7 +76,7 @@ def schemas_cmd(
     out: Annotated[Path | None, typer.Option("--out", help="Folder to write (default: schemas/).")] = None,
 ) -> None:
     """Regenerate schemas/*.schema.json from the Pydantic models of the on-disk formats."""
-    from envscaler_mcp.skeleton.jsonschemas import write_schemas
+    from envscaler_mcp.catalog.jsonschemas import write_schemas
 
     changed = write_schemas(out, check=check)
     for name in changed:

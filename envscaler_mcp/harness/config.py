@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, field_serializer
@@ -15,10 +15,9 @@ from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenari
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.launch import Transport
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import canonical_hash
-
-Transport = Literal["http", "stdio", "memory"]
 
 # Fields that may change between a run and its resumption.
 _RESUMABLE_FIELDS = {"concurrency", "progress"}

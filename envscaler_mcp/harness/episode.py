@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from mcp import MCPError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, Tool
 
 from envscaler_mcp._usage import Usage
-from envscaler_mcp.errors import ProviderNotConfigured, UsageError
+from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
 from envscaler_mcp.harness.budget import EpisodeClock
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
+from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
@@ -26,7 +28,7 @@ from envscaler_mcp.scoring.diff import StateChange, diff_states
 
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
 _MODEL_FAULT_CODES = {-32602, -32601}
-_STATE_TIMEOUT_S = 60.0
+T = TypeVar("T")
 NO_ADMIN_REASON = "the server has no admin plane, so the final state cannot be read and validators cannot run"
 
 
@@ -45,6 +47,8 @@ class _Recorder:
         self.tool_calls = 0
         self.tool_errors = 0
         self.final_answer = ""
+        self.model_error: str | None = None
+        self.waiting_on_server = False  # True while a server call is in flight (a timeout then is infra)
 
     def time(self, kind: Any, started: float, name: str = "", is_error: bool = False) -> None:
         self.timings.append(
@@ -72,9 +76,11 @@ async def run_episode(
 ) -> EpisodeResult:
     """Run one (scenario, trial) episode and score it.
 
-    Infrastructure failures (server, MCP transport, provider after its retries, validator sandbox) are retried
-    `config.infra_retries` times on a fresh episode; if every attempt fails the result has status
-    'infra_error' with the reasons, and no score. Usage errors (a missing API key) propagate.
+    Infrastructure failures (server crash or hang, MCP transport, provider after its retries, validator
+    sandbox) are retried `config.infra_retries` times on a fresh episode; if every attempt fails the result
+    has status 'infra_error' with the reasons, and no score. The agent's own faults (context overflow,
+    refusal, invalid requests) end the episode as 'model_error' and it is scored. Usage errors (a missing
+    API key) and anything else (a bug in the harness) propagate: see harness/faults.py.
     """
     config = config or EpisodeConfig()
     if config.mode == "conversation" and user is None:
@@ -88,10 +94,10 @@ async def run_episode(
         rec = _Recorder(scenario, config)
         try:
             result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user)
-        except (UsageError, ProviderNotConfigured):
-            raise
-        except Exception as exc:  # every other failure is the infrastructure's, recorded with its reason
-            reasons.append(f"attempt {attempt}: {_describe(exc)}")
+        except Exception as exc:
+            if not is_infra(exc):
+                raise
+            reasons.append(f"attempt {attempt}: {describe(exc)}")
             continue
         return result.model_copy(
             update={
@@ -136,13 +142,6 @@ async def score_state(
     return checks, checklist_score(checks), diff_states(scenario.initial_state, final_state)
 
 
-def _describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 async def _attempt(
     rec: _Recorder,
     source: EpisodeSource,
@@ -155,18 +154,20 @@ async def _attempt(
     status: EpisodeStatus
     final_state: dict[str, Any] | None = None
     t = time.perf_counter()
-    async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as ep:
+    async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as opened:
+        ep = _Watched(opened, rec, config.server_timeout_s)
         rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
         clock = EpisodeClock(agent, config)
         with clock.scope as scope:
             status = await _loop(rec, ep, agent, env_info, user, clock)
         if scope.cancelled_caught:
+            if rec.waiting_on_server:  # the time ran out inside a server call: the server's fault
+                raise ServerFault("the server did not answer a tool call before the episode's time ran out")
             status = "timeout"
         t = time.perf_counter()
         try:
-            with anyio.fail_after(_STATE_TIMEOUT_S):
-                final_state = await ep.get_state()
+            final_state = await ep.get_state()
         except NoAdminPlane:
             final_state = None
         rec.time("state", t)
@@ -194,6 +195,7 @@ async def _attempt(
         agent_usage=rec.agent_usage,
         user_usage=rec.user.usage if rec.user else Usage(),
         scorable=final_state is not None,
+        model_error=rec.model_error,
         checks=checks,
         score=score,
         success=None if score is None else (score == 1.0 and status == "completed"),
@@ -224,10 +226,19 @@ async def _loop(
     while rec.steps < config.max_steps:
         rec.steps += 1
         t = time.perf_counter()
-        turn = await agent.complete(list(rec.messages), rec.tools, config.agent_settings)
+        try:
+            turn = await agent.complete(list(rec.messages), rec.tools, config.agent_settings)
+        except ModelFault as fault:
+            rec.time("agent", t)
+            rec.model_error = f"{fault.kind}: {fault}"
+            return "model_error"
         rec.time("agent", t)
         clock.after_turn(rec.steps)
         rec.agent_usage = rec.agent_usage + turn.usage
+        if turn.finish_reason == "content_filter":
+            rec.messages.append(turn.message.model_copy(update={"role": "assistant"}))
+            rec.model_error = "refusal: the provider stopped the answer (content filter / refusal)"
+            return "model_error"
         message = turn.message.model_copy(update={"role": "assistant"})
         rec.messages.append(message)
         if not message.tool_calls:
@@ -282,6 +293,33 @@ async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[
         name=call.name,
         is_error=bool(result.is_error),
     )
+
+
+class _Watched:
+    """An episode handle whose every server call has a deadline: a server that stops answering (hung,
+    stopped, deadlocked) is a ServerFault, never time charged to the agent."""
+
+    def __init__(self, ep: EpisodeHandle, rec: _Recorder, timeout_s: float) -> None:
+        self._ep, self._rec, self._timeout_s = ep, rec, timeout_s
+
+    async def _call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        self._rec.waiting_on_server = True  # stays set when the episode's time runs out in here
+        try:
+            with anyio.fail_after(self._timeout_s):
+                result = await call()
+        except TimeoutError:
+            raise ServerFault(f"the server did not answer {what} within {self._timeout_s:g} s") from None
+        self._rec.waiting_on_server = False
+        return result
+
+    async def list_tools(self) -> list[Tool]:
+        return await self._call("tools/list", self._ep.list_tools)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return await self._call(f"tools/call {name}", lambda: self._ep.call_tool(name, arguments))
+
+    async def get_state(self) -> dict[str, Any]:
+        return await self._call("the state request", self._ep.get_state)
 
 
 def _error_result(text: str) -> CallToolResult:

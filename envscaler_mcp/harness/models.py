@@ -10,7 +10,7 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scoring.diff import StateChange
 
-EpisodeStatus = Literal["completed", "max_steps", "timeout", "infra_error"]
+EpisodeStatus = Literal["completed", "max_steps", "timeout", "model_error", "infra_error"]
 Mode = Literal["task", "conversation"]
 CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
 
@@ -60,9 +60,14 @@ class EpisodeResult(BaseModel):
         description="'completed': the agent answered without a tool call (task mode) or the simulated user "
         "ended with ###STOP### (conversation mode); 'max_steps': step limit reached; 'timeout': per-episode "
         "time limit "
-        "reached; 'infra_error': the server, MCP transport or a provider failed (excluded from model scores)."
+        "reached; 'model_error': the agent's model failed by its own doing (context overflow, refusal, an "
+        "invalid request its output produced): scored as a failure; 'infra_error': the server, MCP transport, "
+        "validator sandbox or a provider failed after retries (excluded from model scores)."
     )
     infra_reason: str | None = Field(None, description="For infra_error: what failed, per attempt.")
+    model_error: str | None = Field(
+        None, description="For model_error: 'context_overflow', 'refusal' or 'invalid_request', then the message."
+    )
     attempts: int = Field(
         1, description="Attempts made (infra errors are retried a bounded number of times)."
     )
@@ -126,6 +131,12 @@ class EpisodeConfig(BaseModel):
         gt=0,
         description="Per-episode wall-time limit in seconds; None: derived from the agent's measured speed "
         "(harness/budget.py), 600 s for agents that do not measure it.",
+    )
+    server_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Longest wait for one server answer (open an episode, list tools, a tool call, the state): "
+        "a server silent for longer is hung (an infrastructure fault), and is restarted.",
     )
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
     infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")

@@ -1,9 +1,11 @@
 """The servers of a run: one per environment, started together, restarted when one stops answering.
 
 A shared HTTP server that crashes would otherwise turn every later episode of its environment into an
-infra error. When opening an episode fails at the connection level (refused, reset, closed), the pool
-restarts that environment's server (once, however many episodes noticed it) and the episode's infra
-retry runs on the new one.
+infra error. When an episode fails at the connection level (refused, reset, closed) or the server stops
+answering (a ServerFault from a watchdog, including a deadline on opening the episode), the pool restarts
+that environment's server (once, however many episodes noticed it) and the episode's infra retry runs on
+the new one. A server that cannot be restarted is marked down: that environment's remaining episodes fail
+at once as infrastructure errors, and the run goes on with the others.
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from typing import Any
 
 import anyio
 import httpx2
+from mcp import MCPError
+from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from envscaler_mcp.errors import ServerFault
+from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+
+# A client-side timeout or a closed connection: the server stopped answering.
+_GONE_CODES = {REQUEST_TIMEOUT, CONNECTION_CLOSED}
 
 
 class _Slot:
@@ -26,6 +35,7 @@ class _Slot:
         self.ready = anyio.Event()
         self.restart = anyio.Event()
         self.restarts = 0
+        self.down: str | None = None  # why the server is gone for good (a restart failed)
 
 
 class SourcePool:
@@ -37,11 +47,20 @@ class SourcePool:
 
     async def _hold(self, key: str, open_source: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
         slot = self._slots[key]
+        started = False
         while True:
-            async with open_source() as source:
-                slot.source = source
+            try:
+                async with open_source() as source:
+                    slot.source, started = source, True
+                    slot.ready.set()
+                    await _first(self._release, slot.restart)
+            except Exception as exc:
+                if not started:
+                    raise  # the first start failed: the run cannot begin, say why
+                slot.down = f"the {key} server could not be restarted ({describe(exc)})"
+                slot.source = None
                 slot.ready.set()
-                await _first(self._release, slot.restart)
+                return
             if self._release.is_set():
                 return
             slot.restarts += 1
@@ -96,6 +115,7 @@ async def open_pool(
 
 
 _GONE = (
+    ServerFault,
     OSError,
     httpx2.TransportError,
     anyio.BrokenResourceError,
@@ -108,6 +128,8 @@ def _server_gone(exc: BaseException) -> bool:
     """A connection-level failure (refused, reset, closed stream): the server process is gone or hung."""
     if isinstance(exc, BaseExceptionGroup):
         return any(_server_gone(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError) and exc.code in _GONE_CODES:
+        return True
     return isinstance(exc, _GONE) or (exc.__cause__ is not None and _server_gone(exc.__cause__))
 
 
@@ -127,9 +149,10 @@ class _Pooled:
         slot = self._pool._slots[self._key]
         await slot.ready.wait()
         source = slot.source
-        assert source is not None
+        if source is None:
+            raise ServerFault(slot.down or f"the {self._key} server is not running")
         manager = source.episode(initial_state)
-        try:
+        try:  # a server that does not answer runs into the launch client's own timeouts
             ep = await manager.__aenter__()
         except Exception as exc:
             if _server_gone(exc):
@@ -138,6 +161,8 @@ class _Pooled:
         try:
             yield ep
         except BaseException as exc:
+            if isinstance(exc, Exception) and _server_gone(exc):  # restart first: closing a hung episode would wait
+                await self._pool.restart(self._key, source)
             if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
                 raise
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -12,17 +13,18 @@ from pathlib import Path
 import anyio
 from rich.console import Console
 
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
+from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.pool import open_pool
 from envscaler_mcp.harness.progress import RunProgress
-from envscaler_mcp.harness.rundir import RunDir, check_resumable
-from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
+from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource
-from envscaler_mcp.harness.summary import RunSummary, summarize_run
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -44,7 +46,10 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
     from envscaler_mcp.launch import launch_server
 
     async with launch_server(
-        plan.target or plan.env_id, transport=config.transport, scenarios=plan.scenarios
+        plan.target or plan.env_id,
+        transport=config.transport,
+        scenarios=plan.scenarios,
+        client_timeout=config.episode.server_timeout_s,
     ) as server:
         yield server
 
@@ -72,12 +77,13 @@ async def run_eval(
     checker: Checker | None = None,
     source_factory: SourceFactory = open_source,
     console: Console | None = None,
-) -> RunSummary:
-    """Run (or resume) an evaluation into `out` and return its summary.
+) -> RunDir:
+    """Run (or resume) an evaluation into `out` and return the run folder (run.json, results.jsonl).
 
     Each finished episode is appended to results.jsonl and fsync'd before the next is counted, so an
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
+    The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
     """
     console = console or Console(stderr=True)
     plans = plans if plans is not None else build_plan(config)
@@ -106,69 +112,78 @@ async def run_eval(
         (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
     ]
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    agent = agent or Seat(config.agent, role="agent", base_url=config.agent_base_url)
+    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":
-        user = Seat(config.user, role="user")
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(agent.aclose)
-        if user is not None:
-            stack.push_async_callback(user.aclose)
-        if checker is None and todo:
-            workers = max(1, min(config.concurrency, os.cpu_count() or 1))
-            checker = await stack.enter_async_context(
-                SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
-            )
-        needed = {
-            plan.env_id: partial(source_factory, plan, config)
-            for plan in plans
-            if any(p is plan for p, _, _ in todo)
-        }
-        pool = await stack.enter_async_context(open_pool(needed))
-        limiter = anyio.CapacityLimiter(config.concurrency)
-        progress = stack.enter_context(
-            RunProgress(planned, done=len(done), enabled=config.progress, console=console)
-        )
-
-        async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
-            async with limiter:
-                assert checker is not None and agent is not None
-                result = await run_episode(
-                    scenario,
-                    source=pool.source(plan.env_id),
-                    agent=agent.for_scenario(scenario),
-                    user=user.for_scenario(scenario) if user else None,
-                    checker=checker,
-                    config=config.episode,
-                    env_info=plan.env_info,
-                    run_id=manifest.run_id,
-                    trial=trial,
-                )
-            run_dir.append(result)
-            progress.add(result)
-
-        if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
-            agent.prepare(todo[0][1])
+        user = seat_for(config.user, role="user")
+    try:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(agent.aclose)
             if user is not None:
-                user.prepare(todo[0][1])
-        try:
+                stack.push_async_callback(user.aclose)
+            if checker is None and todo:
+                workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+                checker = await stack.enter_async_context(
+                    SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
+                )
+            needed = {
+                plan.env_id: partial(source_factory, plan, config)
+                for plan in plans
+                if any(p is plan for p, _, _ in todo)
+            }
+            pool = await stack.enter_async_context(open_pool(needed))
+            limiter = anyio.CapacityLimiter(config.concurrency)
+            progress = stack.enter_context(
+                RunProgress(planned, done=len(done), enabled=config.progress, console=console)
+            )
+
+            async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
+                async with limiter:
+                    assert checker is not None and agent is not None
+                    result = await run_episode(
+                        scenario,
+                        source=pool.source(plan.env_id),
+                        agent=agent.for_scenario(scenario),
+                        user=user.for_scenario(scenario) if user else None,
+                        checker=checker,
+                        config=config.episode,
+                        env_info=plan.env_info,
+                        run_id=manifest.run_id,
+                        trial=trial,
+                    )
+                run_dir.append(result)
+                progress.add(result)
+
+            if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
+                agent.prepare(todo[0][1])
+                if user is not None:
+                    user.prepare(todo[0][1])
             async with anyio.create_task_group() as tg:
                 for plan, scenario, trial in todo:
                     tg.start_soon(one, plan, scenario, trial)
-        except BaseExceptionGroup as group:
-            raise _first_error(group) from group
-    return finish(run_dir, manifest, planned)
+    except BaseException as exc:
+        error = _first_error(exc)
+        if isinstance(error, Exception) and not isinstance(error, EnvScalerError):
+            raise _harness_bug(run_dir, manifest, exc) from error
+        if error is exc:
+            raise
+        raise error from exc
+    return run_dir
 
 
-def _first_error(group: BaseExceptionGroup) -> BaseException:
+def _first_error(exc: BaseException) -> BaseException:
     """The first leaf of an exception group (a usage error raised by every episode is reported once)."""
-    exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
 
 
-def finish(run_dir: RunDir, manifest: RunManifest, planned: int | None = None) -> RunSummary:
-    """Summarize what results.jsonl holds and write summary.json."""
-    summary = summarize_run(run_dir.read_results(), manifest, planned)
-    run_dir.write_summary(summary)
-    return summary
+def _harness_bug(run_dir: RunDir, manifest: RunManifest, exc: BaseException) -> HarnessError:
+    """Write the traceback to error.log and say so in one line (the finished episodes stay in results.jsonl)."""
+    log = run_dir.path / ERROR_LOG
+    text = "".join(traceback.format_exception(exc))
+    atomic_write_text(log, f"{datetime.now(UTC).isoformat(timespec='seconds')} {manifest.run_id}\n{text}")
+    return HarnessError(
+        f"internal error in the harness ({describe(_first_error(exc))}); the run stopped. Its finished "
+        f"episodes are kept in {run_dir.path}; the traceback is in {log}. Please report it; --resume "
+        "continues the run once it is fixed."
+    )

@@ -16,6 +16,7 @@ RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
+ERROR_LOG = "error.log"
 
 
 class RunDir:
@@ -91,9 +92,6 @@ class RunDir:
             write_jsonl_atomic(self.results_path, [r.model_dump(mode="json") for r in kept])
         return kept
 
-    def write_summary(self, summary: Any) -> None:
-        """Write summary.json atomically (a Pydantic model)."""
-        atomic_write_json(self.path / SUMMARY_FILE, summary.model_dump(mode="json"))
 
 
 def check_resumable(old: RunManifest, new: RunManifest) -> None:

@@ -1,4 +1,4 @@
-"""CLI commands of the interop stage: `import envscaler` and `export` (EnvScaler files or a run's trajectories)."""
+"""CLI commands of the interop stage: `import envscaler` and `export envscaler` (EnvScaler's metadata files)."""
 
 from __future__ import annotations
 
@@ -65,57 +65,15 @@ def import_envscaler_cmd(
         raise typer.Exit(1)
 
 
-def export_cmd(
-    target: Annotated[
-        str,
-        typer.Argument(
-            help="'envscaler' to write EnvScaler metadata files, or a run directory "
-            "to export its trajectories."
-        ),
-    ],
+def export_envscaler_cmd(
     envs: Annotated[
         list[str] | None,
-        typer.Argument(help="With 'envscaler': environment ids or skeleton paths (default: all in --home)."),
+        typer.Argument(help="Environment ids or skeleton paths (default: every one in --home)."),
     ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="With 'envscaler': output folder (default: .). With a run: output file."),
-    ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="Trajectory format for a run: openai or sharegpt.")
-    ] = None,
-    min_score: Annotated[
-        float | None,
-        typer.Option("--min-score", help="Only episodes with at least this checklist score (run export)."),
-    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("."),
     home: HomeOption = None,
 ) -> None:
-    """Export environments and scenarios in EnvScaler's formats, or a run's trajectories for training."""
-    if target == "envscaler" and fmt is None:
-        _export_envscaler(envs or [], out or Path("."), home)
-        return
-    run_dir = Path(target)
-    if envs:
-        raise UsageError(f"unexpected arguments {envs}: a run export takes one run directory.")
-    if fmt not in ("openai", "sharegpt"):
-        raise UsageError("exporting a run needs --format openai or --format sharegpt.")
-    if not run_dir.is_dir():
-        raise UsageError(
-            f"'{target}' is not a run directory (nor 'envscaler'). "
-            "Usage: `export envscaler [ENV...] --out DIR` or `export RUN_DIR --format openai`."
-        )
-    try:
-        from envscaler_mcp.report.export import export_run  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as exc:
-        raise UsageError(
-            f"trajectory export is not available in this installation (envscaler_mcp.report.export: {exc})."
-        ) from exc
-    written = export_run(run_dir, fmt, min_score, out)
-    if written is not None:
-        typer.echo(str(written))
-
-
-def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None:
+    """Write env_metadata.json and scenario_metadata.json in EnvScaler's formats."""
     from envscaler_mcp._io import atomic_write_json
     from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios
@@ -123,7 +81,7 @@ def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None
 
     env_root = home / "environments" if home else environments_dir()
     scen_root = home / "scenarios" if home else scenarios_dir()
-    ids = env_args or list_env_ids(env_root)
+    ids = envs or list_env_ids(env_root)
     if not ids:
         raise UsageError(f"no environments to export in {env_root}; pass ids or --home.")
     items = []
@@ -134,11 +92,11 @@ def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None
         )  # a fixture-style folder keeps its scenarios beside the skeleton
         path = beside if beside.is_file() else scen_root / f"{skeleton.id}.jsonl"
         items.append((skeleton, load_scenarios(path) if path.exists() else []))
-    envs, scenarios = export_envscaler(items)
-    atomic_write_json(out / "env_metadata.json", envs)
+    env_items, scenarios = export_envscaler(items)
+    atomic_write_json(out / "env_metadata.json", env_items)
     atomic_write_json(out / "scenario_metadata.json", scenarios)
     typer.echo(
-        f"wrote {len(envs)} environment(s) to {out / 'env_metadata.json'} and "
+        f"wrote {len(env_items)} environment(s) to {out / 'env_metadata.json'} and "
         f"{len(scenarios)} scenario(s) to {out / 'scenario_metadata.json'}"
     )
 
@@ -146,4 +104,8 @@ def _export_envscaler(env_args: list[str], out: Path, home: Path | None) -> None
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
     app.add_typer(import_app, name="import")
-    app.command("export")(export_cmd)
+
+
+def register_export(export_app: typer.Typer) -> None:
+    """Add `export envscaler` to the `export` group."""
+    export_app.command("envscaler")(export_envscaler_cmd)

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from envscaler_mcp.launch.install import ClientName
+
 
 def serve_command(
     env: Annotated[str, typer.Argument(help="Environment id, server folder, or skeleton.json path.")],
@@ -45,18 +47,15 @@ def serve_command(
 
 def install_command(
     env: Annotated[str, typer.Argument(help="Environment id, server folder, or skeleton.json path.")],
-    client: Annotated[str, typer.Option("--client", help="claude-desktop, cursor or vscode.")],
+    client: Annotated[ClientName, typer.Option("--client", help="The desktop client.")],
     config: Annotated[Path | None, typer.Option("--config", help="Config file to edit (default: the client's usual one).")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Server name in the config (default: the env id, dashed).")] = None,
     scenario: Annotated[str | None, typer.Option("--scenario", help="Start the server from this bundled scenario.")] = None,
 ) -> None:
     """Add an environment's server to a desktop client's MCP config (keeps a backup and other servers)."""
-    from envscaler_mcp.errors import UsageError
-    from envscaler_mcp.launch.install import CLIENT_NAMES, install_server, server_entry
+    from envscaler_mcp.launch.install import install_server, server_entry
     from envscaler_mcp.launch.target import resolve_target
 
-    if client not in CLIENT_NAMES:
-        raise UsageError(f"unknown client '{client}': use one of {', '.join(CLIENT_NAMES)}")
     server = resolve_target(env)
     key = name or server.env_id.replace("_", "-")
     entry = server_entry(server, ["--scenario", scenario] if scenario else None)

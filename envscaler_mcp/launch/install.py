@@ -8,14 +8,15 @@ import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from envscaler_mcp._io import atomic_write_json
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.clients import client_config, stdio_entry
 
-CLIENT_NAMES = ("claude-desktop", "cursor", "vscode")
+ClientName = Literal["claude-desktop", "cursor", "vscode"]
+CLIENT_NAMES: tuple[str, ...] = get_args(ClientName)
 
 
 def default_config_path(client: str) -> Path:

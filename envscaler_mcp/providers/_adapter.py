@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
+from pydantic import BaseModel, ConfigDict, Field
 
-from envscaler_mcp.errors import EnvScalerError, ProviderError
+from envscaler_mcp.errors import (
+    EnvScalerError,
+    ModelFault,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+)
 from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
 from envscaler_mcp.providers.cache import ResponseCache, request_key
 from envscaler_mcp.providers.pricing import PriceTable
@@ -66,11 +75,61 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+# How providers word a request that no longer fits the model's context (OpenAI, Anthropic, vLLM, llama.cpp,
+# Ollama); matched case-insensitively against the error body.
+_OVERFLOW = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context (?:length|window|size)|prompt is too long|"
+    r"exceeds? the (?:available )?context|too many (?:input )?tokens|input (?:is )?too long|"
+    r"reduce the length of the messages",
+    re.IGNORECASE,
+)
+_REFUSAL = re.compile(r"content[_ ]policy|content[_ ]filter|safety system|flagged", re.IGNORECASE)
+
+
+def classify_rejection(spec: str, exc: BaseException) -> ProviderError:
+    """What a non-retryable provider error means: a setup problem the user must fix (bad key, unknown
+    model: stops the run), or a fault of the model's own making (context overflow, refusal, an invalid
+    request its output produced: scored as the model's failure)."""
+    status = status_of(exc)
+    detail = describe_error(exc)
+    if status in (401, 403):
+        return ProviderNotConfigured(f"{spec}: the provider refused the credentials ({detail}); check the API key")
+    if status == 404:
+        return ProviderNotConfigured(f"{spec}: the provider does not know this model ({detail}); check the name")
+    if _OVERFLOW.search(detail):
+        return ModelFault(f"{spec}: the conversation no longer fits the model's context ({detail})",
+                          "context_overflow")
+    if _REFUSAL.search(detail):
+        return ModelFault(f"{spec}: the provider refused the request ({detail})", "refusal")
+    return ModelFault(f"{spec}: request rejected ({detail}); not retried", "invalid_request")
+
+
 def describe_error(exc: BaseException) -> str:
     """A short description of a provider failure."""
     status = status_of(exc)
     body = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return f"HTTP {status}: {body}" if status is not None else f"{type(exc).__name__}: {body}"
+
+
+class NetworkOptions(BaseModel):
+    """The request machinery's options, shared by every provider built on BaseProvider."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    price_table: PriceTable | str | Path | dict[str, Any] | None = Field(
+        None, description="Prices: a JSON file, a mapping or a PriceTable (default: the built-in table).")
+    cache_dir: str | Path | None = Field(None, description="Response cache folder (default: no cache).")
+    max_concurrency: int | None = Field(None, ge=1, description="Requests at the same time (default 4).")
+    retries: int = Field(4, ge=0, description="Retries after a retryable failure.")
+    backoff_base_s: float = Field(1.0, ge=0, description="First backoff delay; doubles per retry.")
+
+    def adapter_options(self) -> dict[str, Any]:
+        """Keyword arguments of BaseProvider.__init__."""
+        options: dict[str, Any] = {"price_table": PriceTable.load(self.price_table), "cache_dir": self.cache_dir,
+                                   "retries": self.retries, "backoff_base_s": self.backoff_base_s}
+        if self.max_concurrency is not None:
+            options["max_concurrency"] = self.max_concurrency
+        return options
 
 
 class BaseProvider:
@@ -138,9 +197,11 @@ class BaseProvider:
                 raise
             except Exception as exc:
                 if not is_retryable(exc):
-                    raise ProviderError(f"{self.spec}: request rejected ({describe_error(exc)}); not retried") from exc
+                    if status_of(exc) is None:  # not an answer from the service: a bug, not the model's fault
+                        raise
+                    raise classify_rejection(self.spec, exc) from exc
                 if attempt >= self.retries:
-                    raise ProviderError(
+                    raise ProviderUnavailable(
                         f"{self.spec}: failed after {attempt + 1} attempts ({describe_error(exc)}). "
                         "The service may be down or rate-limited: try again later or lower --max-concurrency."
                     ) from exc

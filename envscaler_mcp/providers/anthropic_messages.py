@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from envscaler_mcp.providers._adapter import BaseProvider
-from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, Provider, ToolDef
+from envscaler_mcp.providers.credentials import SDKOptions
+from envscaler_mcp.providers.registry import register_provider
 from envscaler_mcp.providers.tools import (
     ToolNames,
     anthropic_tools,
@@ -64,3 +66,13 @@ class AnthropicProvider(BaseProvider):
         close = getattr(self.client, "close", None)
         if close is not None:
             await close()
+
+
+
+@register_provider("anthropic", options=SDKOptions, example="anthropic/claude-sonnet-4-5")
+def anthropic_provider(spec: str, model: str, options: SDKOptions) -> Provider:
+    """`anthropic/<model>`: the Anthropic API (ANTHROPIC_API_KEY required, ANTHROPIC_BASE_URL optional)."""
+    client = options.sdk_client("anthropic", "anthropic", lambda sdk, key, url: sdk.AsyncAnthropic(
+        api_key=key, base_url=url, max_retries=0))
+    return AnthropicProvider(spec, client, model=model, network=options.client is None,
+                             **options.adapter_options())

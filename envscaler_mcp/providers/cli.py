@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from envscaler_mcp.providers.credentials import env_var
 from envscaler_mcp.providers.local.server import runtime_status
 from envscaler_mcp.providers.local.weights import (
     DEFAULT_LOCAL_MODEL,
@@ -17,7 +18,6 @@ from envscaler_mcp.providers.local.weights import (
     ensure_weights,
     weights_status,
 )
-from envscaler_mcp.providers.registry import env_var
 
 
 def provider_rows(env: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -46,7 +46,9 @@ def provider_rows(env: Mapping[str, str]) -> list[dict[str, Any]]:
             usable, why = True, f"{state}; runtime {runtime_ok[0]}"
         default = " (default)" if name == DEFAULT_LOCAL_MODEL else ""
         rows.append({"provider": f"local/{name}{default}", "usable": usable, "detail": why})
-    rows.append({"provider": "oracle", "usable": True, "detail": "replays a scenario's reference solution"})
+    rows.append({"provider": "oracle", "usable": True,
+                 "detail": "not a model: the harness policy that replays a scenario's reference solution "
+                           "(--agent oracle, --user oracle)"})
     rows.append({"provider": "mock", "usable": True, "detail": "scripted answers (tests)"})
     return rows
 

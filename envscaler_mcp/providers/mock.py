@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderError
-from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.base import (
+    AssistantTurn,
+    GenerationSettings,
+    Message,
+    Provider,
+    ToolCallRequest,
+    ToolDef,
+)
+from envscaler_mcp.providers.registry import register_provider
 
 ScriptItem = str | Message | AssistantTurn | Callable[[list[Message], list[ToolDef]], str | Message]
 
@@ -50,3 +61,18 @@ class MockProvider:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+class MockOptions(BaseModel):
+    """Options of the scripted provider."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    script: list[Any] = Field(default_factory=list, description="The turns to answer with, in order.")
+    repeat_last: bool = Field(False, description="Repeat the last turn instead of failing past the end.")
+
+
+@register_provider("mock", options=MockOptions, needs_model=False)
+def mock_provider(spec: str, model: str, options: MockOptions) -> Provider:
+    """`mock`: answers with the scripted turns (tests)."""
+    return MockProvider(options.script, spec=spec, repeat_last=options.repeat_last)

@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 from envscaler_mcp.providers._adapter import BaseProvider
-from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, Provider, ToolDef
+from envscaler_mcp.providers.credentials import SDKOptions
+from envscaler_mcp.providers.registry import register_provider
 from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, from_openai_message, openai_tools, to_openai_messages
 
@@ -84,3 +86,26 @@ class OpenAIChatProvider(BaseProvider):
         close = getattr(self.client, "close", None)
         if close is not None:
             await close()
+
+
+
+@register_provider("openai", options=SDKOptions, example="openai/gpt-4.1-mini")
+def openai_provider(spec: str, model: str, options: SDKOptions) -> Provider:
+    """`openai/<model>`: the OpenAI API (OPENAI_API_KEY required, OPENAI_BASE_URL optional)."""
+    client = options.sdk_client("openai", "openai", lambda sdk, key, url: sdk.AsyncOpenAI(
+        api_key=key, base_url=url, max_retries=0))
+    return OpenAIChatProvider(spec, client, model=model, network=options.client is None,
+                              **options.adapter_options())
+
+
+@register_provider("openai-compatible", options=SDKOptions, example="openai-compatible/gpt-4.1-mini")
+def openai_compatible_provider(spec: str, model: str, options: SDKOptions) -> Provider:
+    """`openai-compatible/<model>`: any chat-completions server (OPENAI_COMPATIBLE_BASE_URL required);
+    tool calls written as text are parsed too."""
+    client = options.sdk_client(
+        "openai-compatible", "openai",
+        lambda sdk, key, url: sdk.AsyncOpenAI(api_key=key or "none", base_url=url, max_retries=0),
+        need="BASE_URL", hint="(e.g. http://127.0.0.1:8000/v1 for vLLM, http://127.0.0.1:11434/v1 for Ollama) "
+        "or pass --base-url")
+    return OpenAIChatProvider(spec, client, model=model, text_tool_calls=True, official=False,
+                              network=options.client is None, **options.adapter_options())

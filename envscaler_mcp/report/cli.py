@@ -1,4 +1,4 @@
-"""CLI commands of the report stage: `report` (the `export` command is registered by interop)."""
+"""CLI commands of the report stage: `report` and `export run` (a run's trajectories as training data)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from envscaler_mcp.harness.summary import summary_table
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.report.export import ExportFormat, export_run
 from envscaler_mcp.report.html import load_run, write_report
+from envscaler_mcp.report.summary import summary_table
 
 
 def report_command(
@@ -25,6 +27,27 @@ def report_command(
     console.print(f"report: {write_report(run_dir, out)}")
 
 
+def export_run_command(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder written by `envscaler-mcp eval`.")],
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="Trajectory format.")],
+    min_score: Annotated[
+        float | None, typer.Option("--min-score", help="Only episodes with at least this checklist score.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output file (default RUN_DIR/export-<format>.jsonl).")
+    ] = None,
+) -> None:
+    """Export a run's trajectories for fine-tuning (OpenAI chat or ShareGPT JSONL)."""
+    if not run_dir.is_dir():
+        raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
+    typer.echo(str(export_run(run_dir, fmt, min_score, out)))
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
     app.command("report")(report_command)
+
+
+def register_export(export_app: typer.Typer) -> None:
+    """Add `export run` to the `export` group."""
+    export_app.command("run")(export_run_command)

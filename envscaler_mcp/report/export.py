@@ -1,13 +1,13 @@
 """Trajectories of a run as fine-tuning data: OpenAI chat JSONL or LlamaFactory ShareGPT JSONL.
 
-`envscaler-mcp export RUN_DIR --format openai|sharegpt` (registered by the interop stage) calls export_run.
+`envscaler-mcp export run RUN_DIR --format openai|sharegpt` calls export_run.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from envscaler_mcp._io import write_jsonl_atomic
 from envscaler_mcp.errors import UsageError
@@ -17,7 +17,7 @@ from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.tools import ERROR_PREFIX  # tool errors reach chat models with this prefix
 
 ExportFormat = Literal["openai", "sharegpt"]
-FORMATS: tuple[str, ...] = ("openai", "sharegpt")
+FORMATS: tuple[str, ...] = get_args(ExportFormat)
 
 
 def _tool_text(m: Message) -> str:

@@ -10,7 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
-from envscaler_mcp.harness.summary import RunSummary, summarize_run
+from envscaler_mcp.report.summary import RunSummary, summarize_run
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 

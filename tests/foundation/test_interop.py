@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ from typer.testing import CliRunner
 
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
 from envscaler_mcp.cli import app
-from envscaler_mcp.errors import InputFileError, UsageError
+from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.interop.from_envscaler import import_envscaler
 from envscaler_mcp.interop.to_envscaler import derived_env_item, export_envscaler
 from tests.foundation._inprocess import new_instance, run_validator, state_of
@@ -269,37 +267,6 @@ def test_native_export_reimports_to_the_same_environment(tmp_path: Path) -> None
     assert derived_env_item(again)["operation_list"] == envs["mini_shop"]["operation_list"]
     assert [s.task for s in result.scenarios["mini_shop"]] == [s.task for s in scenarios]
     assert export_envscaler([(again, result.scenarios["mini_shop"])]) == (envs, items)
-
-
-def test_export_of_a_run_directory_dispatches_to_the_report_stage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[tuple[Any, ...]] = []
-    fake = types.ModuleType("envscaler_mcp.report.export")
-    fake.export_run = lambda *args: calls.append(args) or tmp_path / "out.jsonl"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "envscaler_mcp.report.export", fake)
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    result = CliRunner().invoke(
-        app,
-        [
-            "export",
-            str(run_dir),
-            "--format",
-            "sharegpt",
-            "--min-score",
-            "0.5",
-            "--out",
-            str(tmp_path / "x.jsonl"),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert calls == [(run_dir, "sharegpt", 0.5, tmp_path / "x.jsonl")]
-    runner = CliRunner()
-    bad = runner.invoke(app, ["export", str(run_dir)])
-    assert isinstance(bad.exception, UsageError) and "--format" in str(bad.exception)
-    missing = runner.invoke(app, ["export", str(tmp_path / "nope"), "--format", "openai"])
-    assert isinstance(missing.exception, UsageError) and "not a run directory" in str(missing.exception)
 
 
 def test_envscaler_fixture_files_are_current() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from envscaler_mcp.skeleton.jsonschemas import schema_models, schema_text, write_schemas
+from envscaler_mcp.catalog.jsonschemas import schema_models, schema_text, write_schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 MINI_SHOP = ROOT / "tests" / "fixtures" / "mini_shop"

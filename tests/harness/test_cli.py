@@ -24,7 +24,6 @@ runner = CliRunner()
         (["--env", "x"], "--agent"),
         (["--env", "x", "--agent", "oracle", "--mode", "conversation"], "--user"),
         (["--env", "x", "--agent", "oracle", "--resume"], "--out"),
-        (["--env", "x", "--agent", "oracle", "--transport", "pigeon"], "--transport"),
         (["--agent", "oracle"], "--env ENV"),
         (["--agent", "oracle", "--url", "http://127.0.0.1:9/mcp"], "--scenarios"),
     ],
@@ -38,6 +37,14 @@ def test_bad_options_are_usage_errors(args: list[str], message: str, tmp_path: P
     )
     assert result.exit_code != 0
     assert message in str(result.exception)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--transport", "pigeon"), ("--mode", "chat")])
+def test_enumerations_are_choices(option: str, value: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", "--env", "x", "--agent", "oracle", option, value,
+                                 "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and not (tmp_path / "run").exists()
+    assert option in result.output and f"'{value}' is not one of" in result.output
 
 
 def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> None:
@@ -123,3 +130,15 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> N
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
     assert len(pairs) == len(set(pairs)) == 4
+
+
+@pytest.mark.parametrize(("max_infra", "code"), [("0.1", 3), ("1", 0)])
+def test_too_many_infra_errors_fail_the_command(tmp_path: Path, max_infra: str, code: int) -> None:
+    # The mock agent has an empty script: its first call fails like a provider outage (infrastructure).
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "mock", "--transport", "memory", "--infra-retries", "0",
+            "--out", str(tmp_path / "run"), "--no-progress", "--max-infra", max_infra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.output + repr(result.exception)
+    assert "2 of 2 episode(s) (100.0%) failed on infrastructure errors" in result.output
+    assert ("exceed --max-infra 10%" in result.output) == (code == 3)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["overall"]["infra_share"] == 1.0

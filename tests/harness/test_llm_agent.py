@@ -89,4 +89,4 @@ async def test_a_provider_outage_is_an_infra_error(server: Any, checker: Sandbox
         config=EpisodeConfig(infra_retries=1, infra_backoff_s=0),
     )
     assert result.status == "infra_error" and result.score is None and result.attempts == 2
-    assert "ProviderError" in (result.infra_reason or "") and len(api.requests) == 4  # 2 attempts x 2 tries
+    assert "ProviderUnavailable" in (result.infra_reason or "") and len(api.requests) == 4  # 2 attempts x 2 tries

@@ -13,10 +13,11 @@ import pytest
 from mcp.types import CallToolResult
 
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
+from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
-from envscaler_mcp.providers import get_provider
+from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import shop_server
 
@@ -76,11 +77,11 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
             "episode": {"infra_retries": 2, "infra_backoff_s": 0},
         }
     )
-    summary = await run_eval(config, tmp_path, agent=Seat("oracle"), source_factory=factory)
+    summary = finish_run((await run_eval(config, tmp_path, agent=Seat.oracle(), source_factory=factory)).path)
     records = RunDir(tmp_path).read_results()
     assert started == ["mini_shop", "mini_shop"]
     assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
-    assert sorted(r.attempts for r in records) == [1, 3]  # crash, refused (server restarted), success
+    assert sorted(r.attempts for r in records) == [1, 2]  # the crash restarts the server at once; the retry succeeds
 
 
 def _http_server_children() -> list[int]:
@@ -108,7 +109,7 @@ async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
         created.append(scenario.id)
-        return get_provider("oracle", scenario=scenario)
+        return OraclePolicy(scenario)
 
     created: list[str] = []
     config = RunConfig.model_validate(
@@ -122,7 +123,7 @@ async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
             "episode": {"infra_retries": 2, "infra_backoff_s": 0},
         }
     )
-    summary = await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))
+    summary = finish_run((await run_eval(config, tmp_path, agent=Seat("oracle", factory=agent))).path)
     records = RunDir(tmp_path).read_results()
     assert len(killed) == 1 and summary.overall.episodes == 6
     assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0

@@ -13,8 +13,8 @@ from envscaler_mcp.harness.config import RunConfig, build_plan
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
-from envscaler_mcp.harness.summary import RunSummary
 from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.report.summary import RunSummary, finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import BOB, MINI_SHOP, SCENARIOS, replay_agent
 
@@ -28,7 +28,7 @@ def _config(**kw: object) -> RunConfig:
 
 
 async def _run(out: Path, agent: Seat, *, resume: bool = False, **kw: object) -> RunSummary:
-    return await run_eval(_config(**kw), out, resume=resume, agent=agent)
+    return finish_run((await run_eval(_config(**kw), out, resume=resume, agent=agent)).path)
 
 
 def test_run_json_never_holds_url_credentials() -> None:
@@ -122,14 +122,13 @@ async def test_a_conversational_run_uses_the_user_seat(tmp_path: Path) -> None:
         return MockProvider([s.task, "###STOP###"])
 
     config = _config(user="mock", episode={"mode": "conversation"})
-    summary = await run_eval(
-        config, tmp_path, agent=Seat("oracle"), user=Seat("mock", role="user", factory=user)
-    )
+    await run_eval(config, tmp_path, agent=Seat.oracle(), user=Seat("mock", role="user", factory=user))
+    summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     assert summary.mode == "conversation" and summary.user == "mock" and summary.overall.success_rate == 1.0
     assert all(r.mode == "conversation" and r.user_usage.calls == 2 and r.user_messages for r in records)
     with pytest.raises(UsageError, match="--user"):
-        await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat("oracle"))
+        await run_eval(_config(episode={"mode": "conversation"}), tmp_path / "x", agent=Seat.oracle())
 
 
 async def test_resume_with_retry_infra_reruns_only_the_infra_errors(tmp_path: Path) -> None:
@@ -140,8 +139,9 @@ async def test_resume_with_retry_infra_reruns_only_the_infra_errors(tmp_path: Pa
     assert sum(r.status == "infra_error" for r in RunDir(tmp_path).read_results()) == 2
     with pytest.raises(UsageError, match="--resume"):
         await run_eval(_config(trials=2, episode={"infra_retries": 0}), tmp_path / "new", retry_infra=True)
-    summary = await run_eval(_config(trials=2, episode={"infra_retries": 0}), tmp_path, resume=True,
-                             retry_infra=True, agent=Seat("mock", factory=replay_agent))
+    await run_eval(_config(trials=2, episode={"infra_retries": 0}), tmp_path, resume=True,
+                   retry_infra=True, agent=Seat("mock", factory=replay_agent))
+    summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     pairs = [(r.scenario_id, r.trial) for r in records]
     assert len(pairs) == len(set(pairs)) == 4 and all(r.status == "completed" for r in records)

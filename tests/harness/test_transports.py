@@ -19,6 +19,7 @@ from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -59,7 +60,8 @@ async def test_oracle_scores_full_marks_on_every_bundled_scenario(tmp_path: Path
             yield server
 
     config = RunConfig(envs=list(skeletons), agent="oracle", concurrency=8, progress=False)
-    summary = await run_eval(config, tmp_path, plans=plans, agent=Seat("oracle"), source_factory=source)
+    await run_eval(config, tmp_path, plans=plans, agent=Seat.oracle(), source_factory=source)
+    summary = finish_run(tmp_path)
     failed = [
         (r.env_id, r.scenario_id, r.status, r.infra_reason, [c.reason for c in r.checks if not c.passed])
         for r in RunDir(tmp_path).read_results()
@@ -133,7 +135,8 @@ async def test_an_agent_that_does_nothing_never_succeeds_on_a_bundled_scenario(t
 
     config = RunConfig(envs=list(skeletons), agent="mock", concurrency=4, transport="memory", progress=False)
     agent = Seat("mock", factory=lambda s: MockProvider(["I have taken care of everything."]))
-    summary = await run_eval(config, tmp_path, plans=plans, agent=agent, source_factory=source)
+    await run_eval(config, tmp_path, plans=plans, agent=agent, source_factory=source)
+    summary = finish_run(tmp_path)
     records = RunDir(tmp_path).read_results()
     assert len(records) == sum(len(s) for _, s in catalog) and summary.overall.infra_errors == 0
     assert [r.scenario_id for r in records if r.success] == [] and all(r.diff == [] for r in records)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envscaler_mcp.errors import ProviderError
+from envscaler_mcp.errors import ModelFault, ProviderError
 from envscaler_mcp.providers import Message, ToolCallRequest, ToolDef, get_provider
 from tests.providers.fakes import FakeServer, anthropic_message, error_body
 
@@ -68,6 +68,13 @@ async def test_no_retry_on_400(fake: FakeServer, anthropic_client) -> None:
     with pytest.raises(ProviderError, match="HTTP 400"):
         await provider(anthropic_client, retries=3).complete(USER)
     assert len(fake.requests) == 1
+
+
+async def test_a_prompt_too_long_is_the_models_context_overflow(fake: FakeServer, anthropic_client) -> None:
+    fake.answers.append((400, error_body("prompt is too long: 210344 tokens > 200000 maximum")))
+    with pytest.raises(ModelFault) as caught:
+        await provider(anthropic_client, retries=3).complete(USER)
+    assert caught.value.kind == "context_overflow" and len(fake.requests) == 1
 
 
 async def test_usage_counts_cache_reads_and_costs(fake: FakeServer, anthropic_client) -> None:

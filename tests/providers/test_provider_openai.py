@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envscaler_mcp.errors import ProviderError
+from envscaler_mcp.errors import ModelFault, ProviderError, ProviderNotConfigured, ProviderUnavailable
 from envscaler_mcp.providers import GenerationSettings, Message, ToolCallRequest, ToolDef, get_provider
 from tests.providers.fakes import FakeServer, error_body, openai_completion
 
@@ -61,12 +61,35 @@ async def test_gives_up_after_retries(fake: FakeServer, openai_client) -> None:
     assert len(fake.requests) == 3
 
 
-@pytest.mark.parametrize("status", [400, 401, 404])
-async def test_no_retry_on_other_client_errors(fake: FakeServer, openai_client, status: int) -> None:
-    fake.answers += [(status, error_body("bad request")), (200, openai_completion("never"))]
-    with pytest.raises(ProviderError, match=f"HTTP {status}.*not retried"):
+# Error bodies as the services word them (hand-written after their documented error shapes).
+_REJECTIONS = [
+    (400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 "
+          "tokens.", ModelFault, "context_overflow"),
+    (400, "request (8261 tokens) exceeds the available context size (8192 tokens), try increasing it",
+     ModelFault, "context_overflow"),
+    (400, "Your request was rejected as a result of our safety system.", ModelFault, "refusal"),
+    (400, "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with "
+          "'tool_calls'.", ModelFault, "invalid_request"),
+    (401, "Incorrect API key provided", ProviderNotConfigured, None),
+    (404, "The model `gpt-9` does not exist", ProviderNotConfigured, None),
+]
+
+
+@pytest.mark.parametrize(("status", "message", "error", "kind"), _REJECTIONS)
+async def test_a_rejected_request_is_not_retried_and_says_whose_fault_it_is(
+    fake: FakeServer, openai_client, status: int, message: str, error: type, kind: str | None
+) -> None:
+    fake.answers += [(status, error_body(message)), (200, openai_completion("never"))]
+    with pytest.raises(error, match=f"HTTP {status}") as caught:
         await provider(openai_client, retries=3).complete(USER)
     assert len(fake.requests) == 1
+    assert getattr(caught.value, "kind", None) == kind
+
+
+async def test_an_exhausted_retry_budget_is_unavailability_not_a_model_fault(fake: FakeServer, openai_client) -> None:
+    fake.answers += [(503, error_body("overloaded"))] * 2
+    with pytest.raises(ProviderUnavailable):
+        await provider(openai_client, retries=1).complete(USER)
 
 
 async def test_usage_and_cost_from_price_table(fake: FakeServer, openai_client) -> None:

@@ -67,10 +67,40 @@ async def test_without_kill_switch_the_real_client_is_used(monkeypatch: pytest.M
     assert not isinstance(info.value, RequestsBlocked)
 
 
-def test_mock_and_oracle_from_registry() -> None:
+def test_mock_from_registry_and_the_oracle_is_no_provider() -> None:
     assert isinstance(get_provider("mock", script=["hi"]), MockProvider)
-    with pytest.raises(UsageError, match="scenario"):
+    with pytest.raises(UsageError, match=r"unknown provider 'oracle' in 'oracle'; use one of: anthropic/<model>, local/<model>, mock, "
+                                                 r"openai/<model>, openai-compatible/<model>$"):
         get_provider("oracle")
+
+
+def test_options_are_checked_against_the_providers_own_model() -> None:
+    with pytest.raises(UsageError, match=r"mock: unknown option\(s\) threads; it takes: script, repeat_last"):
+        get_provider("mock", threads=2)
+    with pytest.raises(UsageError, match=r"openai: bad option \(retries: Input should be greater than or equal to 0\)"):
+        get_provider("openai/gpt-4.1", api_key="k", retries=-1)
+    # None means "not given": shared call sites can pass base_url=None to any provider
+    assert isinstance(get_provider("mock", base_url=None), MockProvider)
+
+
+def test_a_provider_registers_in_its_own_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    from envscaler_mcp.providers import registry
+
+    class EchoOptions(BaseModel):
+        prefix: str = ">"
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._registry()))
+
+    @registry.register_provider("echo", options=EchoOptions, example="echo/x")
+    def echo(spec: str, model: str, options: EchoOptions) -> MockProvider:
+        return MockProvider([f"{options.prefix}{model}"], spec=spec)
+
+    assert "echo" in registry.provider_names()
+    assert get_provider("echo/hi", prefix="#")._script == ["#hi"]
+    with pytest.raises(UsageError, match=r"names no model; write echo/<model>, e.g. echo/x"):
+        get_provider("echo")
 
 
 def test_missing_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,12 +120,10 @@ def test_missing_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_every_provider_satisfies_the_interface(openai_client, anthropic_client) -> None:
     from envscaler_mcp.providers import Provider
-    from tests.providers.test_provider_oracle import scenario
 
     built = [get_provider("openai/gpt-4.1", client=openai_client()),
              get_provider("anthropic/claude-haiku-4-5", client=anthropic_client()),
-             get_provider("openai-compatible/qwen", client=openai_client()),
-             get_provider("oracle", scenario=scenario()), get_provider("mock")]
+             get_provider("openai-compatible/qwen", client=openai_client()), get_provider("mock")]
     assert all(isinstance(p, Provider) for p in built)
     assert [p.spec for p in built] == ["openai/gpt-4.1", "anthropic/claude-haiku-4-5", "openai-compatible/qwen",
-                                       "oracle", "mock"]
+                                       "mock"]

@@ -94,7 +94,28 @@ def test_export_command_writes_the_file(tmp_path: Path) -> None:
     run = anyio.run(make_run, tmp_path / "run")
     out = tmp_path / "train.jsonl"
     result = CliRunner().invoke(
-        app, ["export", str(run), "--format", "sharegpt", "--min-score", "0.5", "--out", str(out)]
+        app, ["export", "run", str(run), "--format", "sharegpt", "--min-score", "0.5", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert str(out) in result.output and len(_lines(out)) == 1
+
+
+def test_export_command_rejects_bad_input_without_writing(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from envscaler_mcp.cli import app
+    from envscaler_mcp.errors import UsageError
+
+    run = tmp_path / "run"
+    run.mkdir()
+    runner = CliRunner()
+    no_format = runner.invoke(app, ["export", "run", str(run)])
+    assert no_format.exit_code == 2 and "--format" in no_format.output
+    bad_format = runner.invoke(app, ["export", "run", str(run), "--format", "alpaca"])
+    assert bad_format.exit_code == 2 and "'alpaca' is not one of" in bad_format.output
+    missing = runner.invoke(app, ["export", "run", str(tmp_path / "nope"), "--format", "openai"])
+    assert isinstance(missing.exception, UsageError) and "not a run directory" in str(missing.exception)
+    old_spelling = runner.invoke(app, ["export", str(run), "--format", "openai"])
+    assert isinstance(old_spelling.exception, UsageError)
+    assert f"envscaler-mcp export run {run} --format" in str(old_spelling.exception)
+    assert list(run.iterdir()) == [] and not (tmp_path / "nope").exists()

@@ -11,13 +11,23 @@ be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
+from pydantic import ConfigDict, Field
 
-from envscaler_mcp.providers._adapter import check_allow_requests
-from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolCallRequest, ToolDef
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.providers._adapter import NetworkOptions, check_allow_requests
+from envscaler_mcp.providers.base import (
+    AssistantTurn,
+    GenerationSettings,
+    Message,
+    Provider,
+    ToolCallRequest,
+    ToolDef,
+)
 from envscaler_mcp.providers.local.kvcache import CacheEntry
 from envscaler_mcp.providers.local.prompt import (
     NATIVE_NUDGE,
@@ -26,10 +36,17 @@ from envscaler_mcp.providers.local.prompt import (
     decision_system_prompt,
     decision_text,
 )
-from envscaler_mcp.providers.local.server import LocalServer
+from envscaler_mcp.providers.local.server import LocalServer, pick_runtime, shared_server
 from envscaler_mcp.providers.local.stream import stream_chat
-from envscaler_mcp.providers.local.weights import LocalModel, ensure_weights
+from envscaler_mcp.providers.local.weights import (
+    DEFAULT_LOCAL_MODEL,
+    LocalModel,
+    assembled_path,
+    ensure_weights,
+    get_local_model,
+)
 from envscaler_mcp.providers.openai_chat import OpenAIChatProvider, json_schema_format
+from envscaler_mcp.providers.registry import register_provider
 from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 
@@ -203,3 +220,34 @@ class LocalProvider(OpenAIChatProvider):
             await anyio.to_thread.run_sync(entry.commit, tokens)
         else:
             await anyio.to_thread.run_sync(entry.discard)
+
+
+class LocalOptions(NetworkOptions):
+    """Options of the embedded local model."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    client: Any = Field(None, description="An OpenAI SDK client for the local server (tests inject fakes).")
+    runtime: str | None = Field(None, description="auto, llama-server or xllamacpp (default: "
+                                "ENVSCALER_MCP_LOCAL_RUNTIME, else auto).")
+    threads: int | None = Field(None, ge=1, description="CPU threads (default: ENVSCALER_MCP_LOCAL_THREADS, else "
+                                "one per core).")
+    ctx: int = Field(8192, ge=512, description="Context window in tokens.")
+    mode: Literal["decision", "native"] = Field("decision", description="Grammar-constrained decisions or "
+                                                "native tool calls.")
+    env: Mapping[str, str] | None = Field(None, description="Where to read variables (default: os.environ).")
+
+
+@register_provider("local", options=LocalOptions, needs_model=False, usage="local/<model>",
+                   example=f"local/{DEFAULT_LOCAL_MODEL}")
+def local_provider(spec: str, model: str, options: LocalOptions) -> Provider:
+    """`local/<model>` (or `local`): the embedded model, served by a shared llama.cpp server."""
+    env = os.environ if options.env is None else options.env
+    runtime = options.runtime or env.get("ENVSCALER_MCP_LOCAL_RUNTIME") or "auto"
+    threads = options.threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 0)  # 0: one per core
+    weights = get_local_model(model or DEFAULT_LOCAL_MODEL)
+    if runtime not in ("auto", "llama-server", "xllamacpp"):
+        raise UsageError(f"unknown local runtime '{runtime}'; use auto, llama-server or xllamacpp")
+    server = shared_server(assembled_path(weights), pick_runtime(runtime), threads=threads, ctx=options.ctx)  # type: ignore[arg-type]
+    return LocalProvider(f"local/{weights.name}", weights, server, client=options.client, mode=options.mode,
+                         **options.adapter_options())

@@ -1,6 +1,6 @@
 """One scenario from one initial state: task -> checklist -> validators -> solution -> gate, with one repair.
 
-The gate is the project's scenario QA gate (`scenario.gate.check_scenario`) plus the mutation test: every
+The gate is the project's scenario QA gate (`qa.gate.check_scenario`) plus the mutation test: every
 validator runs and returns a bool, at least one (and every [change] item) is False on the initial state, the
 reference solution replays on a real server episode with every call succeeding, every validator is True
 after it, and each field the solution changed is guarded by some validator. A failing scenario gets ONE
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, check_scenario
+from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import diff_states
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox

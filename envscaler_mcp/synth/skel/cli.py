@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio
 import typer
 
-from envscaler_mcp.errors import UsageError
-
-STAGES = ("mine", "model", "check", "all")
+Stage = Literal["mine", "model", "check", "all"]
 
 
 def envs(
@@ -24,7 +22,7 @@ def envs(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use at most N tasks after the cheap filters.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run in --out, skipping finished items.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items processed at the same time.")] = 4,
-    stage: Annotated[str, typer.Option("--stage", help="mine | model | check | all.")] = "all",
+    stage: Annotated[Stage, typer.Option("--stage", help="The stage(s) to run.")] = "all",
     retries: Annotated[int, typer.Option(
         "--retries", min=0, help="Re-asks after a parse or check failure, per step.")] = 2,
     min_usefulness: Annotated[int, typer.Option(
@@ -47,8 +45,6 @@ def envs(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
 ) -> None:
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
-    if stage not in STAGES:
-        raise UsageError(f"--stage must be one of {', '.join(STAGES)}, got {stage!r}")
     from envscaler_mcp.providers import get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
@@ -60,7 +56,7 @@ def envs(
     generator = get_provider(model, cache_dir=cache_dir)
     judge = get_provider(checker_model, cache_dir=cache_dir) if checker_model else generator
     config = SkelConfig(
-        out=out, tasks=tasks, stage=stage, resume=resume,  # type: ignore[arg-type]
+        out=out, tasks=tasks, stage=stage, resume=resume,
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
                          similarity=similarity, retries=retries, concurrency=concurrency),
         model=ModelOptions(retries=retries, concurrency=concurrency, max_failed_methods=max_failed_methods),

@@ -18,7 +18,7 @@ from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.launch import LaunchedServer, launch_server
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.providers.mock import MockProvider
-from envscaler_mcp.scenario.gate import check_scenario
+from envscaler_mcp.qa.gate import check_scenario
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir

@@ -1,5 +1,10 @@
-"""The oracle seat: replays a scenario's reference solution, one tool call per turn, then answers
-"Task Completed". As a simulated user it states the whole task at once, then ends the conversation."""
+"""The oracle policy: replays a scenario's reference solution, one tool call per turn, then answers
+"Task Completed". As a simulated user it states the whole task at once, then ends the conversation.
+
+It is not a model: it is bound to one scenario and speaks the provider interface (`complete`, `aclose`)
+only so that the episode loop can drive it like any seat. `--agent oracle` / `--user oracle` select it
+(harness.seats.seat_for).
+"""
 
 from __future__ import annotations
 
@@ -7,29 +12,28 @@ from collections.abc import Sequence
 from typing import Literal
 
 from envscaler_mcp._usage import Usage
-from envscaler_mcp.errors import UsageError
 from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolCallRequest, ToolDef
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
+ORACLE = "oracle"
 FINAL_ANSWER = "Task Completed"
 USER_STOP = "###STOP###"
 
 
-class OracleProvider:
+class OraclePolicy:
     """Agent seat (`role="agent"`) or simulated-user seat (`role="user"`) driven by a scenario.
 
     The agent counts the tool calls already in the conversation to find the next reference call, so it
-    also works when a conversational user speaks between calls.
+    also works when a conversational user speaks between calls. `solution` replaces the scenario's
+    reference solution (e.g. a deliberately wrong one).
     """
 
-    def __init__(self, scenario: Scenario | None = None, *, solution: Sequence[ToolCall] | None = None,
-                 role: Literal["agent", "user"] = "agent", spec: str = "oracle") -> None:
-        if scenario is None and solution is None:
-            raise UsageError("the oracle provider needs a scenario (its reference_solution is replayed)")
-        self.spec = spec
+    def __init__(self, scenario: Scenario, *, solution: Sequence[ToolCall] | None = None,
+                 role: Literal["agent", "user"] = "agent") -> None:
+        self.spec = ORACLE
         self.role = role
-        self.task = scenario.task if scenario is not None else ""
-        self.solution = list(solution if solution is not None else scenario.reference_solution)  # type: ignore[union-attr]
+        self.task = scenario.task
+        self.solution = list(solution if solution is not None else scenario.reference_solution)
 
     def _agent_message(self, messages: Sequence[Message]) -> Message:
         done = sum(len(m.tool_calls) for m in messages if m.role == "assistant")

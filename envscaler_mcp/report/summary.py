@@ -1,19 +1,22 @@
-"""Run summaries: mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps, latency,
-infra errors."""
+"""Run summaries (summary.json and the summary table): mean checklist score, success rate, pass@k / pass^k,
+tokens, cost, steps, latency, infra errors. Computed from a run folder the harness wrote."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from statistics import fmean
 
 from pydantic import BaseModel, Field
 from rich import box
 from rich.table import Table
 
+from envscaler_mcp._io import atomic_write_json
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
+from envscaler_mcp.harness.rundir import SUMMARY_FILE, RunDir
 from envscaler_mcp.scoring.metrics import TrialOutcome, aggregate
 
 
@@ -24,6 +27,13 @@ class GroupSummary(BaseModel):
     episodes: int = Field(description="Episodes recorded (all statuses).")
     scored: int = Field(description="Episodes with a score (not infra errors, final state readable).")
     infra_errors: int = Field(description="Episodes lost to infrastructure failures (excluded from scores).")
+    infra_share: float | None = Field(
+        None, description="infra_errors / episodes: how much of the run the scores do not cover."
+    )
+    model_errors: int = Field(
+        0, description="Episodes the agent's model ended by its own fault (context overflow, refusal, invalid "
+        "request): scored, counted as failures."
+    )
     not_scorable: int = Field(0, description="Episodes whose final state could not be read.")
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
@@ -78,6 +88,8 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         episodes=len(results),
         scored=len(scored),
         infra_errors=statuses.get("infra_error", 0),
+        infra_share=round(statuses.get("infra_error", 0) / len(results), 4) if results else None,
+        model_errors=statuses.get("model_error", 0),
         not_scorable=sum(1 for r in ran if r.score is None),
         status_counts=dict(sorted(statuses.items())),
         mean_score=agg.mean_score,
@@ -131,6 +143,12 @@ def _tokens(usage: Usage) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def _infra(group: GroupSummary) -> str:
+    if not group.infra_errors:
+        return "0"
+    return f"{group.infra_errors} ({_pct(group.infra_share)})"
+
+
 def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
@@ -158,7 +176,7 @@ def summary_table(summary: RunSummary) -> Table:
             _tokens(usage),
             _cost(usage),
             "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s",
-            str(g.infra_errors),
+            _infra(g),
         ]
         body.append((g.name, cells))
     for i, col in enumerate(cols):
@@ -183,3 +201,12 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
         trials=config.trials,
         planned=planned,
     )
+
+
+def finish_run(path: Path) -> RunSummary:
+    """Summarize what a run folder's results.jsonl holds (as its run.json plans it), write summary.json
+    atomically and return the summary. Works on a finished, interrupted or partial run."""
+    run_dir = RunDir(path)
+    summary = summarize_run(run_dir.read_results(), run_dir.read_manifest())
+    atomic_write_json(run_dir.path / SUMMARY_FILE, summary.model_dump(mode="json"))
+    return summary

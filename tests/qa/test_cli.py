@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import envscaler_mcp.launch
+import envscaler_mcp.qa.cli
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.cli import app
 from envscaler_mcp.errors import UsageError
-from tests.scenario.fake_episode import fake_shop_episode
-from tests.scenario.test_gate import CANCELLED, O2_UNTOUCHED, scenario
+from tests.qa.fake_episode import fake_shop_episode
+from tests.qa.test_gate import CANCELLED, O2_UNTOUCHED, scenario
 
 runner = CliRunner()
 
@@ -35,7 +35,7 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
             raise UsageError("unknown environment 'nope'")
         yield SimpleNamespace(episode=fake_shop_episode)
 
-    monkeypatch.setattr(envscaler_mcp.launch, "launch_server", launch_server, raising=False)
+    monkeypatch.setattr(envscaler_mcp.qa.cli, "launch_server", launch_server)
     return launched
 
 

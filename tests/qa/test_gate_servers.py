@@ -8,7 +8,7 @@ import pytest
 
 from envscaler_mcp.catalog.paths import environments_dir
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton, scenarios_for
-from envscaler_mcp.scenario.cli import check_groups
+from envscaler_mcp.qa.cli import check_groups
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton

@@ -1,21 +1,26 @@
-"""CLI commands of the harness stage: `eval`."""
+"""The `eval` command: the harness runs the episodes into a run folder, then the report stage summarizes
+it (summary.json, the table) and writes the HTML report. It sits above both, so neither imports the other."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio
 import typer
 from rich.console import Console
 
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.models import EpisodeConfig
-from envscaler_mcp.harness.run import finish, new_run_id, run_eval
+from envscaler_mcp.harness.run import new_run_id, run_eval
 from envscaler_mcp.harness.rundir import RunDir
-from envscaler_mcp.harness.summary import summary_table
+from envscaler_mcp.launch import Transport
 from envscaler_mcp.providers.base import GenerationSettings
+from envscaler_mcp.report.html import write_report
+from envscaler_mcp.report.summary import finish_run, summary_table
+
+Mode = Literal["auto", "task", "conversation"]
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:
@@ -45,8 +50,7 @@ def eval_command(
     ] = None,
     user: Annotated[str | None, typer.Option("--user", help="Simulated-user seat: PROVIDER/MODEL.")] = None,
     mode: Annotated[
-        str,
-        typer.Option("--mode", help="auto | task | conversation (auto: conversation when --user is given)."),
+        Mode, typer.Option("--mode", help="auto: conversation when --user is given, else task."),
     ] = "auto",
     trials: Annotated[int, typer.Option("--trials", help="Trials per scenario (pass@k, pass^k).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Episodes at the same time.")] = 4,
@@ -64,7 +68,7 @@ def eval_command(
         float, typer.Option("--validator-timeout", help="Seconds per validator.")
     ] = 2.0,
     transport: Annotated[
-        str,
+        Transport,
         typer.Option(
             "--transport",
             help="http (shared server per environment) | stdio (process per episode) | memory (in process).",
@@ -76,16 +80,26 @@ def eval_command(
         bool, typer.Option("--retry-infra", help="With --resume: also re-run the infra-error episodes.")
     ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    max_infra: Annotated[
+        float,
+        typer.Option(
+            "--max-infra",
+            min=0.0,
+            max=1.0,
+            help="Exit with code 3 when more than this share of episodes ended in infrastructure errors "
+            "(their scores are missing, so the run's numbers cover less than was asked).",
+        ),
+    ] = 0.1,
+    server_timeout: Annotated[
+        float,
+        typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
+    ] = 60.0,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
     if not agent:
         raise UsageError(
             "say which agent to evaluate: --agent PROVIDER/MODEL (or 'oracle' to check the setup)"
         )
-    if mode not in ("auto", "task", "conversation"):
-        raise UsageError(f"--mode must be auto, task or conversation, not {mode!r}")
-    if transport not in ("http", "stdio", "memory"):
-        raise UsageError(f"--transport must be http, stdio or memory, not {transport!r}")
     resolved = ("conversation" if user else "task") if mode == "auto" else mode
     if resolved == "conversation" and not user:
         raise UsageError("--mode conversation needs a simulated user: pass --user PROVIDER/MODEL")
@@ -111,6 +125,7 @@ def eval_command(
             max_steps=max_steps,
             timeout_s=timeout,
             infra_retries=infra_retries,
+            server_timeout_s=server_timeout,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
@@ -118,36 +133,52 @@ def eval_command(
     run_path = out or Path("runs") / new_run_id()
     console = Console()
     try:
-        summary = anyio.run(
+        anyio.run(
             lambda: run_eval(
                 config, run_path, resume=resume, retry_infra=retry_infra, console=Console(stderr=True)
             )
         )
     except KeyboardInterrupt:
-        run_dir = RunDir(run_path)
-        if run_dir.manifest_path.exists():
-            summary = finish(run_dir, run_dir.read_manifest())
+        if RunDir(run_path).manifest_path.exists():
+            summary = finish_run(run_path)
             console.print(
                 f"[yellow]interrupted[/]: {summary.overall.episodes} of {summary.planned} episodes are "
                 f"kept in {run_path}. Continue with the same command plus --resume --out {run_path}"
             )
         raise typer.Exit(130) from None
+    except EnvScalerError:  # the run stopped (a usage error, a harness bug): summarize what finished
+        if RunDir(run_path).manifest_path.exists():
+            finish_run(run_path)
+        raise
+    summary = finish_run(run_path)
     console.print(summary_table(summary))
     if summary.overall.not_scorable:
         console.print(
             f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane."
         )
-    if summary.overall.infra_errors:
+    overall = summary.overall
+    if overall.model_errors:
         console.print(
-            f"[yellow]{summary.overall.infra_errors} episode(s) failed on infrastructure errors[/] (left out "
-            "of the scores; reasons in results.jsonl and the report)."
+            f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "
+            "invalid request): scored as failures; see model_error in results.jsonl."
         )
-    from envscaler_mcp.report.html import write_report
-
+    if overall.infra_errors:
+        console.print(
+            f"[yellow]{overall.infra_errors} of {overall.episodes} episode(s) "
+            f"({100 * (overall.infra_share or 0):.1f}%) failed on infrastructure errors[/] after their retries: "
+            "left out of the scores (reasons in results.jsonl and the report). Re-run them with --resume "
+            f"--retry-infra --out {run_path}."
+        )
     report = write_report(run_path)
     console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
+    if (overall.infra_share or 0) > max_infra:
+        console.print(
+            f"[red]infrastructure errors in {100 * (overall.infra_share or 0):.1f}% of the episodes exceed "
+            f"--max-infra {100 * max_infra:g}%[/]: these scores do not cover the run."
+        )
+        raise typer.Exit(3)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the main app."""
+    """Add the `eval` command to the main app."""
     app.command("eval")(eval_command)

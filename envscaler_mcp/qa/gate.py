@@ -22,8 +22,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp.qa.mutation import MutationReport, mutation_check
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scenario.mutation import MutationReport, mutation_check
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 

@@ -1,6 +1,6 @@
 """JSON Schemas of the on-disk formats, generated from the Pydantic models into schemas/.
 
-    python -m envscaler_mcp.skeleton.jsonschemas [--check]      (or: envscaler-mcp catalog schemas)
+    python -m envscaler_mcp.catalog.jsonschemas [--check]      (or: envscaler-mcp catalog schemas)
 
 To publish a new format, add its model to `schema_models()`.
 """
@@ -14,16 +14,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp.catalog.paths import data_root
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.build import EnvMeta
+from envscaler_mcp.skeleton.models import EnvSkeleton
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def schema_models() -> dict[str, type[BaseModel]]:
     """File name (without .schema.json) -> model, for every published on-disk format."""
-    from envscaler_mcp.scenario.models import Scenario
-    from envscaler_mcp.skeleton.build import EnvMeta
-    from envscaler_mcp.skeleton.models import EnvSkeleton
-
     return {"env_skeleton": EnvSkeleton, "scenario": Scenario, "env_meta": EnvMeta}
 
 
@@ -35,8 +35,6 @@ def schema_text(model: type[BaseModel]) -> str:
 
 def default_dir() -> Path:
     """schemas/ at the data root (the repository root in a checkout)."""
-    from envscaler_mcp.catalog.paths import data_root
-
     return data_root() / "schemas"
 
 
@@ -67,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in changed:
         print(f"{name}: {verb}")
     if check and changed:
-        print("run `python -m envscaler_mcp.skeleton.jsonschemas` and commit schemas/", file=sys.stderr)
+        print("run `python -m envscaler_mcp.catalog.jsonschemas` and commit schemas/", file=sys.stderr)
         return 1
     return 0
 

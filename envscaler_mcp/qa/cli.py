@@ -1,4 +1,4 @@
-"""CLI commands of the scenario stage: `envscaler-mcp scenarios check`."""
+"""CLI commands of the qa stage: `envscaler-mcp scenarios check`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any
 
 import anyio
 import typer
@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from envscaler_mcp.errors import UsageError, ValidatorError
-from envscaler_mcp.scenario.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
+from envscaler_mcp.launch import Transport, launch_server
+from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-Transport = Literal["http", "stdio", "memory"]
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
@@ -68,8 +68,6 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
                        on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
     """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
     fails to start fails its scenarios. Reports come back in input order."""
-    from envscaler_mcp.launch import launch_server
-
     done: dict[int, GateReport] = {}
     limiter = anyio.Semaphore(max(1, concurrency))
 
@@ -137,19 +135,17 @@ def check_command(
     mutation: Annotated[bool, typer.Option("--mutation", help="Also report changed fields no validator guards.")] = False,
     allow_no_reference: Annotated[bool, typer.Option(
         "--allow-no-reference", help="Do not reject scenarios without a reference solution.")] = False,
-    transport: Annotated[str, typer.Option(help="How to run the server: http, stdio or memory.")] = "http",
+    transport: Annotated[Transport, typer.Option(help="How to run the server.")] = "http",
     timeout: Annotated[float, typer.Option(help="Seconds each validator may run.")] = 2.0,
     workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
     concurrency: Annotated[int, typer.Option(help="Scenarios replayed at the same time on one server.")] = 4,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
-    if transport not in ("http", "stdio", "memory"):
-        raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=as_json, width=130)
-    reports = anyio.run(lambda: check_groups(groups, transport=cast(Transport, transport), timeout_s=timeout, workers=workers,
+    reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
                                              concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
