@@ -146,6 +146,7 @@ async def first_calls(provider: Any, env_id: str | None, count: int, max_tokens:
                       "plan": turn.message.reasoning, "reply": turn.message.content[:120],
                       "correct": judge(calls, tool, args), "prompt_tokens": turn.usage.input_tokens,
                       "cached_tokens": turn.usage.cached_tokens, "output_tokens": turn.usage.output_tokens})
+        print(json.dumps({"style": getattr(provider, "tool_style", ""), **turns[-1]}), file=sys.stderr, flush=True)
     warm = turns[1:] or turns
     return {"tools": env_id or "builtin", "n_tools": len(tools), "prompt_tokens": turns[0]["prompt_tokens"],
             "cold_first_turn_s": turns[0]["seconds"],
