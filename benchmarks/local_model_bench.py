@@ -2,7 +2,7 @@
 with the tools of a bundled-style environment, and first-call correctness on fixed single-turn prompts.
 
     python benchmarks/local_model_bench.py [--model local/qwen2.5-coder-1.5b] [--threads 2] [--out FILE]
-        [--env ecommerce_orders,it_helpdesk --cases 5] [--tools full,compact]
+        [--env ecommerce_orders,it_helpdesk --cases 5] [--tools full,compact] [--sizes]
 
 It starts the model server (127.0.0.1 only), runs a handful of requests serially and stops it. The machine
 is shared: the default run is small (one speed probe, six decision turns).
@@ -121,6 +121,27 @@ def speed_probe(base_url: str) -> dict[str, float]:
             "generated_tokens": t["predicted_n"], "gen_tok_s": round(t["predicted_per_second"], 2)}
 
 
+def prompt_sizes(base_url: str) -> list[dict[str, Any]]:
+    """Tokens of each bundled environment's system prompt: the agent's prompt alone, then with the function
+    list and decision rules, full (descriptions + JSON Schemas) and compact, and the compact list alone."""
+    from envscaler_mcp.catalog.store import list_env_ids
+    from envscaler_mcp.providers.local.prompt import DECISION_RULES, decision_system_prompt
+
+    root = base_url.rsplit("/v1", 1)[0]
+
+    def tokens(text: str) -> int:
+        return len(httpx2.post(f"{root}/tokenize", json={"content": text}, timeout=60).json()["tokens"])
+
+    rows = []
+    for env_id in list_env_ids():
+        tools, system, _ = bundled_cases(env_id, 0)
+        compact = decision_system_prompt(system, tools, "compact")
+        rows.append({"env": env_id, "tools": len(tools), "agent_prompt": tokens(system),
+                     "full": tokens(decision_system_prompt(system, tools, "full")), "compact": tokens(compact),
+                     "compact_function_list": tokens(compact[len(system):-len(DECISION_RULES)])})
+    return rows
+
+
 def judge(turn_calls: list[tuple[str, dict[str, Any]]], tool: str | None, args: dict[str, Any]) -> bool:
     """First-call correctness: the expected tool with the expected key arguments (or no call at all)."""
     if tool is None:
@@ -155,7 +176,7 @@ async def first_calls(provider: Any, env_id: str | None, count: int, max_tokens:
 
 
 async def run(spec: str, threads: int, max_tokens: int, mode: str, env_ids: list[str | None], count: int,
-              styles: list[str], loop: bool = False) -> dict[str, Any]:
+              styles: list[str], loop: bool = False, sizes_only: bool = False) -> dict[str, Any]:
     """Run the whole benchmark and return the numbers."""
     provider = get_provider(spec, threads=threads)
     provider.mode = mode  # type: ignore[attr-defined]
@@ -169,6 +190,10 @@ async def run(spec: str, threads: int, max_tokens: int, mode: str, env_ids: list
     result: dict[str, Any] = {"model": spec, "mode": mode, "runtime": server.runtime, "threads": threads,
                               "assemble_or_verify_s": round(assemble_s, 2), "load_s": round(server.load_seconds, 2),
                               "cpu": platform.processor() or platform.machine(), "load_average": os.getloadavg()}
+    if sizes_only:
+        result["prompt_sizes"] = await anyio.to_thread.run_sync(prompt_sizes, base_url)
+        server.stop()
+        return result
     result["speed"] = await anyio.to_thread.run_sync(speed_probe, base_url)
     runs = []
     for env_id in env_ids:  # the styles side by side on each tool set, same server, same cases
@@ -203,12 +228,14 @@ def main() -> None:
                         help="Function-list renderings to compare side by side: compact, full or full,compact.")
     parser.add_argument("--cases", type=int, default=5, help="Scenarios taken from --env.")
     parser.add_argument("--loop", action="store_true", help="Also run the built-in tasks as agent loops.")
+    parser.add_argument("--sizes", action="store_true",
+                        help="Only count the tokens of every bundled environment's system prompt, full and compact.")
     parser.add_argument("--out", type=Path, default=None, help="Also write the JSON result here.")
     args = parser.parse_args()
     os.environ.pop("ENVSCALER_MCP_BLOCK_REQUESTS", None)  # the server is on 127.0.0.1 only
     envs: list[str | None] = [e.strip() for e in args.env.split(",")] if args.env else [None]
     result = anyio.run(run, args.model, args.threads, args.max_tokens, args.mode, envs, args.cases,
-                       [t.strip() for t in args.tools.split(",")], args.loop)
+                       [t.strip() for t in args.tools.split(",")], args.loop, args.sizes)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:
