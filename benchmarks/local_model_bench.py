@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="Also write the JSON result here.")
     args = parser.parse_args()
     os.environ.pop("ENVSCALER_MCP_BLOCK_REQUESTS", None)  # the server is on 127.0.0.1 only
+    # a fresh prompt cache: the first turn of each tool set is cold, as on a first run
+    os.environ["ENVSCALER_MCP_PROMPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="local-model-bench-cache-")
     envs: list[str | None] = [e.strip() for e in args.env.split(",")] if args.env else [None]
     result = anyio.run(run, args.model, args.threads, args.max_tokens, args.mode, envs, args.cases,
                        [t.strip() for t in args.tools.split(",")], args.loop, args.sizes)
