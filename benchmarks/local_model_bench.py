@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -235,10 +236,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.pop("ENVSCALER_MCP_BLOCK_REQUESTS", None)  # the server is on 127.0.0.1 only
     # a fresh prompt cache: the first turn of each tool set is cold, as on a first run
-    os.environ["ENVSCALER_MCP_PROMPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="local-model-bench-cache-")
+    cache = tempfile.mkdtemp(prefix="local-model-bench-cache-")
+    os.environ["ENVSCALER_MCP_PROMPT_CACHE_DIR"] = cache
     envs: list[str | None] = [e.strip() for e in args.env.split(",")] if args.env else [None]
     result = anyio.run(run, args.model, args.threads, args.max_tokens, args.mode, envs, args.cases,
                        [t.strip() for t in args.tools.split(",")], args.loop, args.sizes)
+    shutil.rmtree(cache, ignore_errors=True)
     text = json.dumps(result, indent=2, ensure_ascii=False)
     print(text)
     if args.out:
