@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from envscaler_mcp.errors import UsageError, ValidatorError
-from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.launch import Transport
+from envscaler_mcp.qa.batch import Group, check_groups
+from envscaler_mcp.qa.gate import GateReport, StepStatus
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-
-Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
@@ -54,62 +50,15 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
     return groups
 
 
-def _failing_factory(error: Exception) -> EpisodeFactory:
-    @asynccontextmanager
-    async def factory(_state: dict[str, Any]) -> AsyncIterator[Any]:
-        raise error
-        yield  # pragma: no cover
-
-    return factory
-
-
-async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
-                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4,
-                       on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
-    """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
-    fails to start fails its scenarios. Reports come back in input order."""
-    done: dict[int, GateReport] = {}
-    limiter = anyio.Semaphore(max(1, concurrency))
-
-    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox) -> None:
-        async with limiter:
-            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation)
-        done[n] = report
-        if on_report:
-            on_report(report)
-
-    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox) -> None:
-        async with anyio.create_task_group() as tg:
-            for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox)
-
-    numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
-    count = 0
-    for target, scenarios in groups:
-        numbered_groups.append((target, list(enumerate(scenarios, start=count))))
-        count += len(scenarios)
-
-    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
-        for target, numbered in numbered_groups:
-            try:
-                async with launch_server(target, transport=transport) as server:
-                    await gate_all(server.episode, numbered, sandbox)
-            except Exception as exc:  # the server did not start (or died): record it against every scenario left
-                while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-                    exc = exc.exceptions[0]
-                left = [(n, sc) for n, sc in numbered if n not in done]
-                if isinstance(exc, UsageError | ValidatorError) or not left:
-                    raise exc from None
-                await gate_all(_failing_factory(exc), left, sandbox)
-    return [done[n] for n in sorted(done)]
-
-
 def _table(reports: list[GateReport], mutation: bool) -> Table:
     table = Table(title="Scenario QA gate")
     table.add_column("env", overflow="fold")
     table.add_column("scenario", no_wrap=True)
     for col in ("checks", "initial-false", "replay", "final-true"):
         table.add_column(col)
+    wrong = any(r.wrong_solutions for r in reports)
+    if wrong:
+        table.add_column("wrong")
     if mutation:
         table.add_column("mutation")
     table.add_column("verdict")
@@ -118,6 +67,8 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         initial = "fail" if "fail" in (statuses["initial_false"], statuses["validators"]) else statuses["initial_false"]
         row = [r.env_id, r.scenario_id, str(r.n_checks), _CELL[initial], _CELL[statuses["replay"]],
                _CELL[statuses["final_true"]]]
+        if wrong:
+            row.append(_CELL[statuses.get("wrong_solutions", "skip")])
         if mutation:
             row.append(_CELL[statuses.get("mutation", "skip")])
         row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")
@@ -140,7 +91,8 @@ def check_command(
     workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
     concurrency: Annotated[int, typer.Option(help="Scenarios replayed at the same time on one server.")] = 4,
 ) -> None:
-    """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
+    """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
+    and fail after each of the scenario's wrong solutions."""
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers

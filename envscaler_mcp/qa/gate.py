@@ -8,38 +8,39 @@ For one scenario, `check_scenario` verifies, in order:
 3. replay        - the reference solution, replayed through a real server episode started at the initial
                    state, has every call succeed (not `is_error`, structured `success` true);
 4. final-true    - every validator is True on the state the replay leaves;
-5. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator.
+5. wrong         - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
+                   passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
+                   leaves at least one validator not True (qa.wrong);
+6. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator.
 
 The report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, Protocol
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp.qa.mutation import MutationReport, mutation_check
+from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, replay_reference
+from envscaler_mcp.qa.wrong import (
+    WrongSolution,
+    WrongSolutionResult,
+    check_wrong_solutions,
+    given_wrong_solutions,
+)
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-StepName = Literal["validators", "initial_false", "replay", "final_true", "mutation"]
+__all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
+           "WrongSolution", "check_scenario", "replay_reference"]
+
+StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "mutation"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
-
-
-class Episode(Protocol):
-    """What the gate needs from an episode (envscaler_mcp.launch's episodes fit)."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-    async def get_state(self) -> dict[str, Any]: ...
-
-
-EpisodeFactory = Callable[[dict[str, Any]], AbstractAsyncContextManager[Episode]]
-"""Opens an isolated episode at a given initial state, e.g. `server.episode` of a launched server."""
 
 
 class GateStep(BaseModel):
@@ -48,15 +49,6 @@ class GateStep(BaseModel):
     name: StepName = Field(description="Which step.")
     status: StepStatus = Field(description="pass / fail / warn (reported, not fatal) / skip (not run).")
     reasons: list[str] = Field(default_factory=list, description="Why it failed, warned or was skipped.")
-
-
-class ReplayCall(BaseModel):
-    """One replayed call of the reference solution."""
-
-    tool: str = Field(description="Tool name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments sent.")
-    ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
-    detail: str | None = Field(None, description="Error text when the call failed.")
 
 
 class GateReport(BaseModel):
@@ -70,8 +62,10 @@ class GateReport(BaseModel):
     initial_results: list[CheckResult] = Field(default_factory=list, description="Validators on the initial state.")
     final_results: list[CheckResult] = Field(default_factory=list, description="Validators after the replay.")
     replay: list[ReplayCall] = Field(default_factory=list, description="The replayed calls, up to the first failure.")
+    wrong_solutions: list[WrongSolutionResult] = Field(
+        default_factory=list, description="What each wrong solution did to the checklist, when any were given.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
-    final_state: dict[str, Any] | None = Field(None, exclude=True, description="State after the replay (not saved).")
+    final_state: State | None = Field(None, exclude=True, description="State after the replay (not saved).")
 
     @property
     def passed(self) -> bool:
@@ -87,50 +81,17 @@ class GateReport(BaseModel):
         return [f"{s.name}: {r}" for s in self.steps if s.status in ("fail", "warn") for r in s.reasons]
 
 
-def _call_outcome(result: Any) -> tuple[bool, str | None]:
-    """Did a CallToolResult-like object report success? Returns (ok, error detail)."""
-    text = " ".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or [])).strip()
-    if getattr(result, "is_error", False):
-        return False, f"is_error: {text[:300] or '(no message)'}"
-    structured = getattr(result, "structured_content", None)
-    if structured is None and text:
-        try:
-            structured = json.loads(text)
-        except ValueError:
-            structured = None
-    if not isinstance(structured, dict):
-        return False, f"result has no structured 'success' field: {text[:300]!r}"
-    if structured.get("success") is not True:
-        return False, f"success is {structured.get('success')!r}: {str(structured.get('error', ''))[:300]}"
-    return True, None
-
-
-async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
-                           ) -> tuple[list[ReplayCall], dict[str, Any] | None, list[str]]:
-    """Replay the reference solution in a fresh episode; return (calls, final state, failure reasons)."""
-    calls: list[ReplayCall] = []
-    try:
-        async with episode_factory(scenario.initial_state) as episode:
-            for n, call in enumerate(scenario.reference_solution, start=1):
-                try:
-                    ok, detail = _call_outcome(await episode.call_tool(call.tool, call.arguments))
-                except Exception as exc:  # a client-side error: report it, the other scenarios go on
-                    ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                calls.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
-                if not ok:
-                    return calls, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
-            return calls, await episode.get_state(), []
-    except Exception as exc:
-        return calls, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
-
-
 def _errors(results: list[CheckResult], where: str) -> list[str]:
     return [f"{r.item_id} on the {where} state: {r.reason}" for r in results if r.reason is not None]
 
 
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
-                         require_reference: bool = True, mutation: bool = False) -> GateReport:
-    """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario."""
+                         require_reference: bool = True, mutation: bool = False,
+                         wrong_solutions: Sequence[WrongSolution] = ()) -> GateReport:
+    """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
+
+    `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
+    """
     report = GateReport(env_id=scenario.env_id, scenario_id=scenario.id, title=scenario.title,
                         n_checks=len(scenario.checklist), steps=[])
     add = report.steps.append
@@ -140,7 +101,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         validator_problems.append("the checklist is empty")
     validator_problems += [f"{c.id} has no validator" for c in items if not (c.validator or "").strip()]
 
-    # 2. initial-false
+    # 1. validators (collected along the way) and 2. initial-false
     initial_reasons: list[str] = []
     if items:
         report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state)
@@ -181,7 +142,14 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="replay", status=replay_status, reasons=replay_reasons))
     add(GateStep(name="final_true", status=final_status, reasons=final_reasons))
 
-    # 5. mutation (optional; only meaningful when the final state passes every validator)
+    # 5. wrong solutions (only when there are any)
+    wrong = [*given_wrong_solutions(scenario), *wrong_solutions]
+    if wrong:
+        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox)
+        wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
+        add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
+
+    # 6. mutation (optional; only meaningful when the final state passes every validator)
     if mutation:
         if final_status == "pass" and report.final_state is not None:
             report.mutation = await mutation_check(scenario, report.final_state, sandbox)

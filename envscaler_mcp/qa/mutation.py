@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import PathPart, diff_states, format_path
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
@@ -132,7 +133,7 @@ def _plan(initial: Any, final: Any) -> list[Step]:
     return plan
 
 
-async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbox: ValidatorSandbox) -> MutationReport:
+async def mutation_check(scenario: Scenario, final_state: State, sandbox: ValidatorSandbox) -> MutationReport:
     """Perturb each field that differs from the initial state; report fields no validator guards."""
     items = scenario.checklist
     report = MutationReport()
