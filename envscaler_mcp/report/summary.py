@@ -63,6 +63,11 @@ class RunSummary(BaseModel):
     planned: int = Field(0, description="Episodes planned ((scenario, trial) pairs).")
     overall: GroupSummary = Field(description="Aggregates over the whole run.")
     per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
+    isolation: dict[str, str] = Field(
+        default_factory=dict,
+        description="Isolation level in force ('full', 'partial', 'off') of the validators and of each "
+        "environment's servers, from run.json (details there).",
+    )
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -192,7 +197,7 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
     config = manifest.config
     if planned is None:
         planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    return summarize(
+    summary = summarize(
         results,
         run_id=manifest.run_id,
         agent=config.agent,
@@ -201,6 +206,8 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
         trials=config.trials,
         planned=planned,
     )
+    summary.isolation = {name: report.level for name, report in manifest.isolation.items()}
+    return summary
 
 
 def finish_run(path: Path) -> RunSummary:

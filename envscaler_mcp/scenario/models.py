@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import Provenance, canonical_hash
@@ -52,6 +54,15 @@ class Scenario(BaseModel):
     difficulty: int | None = Field(None, description="Number of tool calls in the reference solution.")
     provenance: Provenance = Field(description="How this scenario was made.")
     extra: JSONObject = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")
+
+    @field_validator("checklist")
+    @classmethod
+    def _unique_item_ids(cls, checklist: list[ChecklistItem]) -> list[ChecklistItem]:
+        """Verdicts are keyed by item id: two items with one id would let one verdict stand for both."""
+        repeated = [f"'{item_id}' ({n} times)" for item_id, n in Counter(c.id for c in checklist).items() if n > 1]
+        if repeated:
+            raise ValueError(f"checklist item ids must be unique within a scenario; repeated: {', '.join(repeated)}")
+        return checklist
 
     def compute_id(self) -> str:
         """The content hash that identifies this scenario."""
