@@ -55,7 +55,13 @@ def eval_command(
     trials: Annotated[int, typer.Option("--trials", help="Trials per scenario (pass@k, pass^k).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Episodes at the same time.")] = 4,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Agent steps per episode.")] = 30,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per episode.")] = 600.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds per episode (default: from the agent's measured speed for the local model, else 600).",
+        ),
+    ] = None,
     infra_retries: Annotated[int, typer.Option("--infra-retries", help="Retries after an infra error.")] = 2,
     temperature: Annotated[float, typer.Option("--temperature", help="Agent temperature.")] = 0.0,
     validator_timeout: Annotated[

@@ -14,6 +14,7 @@ from mcp.types import CallToolResult, TextContent, Tool
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
+from envscaler_mcp.harness.budget import EpisodeClock
 from envscaler_mcp.harness.checks import Checker, checklist_score, not_scorable
 from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
@@ -158,11 +159,12 @@ async def _attempt(
         ep = _Watched(opened, rec, config.server_timeout_s)
         rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
-        with anyio.move_on_after(config.timeout_s) as scope:
-            status = await _loop(rec, ep, agent, env_info, user)
+        clock = EpisodeClock(agent, config)
+        with clock.scope as scope:
+            status = await _loop(rec, ep, agent, env_info, user, clock)
         if scope.cancelled_caught:
             if rec.waiting_on_server:  # the time ran out inside a server call: the server's fault
-                raise ServerFault(f"the server did not answer a tool call before the episode's {config.timeout_s:g} s ran out")
+                raise ServerFault("the server did not answer a tool call before the episode's time ran out")
             status = "timeout"
         t = time.perf_counter()
         try:
@@ -203,7 +205,12 @@ async def _attempt(
 
 
 async def _loop(
-    rec: _Recorder, ep: EpisodeHandle, agent: Provider, env_info: EnvInfo, user: Provider | None
+    rec: _Recorder,
+    ep: EpisodeHandle,
+    agent: Provider,
+    env_info: EnvInfo,
+    user: Provider | None,
+    clock: EpisodeClock,
 ) -> EpisodeStatus:
     config = rec.config
     rec.messages.append(Message(role="system", content=agent_system_prompt(config.mode, env_info)))
@@ -227,6 +234,7 @@ async def _loop(
             rec.model_error = f"{fault.kind}: {fault}"
             return "model_error"
         rec.time("agent", t)
+        clock.after_turn(rec.steps)
         rec.agent_usage = rec.agent_usage + turn.usage
         if turn.finish_reason == "content_filter":
             rec.messages.append(turn.message.model_copy(update={"role": "assistant"}))

@@ -126,7 +126,12 @@ class EpisodeConfig(BaseModel):
     max_steps: int = Field(
         30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps."
     )
-    timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Per-episode wall-time limit in seconds; None: derived from the agent's measured speed "
+        "(harness/budget.py), 600 s for agents that do not measure it.",
+    )
     server_timeout_s: float = Field(
         60.0,
         gt=0,
