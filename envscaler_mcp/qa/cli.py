@@ -16,8 +16,10 @@ from rich.table import Table
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
+from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
 
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
@@ -54,6 +56,22 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
     return groups
 
 
+def free_fields_of(target: Any) -> list[FreeField]:
+    """The free fields of a server target (env id, skeleton path or EnvSkeleton); [] when it has no skeleton."""
+    if isinstance(target, EnvSkeleton):
+        return list(target.free_fields)
+    from envscaler_mcp.catalog.store import get_skeleton
+
+    try:
+        return list(get_skeleton(str(target)).free_fields)
+    except (UsageError, OSError, ValueError):
+        return []
+
+
+def _env_key(target: Any) -> str:
+    return target.id if isinstance(target, EnvSkeleton) else str(target)
+
+
 def _failing_factory(error: Exception) -> EpisodeFactory:
     @asynccontextmanager
     async def factory(_state: dict[str, Any]) -> AsyncIterator[Any]:
@@ -71,17 +89,23 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
     done: dict[int, GateReport] = {}
     limiter = anyio.Semaphore(max(1, concurrency))
 
-    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox) -> None:
+    references = ReferenceCache()
+
+    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Any,
+                       free: list[FreeField]) -> None:
         async with limiter:
-            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation)
+            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
+                                          free_fields=free, references=references, env_key=_env_key(target))
         done[n] = report
         if on_report:
             on_report(report)
 
-    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox) -> None:
+    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox,
+                       target: Any) -> None:
+        free = free_fields_of(target)
         async with anyio.create_task_group() as tg:
             for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox)
+                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free)
 
     numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
     count = 0
@@ -93,14 +117,14 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
         for target, numbered in numbered_groups:
             try:
                 async with launch_server(target, transport=transport) as server:
-                    await gate_all(server.episode, numbered, sandbox)
+                    await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                     exc = exc.exceptions[0]
                 left = [(n, sc) for n, sc in numbered if n not in done]
                 if isinstance(exc, UsageError | ValidatorError) or not left:
                     raise exc from None
-                await gate_all(_failing_factory(exc), left, sandbox)
+                await gate_all(_failing_factory(exc), left, sandbox, target)
     return [done[n] for n in sorted(done)]
 
 
@@ -112,6 +136,7 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         table.add_column(col)
     if mutation:
         table.add_column("mutation")
+        table.add_column("wrong")
     table.add_column("verdict")
     for r in reports:
         statuses = {s.name: s.status for s in r.steps}
@@ -119,7 +144,7 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         row = [r.env_id, r.scenario_id, str(r.n_checks), _CELL[initial], _CELL[statuses["replay"]],
                _CELL[statuses["final_true"]]]
         if mutation:
-            row.append(_CELL[statuses.get("mutation", "skip")])
+            row += [_CELL[statuses.get("mutation", "skip")], _CELL[statuses.get("wrong_solutions", "skip")]]
         row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")
         table.add_row(*row)
     return table
@@ -149,6 +174,8 @@ def check_command(
                                              concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
+        if mutation:
+            console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(_table(reports, mutation))
         for r in reports:
@@ -158,9 +185,40 @@ def check_command(
                 for reason in r.reasons():
                     console.print(f"  - {reason}", markup=False, highlight=False)
         failed = sum(not r.passed for r in reports)
+        if mutation:
+            console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
     if any(not r.passed for r in reports):
         raise typer.Exit(1)
+
+
+def probe_counts(reports: list[GateReport]) -> dict[str, int]:
+    """Totals of the mutation and wrong-solution probes over gate reports."""
+    probes = [p for r in reports if r.mutation for p in r.mutation.probes]
+    wrong = [p for r in reports if r.wrong_solutions for p in r.wrong_solutions.probes]
+    return {
+        "probes": len(probes),
+        "caught_by_validators": sum(1 for p in probes if p.caught_by),
+        "caught_by_state_check_only": sum(1 for p in probes if p.unexpected and not p.caught_by),
+        "skipped_free": sum(1 for p in probes if p.skipped),
+        "uncaught": sum(1 for r in reports if r.mutation for _ in r.mutation.uncaught),
+        "collateral_probes": sum(1 for p in probes if p.collateral),
+        "wrong_solutions": sum(1 for p in wrong if p.skipped is None),
+        "wrong_solutions_uncaught": sum(1 for r in reports if r.wrong_solutions for _ in r.wrong_solutions.uncaught),
+        "wrong_solutions_skipped": sum(1 for p in wrong if p.skipped),
+        "state_check_not_available": sum(1 for r in reports if r.state_check),
+        "scenarios": len(reports),
+        "scenarios_passed": sum(1 for r in reports if r.passed),
+    }
+
+
+def probe_summary(reports: list[GateReport]) -> str:
+    """One line with the probe totals."""
+    c = probe_counts(reports)
+    return (f"mutation: {c['probes']} probes ({c['collateral_probes']} collateral): {c['caught_by_validators']} caught "
+            f"by a validator, {c['caught_by_state_check_only']} by the state check only, {c['skipped_free']} of free "
+            f"fields skipped, {c['uncaught']} uncaught; wrong solutions: {c['wrong_solutions']} run, "
+            f"{c['wrong_solutions_uncaught']} passed the scoring, {c['wrong_solutions_skipped']} could not be built")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,38 +8,36 @@ For one scenario, `check_scenario` verifies, in order:
 3. replay        - the reference solution, replayed through a real server episode started at the initial
                    state, has every call succeed (not `is_error`, structured `success` true);
 4. final-true    - every validator is True on the state the replay leaves;
-5. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator.
+5. mutation      - optional: each field of that final state, perturbed alone (what the solution changed, and
+                   collateral: another record changed or removed), is caught by a validator or the state check;
+6. wrong         - with mutation: plausible wrong solutions (the reference plus one harmful extra call, the
+                   reference without its last state-changing call, the ones given) fail the scoring.
 
-The report says which step failed and why, item by item, so the scenario generator can repair and retry.
+The replay (twice, see qa.reference) also gives the reference final state the state check compares with. The
+report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, Protocol
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from envscaler_mcp.qa.mutation import MutationReport, mutation_check
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.qa.reference import Reference, ReferenceCache
+from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
+from envscaler_mcp.qa.wrong import WrongSolutionReport, wrong_solution_check
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.skeleton.models import FreeField
 
-StepName = Literal["validators", "initial_false", "replay", "final_true", "mutation"]
+__all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "call_outcome", "check_scenario",
+           "replay_reference"]
+
+StepName = Literal["validators", "initial_false", "replay", "final_true", "mutation", "wrong_solutions"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
-
-
-class Episode(Protocol):
-    """What the gate needs from an episode (envscaler_mcp.launch's episodes fit)."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-    async def get_state(self) -> dict[str, Any]: ...
-
-
-EpisodeFactory = Callable[[dict[str, Any]], AbstractAsyncContextManager[Episode]]
-"""Opens an isolated episode at a given initial state, e.g. `server.episode` of a launched server."""
 
 
 class GateStep(BaseModel):
@@ -48,15 +46,7 @@ class GateStep(BaseModel):
     name: StepName = Field(description="Which step.")
     status: StepStatus = Field(description="pass / fail / warn (reported, not fatal) / skip (not run).")
     reasons: list[str] = Field(default_factory=list, description="Why it failed, warned or was skipped.")
-
-
-class ReplayCall(BaseModel):
-    """One replayed call of the reference solution."""
-
-    tool: str = Field(description="Tool name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments sent.")
-    ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
-    detail: str | None = Field(None, description="Error text when the call failed.")
+    notes: list[str] = Field(default_factory=list, description="Reported, never fatal (e.g. probes of free fields).")
 
 
 class GateReport(BaseModel):
@@ -71,6 +61,10 @@ class GateReport(BaseModel):
     final_results: list[CheckResult] = Field(default_factory=list, description="Validators after the replay.")
     replay: list[ReplayCall] = Field(default_factory=list, description="The replayed calls, up to the first failure.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
+    wrong_solutions: WrongSolutionReport | None = Field(
+        None, description="Wrong-solution probes, run with the mutation test."
+    )
+    state_check: str = Field("", description="Why the state check is not available for the scenario ('' if it is).")
     final_state: dict[str, Any] | None = Field(None, exclude=True, description="State after the replay (not saved).")
 
     @property
@@ -87,50 +81,23 @@ class GateReport(BaseModel):
         return [f"{s.name}: {r}" for s in self.steps if s.status in ("fail", "warn") for r in s.reasons]
 
 
-def _call_outcome(result: Any) -> tuple[bool, str | None]:
-    """Did a CallToolResult-like object report success? Returns (ok, error detail)."""
-    text = " ".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or [])).strip()
-    if getattr(result, "is_error", False):
-        return False, f"is_error: {text[:300] or '(no message)'}"
-    structured = getattr(result, "structured_content", None)
-    if structured is None and text:
-        try:
-            structured = json.loads(text)
-        except ValueError:
-            structured = None
-    if not isinstance(structured, dict):
-        return False, f"result has no structured 'success' field: {text[:300]!r}"
-    if structured.get("success") is not True:
-        return False, f"success is {structured.get('success')!r}: {str(structured.get('error', ''))[:300]}"
-    return True, None
-
-
-async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
-                           ) -> tuple[list[ReplayCall], dict[str, Any] | None, list[str]]:
-    """Replay the reference solution in a fresh episode; return (calls, final state, failure reasons)."""
-    calls: list[ReplayCall] = []
-    try:
-        async with episode_factory(scenario.initial_state) as episode:
-            for n, call in enumerate(scenario.reference_solution, start=1):
-                try:
-                    ok, detail = _call_outcome(await episode.call_tool(call.tool, call.arguments))
-                except Exception as exc:  # a client-side error: report it, the other scenarios go on
-                    ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                calls.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
-                if not ok:
-                    return calls, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
-            return calls, await episode.get_state(), []
-    except Exception as exc:
-        return calls, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
-
-
 def _errors(results: list[CheckResult], where: str) -> list[str]:
     return [f"{r.item_id} on the {where} state: {r.reason}" for r in results if r.reason is not None]
 
 
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
-                         require_reference: bool = True, mutation: bool = False) -> GateReport:
-    """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario."""
+                         require_reference: bool = True, mutation: bool = False,
+                         free_fields: Sequence[FreeField] = (), wrong_solutions: Sequence[Sequence[ToolCall]] = (),
+                         references: ReferenceCache | None = None, env_key: str = "",
+                         validators_only: bool = False) -> GateReport:
+    """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
+
+    `free_fields` are the environment's (skeleton.free_fields); `wrong_solutions` are extra wrong solutions
+    that must fail; `references` caches the reference replays (shared with a run, keyed by `env_key`).
+    `validators_only` asks the mutation test for validators that guard every field the solution changes by
+    themselves (the scenario generator's bar for its checklists): no collateral or wrong-solution probes, and
+    unguarded fields warn instead of failing.
+    """
     report = GateReport(env_id=scenario.env_id, scenario_id=scenario.id, title=scenario.title,
                         n_checks=len(scenario.checklist), steps=[])
     add = report.steps.append
@@ -153,16 +120,26 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     else:
         initial_reasons.append("no validators to run")
 
-    # 3. replay
+    # 3. replay (twice: it also gives the reference final state of the state check)
     replay_status: StepStatus = "pass"
     replay_reasons: list[str] = []
+    reference: Reference | None = None
     if not scenario.reference_solution:
         replay_status = "fail" if require_reference else "skip"
         replay_reasons.append("no reference solution, so the task is not proven solvable")
+        report.state_check = "the scenario has no reference solution"
     else:
-        report.replay, report.final_state, replay_reasons = await replay_reference(scenario, episode_factory)
+        reference = await (references if references is not None else ReferenceCache()).get(scenario, episode_factory, free_fields, env_key=env_key)
+        report.replay, report.final_state, replay_reasons = reference.calls, reference.final_state, list(
+            reference.replay_reasons)
+        report.state_check = reference.reason
         if replay_reasons:
             replay_status = "fail"
+        elif reference.reason or reference.nondeterministic:
+            replay_status = "warn"
+            replay_reasons += [f"the state check is not available: {reference.reason}"] if reference.reason else []
+            replay_reasons += [f"{p} differs between two replays, so it is free for the state check"
+                               for p, _ in reference.nondeterministic]
 
     # 4. final-true
     final_status: StepStatus = "skip"
@@ -180,13 +157,35 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="initial_false", status="fail" if initial_reasons else "pass", reasons=initial_reasons))
     add(GateStep(name="replay", status=replay_status, reasons=replay_reasons))
     add(GateStep(name="final_true", status=final_status, reasons=final_reasons))
-
-    # 5. mutation (optional; only meaningful when the final state passes every validator)
     if mutation:
-        if final_status == "pass" and report.final_state is not None:
-            report.mutation = await mutation_check(scenario, report.final_state, sandbox)
-            status: StepStatus = "warn" if report.mutation.reasons() else "pass"
-            add(GateStep(name="mutation", status=status, reasons=report.mutation.reasons()))
-        else:
-            add(GateStep(name="mutation", status="skip", reasons=["needs a final state that passes every validator"]))
+        await _probe(report, scenario, episode_factory, sandbox, reference, wrong_solutions, validators_only)
     return report
+
+
+async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
+                 reference: Reference | None, wrong_solutions: Sequence[Sequence[ToolCall]], validators_only: bool
+                 ) -> None:
+    """5. mutation and 6. wrong solutions; only meaningful when the final state passes every validator."""
+    add = report.steps.append
+    if report.step("final_true").status != "pass" or report.final_state is None:
+        why = ["needs a final state that passes every validator"]
+        add(GateStep(name="mutation", status="skip", reasons=why))
+        if not validators_only:
+            add(GateStep(name="wrong_solutions", status="skip", reasons=why))
+        return
+    report.mutation = await mutation_check(scenario, report.final_state, sandbox, reference,
+                                           validators_only=validators_only)
+    failed: StepStatus = "warn" if validators_only else "fail"
+    add(GateStep(name="mutation", status=failed if report.mutation.reasons() else "pass",
+                 reasons=report.mutation.reasons(), notes=report.mutation.notes()))
+    if validators_only:
+        return
+    try:
+        report.wrong_solutions = await wrong_solution_check(scenario, episode_factory, sandbox, reference,
+                                                            wrong_solutions)
+    except Exception as exc:  # the server failed under a probe: report it, the other scenarios go on
+        add(GateStep(name="wrong_solutions", status="fail",
+                     reasons=[f"the probes' episodes failed: {type(exc).__name__}: {exc}"]))
+        return
+    add(GateStep(name="wrong_solutions", status="fail" if report.wrong_solutions.reasons() else "pass",
+                 reasons=report.wrong_solutions.reasons(), notes=report.wrong_solutions.notes()))
