@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
@@ -22,10 +22,14 @@ from pydantic import BaseModel, Field
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.freefields import FreeFields
-from envscaler_mcp.scoring.statecheck import UnexpectedChange, compare_states, nondeterministic_fields
+from envscaler_mcp.scoring.statecheck import (
+    StateCheckStatus,
+    UnexpectedChange,
+    compare_states,
+    nondeterministic_fields,
+)
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
-StateCheckStatus = Literal["pass", "fail", "not_available"]
 NO_REFERENCE = "the scenario has no reference solution"
 _REPLAYS = 2
 _INFRA_ATTEMPTS = 3

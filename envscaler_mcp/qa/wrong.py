@@ -125,10 +125,17 @@ async def _replay_allowing_failures(factory: EpisodeFactory, state: dict[str, An
         return await episode.get_state()
 
 
-async def _with_extra_call(scenario: Scenario, factory: EpisodeFactory) -> tuple[list[int], dict[str, Any] | None,
-                                                                                   str]:
-    """Replay the reference noting which calls change the state, then try extra calls until one does harm.
-    Returns (indexes of state-changing calls, the harmed final state or None, its description or why not)."""
+class ExtraCall(BaseModel):
+    """The outcome of looking for a harmful extra call after the reference solution."""
+
+    changing: list[int] = Field(default_factory=list, description="Indexes of the reference's state-changing calls.")
+    call: ToolCall | None = Field(None, description="The first extra call that succeeded and changed the state.")
+    description: str = Field("", description="What the call does, or why none was found.")
+    final_state: dict[str, Any] | None = Field(None, description="The state after the reference and the call.")
+
+
+async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory) -> ExtraCall:
+    """Replay the reference noting which calls change the state, then try extra calls until one does harm."""
     changing: list[int] = []
     async with factory(scenario.initial_state) as episode:
         before = await episode.get_state()
@@ -139,7 +146,7 @@ async def _with_extra_call(scenario: Scenario, factory: EpisodeFactory) -> tuple
                 changing.append(n)
             before = after
         if not changing:
-            return changing, None, "the reference solution changes nothing, so there is no call to aim elsewhere"
+            return ExtraCall(description="the reference solution changes nothing, so there is no call to aim elsewhere")
         touched = {str(c.path[1]) for c in diff_states(scenario.initial_state, before) if len(c.path) > 1}
         tried = 0
         for call, description in extra_call_candidates(scenario, changing, touched):
@@ -151,9 +158,9 @@ async def _with_extra_call(scenario: Scenario, factory: EpisodeFactory) -> tuple
                 continue  # a failed call leaves the state as it was
             after = await episode.get_state()
             if after != before:
-                return changing, after, description
-    return changing, None, f"none of {tried} extra calls built from the reference's state-changing calls succeeded " \
-                           "and changed the state"
+                return ExtraCall(changing=changing, call=call, description=description, final_state=after)
+    return ExtraCall(changing=changing, description=f"none of {tried} extra calls built from the reference's "
+                     "state-changing calls succeeded and changed the state")
 
 
 async def _judge(probe: WrongProbe, scenario: Scenario, sandbox: ValidatorSandbox, reference: Reference | None,
@@ -170,13 +177,14 @@ async def wrong_solution_check(scenario: Scenario, episode_factory: EpisodeFacto
                                ) -> WrongSolutionReport:
     """Run the wrong-solution probes of one scenario (see the module docstring); `extra` adds given ones."""
     report = WrongSolutionReport()
-    changing, harmed, description = await _with_extra_call(scenario, episode_factory)
-    probe = WrongProbe(kind="extra_call", description=description)
-    if harmed is None:
-        probe.skipped = description
+    extra_call = await harmful_extra_call(scenario, episode_factory)
+    changing = extra_call.changing
+    probe = WrongProbe(kind="extra_call", description=extra_call.description)
+    if extra_call.final_state is None:
+        probe.skipped = extra_call.description
         report.probes.append(probe)
     else:
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, harmed))
+        report.probes.append(await _judge(probe, scenario, sandbox, reference, extra_call.final_state))
     if changing:
         last = changing[-1]
         call = scenario.reference_solution[last]

@@ -39,6 +39,7 @@ from envscaler_mcp.scoring.matching import (
 )
 
 ChangeKind = Literal["collateral", "mismatch", "missing", "extra"]
+StateCheckStatus = Literal["pass", "fail", "not_available"]
 
 
 class UnexpectedChange(BaseModel):
