@@ -223,6 +223,7 @@ async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbo
     report.baseline_failures = [r.item_id for r in baseline if not r.passed]
     if report.baseline_failures or not items:
         return report
+    free = reference.free if reference is not None else None
     state_check = reference.check(final_state) if reference is not None and not validators_only else None
     if validators_only:
         report.state_check, reference = None, None
@@ -246,7 +247,7 @@ async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbo
         if use_state and reference is not None:
             verdict = reference.check(probed)
             probe.unexpected = [c.describe() for c in verdict.changes[:3]]
-        if not probe.caught and reference is not None and reference.free.reason(path) is not None:
-            probe.skipped = reference.free.reason(path)
+        if not probe.caught and free is not None and free.reason(path) is not None:
+            probe.skipped = free.reason(path)
         report.probes.append(probe)
     return report

@@ -142,3 +142,14 @@ async def test_no_reference_solution_or_a_failing_one_is_not_available() -> None
     failing = await build_reference(scenario(solution=[("cancel_order", {"order_id": "O9"})]), fake_shop_episode)
     assert failing.check({}).status == "not_available"
     assert failing.reason.startswith("the reference solution failed when replayed: call 1 cancel_order")
+
+
+async def test_validators_only_asks_validators_to_guard_every_changed_field_but_free_ones() -> None:
+    exists_only = "def check_func(final_state):\n    return any(n['order_id'] == 'O1' for n in final_state['notes'])\n"
+    report = await gate(scenario([(CANCELLED, True), (exists_only, True)]), mutation=True, validators_only=True,
+                        free_fields=NOTE_TEXT)
+    assert report.passed and report.step("mutation").status == "warn"  # the scenario generator repairs on it
+    assert [s.name for s in report.steps][-1] == "mutation" and report.wrong_solutions is None
+    assert report.mutation is not None and not any(p.collateral or p.unexpected for p in report.mutation.probes)
+    assert report.step("mutation").reasons == ['no validator notices when notes[0].author is set to "agent-x"']
+    assert [p.path for p in report.mutation.probes if p.skipped] == ["notes[0].text"]
