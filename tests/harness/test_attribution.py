@@ -16,13 +16,13 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
+from envscaler_mcp.cli import app
 from envscaler_mcp.errors import HarnessError, ServerStartError
+from envscaler_mcp.harness import run as harness_run
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig
-from envscaler_mcp.cli import app
-from envscaler_mcp.harness import run as harness_run
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir
