@@ -164,10 +164,11 @@ class ReferenceCache:
 
     @staticmethod
     def key(scenario: Scenario, env_key: str = "") -> tuple[str, str, str]:
-        """Cache key: environment, scenario id, and the content of its reference solution and options."""
+        """Cache key: environment, scenario id (a hash of its initial state, task and checklist), and the content
+        of its reference solution and state-check options."""
         body = [[c.tool, c.arguments] for c in scenario.reference_solution]
         options = scenario.state_check.model_dump(mode="json") if scenario.state_check else None
-        return env_key, scenario.id or scenario.compute_id(), canonical_hash([body, options, scenario.initial_state])
+        return env_key, scenario.id or scenario.compute_id(), canonical_hash([body, options])
 
     async def get(self, scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
                   env_key: str = "") -> Reference:
