@@ -314,7 +314,7 @@ class CloudStorage:
         for item_id in list(self.folders) + list(self.files):
             node = self._item(item_id) or {}
             is_folder = item_id in self.folders
-            if kind == "file" and is_folder or kind == "folder" and not is_folder:
+            if (kind == "file" and is_folder) or (kind == "folder" and not is_folder):
                 continue
             if name and name.strip().lower() not in node["name"].lower():
                 continue

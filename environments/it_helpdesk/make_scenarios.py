@@ -1,49 +1,22 @@
-"""Write scenarios/it_helpdesk.jsonl: hand-authored help desk tasks, verified before they are saved.
+"""Scenarios of it_helpdesk: hand-authored help desk tasks, each with a plausible wrong solution (WRONG).
 
-Every scenario is checked in process: validators return bools, fail on the initial state (every item
-that claims a change), the reference solution replays with success on every call, then every validator
-passes, and a plausible wrong solution (WRONG) leaves at least one validator False.
-Exits non-zero on any failure. Run: python environments/it_helpdesk/make_scenarios.py
+`python environments/it_helpdesk/make_scenarios.py [--check]` gates them through the environment's generated server
+and writes scenarios/it_helpdesk.jsonl only when all pass (envscaler_mcp.authoring.main; exit code 1 otherwise).
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import json
 import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
+
+from envscaler_mcp import authoring
+from envscaler_mcp.authoring import call, item
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
-
-from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
-from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
-
 ENV_ID = "it_helpdesk"
-CLASS_NAME = "ITHelpdesk"
-
-
-def item(n: int, description: str, body: str, claims_change: bool = True) -> ChecklistItem:
-    """A checklist item whose validator is `def check_func(final_state)` with `body` as its body."""
-    lines = ["def check_func(final_state) -> bool:"] + ["    " + ln for ln in body.strip("\n").splitlines()]
-    return ChecklistItem(id=f"c{n}", description=description, validator="\n".join(lines) + "\n",
-                         claims_change=claims_change)
-
-
-def call(tool: str, **arguments: Any) -> ToolCall:
-    """One reference-solution call."""
-    return ToolCall(tool=tool, arguments=arguments)
-
-
-def scenario(title: str, task: str, state: dict, checks: list[ChecklistItem], solution: list[ToolCall]) -> Scenario:
-    """A hand-authored scenario with its content-hash id."""
-    return Scenario(env_id=ENV_ID, title=title, task=task, initial_state=state, checklist=checks,
-                    reference_solution=solution, difficulty=len(solution),
-                    provenance=Provenance(source="hand-authored")).with_id()
+scenario = partial(authoring.scenario, ENV_ID)
 
 
 def build(state: dict) -> list[Scenario]:
@@ -312,89 +285,5 @@ WRONG: dict[str, list[ToolCall]] = {
 }
 
 
-def load_class() -> type:
-    """Import the environment class from environment.py."""
-    spec = importlib.util.spec_from_file_location(f"{ENV_ID}_environment", HERE / "environment.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, CLASS_NAME)
-
-
-def run_check(source: str, initial: dict, final: dict) -> Any:
-    """Run one validator the way the scorer does: `initial_state` global, `check_func(final_state)`."""
-    namespace: dict = {"initial_state": copy.deepcopy(initial)}
-    exec(source, namespace)
-    return namespace["check_func"](copy.deepcopy(final))
-
-
-def safe_check(source: str, initial: dict, final: dict) -> bool:
-    """run_check, counting an exception as a failed item (as the scorer does)."""
-    try:
-        return run_check(source, initial, final) is True
-    except Exception:
-        return False
-
-
-def verify(sc: Scenario, cls: type) -> list[str]:
-    """Problems with one scenario ([] = good)."""
-    problems = []
-    initial = sc.initial_state
-    for it in sc.checklist:
-        value = run_check(it.validator or "", initial, initial)
-        if not isinstance(value, bool):
-            problems.append(f"{it.id} returned {type(value).__name__}, not bool")
-        elif it.claims_change and value:
-            problems.append(f"{it.id} claims a change but is already True on the initial state")
-    if all(run_check(it.validator or "", initial, initial) for it in sc.checklist):
-        problems.append("every validator is already True on the initial state")
-    final, errors = replay(cls, initial, sc.reference_solution)
-    problems += [f"reference call {e}" for e in errors]
-    for it in sc.checklist:
-        if run_check(it.validator or "", initial, final) is not True:
-            problems.append(f"{it.id} is not True after the reference solution: {it.description}")
-    wrong = WRONG.get(sc.title)
-    if wrong is not None:
-        final, _ = replay(cls, initial, wrong)
-        if all(safe_check(it.validator or "", initial, final) for it in sc.checklist):
-            problems.append("the plausible wrong solution passes every validator; the checklist is too lenient")
-    return problems
-
-
-def replay(cls: type, initial: dict, calls: list[ToolCall]) -> tuple[dict, list[str]]:
-    """Run calls on a fresh instance loaded with `initial`; return the final state and the failed calls."""
-    env = cls()
-    for key, value in copy.deepcopy(initial).items():
-        setattr(env, key, value)
-    errors = []
-    for n, tc in enumerate(calls):
-        result = getattr(env, tc.tool)(**tc.arguments)
-        if not result.get("success"):
-            errors.append(f"{n} {tc.tool} failed: {result.get('error')}")
-    return json.loads(json.dumps({key: getattr(env, key) for key in initial})), errors
-
-
-def main() -> int:
-    """Build, verify and save the scenarios; return the exit code."""
-    state = json.loads((HERE / "default_state.json").read_text(encoding="utf-8"))
-    scenarios = build(state)
-    cls = load_class()
-    failed = 0
-    for sc in scenarios:
-        problems = verify(sc, cls)
-        status = "ok" if not problems else "FAIL"
-        print(f"{status:4} {sc.id} d={sc.difficulty} {sc.title}")
-        for p in problems:
-            print(f"     - {p}")
-        failed += bool(problems)
-    if failed:
-        print(f"{failed} scenario(s) failed; nothing written.")
-        return 1
-    out = ROOT / "scenarios" / f"{ENV_ID}.jsonl"
-    save_scenarios(scenarios, out)
-    print(f"wrote {len(scenarios)} scenarios to {out.relative_to(ROOT)}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(authoring.main(HERE, build(authoring.default_state(HERE)), WRONG))

@@ -241,7 +241,7 @@ def build() -> dict:
     for t in tickets.values():
         if t["status"] in OPEN and t["assignee_id"]:
             loads[t["assignee_id"]] = loads.get(t["assignee_id"], 0) + 1
-    for aid, _, qs, cap, on in AGENTS:
+    for aid, _, _queues, cap, on in AGENTS:
         assert loads.get(aid, 0) <= cap, (aid, loads.get(aid), cap)
         assert on or not loads.get(aid), aid
     assert loads["AG03"] == 5 and loads["AG01"] == 4 and loads["AG04"] <= 4

@@ -1,30 +1,20 @@
-"""Write scenarios/library_loans.jsonl and verify every scenario against the environment.
+"""Scenarios of library_loans: hand-authored library circulation desk tasks, each with a plausible wrong solution (WRONG).
 
-Run from anywhere: python environments/library_loans/make_scenarios.py
-Exits non-zero when a validator is not a bool, passes on the untouched initial state, a reference
-call fails, a validator fails after the reference solution, or the plausible wrong solution in
-WRONG passes every validator.
+`python environments/library_loans/make_scenarios.py [--check]` gates them through the environment's generated server
+and writes scenarios/library_loans.jsonl only when all pass (envscaler_mcp.authoring.main; exit code 1 otherwise).
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from envscaler_mcp import authoring
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))
-
-from envscaler_mcp.catalog.store import save_scenarios  # noqa: E402
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall  # noqa: E402
-from envscaler_mcp.skeleton.models import Provenance  # noqa: E402
-
 ENV_ID = "library_loans"
-STATE: dict[str, Any] = json.loads((HERE / "default_state.json").read_text())
+STATE: dict[str, Any] = authoring.default_state(HERE)
 TODAY = STATE["today"]
 DUE_21 = "2026-06-02"  # today + 21 days
 DUE_14 = "2026-05-26"  # today + 14 days
@@ -35,21 +25,13 @@ def isbn(title: str) -> str:
     return next(b["isbn"] for b in STATE["books"].values() if b["title"] == title)
 
 
-# Validator helpers. `initial_state` is a global the runner provides.
+# Helper lists a validator expression may use. `initial_state` is a global the runner provides.
 NEW = {
     "new_loans": '[x for k, x in final_state["loans"].items() if k not in initial_state["loans"]]',
     "new_holds": '[x for k, x in final_state["holds"].items() if k not in initial_state["holds"]]',
     "new_fines": '[x for k, x in final_state["fines"].items() if k not in initial_state["fines"]]',
     "new_members": '[x for k, x in final_state["members"].items() if k not in initial_state["members"]]',
 }
-
-
-def check(body: str) -> str:
-    """Wrap a boolean expression (may use the lists in NEW) into a check_func source."""
-    lines = ["def check_func(final_state):"]
-    lines += [f"    {name} = {expr}" for name, expr in NEW.items() if name in body]
-    lines.append(f"    return bool({body})")
-    return "\n".join(lines) + "\n"
 
 
 def field(kind: str, key: str, name: str) -> str:
@@ -359,109 +341,5 @@ WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
-def build() -> list[Scenario]:
-    """Scenario models from SPECS."""
-    out = []
-    for spec in SPECS:
-        items = [
-            ChecklistItem(id=f"c{n}", description=entry[0], validator=check(entry[1]),
-                          claims_change=entry[2] if len(entry) > 2 else True)
-            for n, entry in enumerate(spec["checklist"], 1)
-        ]
-        calls = [ToolCall(tool=t, arguments=a) for t, a in spec["solution"]]
-        out.append(Scenario(
-            env_id=ENV_ID, title=spec["title"], task=spec["task"],
-            initial_state=copy.deepcopy(spec.get("initial_state", STATE)), checklist=items,
-            reference_solution=calls, difficulty=len(calls), provenance=Provenance(source="hand-authored"),
-        ).with_id())
-    return out
-
-
-def load_class() -> type:
-    """The environment class (authoring script: trusted, in-process)."""
-    meta = json.loads((HERE / "meta.json").read_text())
-    spec = importlib.util.spec_from_file_location(f"{ENV_ID}_env", HERE / "environment.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, meta["class_name"])
-
-
-def run_validators(sc: Scenario, final_state: dict[str, Any]) -> list[Any]:
-    """Each validator's return value on `final_state`."""
-    results = []
-    for item in sc.checklist:
-        namespace: dict[str, Any] = {"initial_state": copy.deepcopy(sc.initial_state)}
-        exec(item.validator or "", namespace)
-        results.append(namespace["check_func"](copy.deepcopy(final_state)))
-    return results
-
-
-def replay(cls: type, initial_state: dict[str, Any], calls: list[ToolCall]) -> tuple[dict[str, Any], list[Any]]:
-    """Run `calls` on a fresh instance at `initial_state`; return the final state (JSON) and each result."""
-    env = cls()
-    for key, value in copy.deepcopy(initial_state).items():
-        setattr(env, key, value)
-    results = [getattr(env, call.tool)(**call.arguments) for call in calls]
-    return json.loads(json.dumps({key: getattr(env, key) for key in initial_state})), results
-
-
-def verify(scenarios: list[Scenario], wrong: dict[str, list[ToolCall]] | None = None) -> list[str]:
-    """Problems found (empty when every scenario is sound).
-
-    `wrong` maps a scenario title to a plausible wrong solution: replayed (failed calls allowed), it
-    must leave at least one validator False (a validator that raises counts as False there).
-    """
-    cls = load_class()
-    problems = []
-    for sc in scenarios:
-        where = f"{sc.id} ({sc.title})"
-        before = run_validators(sc, sc.initial_state)
-        if any(not isinstance(v, bool) for v in before):
-            problems.append(f"{where}: a validator returned a non-bool on the initial state")
-        if all(before):
-            problems.append(f"{where}: every validator already passes on the initial state")
-        for item, value in zip(sc.checklist, before, strict=True):
-            if item.claims_change and value:
-                problems.append(f"{where}: {item.id} claims a change but passes on the initial state")
-        final, results = replay(cls, sc.initial_state, sc.reference_solution)
-        for n, (call, result) in enumerate(zip(sc.reference_solution, results, strict=True), 1):
-            if not (isinstance(result, dict) and result.get("success") is True):
-                problems.append(f"{where}: reference call {n} {call.tool} failed: {result}")
-        after = run_validators(sc, final)
-        for item, value in zip(sc.checklist, after, strict=True):
-            if value is not True:
-                problems.append(f"{where}: {item.id} is {value!r} after the reference solution")
-        if wrong is not None:
-            if sc.title not in wrong:
-                problems.append(f"{where}: no plausible wrong solution to test the checklist against")
-                continue
-            wrong_final, _ = replay(cls, sc.initial_state, wrong[sc.title])
-            try:
-                lenient = all(v is True for v in run_validators(sc, wrong_final))
-            except Exception:  # a validator that crashes on a wrong state rejects it
-                lenient = False
-            if lenient:
-                problems.append(f"{where}: the plausible wrong solution passes every validator; the checklist "
-                                "is too lenient")
-    return problems
-
-
-def main() -> int:
-    """Build, verify, write; return the exit code."""
-    scenarios = build()
-    wrong = {title: [ToolCall(tool=t, arguments=a) for t, a in calls] for title, calls in WRONG.items()}
-    problems = verify(scenarios, wrong)
-    for problem in problems:
-        print("FAIL", problem)
-    if problems:
-        return 1
-    path = ROOT / "scenarios" / f"{ENV_ID}.jsonl"
-    save_scenarios(scenarios, path)
-    easy = sum(1 for s in scenarios if (s.difficulty or 0) <= 2)
-    print(f"wrote {path}: {len(scenarios)} scenarios ({easy} easy), all verified")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW), WRONG))

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from envscaler_mcp._json import JSONObject
+
 HomeOption = Annotated[
     Path | None,
     typer.Option(
@@ -128,10 +130,10 @@ def show_cmd(
     for col in ("tool", "kind", "parameters", "summary"):
         tools.add_column(col)
     for t in sk.tools:
-        req = set(t.input_schema.get("required", []))
+        req = t.required_parameters()
         params = ", ".join(
             f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
-            for name, schema in t.input_schema.get("properties", {}).items()
+            for name, schema in t.parameters().items()
         )
         tools.add_row(
             t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
@@ -152,18 +154,18 @@ def show_cmd(
         console.print("No bundled scenarios.")
 
 
-def _type_label(schema: dict[str, object]) -> str:
-    if "enum" in schema:
-        return "|".join(json.dumps(v) for v in schema["enum"])  # type: ignore[attr-defined]
-    kind = schema.get("type")
+def _type_label(schema: JSONObject) -> str:
+    enum, kind, items, any_of = schema.get("enum"), schema.get("type"), schema.get("items"), schema.get("anyOf")
+    if isinstance(enum, list):
+        return "|".join(json.dumps(v) for v in enum)
     if isinstance(kind, list):
         return "|".join(str(k) for k in kind)
-    if kind == "array" and isinstance(schema.get("items"), dict):
-        return f"array[{_type_label(schema['items'])}]"  # type: ignore[arg-type]
+    if kind == "array" and isinstance(items, dict):
+        return f"array[{_type_label(items)}]"
     if kind:
         return str(kind)
-    if "anyOf" in schema:
-        return "|".join(_type_label(s) for s in schema["anyOf"])  # type: ignore[attr-defined]
+    if isinstance(any_of, list):
+        return "|".join(_type_label(s) if isinstance(s, dict) else "any" for s in any_of)
     return "any"
 
 

@@ -6,21 +6,17 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
-from envscaler_mcp.harness.models import (
-    CheckOutcome,
-    CheckStatus,
-    EpisodeStatus,
-    StateCheckStatus,
-    SuccessRule,
-)
+from envscaler_mcp._json import State
+from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
 from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring.statecheck import StateCheckStatus
 
 
 class Checker(Protocol):
     """Runs a scenario's validators on a final state."""
 
     async def check(
-        self, items: list[ChecklistItem], initial_state: dict[str, Any], final_state: dict[str, Any]
+        self, items: list[ChecklistItem], initial_state: State, final_state: State
     ) -> list[CheckOutcome]:
         """One CheckOutcome per item, in order."""
         ...
@@ -83,7 +79,7 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
         await self._sandbox.__aexit__(exc_type, exc, tb)
 
     async def check(
-        self, items: list[ChecklistItem], initial_state: dict[str, Any], final_state: dict[str, Any]
+        self, items: list[ChecklistItem], initial_state: State, final_state: State
     ) -> list[CheckOutcome]:
         """Run the items with validators in the sandbox; items without a validator are not scorable."""
         runnable = [i for i in items if i.validator]

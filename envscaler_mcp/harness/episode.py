@@ -11,6 +11,7 @@ import anyio
 from mcp import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
 from envscaler_mcp.harness.checks import Checker, checklist_score, episode_success, not_scorable
@@ -138,7 +139,7 @@ async def run_episode(
 
 
 async def score_state(
-    scenario: Scenario, final_state: dict[str, Any] | None, checker: Checker
+    scenario: Scenario, final_state: State | None, checker: Checker
 ) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
     """(checklist verdicts, checklist score, state diff) of a final state; None state: not scorable."""
     if final_state is None:
@@ -147,7 +148,7 @@ async def score_state(
     return checks, checklist_score(checks), diff_states(scenario.initial_state, final_state)
 
 
-def state_verdict(reference: Reference | None, final_state: dict[str, Any] | None) -> StateVerdict:
+def state_verdict(reference: Reference | None, final_state: State | None) -> StateVerdict:
     """The state check of a final state against the scenario's reference (qa.reference)."""
     if final_state is None:
         return StateVerdict(status="not_available", reason=NO_ADMIN_REASON)
@@ -167,7 +168,7 @@ async def _attempt(
 ) -> EpisodeResult:
     scenario, config = rec.scenario, rec.config
     status: EpisodeStatus
-    final_state: dict[str, Any] | None = None
+    final_state: State | None = None
     t = time.perf_counter()
     async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as opened:
         ep = _Watched(opened, rec, config.server_timeout_s)
@@ -329,10 +330,10 @@ class _Watched:
     async def list_tools(self) -> list[Tool]:
         return await self._call("tools/list", self._ep.list_tools)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call_tool(self, name: str, arguments: JSONObject) -> CallToolResult:
         return await self._call(f"tools/call {name}", lambda: self._ep.call_tool(name, arguments))
 
-    async def get_state(self) -> dict[str, Any]:
+    async def get_state(self) -> State:
         return await self._call("the state request", self._ep.get_state)
 
 

@@ -10,8 +10,8 @@ import os
 import shlex
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
+from envscaler_mcp._json import State
 from envscaler_mcp.launch import LaunchedServer, launch_external
 from envscaler_mcp.launch.episodes import Episode
 
@@ -31,7 +31,7 @@ class ExternalSource:
     def __init__(self, server: LaunchedServer) -> None:
         self.server = server
 
-    def episode(self, initial_state: dict[str, Any] | None = None) -> AbstractAsyncContextManager[Episode]:
+    def episode(self, initial_state: State | None = None) -> AbstractAsyncContextManager[Episode]:
         """An episode in the server's own state (an initial state cannot be set without an admin plane)."""
         return self.server.episode(None)
 

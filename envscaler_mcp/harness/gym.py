@@ -18,6 +18,7 @@ import json
 from contextlib import AsyncExitStack
 from typing import Any, Literal
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.episode import call_tool_safely, score_state
@@ -140,7 +141,7 @@ class EnvScalerMCPEnv:
         assert self._ep is not None and self._scenario is not None
         self.done = True
         try:
-            final_state: dict[str, Any] | None = await self._ep.get_state()
+            final_state: State | None = await self._ep.get_state()
         except NoAdminPlane:
             final_state = None
         checks, score, diff = await score_state(self._scenario, final_state, self.checker)

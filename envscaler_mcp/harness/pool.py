@@ -19,6 +19,7 @@ import httpx2
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerFault
 from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
@@ -145,7 +146,7 @@ class _Pooled:
         return has_admin_plane(current) if current is not None else True
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None) -> AsyncIterator[EpisodeHandle]:
+    async def episode(self, initial_state: State | None = None) -> AsyncIterator[EpisodeHandle]:
         slot = self._pool._slots[self._key]
         await slot.ready.wait()
         source = slot.source

@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Protocol
 
 from mcp.types import CallToolResult, Tool
+
+from envscaler_mcp._json import JSONObject, State
 
 
 class EpisodeHandle(Protocol):
@@ -19,11 +21,11 @@ class EpisodeHandle(Protocol):
         """The tools offered to the agent (admin plane excluded)."""
         ...
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call_tool(self, name: str, arguments: JSONObject) -> CallToolResult:
         """Call a tool through MCP."""
         ...
 
-    async def get_state(self) -> dict[str, Any]:
+    async def get_state(self) -> State:
         """The episode's current state through the admin plane (launch.NoAdminPlane without one)."""
         ...
 
@@ -32,7 +34,7 @@ class EpisodeSource(Protocol):
     """Anything that opens isolated episodes at a given initial state."""
 
     def episode(
-        self, initial_state: dict[str, Any] | None = None
+        self, initial_state: State | None = None
     ) -> AbstractAsyncContextManager[EpisodeHandle]:
         """Open an episode at `initial_state` (None: the server's default state)."""
         ...

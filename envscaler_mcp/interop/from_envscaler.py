@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
 from envscaler_mcp.interop.to_envscaler import (
@@ -91,7 +92,7 @@ def env_from_item(
     env_id: str,
     item: dict[str, Any],
     our_id: str,
-    default_state: dict[str, Any],
+    default_state: State,
     *,
     skip_checks: bool = False,
 ) -> EnvSkeleton:

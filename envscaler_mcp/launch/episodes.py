@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Literal
 
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, Request, RequestParams, Result, Tool
 from pydantic import ConfigDict
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.errors import ServerStartError
 
 ADMIN_GET_STATE = "envscaler/admin/get_state"
@@ -24,7 +25,7 @@ class AdminParams(RequestParams):
 
     model_config = ConfigDict(extra="allow")
     token: str | None = None
-    state: dict[str, Any] | None = None
+    state: State | None = None
     scenario_id: str | None = None
 
 
@@ -46,7 +47,7 @@ class AdminResult(Result):
     model_config = ConfigDict(extra="allow")
 
 
-async def stdio_get_state(client: Client, token: str) -> dict[str, Any]:
+async def stdio_get_state(client: Client, token: str) -> State:
     """Read the state of a stdio server through the `envscaler/admin/get_state` request."""
     result = await client.session.send_request(AdminGetState(params=AdminParams(token=token)), AdminResult)
     state = (result.model_extra or {}).get("state")
@@ -59,7 +60,7 @@ class Episode:
     """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
 
     def __init__(self, client: Client, *, episode_id: str, transport: str,
-                 state_reader: Callable[[], Awaitable[dict[str, Any]]] | None) -> None:
+                 state_reader: Callable[[], Awaitable[State]] | None) -> None:
         self.client = client
         self.episode_id = episode_id
         self.transport = transport
@@ -76,11 +77,11 @@ class Episode:
             if not cursor:
                 return tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+    async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
         """Call one tool. Tool failures come back as `is_error=True` results, not exceptions."""
         return await self.client.call_tool(name, arguments or {})
 
-    async def get_state(self) -> dict[str, Any]:
+    async def get_state(self) -> State:
         """The episode's current state (a plain dict). Raises NoAdminPlane for external servers."""
         if self._state_reader is None:
             raise NoAdminPlane("this server has no admin plane (it is an external server), so its state "

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
 from envscaler_mcp.launch.servers import LaunchedServer
@@ -30,7 +30,7 @@ class ExternalServer(LaunchedServer):
         self._count = itertools.count()
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         if initial_state is not None or scenario_id:
             raise NoAdminPlane("an external server has no admin plane: it cannot start an episode at a given "

@@ -13,10 +13,10 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import ModuleType
-from typing import Any
 
 from mcp import Client
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.launch.servers import LaunchedServer
@@ -53,14 +53,14 @@ class MemoryServer(LaunchedServer):
         self._count = itertools.count()
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         if initial_state is None and scenario_id:
             initial_state = self.package.scenario_state(scenario_id)
         env_server = self._server_mod.EnvServer(self.package, call_timeout=self.call_timeout,
                                                 initial_state=initial_state)
 
-        async def read_state() -> dict[str, Any]:
+        async def read_state() -> State:
             return dict(env_server.episodes["default"].get_state())
 
         async with Client(env_server.server) as client:

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import anyio
 import httpx2
@@ -29,6 +29,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import Episode, stdio_get_state
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
@@ -44,7 +45,7 @@ class LaunchedServer:
     transport: str
     server_dir: ServerDir | None = None
 
-    def episode(self, initial_state: dict[str, Any] | None = None, *,
+    def episode(self, initial_state: State | None = None, *,
                 scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
         """An isolated episode at `initial_state` (None: the default state; or a bundled scenario's)."""
         raise NotImplementedError
@@ -68,6 +69,13 @@ def _log_tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+class CreatedEpisode(TypedDict):
+    """What the admin plane answers when it creates an episode."""
+
+    episode_id: str
+    path: str
+
+
 class HttpServer(LaunchedServer):
     """One HTTP server process; episodes through the admin API."""
 
@@ -88,7 +96,7 @@ class HttpServer(LaunchedServer):
                                            limits=httpx2.Limits(max_connections=1000,
                                                                 max_keepalive_connections=200))
 
-    async def create_episode(self, state: dict[str, Any] | None, scenario_id: str | None) -> dict[str, Any]:
+    async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
         body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
         if state is not None:
@@ -101,9 +109,10 @@ class HttpServer(LaunchedServer):
                                    f"it may have crashed:\n{tail}") from exc
         if response.status_code != 201:
             raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
-        return dict(response.json())
+        data = response.json()
+        return CreatedEpisode(episode_id=str(data["episode_id"]), path=str(data["path"]))
 
-    async def read_state(self, episode_id: str) -> dict[str, Any]:
+    async def read_state(self, episode_id: str) -> State:
         """GET /admin/episodes/{id}/state."""
         response = await self.admin.get(f"/admin/episodes/{episode_id}/state")
         if response.status_code != 200:
@@ -111,7 +120,7 @@ class HttpServer(LaunchedServer):
         return dict(response.json()["state"])
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
@@ -142,7 +151,7 @@ class StdioServer(LaunchedServer):
         self._count = itertools.count()
 
     @asynccontextmanager
-    async def episode(self, initial_state: dict[str, Any] | None = None, *,
+    async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         assert self.server_dir is not None
         n = next(self._count)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp.catalog.paths import generated_servers_dir
 from envscaler_mcp.errors import UsageError
@@ -64,6 +65,7 @@ def resolve_target(target: Target, scenarios: Sequence[Scenario] | None = None) 
     return server_dir_info(ensure_rendered(skeleton, scenario_list))
 
 
-def read_spec(server: ServerDir) -> dict:
+def read_spec(server: ServerDir) -> dict[str, Any]:
     """The spec.json of a server folder (tools, state names, names)."""
-    return json.loads((server.path / server.package / "spec.json").read_text(encoding="utf-8"))
+    spec: dict[str, Any] = json.loads((server.path / server.package / "spec.json").read_text(encoding="utf-8"))
+    return spec

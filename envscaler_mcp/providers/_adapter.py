@@ -160,7 +160,7 @@ class BaseProvider:
         raise NotImplementedError
 
     def _backoff(self, attempt: int, exc: BaseException) -> float:
-        delay = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+        delay = min(self.backoff_max_s, self.backoff_base_s * (2.0**attempt))
         hinted = _retry_after(exc)
         if hinted is not None:
             delay = min(self.backoff_max_s, max(delay, hinted))

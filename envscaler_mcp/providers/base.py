@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import JSONObject
 from envscaler_mcp._usage import Usage
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -16,7 +17,7 @@ class ToolCallRequest(BaseModel):
 
     id: str = Field(description="Call id (the provider's, or generated when the provider gives none).")
     name: str = Field(description="Tool name, already mapped back to the MCP name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Decoded arguments.")
+    arguments: JSONObject = Field(default_factory=dict, description="Decoded arguments.")
     raw_arguments: str | None = Field(
         None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
     )
@@ -37,12 +38,16 @@ class Message(BaseModel):
     )
 
 
+def _no_parameters() -> JSONObject:
+    return {"type": "object", "properties": {}}
+
+
 class ToolDef(BaseModel):
     """A tool as offered to a model (converted from an MCP tool listing)."""
 
     name: str
     description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    input_schema: JSONObject = Field(default_factory=_no_parameters)
 
 
 class GenerationSettings(BaseModel):
@@ -53,7 +58,7 @@ class GenerationSettings(BaseModel):
     timeout_s: float = Field(120.0, description="Per-request timeout in seconds.")
     seed: int | None = None
     stop: list[str] | None = None
-    json_schema: dict[str, Any] | None = Field(
+    json_schema: JSONObject | None = Field(
         None, description="Ask for a JSON answer matching this schema (structured output), where supported."
     )
 

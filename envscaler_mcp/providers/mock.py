@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envscaler_mcp._json import JSONObject
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ProviderError
 from envscaler_mcp.providers.base import (
@@ -22,7 +23,7 @@ from envscaler_mcp.providers.registry import register_provider
 ScriptItem = str | Message | AssistantTurn | Callable[[list[Message], list[ToolDef]], str | Message]
 
 
-def tool_call(name: str, arguments: dict | None = None, call_id: str | None = None) -> ToolCallRequest:
+def tool_call(name: str, arguments: JSONObject | None = None, call_id: str | None = None) -> ToolCallRequest:
     """Shorthand for a scripted tool call."""
     return ToolCallRequest(id=call_id or f"call_{name}", name=name, arguments=arguments or {})
 

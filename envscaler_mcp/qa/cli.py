@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from envscaler_mcp.errors import UsageError, ValidatorError
-from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, StepStatus, check_scenario
-from envscaler_mcp.qa.reference import ReferenceCache
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.launch import Transport
+from envscaler_mcp.qa.batch import Group, check_groups
+from envscaler_mcp.qa.gate import GateReport, StepStatus
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
-
-Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
@@ -56,95 +50,28 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
     return groups
 
 
-def free_fields_of(target: Any) -> list[FreeField]:
-    """The free fields of a server target (env id, skeleton path or EnvSkeleton); [] when it has no skeleton."""
-    if isinstance(target, EnvSkeleton):
-        return list(target.free_fields)
-    from envscaler_mcp.catalog.store import get_skeleton
-
-    try:
-        return list(get_skeleton(str(target)).free_fields)
-    except (UsageError, OSError, ValueError):
-        return []
-
-
-def _env_key(target: Any) -> str:
-    return target.id if isinstance(target, EnvSkeleton) else str(target)
-
-
-def _failing_factory(error: Exception) -> EpisodeFactory:
-    @asynccontextmanager
-    async def factory(_state: dict[str, Any]) -> AsyncIterator[Any]:
-        raise error
-        yield  # pragma: no cover
-
-    return factory
-
-
-async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
-                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4,
-                       on_report: Callable[[GateReport], None] | None = None) -> list[GateReport]:
-    """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
-    fails to start fails its scenarios. Reports come back in input order."""
-    done: dict[int, GateReport] = {}
-    limiter = anyio.Semaphore(max(1, concurrency))
-
-    references = ReferenceCache()
-
-    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Any,
-                       free: list[FreeField]) -> None:
-        async with limiter:
-            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
-                                          free_fields=free, references=references, env_key=_env_key(target))
-        done[n] = report
-        if on_report:
-            on_report(report)
-
-    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox,
-                       target: Any) -> None:
-        free = free_fields_of(target)
-        async with anyio.create_task_group() as tg:
-            for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free)
-
-    numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
-    count = 0
-    for target, scenarios in groups:
-        numbered_groups.append((target, list(enumerate(scenarios, start=count))))
-        count += len(scenarios)
-
-    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
-        for target, numbered in numbered_groups:
-            try:
-                async with launch_server(target, transport=transport) as server:
-                    await gate_all(server.episode, numbered, sandbox, target)
-            except Exception as exc:  # the server did not start (or died): record it against every scenario left
-                while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-                    exc = exc.exceptions[0]
-                left = [(n, sc) for n, sc in numbered if n not in done]
-                if isinstance(exc, UsageError | ValidatorError) or not left:
-                    raise exc from None
-                await gate_all(_failing_factory(exc), left, sandbox, target)
-    return [done[n] for n in sorted(done)]
-
-
 def _table(reports: list[GateReport], mutation: bool) -> Table:
     table = Table(title="Scenario QA gate")
     table.add_column("env", overflow="fold")
     table.add_column("scenario", no_wrap=True)
     for col in ("checks", "initial-false", "replay", "final-true"):
         table.add_column(col)
+    wrong = any(r.wrong_solutions for r in reports)
+    if wrong:
+        table.add_column("wrong")
     if mutation:
         table.add_column("mutation")
-        table.add_column("wrong")
+        table.add_column("probes")
     table.add_column("verdict")
     for r in reports:
         statuses = {s.name: s.status for s in r.steps}
         initial = "fail" if "fail" in (statuses["initial_false"], statuses["validators"]) else statuses["initial_false"]
         row = [r.env_id, r.scenario_id, str(r.n_checks), _CELL[initial], _CELL[statuses["replay"]],
                _CELL[statuses["final_true"]]]
+        if wrong:
+            row.append(_CELL[statuses.get("wrong_solutions", "skip")])
         if mutation:
-            row += [_CELL[statuses.get("mutation", "skip")], _CELL[statuses.get("wrong_solutions", "skip")]]
+            row += [_CELL[statuses.get("mutation", "skip")], _CELL[statuses.get("wrong_probes", "skip")]]
         row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")
         table.add_row(*row)
     return table
@@ -165,7 +92,8 @@ def check_command(
     workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
     concurrency: Annotated[int, typer.Option(help="Scenarios replayed at the same time on one server.")] = 4,
 ) -> None:
-    """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution."""
+    """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
+    and fail after each of the scenario's wrong solutions."""
     groups = _groups(envs or [], scenarios_file, ids or [])
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
@@ -193,9 +121,10 @@ def check_command(
 
 
 def probe_counts(reports: list[GateReport]) -> dict[str, int]:
-    """Totals of the mutation and wrong-solution probes over gate reports."""
+    """Totals of the mutation probes, the wrong-solution probes and the given wrong solutions over reports."""
     probes = [p for r in reports if r.mutation for p in r.mutation.probes]
-    wrong = [p for r in reports if r.wrong_solutions for p in r.wrong_solutions.probes]
+    wrong = [p for r in reports if r.wrong_probes for p in r.wrong_probes.probes]
+    given = [w for r in reports for w in r.wrong_solutions]
     return {
         "probes": len(probes),
         "caught_by_validators": sum(1 for p in probes if p.caught_by),
@@ -203,9 +132,11 @@ def probe_counts(reports: list[GateReport]) -> dict[str, int]:
         "skipped_free": sum(1 for p in probes if p.skipped),
         "uncaught": sum(1 for r in reports if r.mutation for _ in r.mutation.uncaught),
         "collateral_probes": sum(1 for p in probes if p.collateral),
-        "wrong_solutions": sum(1 for p in wrong if p.skipped is None),
-        "wrong_solutions_uncaught": sum(1 for r in reports if r.wrong_solutions for _ in r.wrong_solutions.uncaught),
-        "wrong_solutions_skipped": sum(1 for p in wrong if p.skipped),
+        "wrong_probes": sum(1 for p in wrong if p.skipped is None),
+        "wrong_probes_uncaught": sum(1 for r in reports if r.wrong_probes for _ in r.wrong_probes.uncaught),
+        "wrong_probes_skipped": sum(1 for p in wrong if p.skipped),
+        "given_wrong_solutions": len(given),
+        "given_wrong_solutions_uncaught": sum(1 for w in given if not w.caught),
         "state_check_not_available": sum(1 for r in reports if r.state_check),
         "scenarios": len(reports),
         "scenarios_passed": sum(1 for r in reports if r.passed),
@@ -217,8 +148,9 @@ def probe_summary(reports: list[GateReport]) -> str:
     c = probe_counts(reports)
     return (f"mutation: {c['probes']} probes ({c['collateral_probes']} collateral): {c['caught_by_validators']} caught "
             f"by a validator, {c['caught_by_state_check_only']} by the state check only, {c['skipped_free']} of free "
-            f"fields skipped, {c['uncaught']} uncaught; wrong solutions: {c['wrong_solutions']} run, "
-            f"{c['wrong_solutions_uncaught']} passed the scoring, {c['wrong_solutions_skipped']} could not be built")
+            f"fields skipped, {c['uncaught']} uncaught; wrong-solution probes: {c['wrong_probes']} run, "
+            f"{c['wrong_probes_uncaught']} passed the scoring, {c['wrong_probes_skipped']} could not be built; given "
+            f"wrong solutions: {c['given_wrong_solutions']}, {c['given_wrong_solutions_uncaught']} not caught")
 
 
 def register(app: typer.Typer) -> None:

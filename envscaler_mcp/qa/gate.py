@@ -2,41 +2,53 @@
 
 For one scenario, `check_scenario` verifies, in order:
 
-1. validators    - every validator runs in the sandbox and returns a bool (on the initial and the final state);
-2. initial-false - at least one validator is False on the untouched initial state, and every item with
-                   `claims_change=True` is False there;
-3. replay        - the reference solution, replayed through a real server episode started at the initial
-                   state, has every call succeed (not `is_error`, structured `success` true);
-4. final-true    - every validator is True on the state the replay leaves;
-5. mutation      - optional: each field of that final state, perturbed alone (what the solution changed, and
-                   collateral: another record changed or removed), is caught by a validator or the state check;
-6. wrong         - with mutation: plausible wrong solutions (the reference plus one harmful extra call, the
-                   reference without its last state-changing call, the ones given) fail the scoring.
+1. validators      - every validator runs in the sandbox and returns a bool (on the initial and the final state);
+2. initial-false   - at least one validator is False on the untouched initial state, and every item with
+                     `claims_change=True` is False there;
+3. replay          - the reference solution, replayed through a real server episode started at the initial
+                     state, has every call succeed (not `is_error`, structured `success` true); it is replayed
+                     twice, which also gives the reference final state of the state check (qa.reference);
+4. final-true      - every validator is True on the state the replay leaves;
+5. wrong solutions - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
+                     passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
+                     leaves at least one validator not True (qa.wrong);
+6. mutation        - optional: each field of that final state, perturbed alone (what the solution changed, and
+                     collateral: another record changed or removed), is caught by a validator or the state
+                     check (qa.mutation);
+7. wrong probes    - with mutation: plausible wrong solutions built from the reference (plus one harmful extra
+                     call, without its last state-changing call) fail the scoring (qa.wrong_probes).
 
-The replay (twice, see qa.reference) also gives the reference final state the state check compares with. The
-report says which step failed and why, item by item, so the scenario generator can repair and retry.
+The report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp.qa.mutation import MutationReport, mutation_check
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
-from envscaler_mcp.qa.wrong import WrongSolutionReport, wrong_solution_check
-from envscaler_mcp.scenario.models import Scenario, ToolCall
+from envscaler_mcp.qa.wrong import (
+    WrongSolution,
+    WrongSolutionResult,
+    check_wrong_solutions,
+    given_wrong_solutions,
+)
+from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
+from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
 
-__all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "call_outcome", "check_scenario",
-           "replay_reference"]
+__all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
+           "WrongSolution", "call_outcome", "check_scenario", "replay_reference"]
 
-StepName = Literal["validators", "initial_false", "replay", "final_true", "mutation", "wrong_solutions"]
+StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "mutation",
+                   "wrong_probes"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
 
 
@@ -60,12 +72,14 @@ class GateReport(BaseModel):
     initial_results: list[CheckResult] = Field(default_factory=list, description="Validators on the initial state.")
     final_results: list[CheckResult] = Field(default_factory=list, description="Validators after the replay.")
     replay: list[ReplayCall] = Field(default_factory=list, description="The replayed calls, up to the first failure.")
+    wrong_solutions: list[WrongSolutionResult] = Field(
+        default_factory=list, description="What each wrong solution did to the checklist, when any were given.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
-    wrong_solutions: WrongSolutionReport | None = Field(
-        None, description="Wrong-solution probes, run with the mutation test."
+    wrong_probes: WrongProbeReport | None = Field(
+        None, description="Wrong-solution probes built from the reference, run with the mutation test."
     )
     state_check: str = Field("", description="Why the state check is not available for the scenario ('' if it is).")
-    final_state: dict[str, Any] | None = Field(None, exclude=True, description="State after the replay (not saved).")
+    final_state: State | None = Field(None, exclude=True, description="State after the replay (not saved).")
 
     @property
     def passed(self) -> bool:
@@ -87,13 +101,14 @@ def _errors(results: list[CheckResult], where: str) -> list[str]:
 
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
                          require_reference: bool = True, mutation: bool = False,
-                         free_fields: Sequence[FreeField] = (), wrong_solutions: Sequence[Sequence[ToolCall]] = (),
+                         wrong_solutions: Sequence[WrongSolution] = (), free_fields: Sequence[FreeField] = (),
                          references: ReferenceCache | None = None, env_key: str = "",
                          validators_only: bool = False) -> GateReport:
     """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
 
-    `free_fields` are the environment's (skeleton.free_fields); `wrong_solutions` are extra wrong solutions
-    that must fail; `references` caches the reference replays (shared with a run, keyed by `env_key`).
+    `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
+    `free_fields` are the environment's (skeleton.free_fields); `references` caches the reference replays
+    (shared with a run, keyed by `env_key`).
     `validators_only` asks the mutation test for validators that guard every field the solution changes by
     themselves (the scenario generator's bar for its checklists): no collateral or wrong-solution probes, and
     unguarded fields warn instead of failing.
@@ -107,7 +122,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         validator_problems.append("the checklist is empty")
     validator_problems += [f"{c.id} has no validator" for c in items if not (c.validator or "").strip()]
 
-    # 2. initial-false
+    # 1. validators (collected along the way) and 2. initial-false
     initial_reasons: list[str] = []
     if items:
         report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state)
@@ -157,21 +172,29 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="initial_false", status="fail" if initial_reasons else "pass", reasons=initial_reasons))
     add(GateStep(name="replay", status=replay_status, reasons=replay_reasons))
     add(GateStep(name="final_true", status=final_status, reasons=final_reasons))
+
+    # 5. wrong solutions (only when there are any)
+    wrong = [*given_wrong_solutions(scenario), *wrong_solutions]
+    if wrong:
+        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox)
+        wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
+        add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
+
+    # 6. mutation and 7. wrong probes (optional)
     if mutation:
-        await _probe(report, scenario, episode_factory, sandbox, reference, wrong_solutions, validators_only)
+        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only)
     return report
 
 
 async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
-                 reference: Reference | None, wrong_solutions: Sequence[Sequence[ToolCall]], validators_only: bool
-                 ) -> None:
-    """5. mutation and 6. wrong solutions; only meaningful when the final state passes every validator."""
+                 reference: Reference | None, validators_only: bool) -> None:
+    """6. mutation and 7. wrong probes; only meaningful when the final state passes every validator."""
     add = report.steps.append
     if report.step("final_true").status != "pass" or report.final_state is None:
         why = ["needs a final state that passes every validator"]
         add(GateStep(name="mutation", status="skip", reasons=why))
         if not validators_only:
-            add(GateStep(name="wrong_solutions", status="skip", reasons=why))
+            add(GateStep(name="wrong_probes", status="skip", reasons=why))
         return
     report.mutation = await mutation_check(scenario, report.final_state, sandbox, reference,
                                            validators_only=validators_only)
@@ -181,11 +204,10 @@ async def _probe(report: GateReport, scenario: Scenario, episode_factory: Episod
     if validators_only:
         return
     try:
-        report.wrong_solutions = await wrong_solution_check(scenario, episode_factory, sandbox, reference,
-                                                            wrong_solutions)
+        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference)
     except Exception as exc:  # the server failed under a probe: report it, the other scenarios go on
-        add(GateStep(name="wrong_solutions", status="fail",
+        add(GateStep(name="wrong_probes", status="fail",
                      reasons=[f"the probes' episodes failed: {type(exc).__name__}: {exc}"]))
         return
-    add(GateStep(name="wrong_solutions", status="fail" if report.wrong_solutions.reasons() else "pass",
-                 reasons=report.wrong_solutions.reasons(), notes=report.wrong_solutions.notes()))
+    add(GateStep(name="wrong_probes", status="fail" if report.wrong_probes.reasons() else "pass",
+                 reasons=report.wrong_probes.reasons(), notes=report.wrong_probes.notes()))

@@ -20,10 +20,11 @@ timestamp: any value is right), else it is *uncaught*: the scoring would pass a 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import JSON, JSONObject, State
 from envscaler_mcp.qa.reference import Reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import PathPart, diff_states, format_path
@@ -164,11 +165,12 @@ def _plan(initial: Any, final: Any) -> list[Step]:
     return plan
 
 
-def _records(value: Any) -> bool:
+def is_records(value: JSON) -> TypeGuard[dict[str, JSONObject]]:
+    """A non-empty dict of records (dicts): orders by id, customers by id."""
     return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
 
 
-def _collateral_plan(initial: dict[str, Any], final: dict[str, Any]) -> list[Step]:
+def _collateral_plan(initial: State, final: State) -> list[Step]:
     """Probes of what the solution left alone: another record changed like the touched ones, or removed;
     the first field of each untouched top-level attribute changed."""
     plan: list[Step] = []
@@ -183,7 +185,7 @@ def _collateral_plan(initial: dict[str, Any], final: dict[str, Any]) -> list[Ste
                 plan.append((path, f"set to {_short(perturb(value))} (left alone by the reference)", "set",
                              perturb(value)))
             continue
-        if not (_records(before) and isinstance(after, dict)):
+        if not (is_records(before) and isinstance(after, dict)):
             continue
         hit = {c.path[1] for c in touched if len(c.path) > 1}
         others = [k for k in before if k not in hit and k in after and after[k] == before[k]]
@@ -210,7 +212,7 @@ def _get(value: Any, path: list[PathPart]) -> Any:
     return value
 
 
-async def mutation_check(scenario: Scenario, final_state: dict[str, Any], sandbox: ValidatorSandbox,
+async def mutation_check(scenario: Scenario, final_state: State, sandbox: ValidatorSandbox,
                          reference: Reference | None = None, *, validators_only: bool = False) -> MutationReport:
     """Perturb the final state field by field (what changed, and collateral); report what nothing notices.
 

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.freefields import FreeFields
@@ -75,7 +76,7 @@ class Reference:
     """A scenario's reference final state and how to compare other final states with it."""
 
     scenario: Scenario
-    final_state: dict[str, Any] | None
+    final_state: State | None
     calls: list[ReplayCall] = field(default_factory=list)
     replay_reasons: list[str] = field(default_factory=list)
     unavailable: str = ""
@@ -91,7 +92,7 @@ class Reference:
             return f"the scenario turns the state check off: {options.disabled}"
         return self.unavailable
 
-    def check(self, agent_final: dict[str, Any] | None, *, no_state_reason: str = "") -> StateVerdict:
+    def check(self, agent_final: State | None, *, no_state_reason: str = "") -> StateVerdict:
         """The state check of `agent_final` (None: the final state could not be read)."""
         if self.reason or self.final_state is None:
             return StateVerdict(status="not_available", reason=self.reason or "no reference final state")
@@ -108,7 +109,7 @@ def unavailable(scenario: Scenario, reason: str) -> Reference:
     return Reference(scenario=scenario, final_state=None, unavailable=reason)
 
 
-async def _replay(scenario: Scenario, factory: EpisodeFactory) -> tuple[list[ReplayCall], dict[str, Any] | None,
+async def _replay(scenario: Scenario, factory: EpisodeFactory) -> tuple[list[ReplayCall], State | None,
                                                                          list[str]]:
     """One replay; an episode that fails without a failing call (the server, the transport) is retried."""
     for attempt in range(1, _INFRA_ATTEMPTS + 1):

@@ -1,38 +1,38 @@
-"""Replaying a reference solution in a real server episode: the gate's replay step and the reference state.
+"""Replay a list of tool calls in a fresh server episode, as the QA gate does for every solution it checks.
 
-An episode factory opens an isolated episode at a given state (`server.episode` of a launched server, or
-`pool.source(env).episode` in a run); a call succeeds when its result is not `is_error` and its structured
-content has `success: true`.
+The episode is a real one (a launched server's `episode`, or any factory with that shape), so a failed call
+is rolled back by the server exactly as it would be for an agent.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 
 class Episode(Protocol):
     """What the gate needs from an episode (envscaler_mcp.launch's episodes fit)."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-    async def get_state(self) -> dict[str, Any]: ...
+    async def call_tool(self, name: str, arguments: JSONObject) -> Any: ...
+    async def get_state(self) -> State: ...
 
 
-EpisodeFactory = Callable[[dict[str, Any]], AbstractAsyncContextManager[Episode]]
+EpisodeFactory = Callable[[State], AbstractAsyncContextManager[Episode]]
 """Opens an isolated episode at a given initial state, e.g. `server.episode` of a launched server."""
 
 
 class ReplayCall(BaseModel):
-    """One replayed call of the reference solution."""
+    """One replayed call."""
 
     tool: str = Field(description="Tool name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments sent.")
+    arguments: JSONObject = Field(default_factory=dict, description="Arguments sent.")
     ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
     detail: str | None = Field(None, description="Error text when the call failed.")
 
@@ -55,20 +55,31 @@ def call_outcome(result: Any) -> tuple[bool, str | None]:
     return True, None
 
 
-async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
-                           ) -> tuple[list[ReplayCall], dict[str, Any] | None, list[str]]:
-    """Replay the reference solution in a fresh episode; return (calls, final state, failure reasons)."""
-    calls: list[ReplayCall] = []
+async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
+                       *, stop_at_failure: bool = True) -> tuple[list[ReplayCall], State | None, list[str]]:
+    """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
+
+    With `stop_at_failure` the first failed call ends the replay (no final state, one reason); without it a
+    failed call is recorded and the replay goes on (the server has rolled the call back). A reason is also
+    given, and no final state, when the episode itself fails.
+    """
+    made: list[ReplayCall] = []
     try:
-        async with episode_factory(scenario.initial_state) as episode:
-            for n, call in enumerate(scenario.reference_solution, start=1):
+        async with episode_factory(initial_state) as episode:
+            for n, call in enumerate(calls, start=1):
                 try:
                     ok, detail = call_outcome(await episode.call_tool(call.tool, call.arguments))
                 except Exception as exc:  # a client-side error: report it, the other scenarios go on
                     ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                calls.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
-                if not ok:
-                    return calls, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
-            return calls, await episode.get_state(), []
+                made.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
+                if not ok and stop_at_failure:
+                    return made, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
+            return made, await episode.get_state(), []
     except Exception as exc:
-        return calls, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
+        return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
+
+
+async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
+                           ) -> tuple[list[ReplayCall], State | None, list[str]]:
+    """Replay the reference solution in a fresh episode, stopping at the first failed call."""
+    return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory)

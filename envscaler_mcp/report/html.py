@@ -9,6 +9,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp._json import JSONObject
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
 from envscaler_mcp.report.summary import RunSummary, summarize_run
 
@@ -23,7 +24,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def _args(arguments: dict[str, Any]) -> str:
+def _args(arguments: JSONObject) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import FreeField, Provenance, canonical_hash
 
 
@@ -28,7 +27,7 @@ class ToolCall(BaseModel):
     """One call of the reference solution."""
 
     tool: str = Field(description="Tool name.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments, as the tool's schema wants.")
+    arguments: JSONObject = Field(default_factory=dict, description="Arguments, as the tool's schema wants.")
 
 
 class StateCheckOptions(BaseModel):
@@ -56,14 +55,19 @@ class Scenario(BaseModel):
     env_id: str = Field(description="Environment id the scenario runs on.")
     title: str = Field("", description="Short title shown in menus and prompts.")
     task: str = Field(description="The user's task, as the agent (or the simulated user) receives it.")
-    initial_state: dict[str, Any] = Field(description="Full initial state; keys are state attribute names.")
+    initial_state: State = Field(description="Full initial state; keys are state attribute names.")
     checklist: list[ChecklistItem] = Field(description="Independent items; the checklist score is passed/total.")
     reference_solution: list[ToolCall] = Field(
         default_factory=list, description="Ordered tool calls that solve the task; empty when unknown."
     )
+    wrong_solutions: list[list[ToolCall]] = Field(
+        default_factory=list,
+        description="Plausible wrong solutions (ordered tool calls each); the QA gate replays every one and "
+        "requires it to leave some validator False. Never served to agents.",
+    )
     difficulty: int | None = Field(None, description="Number of tool calls in the reference solution.")
     provenance: Provenance = Field(description="How this scenario was made.")
-    extra: dict[str, Any] = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")
+    extra: JSONObject = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")
     state_check: StateCheckOptions | None = Field(
         None,
         exclude_if=lambda value: value is None,  # unset: left out, so scenario files stay as they were

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import JSON, JSONObject
+
 PathPart = str | int
 
 
@@ -23,8 +25,8 @@ class StateChange(BaseModel):
 
     path: list[PathPart] = Field(description="Keys (str) and list indexes (int) from the state root.")
     op: Literal["added", "removed", "changed"] = Field(description="What happened at the path.")
-    old: Any = Field(None, description="Value before (None for 'added').")
-    new: Any = Field(None, description="Value after (None for 'removed').")
+    old: JSON = Field(None, description="Value before (None for 'added').")
+    new: JSON = Field(None, description="Value after (None for 'removed').")
 
     def path_str(self) -> str:
         """The path as text, e.g. `orders.O1.items[2].qty`."""
@@ -44,7 +46,7 @@ def format_path(path: list[PathPart]) -> str:
     return out or "(root)"
 
 
-def diff_states(old: Any, new: Any, ignore_keys: Collection[str] = ()) -> list[StateChange]:
+def diff_states(old: JSON, new: JSON, ignore_keys: Collection[str] = ()) -> list[StateChange]:
     """All differences from `old` to `new`, in a stable order (dict keys of `old` first, then new keys).
 
     `ignore_keys` names top-level keys to leave out (e.g. a clock attribute).
@@ -107,7 +109,7 @@ def _diff_lists(old: list[Any], new: list[Any], path: list[PathPart], out: list[
         out.append(StateChange(path=[*path, i], op="added", new=new[i]))
 
 
-def state_diff(old: Any, new: Any, ignore_keys: Collection[str] = ()) -> dict[str, Any]:
+def state_diff(old: JSON, new: JSON, ignore_keys: Collection[str] = ()) -> JSONObject:
     """The diff in EnvScaler's nested shape: keys down to each change, list indexes as "[i]" keys, and leaves
     `{"added": v}`, `{"removed": v}` or `{"changed": {"old": a, "new": b}}`. A change at the root is
     returned as the leaf itself.

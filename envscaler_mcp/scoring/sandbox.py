@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import ValidatorError
 from envscaler_mcp.scoring.models import CheckResult
 
@@ -147,7 +148,7 @@ class ValidatorSandbox:
             os.chmod(self._cwd, 0o700)
             shutil.rmtree(self._cwd, ignore_errors=True)
 
-    async def run(self, items: Sequence[CheckItem], initial_state: Any, final_state: Any) -> list[CheckResult]:
+    async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State) -> list[CheckResult]:
         """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run called outside `async with ValidatorSandbox(...)`")

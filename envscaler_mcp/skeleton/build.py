@@ -10,6 +10,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp._io import read_json, validate_model
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.skeleton.checks import check_determinism, check_source, check_state_jsonable
 from envscaler_mcp.skeleton.free_fields import infer_free_fields
@@ -66,7 +67,7 @@ def validate_state(skeleton: EnvSkeleton, state: Any, *, where: str = "state") -
 def build_skeleton(
     meta: EnvMeta,
     source: str,
-    default_state: dict[str, Any],
+    default_state: State,
     provenance: Provenance | None = None,
     *,
     strict: bool = True,

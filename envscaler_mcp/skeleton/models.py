@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envscaler_mcp._json import JSON, JSONObject, State
 from envscaler_mcp._usage import Usage
 
 ToolKind = Literal["query", "state_change"]
@@ -34,7 +35,7 @@ class StateAttribute(BaseModel):
 
     name: str = Field(description="Instance attribute name, e.g. 'orders'.")
     type: str = Field(description="Python annotation as text, e.g. 'Dict[str, OrderInfo]'.")
-    json_schema: dict[str, Any] = Field(
+    json_schema: JSONObject = Field(
         default_factory=dict, description="JSON Schema of the attribute's value, derived from the annotation."
     )
     description: str = Field("", description="Comment or docstring describing the attribute.")
@@ -45,20 +46,30 @@ class ToolSpec(BaseModel):
 
     name: str = Field(description="Tool name; matches ^[a-zA-Z0-9_-]{1,64}$ and the method name.")
     description: str = Field(description="What the tool does (docstring summary, returns and constraints).")
-    input_schema: dict[str, Any] = Field(
+    input_schema: JSONObject = Field(
         description="JSON Schema (2020-12) of the arguments: object root, properties with types, "
         "descriptions and defaults, required list, additionalProperties false."
     )
     kind: ToolKind = Field(description="'query' reads state only; 'state_change' may modify state.")
+
+    def parameters(self) -> dict[str, JSONObject]:
+        """The input schema's properties: parameter name -> its JSON Schema."""
+        props = self.input_schema.get("properties")
+        return {k: v for k, v in props.items() if isinstance(v, dict)} if isinstance(props, dict) else {}
+
+    def required_parameters(self) -> set[str]:
+        """Names the input schema requires."""
+        required = self.input_schema.get("required")
+        return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
 
 
 class QualityCheck(BaseModel):
     """One tester call judged by the checker model."""
 
     tool: str = Field(description="Tool that was called.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments of the call.")
+    arguments: JSONObject = Field(default_factory=dict, description="Arguments of the call.")
     case: Literal["positive", "negative"] = Field("positive", description="Whether the call was meant to succeed.")
-    result: Any = Field(None, description="The tool's result.")
+    result: JSON = Field(None, description="The tool's result.")
     verdict: Literal["pass", "warning", "fail"] = Field(description="The checker's verdict.")
     reason: str = Field("", description="The checker's reason.")
 
@@ -117,7 +128,7 @@ class EnvSkeleton(BaseModel):
     class_source: str = Field(description="Full Python module source defining the environment class.")
     state: list[StateAttribute] = Field(default_factory=list, description="Top-level state attributes.")
     tools: list[ToolSpec] = Field(description="Public operations exposed as tools, in source order.")
-    default_state: dict[str, Any] = Field(
+    default_state: State = Field(
         default_factory=dict, description="A realistic initial state; keys are state attribute names."
     )
     free_fields: list[FreeField] = Field(
@@ -128,7 +139,7 @@ class EnvSkeleton(BaseModel):
     )
     provenance: Provenance = Field(description="How this skeleton was made.")
     quality: QualityReport | None = Field(None, description="Quality-check outcome, when one was run.")
-    extra: dict[str, Any] = Field(
+    extra: JSONObject = Field(
         default_factory=dict,
         description="Fields from foreign formats kept for lossless round trips (e.g. EnvScaler's env_structure).",
     )

@@ -19,7 +19,7 @@ from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.qa.wrong import harmful_extra_call
+from envscaler_mcp.qa.wrong_probes import harmful_extra_call
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 

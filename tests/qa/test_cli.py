@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import envscaler_mcp.qa.cli
+import envscaler_mcp.qa.batch
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.cli import app
 from envscaler_mcp.errors import UsageError
@@ -35,7 +35,7 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
             raise UsageError("unknown environment 'nope'")
         yield SimpleNamespace(episode=fake_shop_episode)
 
-    monkeypatch.setattr(envscaler_mcp.qa.cli, "launch_server", launch_server)
+    monkeypatch.setattr(envscaler_mcp.qa.batch, "launch_server", launch_server)
     return launched
 
 
@@ -64,8 +64,8 @@ def test_check_json_and_id_filter(tmp_path: Path, fake_launch: list[tuple[str, s
     [report] = json.loads(result.stdout)
     assert report["scenario_id"] == good and report["passed"] is True
     assert [s["name"] for s in report["steps"]] == ["validators", "initial_false", "replay", "final_true", "mutation",
-                                                    "wrong_solutions"]
-    assert "0 uncaught; wrong solutions: 2 run, 0 passed the scoring" in result.stderr
+                                                    "wrong_probes"]
+    assert "0 uncaught; wrong-solution probes: 2 run, 0 passed the scoring" in result.stderr
 
 
 def test_a_server_that_does_not_start_rejects_its_scenarios(tmp_path: Path, fake_launch: list[tuple[str, str]]) -> None:
@@ -88,3 +88,20 @@ def test_an_unknown_environment_is_a_usage_error_not_a_rejection(
     path, _, _ = write_set(tmp_path)
     result = runner.invoke(app, ["scenarios", "check", "nope", "--scenarios", str(path)])
     assert isinstance(result.exception, UsageError) and "unknown environment 'nope'" in str(result.exception)
+
+
+def test_check_groups_takes_wrong_solutions_derived_from_each_scenario(fake_launch: list[tuple[str, str]]) -> None:
+    import anyio
+
+    from envscaler_mcp.qa.batch import check_groups
+    from envscaler_mcp.qa.wrong import WrongSolution
+
+    def reference_only(sc: Any) -> list[WrongSolution]:
+        return [WrongSolution(label="probe: the reference itself", calls=sc.reference_solution)]
+
+    [plain] = anyio.run(lambda: check_groups([("fake_shop", [scenario()])]))
+    assert plain.passed and not plain.wrong_solutions
+    [probed] = anyio.run(lambda: check_groups([("fake_shop", [scenario()])], wrong_solutions=reference_only))
+    assert not probed.passed
+    assert probed.step("wrong_solutions").reasons == [
+        "probe: the reference itself passes every validator; the checklist is too lenient"]

@@ -132,3 +132,41 @@ async def test_mutation_check_passes_when_every_field_is_guarded() -> None:
     assert len(report.mutation.probes) == 8 and sum(p.collateral for p in report.mutation.probes) == 2
 
 
+def calls(*pairs: tuple[str, dict[str, Any]]) -> list[ToolCall]:
+    return [ToolCall(tool=t, arguments=a) for t, a in pairs]
+
+
+async def test_wrong_solutions_must_each_fail_some_validator() -> None:
+    forgot_note = calls(("cancel_order", {"order_id": "O1"}))
+    wrong_order = calls(("cancel_order", {"order_id": "O2"}), ("add_note", {"order_id": "O1", "text": "refund requested"}))
+    report = await gate(scenario().model_copy(update={"wrong_solutions": [forgot_note, wrong_order]}))
+    assert report.passed, report.reasons()
+    assert report.step("wrong_solutions").status == "pass"
+    assert [(w.label, w.failing) for w in report.wrong_solutions] == [
+        ("wrong solution 1", ["c2"]), ("wrong solution 2", ["c1", "c3"])]
+
+
+async def test_a_wrong_solution_the_checklist_accepts_fails_the_gate() -> None:
+    # Without the O2 check, cancelling both orders passes; the failed first call is skipped, not fatal.
+    lenient = scenario([(CANCELLED, True), (NOTE, True)])
+    both = calls(("cancel_order", {"order_id": "O9"}), ("cancel_order", {"order_id": "O1"}),
+                 ("cancel_order", {"order_id": "O2"}), ("add_note", {"order_id": "O1", "text": "refund requested"}))
+    report = await gate(lenient.model_copy(update={"wrong_solutions": [both]}))
+    assert not report.passed
+    assert statuses(report)["final_true"] == "pass" and statuses(report)["wrong_solutions"] == "fail"
+    assert report.step("wrong_solutions").reasons == [
+        "wrong solution 1 passes every validator; the checklist is too lenient"]
+    assert [c.ok for c in report.wrong_solutions[0].calls] == [False, True, True, True]
+
+
+async def test_the_caller_adds_wrong_solutions_and_a_broken_episode_is_reported() -> None:
+    from envscaler_mcp.qa.wrong import WrongSolution
+
+    probe = WrongSolution(label="probe: reference only", calls=scenario().reference_solution)
+    report = await gate(scenario(), wrong_solutions=[probe])
+    assert report.step("wrong_solutions").reasons == [
+        "probe: reference only passes every validator; the checklist is too lenient"]
+    report = await gate(scenario().model_copy(update={"wrong_solutions": [calls(("get_order", {"order_id": "O1"}))]}),
+                        factory=broken_episode)
+    assert report.step("wrong_solutions").reasons == [
+        "wrong solution 1 could not be replayed: the episode failed: ConnectionError: server exited with code 1"]

@@ -8,7 +8,7 @@ import pytest
 
 from envscaler_mcp.catalog.paths import environments_dir
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton, scenarios_for
-from envscaler_mcp.qa.cli import check_groups
+from envscaler_mcp.qa.batch import check_groups
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -64,3 +64,5 @@ async def test_every_bundled_scenario_passes_the_gate() -> None:
     assert len(reports) == sum(len(s) for _, s in groups)
     rejected = {f"{r.env_id}/{r.scenario_id}": r.reasons() for r in reports if not r.passed}
     assert rejected == {}
+    # every bundled scenario carries a plausible wrong solution, and the gate saw each one fail the checklist
+    assert all(r.step("wrong_solutions").status == "pass" and r.wrong_solutions for r in reports)

@@ -10,15 +10,19 @@ from typing import Any
 
 import pytest
 
-from envscaler_mcp.qa.reference import ReferenceCache, build_reference
-from envscaler_mcp.qa.wrong import extra_call_candidates
+from envscaler_mcp.qa.reference import ReferenceCache, StateVerdict, build_reference
+from envscaler_mcp.qa.wrong import WrongSolution
+from envscaler_mcp.qa.wrong_probes import extra_call_candidates, wrong_probe_check
 from envscaler_mcp.scenario.models import StateCheckOptions, ToolCall
+from envscaler_mcp.scoring.freefields import FreeFields
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
 from tests.qa.fake_episode import FakeShopEpisode, fake_shop_episode
 from tests.qa.test_gate import CANCELLED, NOTE, gate, scenario
 
 pytestmark = pytest.mark.anyio
 NOTE_TEXT = [FreeField(path="notes[*].text", reason="free text")]
+NOTE_FREE_ALL = FreeFields([("**", "everything")])
 
 
 class CountingFactory:
@@ -78,23 +82,43 @@ async def test_without_the_state_check_unguarded_fields_fail_the_gate() -> None:
     assert report.step("mutation").reasons[-1].startswith("the state check could not help: the scenario turns")
 
 
-async def test_wrong_solutions_fail_the_scoring() -> None:
+async def test_wrong_solution_probes_fail_the_scoring() -> None:
     report = await gate(scenario([(CANCELLED, True), (NOTE, True)]), mutation=True)
-    assert report.wrong_solutions is not None and report.step("wrong_solutions").status == "pass"
-    extra, without = report.wrong_solutions.probes
+    assert report.wrong_probes is not None and report.step("wrong_probes").status == "pass"
+    extra, without = report.wrong_probes.probes
     assert extra.description == "the reference solution plus add_note on orders 'O2' instead of 'O1'"
     assert extra.caught_by == [] and extra.unexpected  # no validator looks at other notes: the state check does
     assert without.description == ("the reference solution without its last state-changing call, add_note (call 2)")
     assert without.caught_by == ["c2"]
 
 
-async def test_a_given_wrong_solution_that_the_scoring_passes_fails_the_gate() -> None:
-    different_words = [ToolCall(tool="cancel_order", arguments={"order_id": "O1"}),
-                       ToolCall(tool="add_note", arguments={"order_id": "O1", "text": "refund requested"})]
-    report = await gate(scenario(), mutation=True, wrong_solutions=[different_words])
+async def test_a_probe_the_scoring_passes_fails_the_gate() -> None:
+    class Forgiving:  # a state check that sees nothing wrong anywhere
+        free = NOTE_FREE_ALL
+
+        @staticmethod
+        def check(_state: Any) -> Any:
+            return StateVerdict(status="pass")
+
+        reason = ""
+
+    exists_only = "def check_func(final_state):\n    return any(n['order_id'] == 'O1' for n in final_state['notes'])\n"
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256) as sandbox:
+        report = await wrong_probe_check(scenario([(CANCELLED, True), (exists_only, True)]), fake_shop_episode,
+                                         sandbox, Forgiving())  # type: ignore[arg-type]
+    extra = report.probes[0]
+    assert extra.description == "the reference solution plus add_note on orders 'O2' instead of 'O1'"
+    assert not extra.caught and report.reasons() == [
+        "a wrong solution passes every validator and the state check: " + extra.description]
+
+
+async def test_given_wrong_solutions_still_need_a_validator_to_fail() -> None:
+    same_words = [ToolCall(tool="cancel_order", arguments={"order_id": "O1"}),
+                  ToolCall(tool="add_note", arguments={"order_id": "O1", "text": "refund requested"})]
+    given = WrongSolution(label="not wrong at all", calls=same_words)
+    report = await gate(scenario(), mutation=True, wrong_solutions=[given])
     assert report.step("wrong_solutions").status == "fail" and not report.passed
-    assert report.step("wrong_solutions").reasons == [
-        "a wrong solution passes every validator and the state check: given wrong solution 1 (2 calls)"]
+    assert report.step("wrong_probes").status == "pass"
 
 
 async def test_extra_call_candidates_aim_at_similar_records_first() -> None:
@@ -149,7 +173,7 @@ async def test_validators_only_asks_validators_to_guard_every_changed_field_but_
     report = await gate(scenario([(CANCELLED, True), (exists_only, True)]), mutation=True, validators_only=True,
                         free_fields=NOTE_TEXT)
     assert report.passed and report.step("mutation").status == "warn"  # the scenario generator repairs on it
-    assert [s.name for s in report.steps][-1] == "mutation" and report.wrong_solutions is None
+    assert [s.name for s in report.steps][-1] == "mutation" and report.wrong_probes is None
     assert report.mutation is not None and not any(p.collateral or p.unexpected for p in report.mutation.probes)
     assert report.step("mutation").reasons == ['no validator notices when notes[0].author is set to "agent-x"']
     assert [p.path for p in report.mutation.probes if p.skipped] == ["notes[0].text"]

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envscaler_mcp._json import State
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import diff_states
@@ -45,7 +46,7 @@ class Verdict:
     report: GateReport | None = None
 
 
-def draft_scenario(env_id: str, state: dict[str, Any], draft: Draft, provenance: Provenance | None = None
+def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenance | None = None
                    ) -> Scenario:
     """The draft as a Scenario (id = content hash; difficulty = number of reference calls)."""
     return Scenario(env_id=env_id, title=draft.title, task=draft.task, initial_state=state,
@@ -109,7 +110,7 @@ class ScenarioBuilder:
         self.require_mutation = require_mutation
         self.kinds = {t.name: t.kind for t in ctx.skeleton.tools}
 
-    async def evaluate(self, state: dict[str, Any], draft: Draft) -> Verdict:
+    async def evaluate(self, state: State, draft: Draft) -> Verdict:
         """Gate a draft (the solution must also call at least one state-changing tool)."""
         scenario = draft_scenario(self.ctx.skeleton.id, state, draft)
         if not any(self.kinds.get(c.tool) == "state_change" for c in draft.solution):
@@ -120,7 +121,7 @@ class ScenarioBuilder:
                                       free_fields=self.ctx.skeleton.free_fields, validators_only=True)
         return diagnose(report, scenario, self.require_mutation)
 
-    async def first_draft(self, state: dict[str, Any], meter: UsageMeter, feedback: str = "") -> Draft:
+    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:
         """Task, checklist, validators and solution for `state`."""
         ctx = self.ctx
         title, task = await gen_task(ctx, state, meter, feedback)
@@ -129,7 +130,7 @@ class ScenarioBuilder:
         solution = await gen_solution(ctx, state, task, meter)
         return Draft(title=title, task=task, checklist=checklist, solution=solution)
 
-    async def repair(self, state: dict[str, Any], draft: Draft, verdict: Verdict, meter: UsageMeter) -> Draft:
+    async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> Draft:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":
@@ -146,7 +147,7 @@ class ScenarioBuilder:
         update["notes"] = [*draft.notes, f"{part} regenerated after: " + "; ".join(verdict.reasons)[:300]]
         return draft.model_copy(update=update)
 
-    async def build(self, state: dict[str, Any], meter: UsageMeter) -> Draft:
+    async def build(self, state: State, meter: UsageMeter) -> Draft:
         """A draft that passed the gate, or Dropped(step, reason)."""
         try:
             draft = await self.first_draft(state, meter)

@@ -13,8 +13,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import LaunchedServer
@@ -64,7 +64,7 @@ def _usage_dict(meter: UsageMeter) -> dict[str, Usage]:
     return dict(meter.by_seat)
 
 
-async def load_state(server: LaunchedServer, state: dict[str, Any]) -> str | None:
+async def load_state(server: LaunchedServer, state: State) -> str | None:
     """Load a state into a fresh episode of the real server; why it does not load, or None."""
     try:
         async with server.episode(state) as episode:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 
@@ -16,7 +15,7 @@ class StateRecord(BaseModel):
     """OUT/_work/<env>/states/<item>.json: one initial state that fits the schema and loads into a server."""
 
     item_id: str = Field(description="Item id within the environment ('s001' …); one scenario per state.")
-    state: dict[str, Any] = Field(description="The initial state (keys are state attribute names).")
+    state: State = Field(description="The initial state (keys are state attribute names).")
     repaired: bool = Field(False, description="True when the first answer was invalid and the repair was kept.")
     usage: Usage = Field(default_factory=Usage, description="Tokens and cost of making the state.")
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from envscaler_mcp._json import State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -72,7 +73,7 @@ class StepContext:
                                   max_tokens=8192, timeout_s=self.timeout_s)
 
 
-async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> dict[str, Any]:
+async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> State:
     """Stage 1: one initial state, checked against the state schema; one repair round with the errors."""
     skeleton = ctx.skeleton
 
@@ -88,7 +89,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                      settings=ctx.settings(), template="scen/state")
 
 
-async def gen_task(ctx: StepContext, state: dict[str, Any], meter: UsageMeter, feedback: str = ""
+async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = ""
                    ) -> tuple[str, str]:
     """Stage 2: (title, task) grounded in `state`."""
     sk = ctx.skeleton
@@ -106,7 +107,7 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[
                      retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist")
 
 
-async def gen_validators(ctx: StepContext, state: dict[str, Any], task: str, checklist: list[ChecklistItem],
+async def gen_validators(ctx: StepContext, state: State, task: str, checklist: list[ChecklistItem],
                          meter: UsageMeter, feedback: str = "") -> list[ChecklistItem]:
     """Stage 4: one statically checked `check_func` per item; returns the items with validators set."""
     ids = [c.id for c in checklist]
@@ -123,7 +124,7 @@ async def gen_validators(ctx: StepContext, state: dict[str, Any], task: str, che
             for c in checklist]
 
 
-async def gen_solution(ctx: StepContext, state: dict[str, Any], task: str, meter: UsageMeter, feedback: str = "",
+async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMeter, feedback: str = "",
                        previous: list[ToolCall] | None = None) -> list[ToolCall]:
     """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas."""
     sk = ctx.skeleton

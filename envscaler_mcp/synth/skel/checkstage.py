@@ -14,6 +14,7 @@ from typing import Any
 from mcp import MCPError
 
 from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton, skeleton_json, validate_state
@@ -46,14 +47,14 @@ class CheckOptions:
     on_item: ItemCallback | None = None
 
 
-def _rebuild(skeleton: EnvSkeleton, source: str, state: dict[str, Any], *, strict: bool) -> EnvSkeleton:
+def _rebuild(skeleton: EnvSkeleton, source: str, state: State, *, strict: bool) -> EnvSkeleton:
     meta = EnvMeta(id=skeleton.id, name=skeleton.name, summary=skeleton.summary,
                    introduction=skeleton.introduction, class_name=skeleton.class_name,
                    entities=skeleton.entities, rules=skeleton.rules)
     return build_skeleton(meta, source, state, skeleton.provenance, strict=strict)
 
 
-def accept_initial_state(skeleton: EnvSkeleton, text: str) -> dict[str, Any]:
+def accept_initial_state(skeleton: EnvSkeleton, text: str) -> State:
     """Parse a model's initial-state answer; raise AnswerFormatError (sent back to the model) when it does not
     fit the skeleton's state schema or leaves a state attribute out."""
     state = parse_initial_state(text).state
@@ -67,7 +68,7 @@ def accept_initial_state(skeleton: EnvSkeleton, text: str) -> dict[str, Any]:
     return state
 
 
-async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> dict[str, Any]:
+async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> State:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
         return accept_initial_state(skeleton, text)

@@ -109,7 +109,7 @@ def accept_method(
     spec = next((t for t in tools if t.name == name), None)
     if spec is None:
         raise AnswerFormatError(f"`{name}` is not exposed as a tool; make it a plain public instance method")
-    props = spec.input_schema.get("properties", {})
+    props = spec.parameters()
     undocumented = [p for p, schema in props.items() if not schema.get("description")]
     if undocumented:
         raise AnswerFormatError(f"the docstring's Args section of `{name}` does not describe: "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp._io import atomic_write_json, write_jsonl_atomic
 from envscaler_mcp.providers.base import Provider
@@ -51,7 +52,7 @@ async def judge_and_describe(provider: Provider, task: CorpusTask, retries: int)
                       judge=judge, topic=topic, usage=meter.total)
 
 
-def select_topics(records: list[MineRecord], options: MineOptions) -> tuple[list[SelectedTopic], dict]:
+def select_topics(records: list[MineRecord], options: MineOptions) -> tuple[list[SelectedTopic], dict[str, Any]]:
     """Apply the score thresholds and de-duplicate; returns (selected topics, selection report)."""
     order = {r.task_id: i for i, r in enumerate(records)}
     by_id = {r.task_id: r for r in records}

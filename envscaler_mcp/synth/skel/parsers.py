@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import Attribute, Entity
 from envscaler_mcp.synth._common_parse import (
     AnswerFormatError,
@@ -179,7 +180,7 @@ class InitialStateAnswer(BaseModel):
     """A generated initial state."""
 
     analysis: str = Field("", description="The model's reasoning.")
-    state: dict[str, Any] = Field(description="The state, keyed by state attribute name.")
+    state: State = Field(description="The state, keyed by state attribute name.")
 
 
 def parse_initial_state(text: str) -> InitialStateAnswer:
@@ -194,7 +195,7 @@ class TesterAnswer(BaseModel):
 
     thought: str = Field("", description="Why this call.")
     tool: str = Field(description="Tool to call.")
-    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments of the call.")
+    arguments: JSONObject = Field(default_factory=dict, description="Arguments of the call.")
     case: str = Field(description="'positive' or 'negative'.")
 
 

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
@@ -25,15 +26,15 @@ class Episode(Protocol):
     """What the check needs from an episode (launch's episode object satisfies it)."""
 
     async def list_tools(self) -> list[Any]: ...
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-    async def get_state(self) -> dict[str, Any]: ...
+    async def call_tool(self, name: str, arguments: JSONObject) -> Any: ...
+    async def get_state(self) -> State: ...
 
 
 EpisodeFactory = Callable[[EnvSkeleton, dict[str, Any]], AbstractAsyncContextManager[Episode]]
 
 
 @asynccontextmanager
-async def mcp_episode(skeleton: EnvSkeleton, state: dict[str, Any]) -> AsyncIterator[Episode]:
+async def mcp_episode(skeleton: EnvSkeleton, state: State) -> AsyncIterator[Episode]:
     """Render the skeleton, start it as an HTTP MCP server and open one episode at `state`."""
     from envscaler_mcp.launch import launch_server
 
@@ -66,12 +67,13 @@ def result_payload(result: Any) -> tuple[Any, bool]:
 
 
 def _signature(spec: ToolSpec) -> str:
-    props = spec.input_schema.get("properties", {})
-    required = set(spec.input_schema.get("required", []))
+    props = spec.parameters()
+    required = spec.required_parameters()
     parts = []
     for name, schema in props.items():
         typ = schema.get("type", "any")
-        parts.append(f"{name}: {typ if isinstance(typ, str) else '|'.join(typ)}" + ("" if name in required else "?"))
+        label = typ if isinstance(typ, str) else "|".join(str(t) for t in typ) if isinstance(typ, list) else "any"
+        parts.append(f"{name}: {label}" + ("" if name in required else "?"))
     return ", ".join(parts)
 
 
@@ -84,7 +86,7 @@ def _line(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def dump_state(state: dict[str, Any], limit: int = 20000) -> str:
+def dump_state(state: State, limit: int = 20000) -> str:
     """Valid JSON with one line per record (dict-of-record attributes), far fewer tokens than indenting."""
     lines = ["{"]
     for i, (name, value) in enumerate(state.items()):
@@ -113,7 +115,7 @@ def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] 
 
 
 async def dual_agent_check(
-    skeleton: EnvSkeleton, state: dict[str, Any], tester: Provider, checker: Provider, options: QualityOptions,
+    skeleton: EnvSkeleton, state: State, tester: Provider, checker: Provider, options: QualityOptions,
     meter: UsageMeter, episode_factory: EpisodeFactory = mcp_episode,
 ) -> list[QualityCheck]:
     """Run the tester/checker rounds against a live episode; returns the judged calls."""

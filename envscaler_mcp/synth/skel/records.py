@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, QualityReport, ToolKind
 
@@ -103,7 +104,7 @@ class CheckRecord(BaseModel):
     reason: str = Field("", description="Why it was dropped, if it was.")
     first_report: QualityReport | None = Field(None, description="Quality before the repair round.")
     final_report: QualityReport | None = Field(None, description="Quality after the repair round (or the first).")
-    initial_state: dict[str, Any] = Field(default_factory=dict, description="The generated initial state.")
+    initial_state: State = Field(default_factory=dict, description="The generated initial state.")
     notes: list[str] = Field(default_factory=list, description="Repairs given up or reverted.")
     usage: Usage = Field(default_factory=Usage, description="Tokens and cost of the check stage.")
     usage_by_seat: dict[str, Usage] = Field(default_factory=dict, description="Usage split by model seat.")

@@ -116,14 +116,14 @@ def _plain(v: Any) -> bool:
 
 # ---- undo operations (called with the log switched off) ----
 
-def _undo_dict_set(d: dict, k: Any, old: Any) -> None:
+def _undo_dict_set(d: dict[Any, Any], k: Any, old: Any) -> None:
     if old is _MISSING:
         dict.pop(d, k, None)
     else:
         dict.__setitem__(d, k, old)
 
 
-def _undo_dict_del(d: dict, k: Any, old: Any, keys: list[Any] | None) -> None:
+def _undo_dict_del(d: dict[Any, Any], k: Any, old: Any, keys: list[Any] | None) -> None:
     if k in d and dict.__getitem__(d, k) is old:
         return  # the deletion never happened
     if keys is None or keys[-1] == k:
@@ -137,30 +137,30 @@ def _undo_dict_del(d: dict, k: Any, old: Any, keys: list[Any] | None) -> None:
             dict.__setitem__(d, key, items[key])
 
 
-def _undo_dict_restore(d: dict, items: dict) -> None:
+def _undo_dict_restore(d: dict[Any, Any], items: dict[Any, Any]) -> None:
     dict.clear(d)
     dict.update(d, items)
 
 
-def _undo_list_truncate(lst: list, length: int) -> None:
+def _undo_list_truncate(lst: list[Any], length: int) -> None:
     list.__delitem__(lst, slice(length, None))
 
 
-def _undo_list_insert_at(lst: list, i: int, length: int) -> None:
+def _undo_list_insert_at(lst: list[Any], i: int, length: int) -> None:
     if len(lst) > length:
         list.__delitem__(lst, i)
 
 
-def _undo_list_removed(lst: list, i: int, old: Any, length: int) -> None:
+def _undo_list_removed(lst: list[Any], i: int, old: Any, length: int) -> None:
     if len(lst) < length:
         list.insert(lst, i, old)
 
 
-def _undo_list_set(lst: list, i: int, old: Any) -> None:
+def _undo_list_set(lst: list[Any], i: int, old: Any) -> None:
     list.__setitem__(lst, i, old)
 
 
-def _undo_list_restore(lst: list, items: list) -> None:
+def _undo_list_restore(lst: list[Any], items: list[Any]) -> None:
     list.__setitem__(lst, slice(None), items)
 
 
@@ -171,7 +171,7 @@ def _undo_attr(obj: Any, name: str, old: Any) -> None:
         object.__setattr__(obj, name, old)
 
 
-class JDict(dict):
+class JDict(dict[Any, Any]):
     """A dict that records undo entries for its mutations while a call is journaled."""
 
     __slots__ = ()
@@ -230,14 +230,14 @@ class JDict(dict):
         dict.clear(self)
 
     @classmethod
-    def fromkeys(cls, keys: Any, value: Any = None) -> dict:
+    def fromkeys(cls, keys: Any, value: Any = None) -> dict[Any, Any]:
         return dict.fromkeys(keys, value)
 
-    def __copy__(self) -> dict:
+    def __copy__(self) -> dict[Any, Any]:
         return dict(self)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict:
-        result: dict = {}
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
         memo[id(self)] = result
         for k, v in dict.items(self):
             result[copy.deepcopy(k, memo)] = copy.deepcopy(v, memo)
@@ -247,7 +247,7 @@ class JDict(dict):
         return (dict, (dict(self),))
 
 
-class JList(list):
+class JList(list[Any]):
     """A list that records undo entries for its mutations while a call is journaled."""
 
     __slots__ = ()
@@ -354,11 +354,11 @@ class JList(list):
             self._snapshot()
         list.reverse(self)
 
-    def __copy__(self) -> list:
+    def __copy__(self) -> list[Any]:
         return list(self)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> list:
-        result: list = []
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        result: list[Any] = []
         memo[id(self)] = result
         result.extend(copy.deepcopy(v, memo) for v in self)
         return result

@@ -38,10 +38,11 @@ class EnvPackage:
     def scenario_state(self, scenario_id: str) -> dict[str, Any]:
         """Initial state of a bundled scenario; raises KeyError with the known ids."""
         try:
-            return self.scenarios[scenario_id]["initial_state"]
+            state: dict[str, Any] = self.scenarios[scenario_id]["initial_state"]
         except KeyError:
             known = ", ".join(self.scenarios) or "(none)"
             raise KeyError(f"unknown scenario '{scenario_id}'; bundled scenarios: {known}") from None
+        return state
 
 
 def _read(path: Path) -> Any:

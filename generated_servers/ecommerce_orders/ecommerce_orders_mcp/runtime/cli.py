@@ -9,7 +9,11 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .package import EnvPackage
+    from .server import EnvServer
 
 ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
 
@@ -51,7 +55,7 @@ def _limit_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _initial_state(args: argparse.Namespace, package: Any) -> dict[str, Any] | None:
+def _initial_state(args: argparse.Namespace, package: EnvPackage) -> dict[str, Any] | None:
     if args.scenario:
         return package.scenario_state(args.scenario)
     if args.state:
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         anyio.run(_run)
 
 
-def _serve_http(env_server: Any, args: argparse.Namespace, token: str | None) -> None:
+def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | None) -> None:
     import anyio
     import uvicorn
 
