@@ -172,12 +172,14 @@ def _state(group: GroupSummary) -> str:
 def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
-    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success)."""
+    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success); the state
+    check column when some episode failed it or had none."""
     k = summary.trials
+    state = bool(summary.overall.state_check_failed or summary.overall.state_check_not_available)
     title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
     title += f" (success: {summary.success_rule})"
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
-    cols = ["environment", "n", "score", "success", "state check"]
+    cols = ["environment", "n", "score", "success"] + (["state check"] if state else [])
     if summary.trials > 1:
         cols += [f"pass@{k}", f"pass^{k}"]
     cols += ["steps", "tokens", "cost", "latency", "infra"]
@@ -189,7 +191,7 @@ def summary_table(summary: RunSummary) -> Table:
     body = []
     for g in rows:
         usage = g.agent_usage + g.user_usage
-        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate), _state(g)]
+        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)] + ([_state(g)] if state else [])
         if summary.trials > 1:
             cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
         cells += [
