@@ -1,11 +1,13 @@
 """Harness throughput with the oracle agent on the bundled catalog, against an in-process replay baseline.
 
-    python benchmarks/eval_bench.py [--transport http] [--concurrency 1,8,32] [--episodes 96]
+    python benchmarks/eval_bench.py [--transport http] [--concurrency 1,8,32] [--episodes 96] [--isolation both]
 
 Measures, for each concurrency level, episodes/s and tool calls/s of `run_eval` (shared server per
 environment, validators in the sandbox, results.jsonl fsync'd per episode); the per-episode cost of
 replaying the same calls in process (EnvScaler's exec-the-class approach, validators exec'd in process)
-as the baseline; and validator-sandbox throughput in checks/s. Server start-up is excluded.
+as the baseline; and validator-sandbox throughput in checks/s. Server start-up is excluded. With
+`--isolation both` (the default) every row is measured with the OS layers (servers and validators) off
+and on, one after the other, so that the overhead shows side by side.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -107,8 +110,26 @@ def baseline(plans: list[EnvPlan], rounds: int) -> dict[str, float]:
     return {"exec_per_episode": exec_each, "calls_only": (time.perf_counter() - t) / n}
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU time of this process, of the children it has reaped (stdio servers), and of `pids` (with the
+    children they have reaped), in seconds."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    return total
+
+
 async def harness(
-    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int
+    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True
 ) -> list[dict[str, Any]]:
     """run_eval at each concurrency level on servers started once."""
     from envscaler_mcp.launch import launch_server
@@ -116,11 +137,11 @@ async def harness(
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
-        checker = await stack.enter_async_context(SandboxChecker(workers=2))
+        checker = await stack.enter_async_context(SandboxChecker(workers=2, isolation=isolation))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
             servers[plan.env_id] = await stack.enter_async_context(
-                launch_server(plan.env_id, transport=transport)
+                launch_server(plan.env_id, transport=transport, isolation=isolation)
             )
 
         @asynccontextmanager
@@ -137,6 +158,9 @@ async def harness(
                 transport=transport,
                 progress=False,
             )  # type: ignore[arg-type]
+            pids = [getattr(server, "pid", None) for server in servers.values()]
+            pids += checker._sandbox.worker_pids()  # zygotes: their own CPU and their batch processes'
+            cpu_before = _cpu_seconds([p for p in pids if p])
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
                 run_dir = await run_eval(
@@ -148,6 +172,7 @@ async def harness(
                     source_factory=source,
                 )
                 elapsed = time.perf_counter() - t
+                cpu_used = _cpu_seconds([p for p in pids if p]) - cpu_before
                 records = run_dir.read_results()
                 summary = finish_run(run_dir.path)
             kinds: dict[str, float] = defaultdict(float)
@@ -167,13 +192,15 @@ async def harness(
                     "mean_latency_s": g.mean_latency_s,
                     "success_rate": g.success_rate,
                     "infra_errors": g.infra_errors,
+                    "isolation": "on" if isolation else "off",
+                    "cpu_per_episode": cpu_used / g.episodes,
                     "breakdown": dict(kinds),
                 }
             )
     return rows
 
 
-async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int) -> float:
+async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int, isolation: bool = True) -> float:
     """Checks per second through the sandbox, on the scenarios' reference final states."""
     jobs = []
     for plan in plans:
@@ -185,7 +212,7 @@ async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int) 
             final = {k: v for k, v in vars(env).items() if not k.startswith("_")}
             jobs.append((s, final))
     n = 0
-    async with SandboxChecker(workers=workers) as checker:
+    async with SandboxChecker(workers=workers, isolation=isolation) as checker:
         t = time.perf_counter()
         for _ in range(rounds):
             async with anyio.create_task_group() as tg:
@@ -201,7 +228,10 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--episodes", type=int, default=96, help="episodes per concurrency level (about)")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
+    parser.add_argument("--isolation", default="both", choices=["both", "on", "off"],
+                        help="the OS layers around servers and validators (both: each row off, then on)")
     args = parser.parse_args()
+    modes = {"both": [False, True], "on": [True], "off": [False]}[args.isolation]
     env_ids = args.env or list_env_ids()
     plans = _plans(env_ids, args.episodes)
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -214,26 +244,34 @@ def main() -> None:
         f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
-    rows = anyio.run(harness, plans, args.transport, levels, args.episodes)
+    rows = [row for level in levels for mode in modes
+            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode)]
     print(
-        "\n| transport | concurrency | episodes | episodes/s | tool calls/s | mean latency | wall/episode "
-        "| success "
-        "| infra |"
+        "\n| transport | OS layers | concurrency | episodes | episodes/s | tool calls/s | mean latency "
+        "| wall/episode | CPU/episode | success | infra |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {args.transport} | {r['concurrency']} | {r['episodes']} | {r['episodes_per_s']:.1f} | "
-            f"{r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
-            f"{1000 / r['episodes_per_s']:.1f} ms | {100 * (r['success_rate'] or 0):.0f}% | "
+            f"| {args.transport} | {r['isolation']} | {r['concurrency']} | {r['episodes']} | "
+            f"{r['episodes_per_s']:.1f} | {r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
+            f"{1000 / r['episodes_per_s']:.1f} ms | {1000 * r['cpu_per_episode']:.1f} ms | "
+            f"{100 * (r['success_rate'] or 0):.0f}% | "
             f"{r['infra_errors']} |"
         )
+    if len(modes) == 2:
+        for off, on in zip(rows[::2], rows[1::2], strict=True):
+            print(f"concurrency {on['concurrency']}: the OS layers cost "
+                  f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time and "
+                  f"{100 * (on['cpu_per_episode'] / off['cpu_per_episode'] - 1):+.1f} % CPU time per episode "
+                  "(harness, servers and validators)")
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")
     for workers in (1, 2):
-        rate = anyio.run(validator_throughput, plans, 5, workers)
-        print(f"validator sandbox, {workers} worker(s): {rate:.0f} checks/s")
+        for mode in modes:
+            rate = anyio.run(validator_throughput, plans, 5, workers, mode)
+            print(f"validator sandbox, {workers} worker(s), OS layers {'on' if mode else 'off'}: {rate:.0f} checks/s")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-"""Validator throughput: the sandbox (worker processes with limits) vs EnvScaler's in-process `exec`.
+"""Validator throughput: the sandbox with its OS layers on and off, side by side, vs in-process `exec`.
 
-    python benchmarks/validator_bench.py [--scenarios 200] [--records 50] [--workers 2] [--concurrency 8]
+    python benchmarks/validator_bench.py [--states catalog|synthetic] [--rounds 5] [--workers 2] [--concurrency 8]
+                                         [--scenarios 200] [--records 50]        (synthetic states only)
 
-Each synthetic scenario has 5 typical validators (lookups, comprehensions, comparisons with the initial
-state) over a shop state with `--records` orders and products. Prints checks/s for each way of running them.
+`--states catalog` (the default): every bundled scenario with a reference solution, its validators run on
+the final state that solution leaves (50-120 KB of JSON), `--rounds` times. `--states synthetic`: 5
+typical validators per synthetic scenario over a shop state with `--records` orders and products.
+For each way of running them prints checks/s, and CPU time per check of the calling process and of the
+workers (all their processes), which is steadier than wall time on a shared machine. Every check must
+pass, so a broken run cannot report a rate.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import argparse
 import builtins
 import copy
 import json
+import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -23,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+
+Job = tuple[list[ChecklistItem], dict[str, Any], dict[str, Any]]  # items, initial state, final state
 
 VALIDATORS = [
     "def check_func(final_state):\n    return final_state['orders']['O1']['status'] == 'cancelled'\n",
@@ -67,63 +76,115 @@ def distinct_finals(final: dict[str, Any], n: int) -> list[dict[str, Any]]:
     return out
 
 
-def in_process(initial: dict[str, Any], finals: list[dict[str, Any]]) -> float:
+def synthetic_jobs(records: int, scenarios: int) -> list[Job]:
+    """`scenarios` jobs of the 5 VALIDATORS on the shop state (one distinct final state each)."""
+    initial, final = make_states(records)
+    items = [ChecklistItem(id=f"c{i}", description="", validator=v) for i, v in enumerate(VALIDATORS)]
+    return [(items, initial, f) for f in distinct_finals(final, scenarios)]
+
+
+def catalog_jobs() -> list[Job]:
+    """Every bundled scenario with a reference solution, with the final state its solution leaves."""
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+
+    jobs = []
+    for env_id in list_env_ids():
+        skeleton = get_skeleton(env_id)
+        namespace: dict[str, Any] = {"__name__": "bench_env"}
+        exec(compile(skeleton.class_source, "<environment>", "exec"), namespace)
+        cls = namespace[skeleton.class_name]
+        for scenario in scenarios_for(env_id):
+            if not scenario.reference_solution:
+                continue
+            try:
+                env = cls()
+            except TypeError:
+                env = cls({})
+            for key, value in copy.deepcopy(scenario.initial_state).items():
+                setattr(env, key, value)
+            for call in scenario.reference_solution:
+                getattr(env, call.tool)(**call.arguments)
+            final = {k: v for k, v in vars(env).items() if not k.startswith("_")}
+            jobs.append((list(scenario.checklist), scenario.initial_state, final))
+    return jobs
+
+
+def in_process(jobs: list[Job]) -> float:
     """EnvScaler's way: exec with full builtins in this process, one shared final_state, no limits."""
-    n_scenarios = len(finals)
+    n = sum(len(items) for items, _, _ in jobs)
     start = time.perf_counter()
     passed = 0
-    for final in finals:
-        for src in VALIDATORS:
+    for items, initial, final in jobs:
+        for item in items:
             env = {"__builtins__": builtins, "initial_state": copy.deepcopy(initial)}
-            exec(src, env)
+            exec(item.validator or "", env)
             passed += env["check_func"](final) is True
-    assert passed == n_scenarios * len(VALIDATORS)
-    return n_scenarios * len(VALIDATORS) / (time.perf_counter() - start)
+    assert passed == n, (passed, n)
+    return n / (time.perf_counter() - start)
 
 
-async def sandboxed(initial: dict[str, Any], finals: list[dict[str, Any]], workers: int, concurrency: int) -> float:
-    """Through the sandbox, `concurrency` scenarios at a time (as an eval run scores episodes)."""
-    items = [ChecklistItem(id=f"c{i}", description="", validator=v) for i, v in enumerate(VALIDATORS)]
-    n_scenarios = len(finals)
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def sandboxed(jobs: list[Job], rounds: int, workers: int, concurrency: int,
+                    isolation: bool) -> tuple[float, float]:
+    """Through the sandbox, `concurrency` scenarios at a time (as an eval run scores episodes).
+    Returns (checks/s, CPU seconds of this process per check)."""
+    n = rounds * sum(len(items) for items, _, _ in jobs)
     passed = 0
-    async with ValidatorSandbox(timeout_s=2.0, memory_mb=512, workers=workers) as sandbox:
-        await sandbox.run(items, initial, {**finals[0], "run": -1})  # warm-up
+    async with ValidatorSandbox(timeout_s=2.0, memory_mb=512, workers=workers, isolation=isolation) as sandbox:
+        await sandbox.run(*jobs[0])  # warm-up
         limiter = anyio.Semaphore(concurrency)
 
-        async def one(final: dict[str, Any]) -> None:
+        async def one(job: Job) -> None:
             nonlocal passed
             async with limiter:
-                results = await sandbox.run(items, initial, final)
+                results = await sandbox.run(*job)
             passed += sum(r.passed for r in results)
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
         async with anyio.create_task_group() as tg:
-            for final in finals:
-                tg.start_soon(one, final)
-        elapsed = time.perf_counter() - start
-    assert passed == n_scenarios * len(VALIDATORS), passed
-    return n_scenarios * len(VALIDATORS) / elapsed
+            for _ in range(rounds):
+                for job in jobs:
+                    tg.start_soon(one, job)
+        elapsed, cpu = time.perf_counter() - start, _cpu(resource.RUSAGE_SELF) - cpu
+    assert passed == n, (passed, n)
+    return n / elapsed, cpu / n
+
+
+def row(label: str, rate: float, parent_cpu: float | None = None, workers_cpu: float | None = None) -> None:
+    cpu = "" if parent_cpu is None else f"   caller {1000 * parent_cpu:5.2f} ms/check"
+    cpu += "" if workers_cpu is None else f"   workers {1000 * workers_cpu:5.2f} ms/check"
+    print(f"{label:<58} {rate:7.0f} checks/s{cpu}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenarios", type=int, default=200)
-    parser.add_argument("--records", type=int, default=50, help="orders and products in the state")
+    parser.add_argument("--states", choices=["catalog", "synthetic"], default="catalog")
+    parser.add_argument("--rounds", type=int, default=5, help="catalog: times every scenario is scored")
+    parser.add_argument("--scenarios", type=int, default=200, help="synthetic: number of scenarios")
+    parser.add_argument("--records", type=int, default=50, help="synthetic: orders and products in the state")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
-    initial, final = make_states(args.records)
-    size_kb = len(json.dumps(final)) / 1024
-    print(f"state: {args.records} orders + {args.records} products ({size_kb:.0f} KB JSON); "
-          f"{args.scenarios} scenarios x {len(VALIDATORS)} validators")
-    finals = distinct_finals(final, args.scenarios)
-    rate = in_process(initial, finals)
-    print(f"{'in-process exec (EnvScaler, no isolation)':<50} {rate:9.0f} checks/s")
-    rate = anyio.run(sandboxed, initial, finals, 1, 1)
-    print(f"{'sandbox, 1 worker, one scenario at a time':<50} {rate:9.0f} checks/s")
-    rate = anyio.run(sandboxed, initial, finals, args.workers, args.concurrency)
-    label = f"sandbox, {args.workers} workers, {args.concurrency} scenarios in flight"
-    print(f"{label:<50} {rate:9.0f} checks/s")
+    if args.states == "catalog":
+        jobs, rounds = catalog_jobs(), args.rounds
+    else:
+        jobs, rounds = synthetic_jobs(args.records, args.scenarios), 1
+    sizes = [len(json.dumps(final)) / 1024 for _, _, final in jobs]
+    print(f"{args.states} states: {len(jobs)} scenarios, {sum(len(i) for i, _, _ in jobs)} checks per round, "
+          f"final states {min(sizes):.0f}-{max(sizes):.0f} KB; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    row("in-process exec (EnvScaler, no isolation)", in_process(jobs))
+    n = rounds * sum(len(items) for items, _, _ in jobs)
+    # The layers off and on, alternated twice so that a change in the machine's load hits both alike.
+    for label, isolation in [("off", False), ("on", True), ("off", False), ("on", True)]:
+        for workers, concurrency in ((1, 1), (args.workers, args.concurrency)):
+            before = _cpu(resource.RUSAGE_CHILDREN)
+            rate, parent = anyio.run(sandboxed, jobs, rounds, workers, concurrency, isolation)
+            spent = (_cpu(resource.RUSAGE_CHILDREN) - before) / n  # includes the workers' start-up
+            row(f"sandbox, OS layers {label}, {workers} worker(s), {concurrency} in flight", rate, parent, spent)
 
 
 if __name__ == "__main__":

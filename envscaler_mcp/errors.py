@@ -84,3 +84,9 @@ class HarnessError(EnvScalerError):
 
 class ValidatorError(EnvScalerError):
     """The validator sandbox itself failed (not a validator returning False)."""
+
+
+class SandboxFault(ValidatorError):
+    """The validator sandbox failed through no fault of the validators or of the model: a worker stopped,
+    stalled or was killed from outside, on the first try and again on a fresh worker. Infrastructure:
+    the episode's score is unknown, not zero; record it as infra and retry the episode."""

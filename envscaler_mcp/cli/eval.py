@@ -160,6 +160,13 @@ def eval_command(
         console.print(
             f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane."
         )
+    reduced = {name: level for name, level in summary.isolation.items() if level != "full"}
+    if reduced:
+        console.print(
+            "[yellow]reduced isolation[/]: "
+            + ", ".join(f"{name} {level}" for name, level in reduced.items())
+            + f" (the layers not in force and why: isolation in {run_path / 'run.json'})."
+        )
     overall = summary.overall
     if overall.state_check_failed or overall.state_check_not_available:
         console.print(

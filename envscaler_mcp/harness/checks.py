@@ -64,10 +64,16 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
     One instance is shared by every episode of a run; use it as an async context manager.
     """
 
-    def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1) -> None:
+    def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1, isolation: bool = True) -> None:
         from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-        self._sandbox = ValidatorSandbox(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers)
+        self._sandbox = ValidatorSandbox(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers,
+                                         isolation=isolation)
+
+    @property
+    def isolation(self) -> Any:
+        """The sandbox's IsolationReport (which OS layers are in force), once entered."""
+        return self._sandbox.isolation
 
     async def __aenter__(self) -> SandboxChecker:
         await self._sandbox.__aenter__()

@@ -15,6 +15,7 @@ from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenari
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.prompts import EnvInfo
+from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch import Transport
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
@@ -99,6 +100,11 @@ class RunManifest(BaseModel):
         description="Per environment: content hashes of the environment, its scenarios and their validators."
     )
     scenario_ids: dict[str, list[str]] = Field(description="Per environment: the scenario ids in the run.")
+    isolation: dict[str, IsolationReport] = Field(
+        default_factory=dict,
+        description="The OS isolation actually in force: 'validators' (the validator sandbox) and 'server:<env>' "
+        "(each environment's server processes); every layer, active or refused and why. Written as the run ends.",
+    )
 
 
 def versions() -> dict[str, str]:

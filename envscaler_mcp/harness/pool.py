@@ -23,6 +23,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerFault
 from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+from envscaler_mcp.isolation.report import IsolationReport
 
 # A client-side timeout or a closed connection: the server stopped answering.
 _GONE_CODES = {REQUEST_TIMEOUT, CONNECTION_CLOSED}
@@ -83,6 +84,11 @@ class SourcePool:
     def restarts(self, key: str) -> int:
         """How many times `key`'s server was restarted."""
         return self._slots[key].restarts
+
+    def isolation(self) -> dict[str, IsolationReport]:
+        """Per environment: the isolation of its server processes, where one has started and said so."""
+        reports = {key: getattr(slot.source, "isolation", None) for key, slot in self._slots.items()}
+        return {key: report for key, report in reports.items() if isinstance(report, IsolationReport)}
 
 
 async def _first(*events: anyio.Event) -> None:

@@ -20,11 +20,12 @@ from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
 from envscaler_mcp.harness.faults import describe
-from envscaler_mcp.harness.pool import open_pool
+from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
+from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
 
@@ -161,9 +162,12 @@ async def run_eval(
                 agent.prepare(todo[0][1])
                 if user is not None:
                     user.prepare(todo[0][1])
-            async with anyio.create_task_group() as tg:
-                for plan, scenario, trial in todo:
-                    tg.start_soon(one, plan, scenario, trial)
+            try:
+                async with anyio.create_task_group() as tg:
+                    for plan, scenario, trial in todo:
+                        tg.start_soon(one, plan, scenario, trial)
+            finally:
+                _record_isolation(run_dir, manifest, checker, pool)
     except BaseException as exc:
         error = _first_error(exc)
         if isinstance(error, Exception) and not isinstance(error, EnvScalerError):
@@ -181,6 +185,17 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
     if not has_admin_plane(source):
         return None
     return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id)
+
+
+def _record_isolation(run_dir: RunDir, manifest: RunManifest, checker: object, pool: SourcePool) -> None:
+    """Write the isolation in force (validator sandbox, each environment's servers) into run.json."""
+    reports = {f"server:{env}": report for env, report in pool.isolation().items()}
+    validators = getattr(checker, "isolation", None)
+    if isinstance(validators, IsolationReport):
+        reports["validators"] = validators
+    if reports:
+        manifest.isolation = {**manifest.isolation, **reports}
+        run_dir.write_manifest(manifest)
 
 
 def _first_error(exc: BaseException) -> BaseException:

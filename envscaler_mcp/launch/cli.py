@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -24,25 +25,43 @@ def serve_command(
     max_memory_mb: Annotated[int | None, typer.Option("--max-memory-mb", help="Address-space limit of the server.")] = None,
 ) -> None:
     """Run an environment's MCP server in the foreground (no install needed)."""
+    from envscaler_mcp.launch.confine import loopback_listener, server_command, server_env
     from envscaler_mcp.launch.target import resolve_target
 
     server = resolve_target(env)
-    args = [sys.executable, "-m", server.package, "--call-timeout", str(call_timeout)]
+    args = ["--call-timeout", str(call_timeout)]
+    readable: list[str] = []
     if http:
-        args += ["--http", "--host", host, "--port", str(port)]
+        if host in ("127.0.0.1", "localhost"):  # bound here: the confined server needs no network of its own
+            listener = loopback_listener() if port == 0 else _bound(host, port)
+            listener.set_inheritable(True)
+            args += ["--http", "--listen-fd", str(listener.fileno())]
+        else:
+            typer.echo(f"note: serving on {host} needs the network: the server runs without the OS layers", err=True)
+            args += ["--http", "--host", host, "--port", str(port)]
         if admin_token:
             args += ["--admin-token", admin_token]
     if scenario:
         args += ["--scenario", scenario]
     if state:
         args += ["--state", str(state.resolve())]
+        readable = ["--read", str(state.resolve())]
     if max_memory_mb:
         args += ["--max-memory-mb", str(max_memory_mb)]
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(server.path), environ.get("PYTHONPATH")) if p)
+    command = server_command(server, Path(os.devnull), isolation=not http or host in ("127.0.0.1", "localhost"),
+                             server_args=args)
+    command[command.index("--"):command.index("--")] = readable
     typer.echo(f"serving {server.path} ({'http' if http else 'stdio'})", err=True)
     sys.stderr.flush()
-    os.execve(sys.executable, args, environ)
+    os.execve(command[0], command, server_env(server))
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    return sock
 
 
 def install_command(

@@ -18,6 +18,7 @@ from mcp import Client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
+from envscaler_mcp.launch.confine import in_process_report
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.launch.servers import LaunchedServer
 from envscaler_mcp.launch.target import ServerDir
@@ -46,6 +47,7 @@ class MemoryServer(LaunchedServer):
     def __init__(self, server: ServerDir, call_timeout: float | None) -> None:
         self.server_dir = server
         self.call_timeout = call_timeout
+        self.isolation = in_process_report()
         module = import_server_package(server)
         pkg = importlib.import_module(f"{module.__name__}.runtime.package")
         self._server_mod = importlib.import_module(f"{module.__name__}.runtime.server")

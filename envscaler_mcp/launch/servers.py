@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import secrets
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -31,19 +29,23 @@ from mcp.client.streamable_http import streamable_http_client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError, UsageError
+from envscaler_mcp.isolation.report import IsolationReport
+from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
 from envscaler_mcp.launch.episodes import Episode, stdio_get_state
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
-ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
 
 
 class LaunchedServer:
-    """A running server (or the recipe for one): opens episodes with `episode(initial_state)`."""
+    """A running server (or the recipe for one): opens episodes with `episode(initial_state)`.
+
+    `isolation` is the IsolationReport of its server processes (None until one has started)."""
 
     transport: str
     server_dir: ServerDir | None = None
+    isolation: IsolationReport | None = None
 
     def episode(self, initial_state: State | None = None, *,
                 scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
@@ -56,10 +58,6 @@ def _server_args(call_timeout: float | None, max_memory_mb: int | None) -> list[
     if max_memory_mb:
         args += ["--max-memory-mb", str(max_memory_mb)]
     return args
-
-
-def _python_env(server: ServerDir) -> dict[str, str]:
-    return {"PYTHONPATH": str(server.path), "PYTHONUNBUFFERED": "1"}
 
 
 def _log_tail(path: Path, lines: int = 20) -> str:
@@ -143,11 +141,13 @@ class StdioServer(LaunchedServer):
 
     transport = "stdio"
 
-    def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float) -> None:
+    def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
+                 isolation: bool = True) -> None:
         self.server_dir = server
         self.workdir = workdir
         self.extra_args = extra_args
         self.client_timeout = client_timeout
+        self.os_isolation = isolation
         self._count = itertools.count()
 
     @asynccontextmanager
@@ -155,16 +155,21 @@ class StdioServer(LaunchedServer):
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         assert self.server_dir is not None
         n = next(self._count)
-        args = ["-m", self.server_dir.package, *self.extra_args]
+        args = list(self.extra_args)
+        report = self.workdir / f"isolation-{n}.json"
+        readable: list[str] = []
         if initial_state is not None:
             state_file = self.workdir / f"state-{n}.json"
             state_file.write_text(json.dumps(initial_state), encoding="utf-8")
             args += ["--state", str(state_file)]
+            readable = ["--read", str(state_file)]
         elif scenario_id:
             args += ["--scenario", scenario_id]
         token = secrets.token_hex(16)
-        params = StdioServerParameters(command=sys.executable, args=args, cwd=str(self.server_dir.path),
-                                       env={**_python_env(self.server_dir), ADMIN_TOKEN_ENV: token})
+        command = server_command(self.server_dir, report, self.os_isolation, args)
+        command[command.index("--"):command.index("--")] = readable
+        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
+                                       env=server_env(self.server_dir, token))
         log_path = self.workdir / f"stderr-{n}.log"
         with open(log_path, "w", encoding="utf-8") as errlog:
             async with AsyncExitStack() as stack:
@@ -173,36 +178,61 @@ class StdioServer(LaunchedServer):
                         Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{_log_tail(log_path)}") from exc
+                self.isolation = read_report(report) or self.isolation
                 yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
                               state_reader=lambda: stdio_get_state(client, token))
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
-                      client_timeout: float) -> tuple[HttpServer, anyio.abc.Process]:
+                      client_timeout: float, isolation: bool) -> tuple[HttpServer, anyio.abc.Process]:
     token = secrets.token_hex(16)
-    ready = workdir / "ready.json"
     log_path = workdir / "http-server.log"
-    args = [sys.executable, "-m", server.package, "--http", "--host", "127.0.0.1", "--port", "0",
-            "--ready-file", str(ready), *extra_args]
-    env = {**os.environ, **_python_env(server), ADMIN_TOKEN_ENV: token}
-    with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
-        process = await anyio.open_process(args, cwd=str(server.path), env=env, stdin=None,
-                                           stdout=errlog, stderr=errlog)
-    deadline = time.monotonic() + startup_timeout
-    while not ready.exists():
-        if process.returncode is not None:
-            raise ServerStartError(f"the HTTP server exited with code {process.returncode} before it was "
-                                   f"ready:\n{_log_tail(log_path)}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise ServerStartError(f"the HTTP server was not ready after {startup_timeout:g} s:\n"
-                                   f"{_log_tail(log_path)}")
-        await anyio.sleep(0.02)
-    url = json.loads(ready.read_text(encoding="utf-8"))["url"]
+    report = workdir / "isolation.json"
+    listener = loopback_listener()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    args = server_command(server, report, isolation,
+                          ["--http", "--listen-fd", str(listener.fileno()), *extra_args])
+    try:
+        with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
+            process = await anyio.open_process(args, cwd=str(server.path), env=server_env(server, token),
+                                               stdin=None, stdout=errlog, stderr=errlog,
+                                               pass_fds=[listener.fileno()])
+    finally:
+        listener.close()  # the server holds it now
     http = HttpServer(server, url, token, client_timeout)
     http.pid = process.pid
     http.log_path = log_path
+    try:
+        await _wait_ready(http, process, startup_timeout)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await http.admin.aclose()
+            await http.mcp_http.aclose()
+            await _stop(process)
+        raise
+    http.isolation = read_report(report)
     return http, process
+
+
+async def _wait_ready(http: HttpServer, process: anyio.abc.Process, startup_timeout: float) -> None:
+    """Until the admin API answers. Connections queue on the listening socket from the start, so each
+    attempt waits for the server to serve it; a server that exits fails at once."""
+    deadline = time.monotonic() + startup_timeout
+    while True:
+        if process.returncode is not None:
+            raise ServerStartError(f"the HTTP server exited with code {process.returncode} before it was "
+                                   f"ready:\n{_log_tail(http.log_path) if http.log_path else ''}")
+        if time.monotonic() > deadline:
+            raise ServerStartError(f"the HTTP server was not ready after {startup_timeout:g} s:\n"
+                                   f"{_log_tail(http.log_path) if http.log_path else ''}")
+        try:
+            response = await http.admin.get("/admin/episodes", timeout=max(0.1, deadline - time.monotonic()))
+        except httpx2.HTTPError:
+            await anyio.sleep(0.05)  # the server closed the queued connection: it died or is dying
+            continue
+        if response.status_code == 200:
+            return
+        raise ServerStartError(f"the HTTP server answered {response.status_code} while starting: {response.text}")
 
 
 async def _stop(process: anyio.abc.Process) -> None:
@@ -220,10 +250,13 @@ async def _stop(process: anyio.abc.Process) -> None:
 async def launch_server(target: Target, transport: Transport = "http", *,
                         scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
-                        client_timeout: float = 120.0) -> AsyncIterator[LaunchedServer]:
+                        client_timeout: float = 120.0, isolation: bool = True) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
+    Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
+    `isolation=False` leaves the layers out (to measure their cost). The memory transport runs the
+    environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
     extra = _server_args(call_timeout, max_memory_mb)
@@ -235,9 +268,9 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)
         if transport == "stdio":
-            yield StdioServer(server, workdir, extra, client_timeout)
+            yield StdioServer(server, workdir, extra, client_timeout, isolation)
         elif transport == "http":
-            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout)
+            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation)
             try:
                 yield http
             finally:

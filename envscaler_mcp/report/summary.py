@@ -73,6 +73,11 @@ class RunSummary(BaseModel):
     success_rule: str = Field("both", description="What success means in this run: checklist, state or both.")
     overall: GroupSummary = Field(description="Aggregates over the whole run.")
     per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
+    isolation: dict[str, str] = Field(
+        default_factory=dict,
+        description="Isolation level in force ('full', 'partial', 'off') of the validators and of each "
+        "environment's servers, from run.json (details there).",
+    )
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -215,7 +220,7 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
     config = manifest.config
     if planned is None:
         planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    return summarize(
+    summary = summarize(
         results,
         run_id=manifest.run_id,
         agent=config.agent,
@@ -225,6 +230,8 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
         planned=planned,
         success_rule=config.episode.success,
     )
+    summary.isolation = {name: report.level for name, report in manifest.isolation.items()}
+    return summary
 
 
 def finish_run(path: Path) -> RunSummary:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import FreeField, Provenance, canonical_hash
@@ -73,6 +75,15 @@ class Scenario(BaseModel):
         exclude_if=lambda value: value is None,  # unset: left out, so scenario files stay as they were
         description="Scenario-specific options of the state check (extra or removed free fields, or off).",
     )
+
+    @field_validator("checklist")
+    @classmethod
+    def _unique_item_ids(cls, checklist: list[ChecklistItem]) -> list[ChecklistItem]:
+        """Verdicts are keyed by item id: two items with one id would let one verdict stand for both."""
+        repeated = [f"'{item_id}' ({n} times)" for item_id, n in Counter(c.id for c in checklist).items() if n > 1]
+        if repeated:
+            raise ValueError(f"checklist item ids must be unique within a scenario; repeated: {', '.join(repeated)}")
+        return checklist
 
     def compute_id(self) -> str:
         """The content hash that identifies this scenario."""

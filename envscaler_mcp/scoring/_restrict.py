@@ -1,8 +1,9 @@
 """What a validator may use: restricted builtins, whitelisted module views, and a static check of its source.
 
-Used only inside the worker process (standard library only). These Python-level restrictions make the
-common mistakes and the well-known escapes fail with a clear reason; the security boundary is the worker
-process itself (resource limits, no free file descriptors, empty environment, scratch working folder).
+Used only inside the worker process (standard library only). These Python-level restrictions are the
+first gate: they make the common mistakes and the well-known escapes fail with a clear reason. The
+boundary is the OS (scoring/confine.py): a validator that gets past this gate still cannot open a file,
+a socket or a process, or reach another scenario's checks.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ ALLOWED_MODULES = (
 _DROPPED_MEMBERS = {
     "typing": {"get_type_hints", "ForwardRef"},
     "string": {"Formatter"},
+    # register() resolves string annotations with typing.get_type_hints, i.e. evaluates them unrestricted
+    "functools": {"singledispatch", "singledispatchmethod"},
 }
 
 # Attributes that lead from an ordinary object to frames, code or globals.

@@ -1,12 +1,14 @@
-"""The validator sandbox: untrusted check functions run in persistent worker processes, never in this one.
+"""The validator sandbox: untrusted check functions run in isolated worker processes, never in this one.
 
     async with ValidatorSandbox(timeout_s=2.0, memory_mb=512, workers=2) as sandbox:
         results = await sandbox.run(scenario.checklist, scenario.initial_state, final_state)
+        sandbox.isolation            # IsolationReport: which OS layers are in force on this machine
 
-Each worker (`python -m envscaler_mcp.scoring.worker`) runs under an address-space limit, cannot open files
-or sockets, has an empty environment and a scratch working folder, and stops each check with an alarm
-after `timeout_s`. A parent-side watchdog kills and restarts a worker that stops answering (a loop in C
-code ignores the alarm). Whatever a validator does, the outcome is a `CheckResult` with a reason.
+Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
+namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
+the kernel refuses is logged as a warning and shown in `isolation`). Whatever a validator does, the outcome
+is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
+validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
 
 from __future__ import annotations
@@ -15,26 +17,21 @@ import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
-from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from envscaler_mcp._json import State
-from envscaler_mcp.errors import ValidatorError
+from envscaler_mcp.errors import SandboxFault, ValidatorError
+from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
+from envscaler_mcp.scoring.process import Worker, WorkerFault
 
-_PKG_PARENT = str(Path(__file__).resolve().parents[2])
-_MAX_LINE = 1 << 20
-_START_TIMEOUT_S = 30.0
-_MIN_CHUNK = 4  # fewer checks than this per worker are not worth sending the states twice
+_MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
+_PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
 
 
 class CheckItem(Protocol):
@@ -48,91 +45,59 @@ class CheckItem(Protocol):
     def validator(self) -> str | None: ...
 
 
-class _Worker:
-    """One worker process and the line reader on its stdout."""
-
-    def __init__(self, process: Process, reader: BufferedByteReceiveStream) -> None:
-        self.process = process
-        self.reader = reader
-
-    @classmethod
-    async def start(cls, memory_mb: int, cwd: str) -> _Worker:
-        env = {"PYTHONPATH": _PKG_PARENT, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
-               "LANG": "C.UTF-8", "PATH": os.defpath}
-        cmd = [sys.executable, "-s", "-m", "envscaler_mcp.scoring.worker", "--memory-mb", str(memory_mb)]
-        try:
-            process = await anyio.open_process(cmd, cwd=cwd, env=env, stderr=subprocess.DEVNULL,
-                                               start_new_session=True)
-        except OSError as exc:
-            raise ValidatorError(f"cannot start a validator worker ({exc}); check that {sys.executable} runs") from exc
-        assert process.stdout is not None
-        worker = cls(process, BufferedByteReceiveStream(process.stdout))
-        with anyio.move_on_after(_START_TIMEOUT_S):
-            try:
-                hello = json.loads(await worker.reader.receive_until(b"\n", _MAX_LINE))
-            except (anyio.EndOfStream, anyio.IncompleteRead, ValueError):
-                hello = {}
-            if hello.get("ready"):
-                return worker
-        await worker.kill()
-        raise ValidatorError(
-            f"a validator worker did not start (exit code {process.returncode}). Try running "
-            f"`{sys.executable} -m envscaler_mcp.scoring.worker` to see why; a memory limit of {memory_mb} MB "
-            "may be too small for the interpreter."
-        )
-
-    async def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-
-    async def kill(self) -> None:
-        if self.process.returncode is None:
-            try:
-                self.process.kill()
-            except ProcessLookupError:
-                pass
-        with anyio.move_on_after(5, shield=True):
-            await self.process.wait()
-        await self.process.aclose()
-
-    async def close(self) -> None:
-        """Ask the worker to exit (stdin closed); kill it if it does not within a second."""
-        with anyio.move_on_after(1, shield=True):
-            if self.process.stdin is not None:
-                await self.process.stdin.aclose()
-            await self.process.wait()
-        await self.kill()
+Answers = dict[int, tuple[bool, str | None, float]]
 
 
 class ValidatorSandbox:
     """A pool of validator worker processes. Use as an async context manager; `run` is safe to call
     concurrently from many tasks (each call borrows idle workers)."""
 
-    def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1, grace_s: float = 1.0) -> None:
+    def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1, grace_s: float = 1.0,
+                 isolation: bool = True, *, _test_seam: dict[str, Any] | None = None) -> None:
+        """`isolation=False` keeps only the Python layer, the limits and the fresh batch process (for
+        measuring the OS layers' cost). `_test_seam` is for the security tests only: {"grant_os": True}
+        hands every validator the real os/sys/ctypes; {"skip": ["seccomp", ...]} leaves layers out."""
         if timeout_s <= 0 or memory_mb < 64 or workers < 1:
             raise ValidatorError("ValidatorSandbox needs timeout_s > 0, memory_mb >= 64 and workers >= 1")
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.n_workers = workers
         self.grace_s = grace_s
-        self.restarts = 0
-        self._workers: list[_Worker] = []
+        self.os_isolation = isolation
+        self._test_seam = _test_seam
+        self.restarts = 0  # workers replaced after a fault
+        self.faults: list[str] = []  # every fault seen, retried or not
+        self._workers: list[Worker] = []
         self._idle_send: Any = None
         self._idle_recv: Any = None
-        self._cwd = ""
+        self._root = ""
+        self._report: IsolationReport | None = None
+
+    @property
+    def isolation(self) -> IsolationReport:
+        """Which isolation layers the workers run under (known once the sandbox has started)."""
+        if self._report is None:
+            raise ValidatorError("ValidatorSandbox.isolation is known only inside `async with ValidatorSandbox()`")
+        return self._report
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers' zygotes (for diagnostics and fault-injection tests)."""
+        return [w.zygote_pid for w in self._workers]
 
     async def __aenter__(self) -> ValidatorSandbox:
-        self._cwd = tempfile.mkdtemp(prefix="envscaler-validators-")
-        os.chmod(self._cwd, 0o500)  # read-only scratch folder as the workers' working directory
-        self._idle_send, self._idle_recv = anyio.create_memory_object_stream[_Worker](self.n_workers)
+        self._root = tempfile.mkdtemp(prefix="envscaler-validators-")
+        os.chmod(self._root, 0o500)  # empty and read-only: the workers' root directory
+        self._idle_send, self._idle_recv = anyio.create_memory_object_stream[Worker](self.n_workers)
         try:
             for _ in range(self.n_workers):
-                worker = await _Worker.start(self.memory_mb, self._cwd)
+                worker = await self._start()
                 self._workers.append(worker)
                 self._idle_send.send_nowait(worker)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
+        self._report = from_layers("validators", self._workers[0].isolation)
+        self._report.warn_once()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -144,17 +109,22 @@ class ValidatorSandbox:
         for stream in (self._idle_send, self._idle_recv):
             if stream is not None:
                 stream.close()
-        if self._cwd:
-            os.chmod(self._cwd, 0o700)
-            shutil.rmtree(self._cwd, ignore_errors=True)
+        if self._root:
+            os.chmod(self._root, 0o700)
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    async def _start(self) -> Worker:
+        return await Worker.start(self.memory_mb, self._root, self.os_isolation, self._test_seam)
 
     async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State) -> list[CheckResult]:
-        """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order."""
+        """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order.
+
+        Raises SandboxFault when a worker failed twice in a row through no fault of the validators."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run called outside `async with ValidatorSandbox(...)`")
         try:
-            initial_text = json.dumps(initial_state, ensure_ascii=False)
-            final_text = json.dumps(final_state, ensure_ascii=False)
+            states = (json.dumps(initial_state, ensure_ascii=False).encode("utf-8"),
+                      json.dumps(final_state, ensure_ascii=False).encode("utf-8"))
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         results: list[CheckResult | None] = [None] * len(items)
@@ -165,13 +135,18 @@ class ValidatorSandbox:
                                          reason="the checklist item has no validator")
             else:
                 runnable.append((i, item.validator))
-        n_chunks = max(1, min(self.n_workers, math.ceil(len(runnable) / _MIN_CHUNK)))
+        # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.
+        idle = self._idle_recv.statistics().current_buffer_used
+        n_chunks = max(1, min(idle, math.ceil(len(runnable) / _MIN_CHUNK)))
         size = math.ceil(len(runnable) / n_chunks) if runnable else 0
         chunks = [runnable[k:k + size] for k in range(0, len(runnable), size)] if runnable else []
-        answers: dict[int, tuple[bool, str | None, float]] = {}
+        answers: Answers = {}
+        failures: list[SandboxFault] = []
         async with anyio.create_task_group() as tg:
             for chunk in chunks:
-                tg.start_soon(self._run_chunk, chunk, initial_text, final_text, answers)
+                tg.start_soon(self._run_chunk, chunk, states, answers, failures)
+        if failures:
+            raise failures[0]
         for i, item in enumerate(items):
             if results[i] is None:
                 passed, reason, duration = answers[i]
@@ -179,11 +154,29 @@ class ValidatorSandbox:
                                          reason=reason, duration_s=duration)
         return [r for r in results if r is not None]
 
-    async def _run_chunk(self, chunk: list[tuple[int, str]], initial_text: str, final_text: str,
-                         answers: dict[int, tuple[bool, str | None, float]]) -> None:
-        worker: _Worker = await self._idle_recv.receive()
+    async def _run_chunk(self, chunk: list[tuple[int, str]], states: tuple[bytes, bytes], answers: Answers,
+                         failures: list[SandboxFault]) -> None:
+        header = {"sizes": [len(states[0]), len(states[1])], "timeout_s": self.timeout_s, "grace_s": self.grace_s,
+                  "checks": [{"i": i, "source": source} for i, source in chunk]}
+        line_timeout = self._line_deadline(len(states[0]) + len(states[1]))
+        worker: Worker = await self._idle_recv.receive()
         try:
-            worker = await self._run_on(worker, chunk, initial_text, final_text, answers)
+            seen: list[str] = []
+            while True:
+                if worker.process.returncode is not None:
+                    worker = await self._replace(worker)
+                try:
+                    answers.update(await worker.ask(header, states, [i for i, _ in chunk], line_timeout))
+                    return
+                except WorkerFault as fault:
+                    seen.append(str(fault))
+                    self.faults.append(str(fault))
+                    worker = await self._replace(worker)
+                    if len(seen) == 2:
+                        failures.append(SandboxFault(
+                            f"the validator sandbox failed twice in a row through no fault of the validators: "
+                            f"{seen[0]}; then, on a fresh worker: {seen[1]}"))
+                        return
         except BaseException:
             # Cancelled (or failed) mid-request: answers nobody will read may still come, so this worker's
             # stream is out of step. Kill it; the next run that borrows it starts a fresh one.
@@ -193,52 +186,13 @@ class ValidatorSandbox:
         finally:
             self._idle_send.send_nowait(worker)
 
-    async def _run_on(self, worker: _Worker, chunk: list[tuple[int, str]], initial_text: str, final_text: str,
-                      answers: dict[int, tuple[bool, str | None, float]]) -> _Worker:
-        # Allow for parsing both states before each check (pessimistic 20 MB/s), beyond the check's own time.
-        deadline = self.timeout_s + self.grace_s + (len(initial_text) + len(final_text)) / 20e6
-        pending = list(chunk)
-        while pending:
-            if worker.process.returncode is not None:
-                worker = await self._replace(worker)
-            request = {"initial": initial_text, "final": final_text, "timeout_s": self.timeout_s,
-                       "checks": [{"i": i, "source": src} for i, src in pending]}
-            try:
-                await worker.send(request)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                worker = await self._replace(worker)
-                await worker.send(request)
-            while pending:
-                line: bytes | None = None
-                with anyio.move_on_after(deadline):
-                    try:
-                        line = await worker.reader.receive_until(b"\n", _MAX_LINE)
-                    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                        line = b""
-                index = pending[0][0]
-                if not line:
-                    reason = (f"timed out after {float(self.timeout_s)} s (the worker stopped responding and was "
-                              "restarted)") if line is None else await self._death_reason(worker)
-                    answers[index] = (False, reason, deadline if line is None else 0.0)
-                    pending.pop(0)
-                    worker = await self._replace(worker)
-                    break
-                answer = json.loads(line)
-                if answer.get("i") != index:
-                    raise ValidatorError(f"validator worker answered check {answer.get('i')} when {index} was due")
-                answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)))
-                pending.pop(0)
-        return worker
+    def _line_deadline(self, state_bytes: int) -> float:
+        """How long to wait for the worker's next line: its own watchdog's window plus room to act on it."""
+        return self.timeout_s + self.grace_s + state_bytes / _PARSE_RATE + self.grace_s + 2.0
 
-    async def _death_reason(self, worker: _Worker) -> str:
-        with anyio.move_on_after(1):
-            await worker.process.wait()
-        code = worker.process.returncode
-        return f"the worker process died while running the check (exit code {code}); it was restarted"
-
-    async def _replace(self, worker: _Worker) -> _Worker:
+    async def _replace(self, worker: Worker) -> Worker:
         await worker.kill()
-        fresh = await _Worker.start(self.memory_mb, self._cwd)
+        fresh = await self._start()
         self._workers[self._workers.index(worker)] = fresh
         self.restarts += 1
         return fresh

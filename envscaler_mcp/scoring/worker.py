@@ -1,167 +1,57 @@
-"""The validator worker process: `python -m envscaler_mcp.scoring.worker --memory-mb N`.
+"""The validator worker: `python -m envscaler_mcp.scoring.worker --memory-mb N --root DIR [--no-isolation]`.
 
-Reads one JSON request per line on stdin and answers one JSON line per check on the original stdout:
+Processes (scoring/confine.py applies the OS layers):
 
-    request:  {"initial": "<state JSON text>", "final": "<state JSON text>", "timeout_s": 2.0,
+    worker  -- imports everything validators may use, enters new namespaces, forks:
+      zygote  -- PID 1 of the new PID namespace; empty root, nobody, Landlock, seccomp; reads requests,
+        batch -- one fork per request (a scenario's checks): stacks a seccomp filter with no fork/signals,
+                 runs the checks and writes one answer line each to a pipe the zygote reads.
+
+The zygote relays each answer to the caller after checking it (so a batch process cannot speak for another
+batch), watches the batch (a check that burns the CPU past its time is killed and reported as timed out; a
+batch process that stops or dies from outside is a fault), and ends every process of the batch before the
+next request. Protocol on stdin/stdout, one JSON object per line:
+
+    request:  {"sizes": [I, F], "timeout_s": 2.0, "grace_s": 1.0,
                "checks": [{"i": 0, "source": "def check_func(final_state): ..."}, ...]}
-    answer:   {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001}     (one per check, in order)
+              followed by I bytes of initial-state JSON and F bytes of final-state JSON
+    answers:  {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001}   (one per check, in order)
+              {"fault": "why"}       the batch could not be completed through no fault of its validators
+    first line: {"ready": true, "pid": <zygote pid as the caller sees it>, "isolation": {layer: [on, detail]}}
 
-First line written after start-up: {"ready": true, "pid": N}. Every check gets fresh globals with
-restricted builtins, its own parsed copy of the initial state (global `initial_state`) and of the final
-state (the argument), so a check that mutates either cannot affect the next one. Standard library only.
+Standard library only (plus pyseccomp when available).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import io
 import json
-import marshal
-import math
 import os
 import resource
 import signal
 import sys
-import time
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, NoReturn
 
-from envscaler_mcp.scoring._restrict import (
-    ImportNotAllowed,
-    SandboxViolation,
-    build_module_views,
-    make_builtins,
-    static_problem,
-)
+from envscaler_mcp.isolation import namespaces
+from envscaler_mcp.scoring import confine
+from envscaler_mcp.scoring.relay import Zygote
+from envscaler_mcp.scoring.runner import Runner, Sink
 
-MAX_REASON = 300
+# Loaded lazily by modules validators may use; imported now, while files can still be read.
+_PRELOAD = ("_strptime", "encodings.idna", "encodings.ascii", "encodings.latin_1", "unicodedata", "select")
 
 
-class _CheckTimeout(BaseException):
-    """Raised by SIGALRM when a check overruns its time; BaseException so `except Exception` misses it."""
-
-
-class _Sink(io.TextIOBase):
-    def write(self, s: str) -> int:
-        return len(s)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
-
-
-def _describe(value: Any) -> str:
-    try:
-        shown = repr(value)
-    except Exception:
-        shown = "<unprintable>"
-    return _short(f"returned {shown[:80]} ({type(value).__name__}), not a bool")
-
-
-class States:
-    """The two states of one request, parsed once; each `fresh` call returns a new, independent copy.
-
-    Copies come from `marshal` (about twice as fast as re-parsing JSON, and exact for JSON values). The last
-    two parsed texts are remembered across requests: the gate and the mutation test send the same initial
-    state again and again.
-    """
-
-    _recent: ClassVar[dict[str, bytes]] = {}  # text -> marshal blob, at most two entries
-
-    def __init__(self, initial_text: str, final_text: str) -> None:
-        self._texts = {"initial": initial_text, "final": final_text}
-        self._blobs: dict[str, bytes] = {}
-
-    def fresh(self, which: str) -> Any:
-        blob = self._blobs.get(which)
-        if blob is None:
-            text = self._texts[which]
-            blob = self._recent.get(text)
-            if blob is None:
-                blob = marshal.dumps(json.loads(text))
-                if len(self._recent) >= 2:
-                    self._recent.pop(next(iter(self._recent)))
-                self._recent[text] = blob
-            self._blobs[which] = blob
-        return marshal.loads(blob)
-
-
-class Runner:
-    """Runs check functions one at a time with fresh globals and a per-check alarm."""
-
-    def __init__(self) -> None:
-        self.views = build_module_views()
-        self.builtins = make_builtins(self.views)
-        self._fired = False
-        signal.signal(signal.SIGALRM, self._on_alarm)
-
-    def _on_alarm(self, _signum: int, _frame: object) -> None:
-        self._fired = True
-        raise _CheckTimeout
-
-    def run_check(self, source: str, states: States, timeout_s: float) -> dict[str, Any]:
-        """Run one validator; return {"passed", "reason", "duration_s"}."""
-        start = time.perf_counter()
-        passed, reason = self._run(source, states, timeout_s)
-        return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6)}
-
-    def _run(self, source: str, states: States, timeout_s: float) -> tuple[bool, str | None]:
+def _preload() -> None:
+    for name in _PRELOAD:
         try:
-            tree = ast.parse(source, "<validator>")
-            problem = static_problem(tree)
-            if problem:
-                return False, problem
-            code = compile(tree, "<validator>", "exec")
-        except SyntaxError as exc:
-            return False, _short(f"syntax error: {exc.msg} (line {exc.lineno})")
-        except (ValueError, RecursionError, MemoryError) as exc:
-            return False, _short(f"cannot compile: {type(exc).__name__}: {exc}")
-        try:
-            env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator"}
-            # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
-            if any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree)):
-                env["initial_state"] = states.fresh("initial")
-            final_state = states.fresh("final")
-        except (MemoryError, ValueError) as exc:
-            return False, "memory limit exceeded" if isinstance(exc, MemoryError) else f"bad state JSON: {exc}"
-        self._fired = False
-        result: Any = None
-        _cap_cpu(timeout_s)
-        try:
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
-            try:
-                exec(code, env)
-                func = env.get("check_func")
-                if not callable(func):
-                    return False, "the validator does not define check_func(final_state)"
-                result = func(final_state)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-        except _CheckTimeout:
-            return False, f"timed out after {float(timeout_s)} s"
-        except MemoryError:
-            return False, "memory limit exceeded"
-        except ImportNotAllowed as exc:
-            return False, _short(str(exc))
-        except SandboxViolation as exc:
-            return False, _short(str(exc))
-        except RecursionError:
-            return False, "raised RecursionError: maximum recursion depth exceeded"
-        except BaseException as exc:
-            return False, _short(f"raised {type(exc).__name__}: {exc}")
-        if self._fired:  # the check swallowed the timeout and returned anyway
-            return False, f"timed out after {float(timeout_s)} s"
-        if isinstance(result, bool):
-            return result, None
-        return False, _describe(result)
+            __import__(name)
+        except ImportError:
+            pass
+    import datetime
 
-
-def _cap_cpu(timeout_s: float) -> None:
-    """Kernel backstop: the worker dies (SIGXCPU) if this check burns the CPU well past its time, even when
-    the alarm is ignored by C code and the parent is gone."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+    # datetime's C code imports _strptime on first use through the caller's __import__ (a validator's is
+    # restricted) and keeps it: make that first use happen here.
+    datetime.datetime.strptime("2000", "%Y")
 
 
 def _apply_limits(memory_mb: int) -> None:
@@ -169,9 +59,9 @@ def _apply_limits(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file may grow: writes fail with EFBIG
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Every descriptor the worker will ever need is open now; refuse new ones (files, sockets, pipes).
+    # The zygote needs four more descriptors per batch (two pipes); nothing else may be opened.
     highest = max(_open_fds(), default=2)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, highest + 1))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 5, highest + 5))
 
 
 def _open_fds() -> list[int]:
@@ -181,46 +71,85 @@ def _open_fds() -> list[int]:
         return [0, 1, 2]
 
 
-def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
-    """Keep private copies of stdin/stdout for the protocol; point fds 1 and 2 at /dev/null."""
+def _protocol_streams() -> tuple[BinaryIO, BinaryIO, int]:
+    """Private copies of stdin/stdout for the protocol; fds 1 and 2 point at /dev/null (kept open)."""
     out = os.fdopen(os.dup(1), "wb", buffering=0)
-    null = os.open(os.devnull, os.O_WRONLY)
+    null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    os.close(null)
-    sys.stdout = _Sink()
-    sys.stderr = _Sink()
-    return sys.stdin.buffer, out
+    sys.stdout = Sink()
+    sys.stderr = Sink()
+    return sys.stdin.buffer, out, null
 
 
-def _send(out: BinaryIO, message: dict[str, Any]) -> None:
-    out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+def _wait_for(child: int) -> int:
+    """The outer worker process: stay out of the protocol and exit as the zygote did."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+        except ChildProcessError:
+            return 1
+        if os.WIFEXITED(status):
+            return os.WEXITSTATUS(status)
+        if os.WIFSIGNALED(status):
+            return 128 + os.WTERMSIG(status)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Set up limits, then answer requests until stdin closes."""
+def _fork_zygote() -> int | None:
+    """Fork PID 1 of the new PID namespace. Returns the zygote's pid as the caller sees it (in the zygote),
+    or None in the outer process, which then only waits."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child:
+        os.close(read_end)
+        os.write(write_end, str(child).encode())
+        os.close(write_end)
+        raise SystemExit(_wait_for(child))
+    os.close(write_end)
+    outer_pid = int(os.read(read_end, 32) or b"0")
+    os.close(read_end)
+    if not namespaces.die_with_parent():
+        os._exit(1)
+    return outer_pid
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Set up the layers, then serve requests until stdin closes."""
     parser = argparse.ArgumentParser(prog="envscaler_mcp.scoring.worker")
     parser.add_argument("--memory-mb", type=int, default=512)
+    parser.add_argument("--root", default="", help="an empty directory to chroot into")
+    parser.add_argument("--no-isolation", action="store_true", help="Python layer and limits only")
+    parser.add_argument("--test-seam", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    seam = json.loads(args.test_seam)  # tests only: {"grant_os": bool, "skip": [layer groups]}
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a worker stops
     for name in ("socket", "_socket", "ssl", "_ssl"):
         sys.modules[name] = None  # type: ignore[assignment]
     runner = Runner()
-    stdin, out = _protocol_streams()
+    if seam.get("grant_os"):  # tests only: hand validators the real modules, as a successful escape would
+        import ctypes
+
+        runner.grant(os=os, sys=sys, ctypes=ctypes)
+    _preload()
+    layers = confine.Layers(enabled=not args.no_isolation, skip=frozenset(seam.get("skip", ())))
+    filters = confine.compile_filters() if layers.enabled else ""
+    pid = os.getpid()
+    forked = confine.enter_namespaces(layers)
+    if forked:
+        pid = _fork_zygote() or pid
+    stdin, out, null = _protocol_streams()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     _apply_limits(args.memory_mb)
-    _send(out, {"ready": True, "pid": os.getpid()})
-    for raw in stdin:
-        if not raw.strip():
-            continue
-        request = json.loads(raw)
-        states = States(request["initial"], request["final"])
-        timeout_s = float(request["timeout_s"])
-        for check in request["checks"]:
-            answer = runner.run_check(check["source"], states, timeout_s)
-            answer["i"] = check["i"]
-            _send(out, answer)
-    return 0
+    batch_filter = confine.confine_zygote(layers, args.root or "/nonexistent", filters)
+    if forked and not namespaces.die_with_parent():  # again: changing identity cleared it
+        os._exit(1)
+    message: dict[str, Any] = {"ready": True, "pid": pid, "isolation": layers.table}
+    out.write(json.dumps(message).encode() + b"\n")
+    Zygote(runner, batch_filter, out, null).serve(stdin)
+    os._exit(0)  # no interpreter shutdown under the restrictions (nothing is left to flush)
 
 
 if __name__ == "__main__":

@@ -142,3 +142,21 @@ def test_too_many_infra_errors_fail_the_command(tmp_path: Path, max_infra: str, 
     assert "2 of 2 episode(s) (100.0%) failed on infrastructure errors" in result.output
     assert ("exceed --max-infra 10%" in result.output) == (code == 3)
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["overall"]["infra_share"] == 1.0
+
+
+def test_the_isolation_in_force_is_recorded_in_run_json_the_summary_and_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "memory", "--out", str(out),
+            "--no-progress"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    isolation = json.loads((out / "run.json").read_text())["isolation"]
+    assert set(isolation) == {"validators", "server:mini_shop"}
+    assert "seccomp" in {layer["name"] for layer in isolation["validators"]["layers"]}
+    # The memory transport runs the environment in the harness process: no OS layer can apply, and it says so.
+    assert isolation["server:mini_shop"]["level"] == "off"
+    assert "reduced isolation" in result.output and "server:mini_shop off" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["isolation"]["server:mini_shop"] == "off"
+    assert summary["isolation"]["validators"] == isolation["validators"]["level"]
+    assert "server:mini_shop <b>off</b>" in (out / "report.html").read_text()

@@ -137,3 +137,26 @@ async def test_a_crashed_http_server_is_reported() -> None:
         with pytest.raises(ServerStartError, match="did not answer"):
             async with server.episode():
                 pass
+
+
+async def test_serve_command_over_http_serves_a_socket_it_bound_for_the_confined_server() -> None:
+    target = resolve_target(skeleton(), scenarios())
+    repo = Path(__file__).resolve().parents[2]
+    process = await anyio.open_process(
+        [sys.executable, "-m", "envscaler_mcp", "serve", str(target.path), "--http", "--port", "0"],
+        env={"PYTHONPATH": str(repo), "PATH": os.defpath, "OPENAI_API_KEY": "sk-not-for-servers"},
+        cwd=str(repo), stdout=None)
+    try:
+        assert process.stderr is not None
+        seen = b""
+        with anyio.fail_after(60):
+            while b"/mcp" not in seen:
+                seen += await process.stderr.receive()
+        url = seen.decode().split(" on ", 1)[1].split("/mcp", 1)[0]
+        async with httpx2.AsyncClient() as http:
+            health = (await http.get(f"{url}/healthz")).json()
+        assert health["ok"] is True
+    finally:
+        process.kill()
+        await process.wait()
+        await process.aclose()

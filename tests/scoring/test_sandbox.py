@@ -70,14 +70,14 @@ async def test_python_infinite_loop_times_out() -> None:
     assert (passed, reason) == (False, "timed out after 0.3 s")
 
 
-async def test_loop_in_c_code_is_killed_by_the_watchdog_and_the_worker_restarts() -> None:
+async def test_loop_in_c_code_is_killed_by_the_watchdog_and_the_rest_runs_in_a_new_batch_process() -> None:
     async with ValidatorSandbox(timeout_s=0.3, memory_mb=256, grace_s=0.3) as sb:
         results = await sb.run(
             [item("def check_func(s):\n    return sum(range(10**14)) > 0\n", "c1"),
              item("def check_func(s):\n    return s['orders']['O1']['total'] == 10\n", "c2")],
             INITIAL, FINAL,
         )
-        assert sb.restarts == 1
+        assert sb.restarts == 0 and sb.faults == []  # the validator's own doing: no worker fault
     assert not results[0].passed and results[0].reason is not None
     assert results[0].reason.startswith("timed out after 0.3 s")
     assert results[1].passed and results[1].reason is None
@@ -148,29 +148,6 @@ async def test_non_json_state_and_use_outside_context_are_clear_errors() -> None
     async with ValidatorSandbox(memory_mb=256) as sb:
         with pytest.raises(ValidatorError, match="JSON"):
             await sb.run([item("def check_func(s):\n    return True\n")], {}, {"x": {1, 2}})
-
-
-async def test_a_worker_that_dies_mid_check_is_recorded_and_replaced() -> None:
-    import os
-    import signal
-
-    import anyio
-
-    slow = "def check_func(s):\n    return sum(range(10**9)) > 0\n"
-    async with ValidatorSandbox(timeout_s=20.0, memory_mb=256) as sb:
-        pid = sb._workers[0].process.pid
-
-        async def kill_soon() -> None:
-            await anyio.sleep(0.3)
-            os.kill(pid, signal.SIGKILL)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(kill_soon)
-            results = await sb.run([item(slow, "c1"), item("def check_func(s):\n    return True\n", "c2")],
-                                   INITIAL, FINAL)
-        assert sb.restarts == 1
-    assert results[0].reason is not None and "worker process died" in results[0].reason
-    assert results[1].passed
 
 
 async def test_a_cancelled_run_leaves_the_sandbox_usable() -> None:

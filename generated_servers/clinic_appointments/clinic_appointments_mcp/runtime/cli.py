@@ -26,6 +26,8 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000; 0 picks a free one)")
+    p.add_argument("--listen-fd", type=int, default=None,
+                   help="HTTP: serve a listening socket inherited as this descriptor (--host/--port are ignored)")
     p.add_argument("--admin-token", default=None,
                    help=f"bearer token of the HTTP admin API (default: ${ADMIN_TOKEN_ENV}; none = admin off)")
     p.add_argument("--allow-remote-admin", action="store_true",
@@ -70,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of `python -m <package>`."""
     from .package import load_package
 
+    # Taken out of the environment before any environment code is imported, so that it cannot read it.
+    env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
     package = load_package()
     spec = package.spec
     args = _parser(spec["script_name"], f"MCP server of the '{spec['name']}' environment.").parse_args(argv)
@@ -86,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyError, ValueError, OSError) as exc:
         print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    token = args.admin_token or os.environ.get(ADMIN_TOKEN_ENV) or None
+    token = args.admin_token or env_token or None
     timeout = args.call_timeout or None
 
     from .server import EnvServer
@@ -111,6 +115,16 @@ def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | No
 
     from .http import HttpApp, is_loopback
 
+    if args.listen_fd is not None:  # bound by the launcher (which may keep this process off the network)
+        sock = socket.socket(fileno=args.listen_fd)
+        args.host = sock.getsockname()[0]
+    else:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (else ~40 ms delayed-ACK stalls)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((args.host, args.port))
+        sock.listen(1024)
     if not is_loopback(args.host) and token:
         logging.getLogger(__name__).warning(
             "serving on %s: the admin API still answers loopback clients only%s", args.host,
@@ -118,12 +132,6 @@ def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | No
             if args.allow_remote_admin else "")
     app = HttpApp(env_server, host=args.host, admin_token=token, allow_remote_admin=args.allow_remote_admin,
                   max_episodes=args.max_episodes)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (else ~40 ms delayed-ACK stalls)
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    sock.listen(1024)
     port = sock.getsockname()[1]
     # A long keep-alive: clients that pool connections (one admin client driving hundreds of episodes)
     # must not reuse a connection the server has just closed as idle.

@@ -101,13 +101,10 @@ class Episode:
             journal.rollback()
             return _error(f"Tool '{name}' took longer than {timeout:g} s and was stopped; "
                           "the state was left unchanged.")
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit... are the tool's doing too
             journal.rollback()
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return _error(f"Tool '{name}' failed with {detail}. The state was left unchanged.")
-        except BaseException:
-            journal.rollback()
-            raise
         failed = value.get("success") is False
         if failed:
             journal.rollback()

@@ -1,0 +1,11 @@
+"""OS isolation for untrusted code: Linux namespaces, Landlock and seccomp, each applied by a process to itself.
+
+* `namespaces`: an empty network, its own process tree and IPC, an empty root, no privileges.
+* `landlock`: which paths may be read or executed, no TCP bind/connect, no signals beyond the sandbox.
+* `seccomp`: system calls denied by name (exec, new processes, sockets, opening files, tracing ...).
+* `report`: `IsolationReport`, the record of which layers are active on this machine and why others are not.
+
+Used by the validator sandbox (scoring/) and by launched environment servers (launch/). Every module but
+`report` uses the standard library only (plus `pyseccomp` for seccomp), so a freshly started sandboxed
+process imports it before anything else.
+"""

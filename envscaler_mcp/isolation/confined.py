@@ -1,0 +1,108 @@
+"""Run a Python module under the OS layers, in this process (nothing is executed after them):
+
+    python -s -m envscaler_mcp.isolation.confined --read DIR [--read DIR ...] [--report FILE] [--off]
+           -- -m PACKAGE [ARGS ...]
+
+How launched environment servers start. Before PACKAGE is imported, this process gives itself:
+
+* new network and IPC namespaces (a user namespace first when not root): no interface, no route out. A
+  listening socket the launcher created and handed down keeps serving the host's loopback.
+* no capabilities.
+* Landlock: files may only be read, and only beneath the `--read` folders (the server package), Python's
+  own folders and the system's shared libraries; no TCP bind or connect; no signal beyond the sandbox.
+* seccomp: no exec, no new processes (threads are fine), no new sockets, no tracing, signals to itself only.
+
+`--report FILE` receives {layer: [active, detail]} once the layers are in place (opened before them).
+A layer the kernel refuses is recorded there and the server still starts. Standard library + pyseccomp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+import sysconfig
+from typing import Any
+
+from envscaler_mcp.isolation import landlock, namespaces, seccomp
+
+_SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime",
+                "/usr/share/zoneinfo", "/dev/null", "/dev/urandom")
+
+
+def python_folders() -> list[str]:
+    """Where this interpreter reads its standard library and installed packages from."""
+    paths = sysconfig.get_paths()
+    found = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    found.update({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))})
+    return sorted(p for p in found if os.path.exists(p))
+
+
+def confine(read: list[str]) -> dict[str, list[Any]]:
+    """Apply every layer this kernel allows; return {layer: [active, detail]}."""
+    table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
+    try:  # built while libseccomp can still be found and loaded
+        syscalls: Any = seccomp.server_filter(os.getpid())
+    except OSError as exc:
+        syscalls = f"refused: {exc.strerror or exc}"
+    active, refused = namespaces.isolate(pid=False)
+    table.update({name: [True, detail] for name, detail in active.items()})
+    table.update({name: [False, detail] for name, detail in refused.items()})
+    try:
+        table["unprivileged-identity"] = [True, namespaces.drop_capabilities()]
+    except OSError as exc:
+        table["unprivileged-identity"] = [False, f"could not drop capabilities ({exc})"]
+    allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
+    try:
+        enforced = landlock.restrict(read=allowed)
+    except OSError as exc:
+        enforced = {}
+        reason = f"refused: {exc.strerror or exc}"
+    else:
+        reason = f"this kernel's Landlock ABI ({landlock.abi_version()}) is too old for it"
+    for name in ("landlock-fs", "landlock-net", "landlock-scope"):
+        table[name] = [True, enforced[name]] if name in enforced else [False, reason]
+    if isinstance(syscalls, str):
+        table["seccomp"] = [False, syscalls]
+        return table
+    try:
+        landlock.set_no_new_privs()
+        syscalls.load()
+        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"]
+    except OSError as exc:
+        table["seccomp"] = [False, f"refused: {exc.strerror or exc}"]
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Confine this process, then run the module given after `--` as `__main__`."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--" not in args:
+        raise SystemExit("usage: python -m envscaler_mcp.isolation.confined [options] -- -m PACKAGE [ARGS]")
+    split = args.index("--")
+    parser = argparse.ArgumentParser(prog="envscaler_mcp.isolation.confined")
+    parser.add_argument("--read", action="append", default=[], help="a folder the module may read")
+    parser.add_argument("--report", default=None, help="where to write the layers in force (JSON)")
+    parser.add_argument("--off", action="store_true", help="apply no layer (to measure their cost)")
+    options = parser.parse_args(args[:split])
+    rest = args[split + 1:]
+    if len(rest) < 2 or rest[0] != "-m":
+        raise SystemExit("envscaler_mcp.isolation.confined: give the module as `-- -m PACKAGE [ARGS]`")
+    report = open(options.report, "w", encoding="utf-8") if options.report else None
+    table = {"clean-environment": [True, "only the variables the launcher allowed"]} if options.off else \
+        confine([os.path.realpath(p) for p in options.read])
+    if options.off:
+        for name in ("network-namespace", "ipc-namespace", "unprivileged-identity", "landlock-fs",
+                     "landlock-net", "landlock-scope", "seccomp"):
+            table[name] = [False, "turned off (isolation disabled)"]
+    if report is not None:
+        with report:
+            report.write(json.dumps(table))
+    sys.argv = [rest[1], *rest[2:]]
+    runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Linux namespaces and identity: a process gives itself an empty network, its own process tree and IPC, an
+empty root directory, and drops every privilege. Standard library only (ctypes for unshare and capset).
+
+As root the namespaces need no user namespace and the process then becomes `nobody`; as a normal user a
+user namespace comes first (refused on kernels or distributions that disable unprivileged user namespaces,
+e.g. Ubuntu's AppArmor restriction or a container's seccomp profile), then every capability is dropped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+NOBODY = 65534
+_CAP_VERSION_3 = 0x20080522
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    """unshare(2): move this process into new namespaces (a new PID namespace applies to its children)."""
+    _check(_libc.unshare(flags), "unshare")
+
+
+def isolate(pid: bool = True) -> tuple[dict[str, str], dict[str, str]]:
+    """New network, IPC, mount (and PID, for the children) namespaces; a user namespace first when not root.
+
+    Returns (active, refused): layer name -> what it enforces / why the kernel refused it.
+    """
+    wanted = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS | (CLONE_NEWPID if pid else 0)
+    uid, gid = os.geteuid(), os.getegid()
+    active: dict[str, str] = {}
+    if uid != 0:
+        try:
+            unshare(CLONE_NEWUSER | wanted)
+        except OSError as exc:
+            reason = f"the kernel refused an unprivileged user namespace ({exc.strerror})"
+            return {}, {name: reason for name in _names(pid)}
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        active["user-namespace"] = f"own user namespace (uid {uid} mapped to itself)"
+    else:
+        try:
+            unshare(wanted)
+        except OSError as exc:
+            reason = f"unshare refused even as root ({exc.strerror})"
+            return {}, {name: reason for name in _names(pid)}
+    active["network-namespace"] = "an empty network namespace: no interface is up, not even loopback"
+    active["ipc-namespace"] = "own System V IPC and POSIX message queues"
+    if pid:
+        active["pid-namespace"] = "own process tree: nothing outside is visible or reachable by a signal"
+    return active, {}
+
+
+def _names(pid: bool) -> list[str]:
+    names = ["network-namespace", "ipc-namespace"]
+    return [*names, "pid-namespace"] if pid else names
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="ascii") as out:
+            out.write(text)
+    except OSError:
+        pass  # an unmapped id still works; it only shows as the overflow id
+
+
+def enter_empty_root(path: str) -> None:
+    """chroot(2) into `path` (an empty directory): from now on no path names anything."""
+    os.chroot(path)
+    os.chdir("/")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+
+
+def drop_capabilities() -> str:
+    """Drop every capability (effective, permitted, inheritable) and keep the user id."""
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+    return f"uid {os.getuid()}, no capabilities"
+
+
+def drop_identity() -> str:
+    """Become unprivileged for good: root turns into `nobody` (no groups); anyone else drops every capability
+    (in a user namespace a process holds all of them). Returns the identity now held."""
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)  # leaving uid 0 clears every capability
+        if os.getresuid() != (NOBODY,) * 3 or os.getresgid() != (NOBODY,) * 3:
+            raise OSError("setresuid(nobody) did not take effect")
+        return f"uid {NOBODY} (nobody), no groups, no capabilities"
+    return drop_capabilities()
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies; False if the parent is already gone."""
+    parent = os.getppid()
+    _check(_libc.prctl(1, 9, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")  # PR_SET_PDEATHSIG, SIGKILL
+    return os.getppid() == parent

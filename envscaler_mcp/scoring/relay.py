@@ -1,0 +1,276 @@
+"""The zygote's loop: one forked batch process per request, its answers relayed, its life watched.
+
+How a batch ends, and whose fault it is (the rule the sandbox documents):
+
+* every check answered -> the answers; every process of the batch is then killed.
+* a check burned the CPU past its time (the alarm did not stop it, or the kernel's CPU limit killed the
+  process with SIGXCPU) -> that check "timed out"; the rest of the batch runs in a new batch process.
+* the batch process crashed (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP) or exited on its
+  own -> that check fails with the reason; the rest runs in a new batch process.
+* the batch process was stopped (SIGSTOP/SIGTSTP), stalled without using the CPU, or was killed by any
+  other signal (SIGKILL, SIGTERM ...) that the zygote did not send -> a fault: not the validators' doing.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import signal
+import time
+from typing import Any, BinaryIO
+
+from envscaler_mcp.isolation import namespaces
+from envscaler_mcp.scoring import confine
+from envscaler_mcp.scoring.runner import MAX_REASON, Pristine, Runner, answer_line
+
+_CRASHES = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGSYS,
+            signal.SIGTRAP}
+_MAX_LINE = 1 << 16
+_STALL_CPU_SHARE = 0.05  # a batch process that used less of the CPU than this while overdue has stalled
+_PARSE_RATE = 20e6  # bytes of state JSON per second, pessimistic: time allowed for parsing before a check
+_SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
+
+
+class _Fault(Exception):
+    """The batch process failed through no fault of its validators."""
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time used so far by child `pid` (its process CPU clock); 0.0 if it cannot be read."""
+    try:
+        return time.clock_gettime((~pid << 3) | 2)
+    except OSError:
+        return 0.0
+
+
+class Zygote:
+    """Serves requests from the caller, forking a batch process for each."""
+
+    def __init__(self, runner: Runner, batch_filter: Any, out: BinaryIO, null_fd: int) -> None:
+        self.runner = runner
+        self.batch_filter = batch_filter
+        self.out = out
+        self.null_fd = null_fd
+        self.pid1 = os.getpid() == 1
+        self._recent: dict[bytes, Pristine] = {}
+        self._outbox: list[dict[str, Any]] = []  # initial-state text -> parsed, at most two
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the zygote has no handler a batch could trigger
+
+    def serve(self, stdin: BinaryIO) -> None:
+        """Answer requests until stdin closes. A request is a JSON header line followed by the two states'
+        JSON texts, of the sizes the header gives."""
+        gc.freeze()  # what exists now is shared with every batch process: keep its collector off those pages
+        while header := stdin.readline():
+            if not header.strip():
+                continue
+            request = json.loads(header)
+            initial_size, final_size = request["sizes"]
+            texts = stdin.read(initial_size), stdin.read(final_size)
+            pending: list[dict[str, Any]] = list(request["checks"])
+            for check in pending:
+                check["prepared"] = self.runner.prepare(check["source"])
+            initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
+            request["states"] = (initial, Pristine(texts[1]).parse(pristine_copy=len(pending) > 1))
+            try:
+                while pending:
+                    pending = self._batch(request, pending)
+            except _Fault as fault:
+                self._send({"fault": str(fault)})
+            self._flush()
+
+    def _initial(self, text: bytes) -> Pristine:
+        """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations)."""
+        cached = self._recent.get(text)
+        if cached is None:
+            if len(self._recent) >= 2:
+                self._recent.pop(next(iter(self._recent)))
+            cached = self._recent[text] = Pristine(text).parse(pristine_copy=True)
+        return cached
+
+    def _send(self, *messages: dict[str, Any]) -> None:
+        self._outbox.extend(messages)
+
+    def _flush(self) -> None:
+        """Write what `_send` queued. A batch's last answers go out only once its processes are gone."""
+        if self._outbox:
+            self.out.write(b"".join(json.dumps(m).encode() + b"\n" for m in self._outbox))
+            self._outbox.clear()
+
+    # ---- one batch process ----
+    def _batch(self, request: dict[str, Any], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run `pending` in a new batch process; return the checks still to run (after a check ended it)."""
+        answers_r, answers_w = os.pipe()
+        alive_r, alive_w = os.pipe()  # the batch process holds the write end: EOF here means it has ended
+        pid = os.fork()
+        if pid == 0:
+            os.close(answers_r)
+            os.close(alive_r)
+            self._child(answers_w, request, pending)
+        os.close(answers_w)
+        os.close(alive_w)
+        os.set_blocking(answers_r, False)
+        try:
+            return self._watch(pid, answers_r, alive_r, request, pending)
+        finally:
+            os.close(answers_r)
+            os.close(alive_r)
+            self._end_batch(pid)
+            self._flush()
+
+    def _child(self, write_end: int, request: dict[str, Any], pending: list[dict[str, Any]]) -> None:
+        try:
+            if not self.pid1:
+                os.setpgid(0, 0)  # so the zygote can end anything it starts
+            namespaces.die_with_parent()
+            os.dup2(self.null_fd, 0)
+            os.close(self.out.fileno())  # only the zygote speaks to the caller
+            self.runner.arm()
+            confine.confine_batch(self.batch_filter)
+        except BaseException:
+            os._exit(_SETUP_FAILED)
+        try:
+            initial, final = request["states"]
+            timeout_s = float(request["timeout_s"])
+            for k, check in enumerate(pending):
+                answer = self.runner.run_check(check["prepared"], initial, final, timeout_s,
+                                               last=k == len(pending) - 1)
+                os.write(write_end, answer_line(check["i"], answer))
+        finally:
+            os._exit(0)
+
+    def _watch(self, pid: int, answers: int, alive: int, request: dict[str, Any],
+               pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Wait for the batch process to end (or for a window without progress), then relay its answers.
+
+        The zygote wakes only when the batch ends or every `window` seconds (a check's time plus grace);
+        a wake without a new answer means the current check is overdue."""
+        timeout_s = float(request["timeout_s"])
+        window = timeout_s + float(request.get("grace_s", 1.0)) + \
+            sum(request["sizes"]) / _PARSE_RATE
+        buffer = b""
+        done = 0
+        cpu_mark = _cpu_seconds(pid)
+        while True:
+            ended = bool(select.select([alive], [], [], window)[0])
+            buffer += _drain(answers)
+            before = done
+            lines: list[dict[str, Any]] = []
+            while b"\n" in buffer and done < len(pending):
+                line, buffer = buffer.split(b"\n", 1)
+                lines.append(self._checked(line, pending[done]["i"]))
+                done += 1
+            if len(buffer) > _MAX_LINE and done < len(pending):
+                lines.append(_answer(pending[done]["i"], "the batch process wrote a malformed answer"))
+                self._send(*lines)
+                return pending[done + 1:]
+            self._send(*lines)
+            if done == len(pending):
+                return []
+            if ended:
+                return self._died(pid, pending, done, timeout_s, window)
+            if done == before:
+                return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
+            self._flush()  # progress, and a sign of life for the caller's watchdog
+            cpu_mark = _cpu_seconds(pid)
+
+    def _checked(self, line: bytes, index: int) -> dict[str, Any]:
+        """Re-encode one answer after checking its shape (what a batch process writes is not trusted)."""
+        try:
+            answer = json.loads(line)
+            passed, reason, duration = answer["passed"], answer["reason"], float(answer["duration_s"])
+            if answer["i"] != index or not isinstance(passed, bool) or not (reason is None or isinstance(reason, str)):
+                raise ValueError(line[:80])
+        except (ValueError, KeyError, TypeError):
+            return _answer(index, "the batch process wrote a malformed answer")
+        return {"i": index, "passed": passed and reason is None, "reason": reason and reason[:MAX_REASON],
+                "duration_s": duration}
+
+    def _overdue(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float, cpu_start: float,
+                 window: float) -> list[dict[str, Any]]:
+        """No answer in time: a check that burned the CPU timed out; a process that did not has stalled."""
+        waited, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if waited and os.WIFSTOPPED(status):
+            raise _Fault(f"the batch process was stopped by {_signame(os.WSTOPSIG(status))} (it stalled)")
+        if waited:  # it just ended: judge by how
+            return self._judge(status, pending, done, timeout_s)
+        used = _cpu_seconds(pid) - cpu_start
+        os.kill(pid, signal.SIGKILL)
+        if used < _STALL_CPU_SHARE * window:
+            raise _Fault(f"the batch process stalled: no answer for {window:.1f} s while it used {used:.2f} s of CPU")
+        self._send(_answer(pending[done]["i"], f"timed out after {float(timeout_s)} s (it kept the CPU busy "
+                                               "past its time and was stopped)"))
+        return pending[done + 1:]
+
+    def _died(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float,
+              window: float) -> list[dict[str, Any]]:
+        """The batch process closed its end of the pipes before every check was answered: find out why (it
+        may also have closed them on purpose and still be running)."""
+        cpu_mark, give_up = _cpu_seconds(pid), time.monotonic() + window
+        while time.monotonic() < give_up:
+            waited, status = os.waitpid(pid, os.WNOHANG)
+            if waited:
+                return self._judge(status, pending, done, timeout_s)
+            time.sleep(0.005)
+        return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
+
+    def _judge(self, status: int, pending: list[dict[str, Any]], done: int, timeout_s: float) -> list[dict[str, Any]]:
+        index = pending[done]["i"]
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig == signal.SIGXCPU:
+                reason = f"timed out after {float(timeout_s)} s (the kernel's CPU limit ended it)"
+            elif sig in _CRASHES:
+                reason = f"the validator crashed the interpreter ({_signame(sig)})"
+            else:
+                raise _Fault(f"the batch process was killed by {_signame(sig)} from outside the sandbox")
+        elif os.WEXITSTATUS(status) == _SETUP_FAILED:
+            raise _Fault("the batch process could not apply its isolation layers")
+        else:
+            reason = f"the validator ended its process (exit code {os.WEXITSTATUS(status)})"
+        self._send(_answer(index, reason))
+        return pending[done + 1:]
+
+    def _end_batch(self, pid: int) -> None:
+        """Kill every process of the batch (descendants included) and reap them."""
+        try:
+            if self.pid1:
+                os.kill(-1, signal.SIGKILL)  # PID 1 of its namespace: everything else in it
+            else:
+                os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        while True:
+            try:
+                waited, _ = os.waitpid(-1 if self.pid1 else pid, 0)
+            except ChildProcessError:
+                return
+            if waited == pid and not self.pid1:
+                return
+
+
+def _drain(fd: int) -> bytes:
+    """What is readable now from a non-blocking pipe, up to a bound (a batch process writing without end
+    gets its answer judged malformed instead of filling the zygote's memory)."""
+    chunks: list[bytes] = []
+    while sum(map(len, chunks)) <= 2 * _MAX_LINE:
+        try:
+            chunk = os.read(fd, _MAX_LINE)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _answer(index: int, reason: str) -> dict[str, Any]:
+    return {"i": index, "passed": False, "reason": reason[:MAX_REASON], "duration_s": 0.0}
+
+
+def _signame(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
