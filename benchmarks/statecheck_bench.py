@@ -36,7 +36,7 @@ from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.qa.reference import build_reference
-from envscaler_mcp.qa.wrong import harmful_extra_call
+from envscaler_mcp.qa.wrong_probes import harmful_extra_call
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 
