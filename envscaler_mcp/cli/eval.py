@@ -12,7 +12,7 @@ from rich.console import Console
 
 from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.config import RunConfig
-from envscaler_mcp.harness.models import EpisodeConfig
+from envscaler_mcp.harness.models import EpisodeConfig, SuccessRule
 from envscaler_mcp.harness.run import new_run_id, run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.launch import Transport
@@ -90,6 +90,15 @@ def eval_command(
             "(their scores are missing, so the run's numbers cover less than was asked).",
         ),
     ] = 0.1,
+    success: Annotated[
+        SuccessRule,
+        typer.Option(
+            "--success",
+            help="What success means: checklist (every item passes), state (the final state matches the "
+            "reference solution's, free fields aside) or both (every item passes and the state check does not "
+            "fail). The episode must also have completed.",
+        ),
+    ] = "both",
     server_timeout: Annotated[
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
@@ -126,6 +135,7 @@ def eval_command(
             timeout_s=timeout,
             infra_retries=infra_retries,
             server_timeout_s=server_timeout,
+            success=success,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
@@ -164,6 +174,12 @@ def eval_command(
             + f" (the layers not in force and why: isolation in {run_path / 'run.json'})."
         )
     overall = summary.overall
+    if overall.state_check_failed or overall.state_check_not_available:
+        console.print(
+            f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "
+            f"(see unexpected_changes); not available for {overall.state_check_not_available} (see "
+            f"state_check_reason). Success rule: {config.episode.success}."
+        )
     if overall.model_errors:
         console.print(
             f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "
