@@ -9,10 +9,18 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
 fi
-"$VENV/bin/pip" install -q -e '.[local]'
+# (re)install only when the project's dependencies changed since the last install
+STAMP="$VENV/.envscaler-local-installed"
+WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
+  "$VENV/bin/pip" install -q -e '.[local]'
+  echo "$WANT" > "$STAMP"
+fi
 OUT="${1:-runs/demo-$(date -u +%Y%m%d-%H%M%S)}"
-# Three one-step scenarios from three environments (an order, a flight seat, a help-desk ticket).
+# Three scenarios of one environment, so they share one system prompt: the model reads it once (and a
+# later run restores it from ~/.cache/envscaler-mcp/prompt-cache), then only each task. Two one-step
+# requests (a seat, a bag) and a two-step one (check in, then three bags with the gold allowance).
 exec "$VENV/bin/envscaler-mcp" eval \
-  --env ecommerce_orders --env flight_bookings --env it_helpdesk \
-  --scenario-ids sc-f79edc6dcc747e77,sc-0be53485ffd0e4bb,sc-a90268d4894c5e33 \
+  --env flight_bookings \
+  --scenario-ids sc-0be53485ffd0e4bb,sc-8ec90cdb2c3ddc87,sc-8cfc12504a738732 \
   --agent local/qwen2.5-coder-1.5b --concurrency 1 --max-steps 6 --out "$OUT"

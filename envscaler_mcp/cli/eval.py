@@ -12,7 +12,7 @@ from rich.console import Console
 
 from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.config import RunConfig
-from envscaler_mcp.harness.models import EpisodeConfig
+from envscaler_mcp.harness.models import EpisodeConfig, SuccessRule
 from envscaler_mcp.harness.run import new_run_id, run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.launch import Transport
@@ -55,7 +55,13 @@ def eval_command(
     trials: Annotated[int, typer.Option("--trials", help="Trials per scenario (pass@k, pass^k).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Episodes at the same time.")] = 4,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Agent steps per episode.")] = 30,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per episode.")] = 600.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds per episode (default: from the agent's measured speed for the local model, else 600).",
+        ),
+    ] = None,
     infra_retries: Annotated[int, typer.Option("--infra-retries", help="Retries after an infra error.")] = 2,
     temperature: Annotated[float, typer.Option("--temperature", help="Agent temperature.")] = 0.0,
     validator_timeout: Annotated[
@@ -84,6 +90,15 @@ def eval_command(
             "(their scores are missing, so the run's numbers cover less than was asked).",
         ),
     ] = 0.1,
+    success: Annotated[
+        SuccessRule,
+        typer.Option(
+            "--success",
+            help="What success means: checklist (every item passes), state (the final state matches the "
+            "reference solution's, free fields aside) or both (every item passes and the state check does not "
+            "fail). The episode must also have completed.",
+        ),
+    ] = "both",
     server_timeout: Annotated[
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
@@ -120,6 +135,7 @@ def eval_command(
             timeout_s=timeout,
             infra_retries=infra_retries,
             server_timeout_s=server_timeout,
+            success=success,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
@@ -158,6 +174,12 @@ def eval_command(
         console.print(f"{count} episode(s) could not be scored: {why}.", highlight=False)
     for what, count in overall.unscored_checks.items():
         console.print(f"{count} check(s) could not run ({what}).", highlight=False)
+    if overall.state_check_failed or overall.state_check_not_available:
+        console.print(
+            f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "
+            f"(see unexpected_changes); not available for {overall.state_check_not_available} (see "
+            f"state_check_reason). Success rule: {config.episode.success}."
+        )
     if overall.model_errors:
         console.print(
             f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "

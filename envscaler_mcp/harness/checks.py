@@ -8,9 +8,10 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from envscaler_mcp._json import JSONObject, State
-from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
+from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring.statecheck import StateCheckStatus
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
 NO_ADMIN_REASON = (
@@ -66,6 +67,19 @@ def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
     if not scored:
         return None
     return round(sum(o.passed for o in scored) / len(scored), 4)
+
+
+def episode_success(rule: SuccessRule, score: float | None, status: EpisodeStatus, state_check: StateCheckStatus
+                    ) -> bool | None:
+    """Success of a scored episode under `rule` (see EpisodeConfig.success); None when it cannot be told."""
+    if score is None:
+        return None
+    completed = status == "completed"
+    if rule == "checklist":
+        return score == 1.0 and completed
+    if rule == "state":
+        return None if state_check == "not_available" else state_check == "pass" and completed
+    return score == 1.0 and completed and state_check != "fail"
 
 
 def outcome_from_result(item: ChecklistItem, result: Any) -> CheckOutcome:

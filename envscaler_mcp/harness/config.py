@@ -18,7 +18,7 @@ from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch import Transport
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.skeleton.models import canonical_hash
+from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
 # Fields that may change between a run and its resumption.
 _RESUMABLE_FIELDS = {"concurrency", "progress"}
@@ -84,6 +84,9 @@ class EnvPlan(BaseModel):
     hashes: dict[str, str | None] = Field(
         default_factory=dict, description="environment/scenarios/validators hashes."
     )
+    free_fields: list[FreeField] = Field(
+        default_factory=list, description="The environment's free fields, for the state check."
+    )
 
 
 class RunManifest(BaseModel):
@@ -144,7 +147,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
         raise UsageError("no environments found to evaluate (the bundled catalog is empty?)")
     plans = []
     for name in env_ids:
-        env_id, env_info, env_hash = _env_info(name, config, strict=not external)
+        env_id, env_info, env_hash, free = _env_info(name, config, strict=not external)
         if file_scenarios is not None:
             scenarios = [s for s in file_scenarios if s.env_id == env_id or (len(env_ids) == 1 and external)]
         elif (Path(name) / "scenarios.jsonl").is_file():  # a skeleton folder with its scenarios beside it
@@ -163,6 +166,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
                     env_info=env_info,
                     scenarios=scenarios,
                     hashes={"environment": env_hash, **scenario_hashes(scenarios)},
+                    free_fields=free,
                 )
             )
     if not plans:
@@ -170,13 +174,13 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     return plans
 
 
-def _env_info(name: str, config: RunConfig, strict: bool) -> tuple[str, EnvInfo, str | None]:
-    """(env id, what the agent is told, environment hash); external servers may have no skeleton."""
+def _env_info(name: str, config: RunConfig, strict: bool) -> tuple[str, EnvInfo, str | None, list[FreeField]]:
+    """(env id, what the agent is told, environment hash, free fields); external servers may have no skeleton."""
     try:
         skeleton = get_skeleton(name)
     except UsageError:
         if strict:
             raise
-        return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url)
+        return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url), []
     info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
-    return skeleton.id, info, skeleton.content_hash()
+    return skeleton.id, info, skeleton.content_hash(), list(skeleton.free_fields)

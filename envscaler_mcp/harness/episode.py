@@ -14,7 +14,14 @@ from mcp.types import CallToolResult, TextContent, Tool
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
-from envscaler_mcp.harness.checks import Checker, checklist_score, episode_transcript
+from envscaler_mcp.harness.budget import EpisodeClock
+from envscaler_mcp.harness.checks import (
+    NO_ADMIN_REASON,
+    Checker,
+    checklist_score,
+    episode_success,
+    episode_transcript,
+)
 from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -23,6 +30,7 @@ from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
+from envscaler_mcp.qa.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
 
@@ -72,8 +80,12 @@ async def run_episode(
     user: Provider | None = None,
     run_id: str = "",
     trial: int = 0,
+    reference: Reference | None = None,
 ) -> EpisodeResult:
     """Run one (scenario, trial) episode and score it.
+
+    `reference` is the scenario's reference final state (qa.reference, shared by every trial): the final state
+    is compared with it (the state check); without it the state check is not available.
 
     Infrastructure failures (server crash or hang, MCP transport, provider after its retries, validator
     sandbox) are retried `config.infra_retries` times on a fresh episode; if every attempt fails the result
@@ -92,7 +104,7 @@ async def run_episode(
         t0 = time.perf_counter()
         rec = _Recorder(scenario, config)
         try:
-            result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user)
+            result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user, reference)
         except Exception as exc:
             if not is_infra(exc):
                 raise
@@ -128,6 +140,7 @@ async def run_episode(
         started_at=started_at,
         latency_s=round(time.perf_counter() - t0, 4),
         scorable=False,
+        state_check_reason="the episode ended in an infrastructure error",
     )
 
 
@@ -142,6 +155,15 @@ async def score_state(
     return checks, checklist_score(checks), diff
 
 
+def state_verdict(reference: Reference | None, final_state: State | None) -> StateVerdict:
+    """The state check of a final state against the scenario's reference (qa.reference)."""
+    if final_state is None:
+        return StateVerdict(status="not_available", reason=NO_ADMIN_REASON)
+    if reference is None:
+        return StateVerdict(status="not_available", reason="no reference final state was computed for this run")
+    return reference.check(final_state, no_state_reason=NO_ADMIN_REASON)
+
+
 async def _attempt(
     rec: _Recorder,
     source: EpisodeSource,
@@ -149,6 +171,7 @@ async def _attempt(
     checker: Checker,
     env_info: EnvInfo,
     user: Provider | None,
+    reference: Reference | None,
 ) -> EpisodeResult:
     scenario, config = rec.scenario, rec.config
     status: EpisodeStatus
@@ -158,11 +181,12 @@ async def _attempt(
         ep = _Watched(opened, rec, config.server_timeout_s)
         rec.tools = mcp_tools_to_defs(await ep.list_tools())
         rec.time("setup", t)
-        with anyio.move_on_after(config.timeout_s) as scope:
-            status = await _loop(rec, ep, agent, env_info, user)
+        clock = EpisodeClock(agent, config)
+        with clock.scope as scope:
+            status = await _loop(rec, ep, agent, env_info, user, clock)
         if scope.cancelled_caught:
             if rec.waiting_on_server:  # the time ran out inside a server call: the server's fault
-                raise ServerFault(f"the server did not answer a tool call before the episode's {config.timeout_s:g} s ran out")
+                raise ServerFault("the server did not answer a tool call before the episode's time ran out")
             status = "timeout"
         t = time.perf_counter()
         try:
@@ -174,6 +198,9 @@ async def _attempt(
     transcript = episode_transcript(rec.messages, rec.final_answer)
     checks, score, diff = await score_state(scenario, final_state, checker, transcript)
     rec.time("validate", t)
+    t = time.perf_counter()
+    verdict = state_verdict(reference, final_state)
+    rec.time("state_check", t)
     return EpisodeResult(
         run_id="",
         env_id=scenario.env_id,
@@ -198,13 +225,21 @@ async def _attempt(
         model_error=rec.model_error,
         checks=checks,
         score=score,
-        success=None if score is None else (score == 1.0 and status == "completed"),
+        success=episode_success(config.success, score, status, verdict.status),
+        state_check=verdict.status,
+        state_check_reason=verdict.reason,
+        unexpected_changes=verdict.changes,
         diff=diff,
     )
 
 
 async def _loop(
-    rec: _Recorder, ep: EpisodeHandle, agent: Provider, env_info: EnvInfo, user: Provider | None
+    rec: _Recorder,
+    ep: EpisodeHandle,
+    agent: Provider,
+    env_info: EnvInfo,
+    user: Provider | None,
+    clock: EpisodeClock,
 ) -> EpisodeStatus:
     config = rec.config
     rec.messages.append(Message(role="system", content=agent_system_prompt(config.mode, env_info)))
@@ -228,6 +263,7 @@ async def _loop(
             rec.model_error = f"{fault.kind}: {fault}"
             return "model_error"
         rec.time("agent", t)
+        clock.after_turn(rec.steps)
         rec.agent_usage = rec.agent_usage + turn.usage
         if turn.finish_reason == "content_filter":
             rec.messages.append(turn.message.model_copy(update={"role": "assistant"}))

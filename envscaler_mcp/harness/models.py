@@ -10,10 +10,12 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scenario.models import CheckKind
 from envscaler_mcp.scoring.diff import StateChange
+from envscaler_mcp.scoring.statecheck import StateCheckStatus, UnexpectedChange
 
 EpisodeStatus = Literal["completed", "max_steps", "timeout", "model_error", "infra_error"]
 Mode = Literal["task", "conversation"]
 CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
+SuccessRule = Literal["checklist", "state", "both"]
 
 
 class CheckOutcome(BaseModel):
@@ -46,9 +48,10 @@ class StepTiming(BaseModel):
     """Wall time of one unit of work inside an episode."""
 
     step: int = Field(description="Agent step (model call) this belongs to, from 1; 0 for setup/scoring.")
-    kind: Literal["setup", "agent", "user", "tool", "state", "validate"] = Field(
+    kind: Literal["setup", "agent", "user", "tool", "state", "validate", "state_check"] = Field(
         description="'agent'/'user': a model call of that seat; 'tool': one MCP tool call; 'setup': episode "
-        "creation and tool listing; 'state': reading the final state; 'validate': running the validators."
+        "creation and tool listing; 'state': reading the final state; 'validate': running the validators; "
+        "'state_check': comparing the final state with the reference solution's."
     )
     name: str = Field("", description="Tool name for 'tool' entries.")
     seconds: float = Field(description="Wall time in seconds.")
@@ -118,8 +121,21 @@ class EpisodeResult(BaseModel):
     )
     success: bool | None = Field(
         None,
-        description="All checklist items passed and the episode completed; None when not scorable or on an "
-        "infra error.",
+        description="Under the run's success rule (EpisodeConfig.success): 'checklist': every scorable item "
+        "passed and the episode completed; 'state': the state check passed and the episode completed (None when "
+        "it is not available); 'both': the checklist rule and the state check did not fail. None when not "
+        "scorable or on an infra error.",
+    )
+    state_check: StateCheckStatus = Field(
+        "not_available",
+        description="The final state against the reference solution's: 'pass', 'fail' (see "
+        "unexpected_changes) or 'not_available' (see state_check_reason).",
+    )
+    state_check_reason: str = Field("", description="Why the state check is not available.")
+    unexpected_changes: list[UnexpectedChange] = Field(
+        default_factory=list,
+        description="What the agent's final state has that the reference's has not: collateral changes, "
+        "mismatches, missing and extra records (free fields excepted).",
     )
     diff: list[StateChange] = Field(
         default_factory=list,
@@ -137,7 +153,12 @@ class EpisodeConfig(BaseModel):
     max_steps: int = Field(
         30, ge=1, description="Agent steps (model calls) before the episode stops as max_steps."
     )
-    timeout_s: float = Field(600.0, gt=0, description="Per-episode wall-time limit in seconds.")
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Per-episode wall-time limit in seconds; None: derived from the agent's measured speed "
+        "(harness/budget.py), 600 s for agents that do not measure it.",
+    )
     server_timeout_s: float = Field(
         60.0,
         gt=0,
@@ -145,6 +166,11 @@ class EpisodeConfig(BaseModel):
         "a server silent for longer is hung (an infrastructure fault), and is restarted.",
     )
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
+    success: SuccessRule = Field(
+        "both",
+        description="What success means: 'checklist' (every item passes), 'state' (the state check passes) or "
+        "'both' (every item passes and the state check does not fail); the episode must also have completed.",
+    )
     infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
     agent_settings: GenerationSettings = Field(
         default_factory=lambda: GenerationSettings(temperature=0.0, max_tokens=4096),

@@ -1,7 +1,9 @@
-"""The live progress display of a run: a rich bar with pass rate, cost and ETA."""
+"""The live progress display of a run: a rich bar with pass rate, cost and ETA, and what the local model is
+doing (loading, reading the prompt N/M tokens, generating) while it works, so a slow machine visibly works."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
@@ -9,21 +11,49 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.harness.models import EpisodeResult
+
+
+def local_model_activity() -> str:
+    """What this process's local model server is doing ('' when none runs or it is idle)."""
+    from envscaler_mcp.providers.local.server import activity_line
+
+    return activity_line()
+
+
+class ActivityColumn(ProgressColumn):
+    """A column re-read at every refresh from a callable (the model's activity changes between episodes)."""
+
+    def __init__(self, activity: Callable[[], str]) -> None:
+        super().__init__()
+        self.activity = activity
+
+    def render(self, task: Task) -> Text:
+        """The current activity text, dimmed."""
+        return Text(self.activity(), style="dim")
 
 
 class RunProgress:
     """Counts finished episodes and shows pass rate, mean score, cost and infra errors as they come in."""
 
     def __init__(
-        self, total: int, *, done: int = 0, enabled: bool = True, console: Console | None = None
+        self,
+        total: int,
+        *,
+        done: int = 0,
+        enabled: bool = True,
+        console: Console | None = None,
+        activity: Callable[[], str] = local_model_activity,
     ) -> None:
         self.successes = 0
         self.scored = 0
@@ -38,6 +68,7 @@ class RunProgress:
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
+            ActivityColumn(activity),
             console=console or Console(stderr=True),
             disable=not enabled,
             transient=False,

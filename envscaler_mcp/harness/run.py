@@ -24,8 +24,9 @@ from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat, seat_for
-from envscaler_mcp.harness.source import EpisodeSource
+from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
+from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -134,6 +135,7 @@ async def run_eval(
             }
             pool = await stack.enter_async_context(open_pool(needed))
             limiter = anyio.CapacityLimiter(config.concurrency)
+            references = ReferenceCache()
             progress = stack.enter_context(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
@@ -141,9 +143,11 @@ async def run_eval(
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 async with limiter:
                     assert checker is not None and agent is not None
+                    reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
                     result = await run_episode(
                         scenario,
                         source=pool.source(plan.env_id),
+                        reference=reference,
                         agent=agent.for_scenario(scenario),
                         user=user.for_scenario(scenario) if user else None,
                         checker=checker,
@@ -173,6 +177,15 @@ async def run_eval(
             raise
         raise error from exc
     return run_dir
+
+
+async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Scenario, source: EpisodeSource
+                        ) -> Reference | None:
+    """The scenario's reference final state, replayed once per run on the run's own server (None when the
+    server has no admin plane: no state to compare)."""
+    if not has_admin_plane(source):
+        return None
+    return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id)
 
 
 def _record_isolation(run_dir: RunDir, manifest: RunManifest, checker: object, pool: SourcePool) -> None:

@@ -28,6 +28,7 @@ from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
 from envscaler_mcp.skeleton.checks import check_determinism, check_source
+from envscaler_mcp.skeleton.free_fields import infer_free_fields
 from envscaler_mcp.skeleton.models import Attribute, Entity, EnvSkeleton, Provenance
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools, parse_module
 
@@ -126,6 +127,7 @@ def env_from_item(
     if hidden:
         notes.append(f"not exposed as tools (private or not methods): {', '.join(hidden)}")
     summary = item.get("environment_summary") or env_id
+    state = extract_state(source, class_name)
     skeleton = EnvSkeleton(
         id=our_id,
         name=summary,
@@ -135,9 +137,10 @@ def env_from_item(
         rules=list(item.get("constraints_rules") or []),
         class_name=class_name,
         class_source=source,
-        state=extract_state(source, class_name),
+        state=state,
         tools=tools,
         default_state=default_state,
+        free_fields=infer_free_fields(state),
         provenance=Provenance(source="envscaler-import", source_id=env_id, notes=notes),
     )
     state_problems = validate_state(skeleton, default_state, where="default_state")

@@ -10,7 +10,7 @@ imported on first use (the SDKs themselves load only when a provider is built).
 | `openai/<model>` | OpenAI chat completions (openai_chat) | OPENAI_API_KEY (required), OPENAI_BASE_URL |
 | `openai-compatible/<model>` | vLLM, Ollama, llama.cpp server... (openai_chat) | OPENAI_COMPATIBLE_BASE_URL (required), OPENAI_COMPATIBLE_API_KEY |
 | `anthropic/<model>` | Anthropic messages API (anthropic_messages) | ANTHROPIC_API_KEY (required), ANTHROPIC_BASE_URL |
-| `local/<model>` | embedded llama.cpp model (local.provider) | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp), ENVSCALER_MCP_LOCAL_THREADS (2) |
+| `local/<model>` | embedded llama.cpp model (local.provider) | ENVSCALER_MCP_LOCAL_RUNTIME (auto, llama-server, xllamacpp), ENVSCALER_MCP_LOCAL_THREADS (one per core), ENVSCALER_MCP_PROMPT_CACHE_DIR |
 | `mock` | scripted answers for tests (mock) | - |
 """
 

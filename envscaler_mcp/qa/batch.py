@@ -12,10 +12,28 @@ from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, WrongSolution, check_scenario
+from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
 
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
+
+
+def free_fields_of(target: Any) -> list[FreeField]:
+    """The free fields of a server target (env id, skeleton path or EnvSkeleton); [] when it has no skeleton."""
+    if isinstance(target, EnvSkeleton):
+        return list(target.free_fields)
+    from envscaler_mcp.catalog.store import get_skeleton
+
+    try:
+        return list(get_skeleton(str(target)).free_fields)
+    except (UsageError, OSError, ValueError):
+        return []
+
+
+def _env_key(target: Any) -> str:
+    return target.id if isinstance(target, EnvSkeleton) else str(target)
 
 
 def _failing_factory(error: Exception) -> EpisodeFactory:
@@ -35,22 +53,28 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
     fails to start fails its scenarios. Reports come back in input order.
 
     `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
+    Each target's free fields (its skeleton's) go to the state check; reference replays are shared.
     """
     done: dict[int, GateReport] = {}
     limiter = anyio.Semaphore(max(1, concurrency))
+    references = ReferenceCache()
 
-    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox) -> None:
+    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Any,
+                       free: list[FreeField]) -> None:
         async with limiter:
             report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
-                                          wrong_solutions=wrong_solutions(sc) if wrong_solutions else ())
+                                          wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
+                                          free_fields=free, references=references, env_key=_env_key(target))
         done[n] = report
         if on_report:
             on_report(report)
 
-    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox) -> None:
+    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox,
+                       target: Any) -> None:
+        free = free_fields_of(target)
         async with anyio.create_task_group() as tg:
             for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox)
+                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free)
 
     numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
     count = 0
@@ -62,12 +86,12 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
         for target, numbered in numbered_groups:
             try:
                 async with launch_server(target, transport=transport) as server:
-                    await gate_all(server.episode, numbered, sandbox)
+                    await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                     exc = exc.exceptions[0]
                 left = [(n, sc) for n, sc in numbered if n not in done]
                 if isinstance(exc, UsageError | ValidatorError) or not left:
                     raise exc from None
-                await gate_all(_failing_factory(exc), left, sandbox)
+                await gate_all(_failing_factory(exc), left, sandbox, target)
     return [done[n] for n in sorted(done)]

@@ -64,6 +64,7 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         table.add_column("answer probes")
     if mutation:
         table.add_column("mutation")
+        table.add_column("probes")
     table.add_column("verdict")
     for r in reports:
         statuses = {s.name: s.status for s in r.steps}
@@ -75,7 +76,7 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         if answers:
             row.append(_CELL[statuses.get("answer_probes", "skip")])
         if mutation:
-            row.append(_CELL[statuses.get("mutation", "skip")])
+            row += [_CELL[statuses.get("mutation", "skip")], _CELL[statuses.get("wrong_probes", "skip")]]
         row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")
         table.add_row(*row)
     return table
@@ -106,6 +107,8 @@ def check_command(
                                              concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
+        if mutation:
+            console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(_table(reports, mutation))
         for r in reports:
@@ -115,9 +118,44 @@ def check_command(
                 for reason in r.reasons():
                     console.print(f"  - {reason}", markup=False, highlight=False)
         failed = sum(not r.passed for r in reports)
+        if mutation:
+            console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
     if any(not r.passed for r in reports):
         raise typer.Exit(1)
+
+
+def probe_counts(reports: list[GateReport]) -> dict[str, int]:
+    """Totals of the mutation probes, the wrong-solution probes and the given wrong solutions over reports."""
+    probes = [p for r in reports if r.mutation for p in r.mutation.probes]
+    wrong = [p for r in reports if r.wrong_probes for p in r.wrong_probes.probes]
+    given = [w for r in reports for w in r.wrong_solutions]
+    return {
+        "probes": len(probes),
+        "caught_by_validators": sum(1 for p in probes if p.caught_by),
+        "caught_by_state_check_only": sum(1 for p in probes if p.unexpected and not p.caught_by),
+        "skipped_free": sum(1 for p in probes if p.skipped),
+        "uncaught": sum(1 for r in reports if r.mutation for _ in r.mutation.uncaught),
+        "collateral_probes": sum(1 for p in probes if p.collateral),
+        "wrong_probes": sum(1 for p in wrong if p.skipped is None),
+        "wrong_probes_uncaught": sum(1 for r in reports if r.wrong_probes for _ in r.wrong_probes.uncaught),
+        "wrong_probes_skipped": sum(1 for p in wrong if p.skipped),
+        "given_wrong_solutions": len(given),
+        "given_wrong_solutions_uncaught": sum(1 for w in given if not w.caught),
+        "state_check_not_available": sum(1 for r in reports if r.state_check),
+        "scenarios": len(reports),
+        "scenarios_passed": sum(1 for r in reports if r.passed),
+    }
+
+
+def probe_summary(reports: list[GateReport]) -> str:
+    """One line with the probe totals."""
+    c = probe_counts(reports)
+    return (f"mutation: {c['probes']} probes ({c['collateral_probes']} collateral): {c['caught_by_validators']} caught "
+            f"by a validator, {c['caught_by_state_check_only']} by the state check only, {c['skipped_free']} of free "
+            f"fields skipped, {c['uncaught']} uncaught; wrong-solution probes: {c['wrong_probes']} run, "
+            f"{c['wrong_probes_uncaught']} passed the scoring, {c['wrong_probes_skipped']} could not be built; given "
+            f"wrong solutions: {c['given_wrong_solutions']}, {c['given_wrong_solutions_uncaught']} not caught")
 
 
 def register(app: typer.Typer) -> None:

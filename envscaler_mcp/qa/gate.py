@@ -2,23 +2,28 @@
 
 For one scenario, `check_scenario` verifies, in order:
 
-1. validators    - every validator runs in the sandbox and returns a bool (on the initial and the final state;
-                   transcript items on the empty and the reference transcript);
-2. initial-false - at least one validator is False on the untouched initial state, every item with
-                   `claims_change=True` is False there, and every transcript item is False on the empty
-                   transcript (no call, no answer: an agent that does nothing fails);
-3. replay        - the reference solution, replayed through a real server episode started at the initial
-                   state, has every call succeed (not `is_error`, structured `success` true);
-4. final-true    - every validator is True on the state the replay leaves, transcript items on the reference
-                   transcript (the replayed calls and the scenario's reference answer);
-5. wrong         - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
-                   passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
-                   leaves at least one validator not True (qa.wrong; transcript items read its calls and the
-                   reference answer);
-6. answer probes - when the scenario has transcript items and a reference answer: each number, date, time and
-                   id of the answer changed alone, and each sentence stating one dropped alone, turns some
-                   transcript item False (qa.transcript);
-7. mutation      - optional: each changed field of that final state, perturbed alone, flips some validator.
+1. validators      - every validator runs in the sandbox and returns a bool (on the initial and the final state;
+                     transcript items on the empty and the reference transcript);
+2. initial-false   - at least one validator is False on the untouched initial state, every item with
+                     `claims_change=True` is False there, and every transcript item is False on the empty
+                     transcript (no call, no answer: an agent that does nothing fails);
+3. replay          - the reference solution, replayed through a real server episode started at the initial
+                     state, has every call succeed (not `is_error`, structured `success` true); it is replayed
+                     twice, which also gives the reference final state of the state check (qa.reference);
+4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
+                     transcript (the replayed calls and the scenario's reference answer);
+5. wrong solutions - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
+                     passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
+                     leaves at least one validator not True (qa.wrong; transcript items read its calls and the
+                     reference answer);
+6. answer probes   - when the scenario has transcript items and a reference answer: each number, date, time
+                     and id of the answer changed alone, and each sentence stating one dropped alone, turns
+                     some transcript item False (qa.transcript);
+7. mutation        - optional: each field of that final state, perturbed alone (what the solution changed, and
+                     collateral: another record changed or removed), is caught by a validator or the state
+                     check (qa.mutation);
+8. wrong probes    - with mutation: plausible wrong solutions built from the reference (plus one harmful extra
+                     call, without its last state-changing call) fail the scoring (qa.wrong_probes).
 
 The report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
@@ -32,7 +37,8 @@ from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
-from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, replay_reference
+from envscaler_mcp.qa.reference import Reference, ReferenceCache
+from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
 from envscaler_mcp.qa.transcript import EMPTY_TRANSCRIPT, answer_probes, reference_transcript
 from envscaler_mcp.qa.wrong import (
     WrongSolution,
@@ -40,15 +46,17 @@ from envscaler_mcp.qa.wrong import (
     check_wrong_solutions,
     given_wrong_solutions,
 )
+from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.skeleton.models import FreeField
 
 __all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
-           "WrongSolution", "check_scenario", "replay_reference"]
+           "WrongSolution", "call_outcome", "check_scenario", "replay_reference"]
 
 StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "answer_probes",
-                   "mutation"]
+                   "mutation", "wrong_probes"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
 
 
@@ -58,6 +66,7 @@ class GateStep(BaseModel):
     name: StepName = Field(description="Which step.")
     status: StepStatus = Field(description="pass / fail / warn (reported, not fatal) / skip (not run).")
     reasons: list[str] = Field(default_factory=list, description="Why it failed, warned or was skipped.")
+    notes: list[str] = Field(default_factory=list, description="Reported, never fatal (e.g. probes of free fields).")
 
 
 class GateReport(BaseModel):
@@ -74,6 +83,10 @@ class GateReport(BaseModel):
     wrong_solutions: list[WrongSolutionResult] = Field(
         default_factory=list, description="What each wrong solution did to the checklist, when any were given.")
     mutation: MutationReport | None = Field(None, description="Mutation test, when asked for and reached.")
+    wrong_probes: WrongProbeReport | None = Field(
+        None, description="Wrong-solution probes built from the reference, run with the mutation test."
+    )
+    state_check: str = Field("", description="Why the state check is not available for the scenario ('' if it is).")
     final_state: State | None = Field(None, exclude=True, description="State after the replay (not saved).")
     transcript: JSONObject | None = Field(
         None, exclude=True, description="The reference transcript: replayed calls and the reference answer (not saved)."
@@ -102,10 +115,17 @@ def _errors(results: list[CheckResult], where: str) -> list[str]:
 
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
                          require_reference: bool = True, mutation: bool = False,
-                         wrong_solutions: Sequence[WrongSolution] = ()) -> GateReport:
+                         wrong_solutions: Sequence[WrongSolution] = (), free_fields: Sequence[FreeField] = (),
+                         references: ReferenceCache | None = None, env_key: str = "",
+                         validators_only: bool = False) -> GateReport:
     """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
 
     `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
+    `free_fields` are the environment's (skeleton.free_fields); `references` caches the reference replays
+    (shared with a run, keyed by `env_key`).
+    `validators_only` asks the mutation test for validators that guard every field the solution changes by
+    themselves (the scenario generator's bar for its checklists): no collateral or wrong-solution probes, and
+    unguarded fields warn instead of failing.
     """
     report = GateReport(env_id=scenario.env_id, scenario_id=scenario.id, title=scenario.title,
                         n_checks=len(scenario.checklist), steps=[])
@@ -131,16 +151,26 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     else:
         initial_reasons.append("no validators to run")
 
-    # 3. replay
+    # 3. replay (twice: it also gives the reference final state of the state check)
     replay_status: StepStatus = "pass"
     replay_reasons: list[str] = []
+    reference: Reference | None = None
     if not scenario.reference_solution:
         replay_status = "fail" if require_reference else "skip"
         replay_reasons.append("no reference solution, so the task is not proven solvable")
+        report.state_check = "the scenario has no reference solution"
     else:
-        report.replay, report.final_state, replay_reasons = await replay_reference(scenario, episode_factory)
+        reference = await (references if references is not None else ReferenceCache()).get(scenario, episode_factory, free_fields, env_key=env_key)
+        report.replay, report.final_state, replay_reasons = reference.calls, reference.final_state, list(
+            reference.replay_reasons)
+        report.state_check = reference.reason
         if replay_reasons:
             replay_status = "fail"
+        elif reference.reason or reference.nondeterministic:
+            replay_status = "warn"
+            replay_reasons += [f"the state check is not available: {reference.reason}"] if reference.reason else []
+            replay_reasons += [f"{p} differs between two replays, so it is free for the state check"
+                               for p, _ in reference.nondeterministic]
 
     # 4. final-true
     final_status: StepStatus = "skip"
@@ -174,15 +204,37 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     if answer_step is not None:
         add(answer_step)
 
-    # 7. mutation (optional; only meaningful when the final state passes every validator)
+    # 7. mutation and 8. wrong probes (optional)
     if mutation:
-        if final_status == "pass" and report.final_state is not None:
-            report.mutation = await mutation_check(scenario, report.final_state, sandbox, report.transcript)
-            status: StepStatus = "warn" if report.mutation.reasons() else "pass"
-            add(GateStep(name="mutation", status=status, reasons=report.mutation.reasons()))
-        else:
-            add(GateStep(name="mutation", status="skip", reasons=["needs a final state that passes every validator"]))
+        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only)
     return report
+
+
+async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
+                 reference: Reference | None, validators_only: bool) -> None:
+    """7. mutation and 8. wrong probes; only meaningful when the final state passes every validator."""
+    add = report.steps.append
+    if report.step("final_true").status != "pass" or report.final_state is None:
+        why = ["needs a final state that passes every validator"]
+        add(GateStep(name="mutation", status="skip", reasons=why))
+        if not validators_only:
+            add(GateStep(name="wrong_probes", status="skip", reasons=why))
+        return
+    report.mutation = await mutation_check(scenario, report.final_state, sandbox, reference,
+                                           validators_only=validators_only, transcript=report.transcript)
+    failed: StepStatus = "warn" if validators_only else "fail"
+    add(GateStep(name="mutation", status=failed if report.mutation.reasons() else "pass",
+                 reasons=report.mutation.reasons(), notes=report.mutation.notes()))
+    if validators_only:
+        return
+    try:
+        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference)
+    except Exception as exc:  # the server failed under a probe: report it, the other scenarios go on
+        add(GateStep(name="wrong_probes", status="fail",
+                     reasons=[f"the probes' episodes failed: {type(exc).__name__}: {exc}"]))
+        return
+    add(GateStep(name="wrong_probes", status="fail" if report.wrong_probes.reasons() else "pass",
+                 reasons=report.wrong_probes.reasons(), notes=report.wrong_probes.notes()))
 
 
 # Transcript items (see qa/transcript.py), kept apart from the state steps above.

@@ -1,16 +1,20 @@
-"""Mutation test of a scenario's validators: does every change the solution made matter to some validator?
+"""Mutation test of a scenario's scoring: does every deviation from the reference's final state fail?
 
-Starting from a final state on which every validator is True, each difference from the initial state is
-perturbed alone and the validators are run again:
+Starting from the reference solution's final state (every validator True), one field at a time is perturbed
+and the scoring runs again. Probes of the fields the solution changed:
 
 * a changed value is reverted to its initial value, and also set to a third value;
 * a removed value is restored;
 * an added value is removed, and every field inside it is set to another value one at a time.
 
-A probe is *caught* when at least one validator turns False (or errors). A field whose probes are not all
-caught is *unguarded*: e.g. a validator that only checks a new reservation exists leaves its fields
-unguarded. Incidental changes (a counter, a timestamp) also show up here; the report lists them, and the
-caller decides whether that matters.
+Collateral probes, of what the solution did NOT change (an agent that also cancels a second order):
+
+* in each dict of records the solution touched, another record gets the same field changes, and is removed;
+* each top-level attribute the solution left alone has its first field changed.
+
+A probe is *caught* when a validator turns False (or errors) or the state check (`qa.reference`) finds an
+unexpected change. A probe neither catches is *skipped* when its field is free (free text, a generated
+timestamp: any value is right), else it is *uncaught*: the scoring would pass a wrong final state.
 
 Transcript items see the reference transcript throughout (they cannot notice a state probe); the answer
 probes that test them are a gate step of their own (qa/transcript.py).
@@ -19,24 +23,36 @@ probes that test them are a gate step of their own (qa/transcript.py).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel, Field
 
-from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._json import JSON, JSONObject, State
+from envscaler_mcp.qa.reference import Reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import PathPart, diff_states, format_path
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
-_MAX_PROBES = 200
+_MAX_PROBES = 250
+_COLLATERAL_FIELDS = 3  # field changes copied to another record, per dict of records
 
 
 class Probe(BaseModel):
-    """One perturbation of the final state and the validators that noticed it."""
+    """One perturbation of the final state and what noticed it."""
 
     path: str = Field(description="Field that was perturbed, e.g. 'orders.O1.status'.")
     mutation: str = Field(description="What was done to it.")
+    collateral: bool = Field(False, description="The probe changes something the reference solution left alone.")
     caught_by: list[str] = Field(default_factory=list, description="Items whose validator turned False or errored.")
+    unexpected: list[str] = Field(
+        default_factory=list, description="What the state check found (first few unexpected changes)."
+    )
+    skipped: str | None = Field(None, description="Why an uncaught probe does not count: its field is free.")
+
+    @property
+    def caught(self) -> bool:
+        """A validator or the state check noticed the perturbation."""
+        return bool(self.caught_by or self.unexpected)
 
 
 class MutationReport(BaseModel):
@@ -48,18 +64,34 @@ class MutationReport(BaseModel):
     probes: list[Probe] = Field(default_factory=list, description="Every perturbation tried.")
     truncated: bool = Field(False, description="True when there were more fields than the probe budget.")
 
+    state_check: str | None = Field(
+        "", description="Why the state check could not help ('' when it ran; None: validators only were asked)."
+    )
+
+    @property
+    def uncaught(self) -> list[Probe]:
+        """Probes nothing caught, of fields that are not free."""
+        return [p for p in self.probes if not p.caught and p.skipped is None]
+
     @property
     def unguarded(self) -> list[str]:
         """Fields with at least one probe no validator caught, in order, without repeats."""
         return list(dict.fromkeys(p.path for p in self.probes if not p.caught_by))
 
     def reasons(self) -> list[str]:
-        """Human-readable problems (empty when every field is guarded)."""
+        """Human-readable problems (empty when every probe was caught)."""
         out = [f"{item} is not True on the final state, so fields cannot be probed" for item in self.baseline_failures]
-        out += [f"no validator notices when {p.path} is {p.mutation}" for p in self.probes if not p.caught_by]
+        neither = "no validator and no state check" if self.state_check == "" else "no validator"
+        out += [f"{neither} notices when {p.path} is {p.mutation}" for p in self.uncaught]
+        if self.uncaught and self.state_check:
+            out.append(f"the state check could not help: {self.state_check}")
         if self.truncated:
             out.append(f"only the first {_MAX_PROBES} probes were run")
         return out
+
+    def notes(self) -> list[str]:
+        """Probes skipped because their field is free (reported, not failures)."""
+        return [f"{p.path} is free ({p.skipped}): {p.mutation} is not checked" for p in self.probes if p.skipped]
 
 
 def perturb(value: Any) -> Any:
@@ -114,7 +146,7 @@ Step = tuple[list[PathPart], str, str, Any]  # path, description, edit ("set" | 
 
 
 def _plan(initial: Any, final: Any) -> list[Step]:
-    """Every probe, in diff order; the perturbed states are built one at a time when run."""
+    """Every probe of what the solution changed, in diff order; the states are built one at a time when run."""
     plan: list[Step] = []
     for change in diff_states(initial, final):
         path = change.path
@@ -136,21 +168,93 @@ def _plan(initial: Any, final: Any) -> list[Step]:
     return plan
 
 
+def is_records(value: JSON) -> TypeGuard[dict[str, JSONObject]]:
+    """A non-empty dict of records (dicts): orders by id, customers by id."""
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
+
+
+def _collateral_plan(initial: State, final: State) -> list[Step]:
+    """Probes of what the solution left alone: another record changed like the touched ones, or removed;
+    the first field of each untouched top-level attribute changed."""
+    plan: list[Step] = []
+    changes = diff_states(initial, final)
+    for name, before in initial.items():
+        after = final.get(name)
+        touched = [c for c in changes if c.path and c.path[0] == name]
+        if not touched:
+            leaves = [(p, v) for p, v in _leaves(before, [name]) if p != [name] or not isinstance(v, dict | list)]
+            if leaves:
+                path, value = leaves[0]
+                plan.append((path, f"set to {_short(perturb(value))} (left alone by the reference)", "set",
+                             perturb(value)))
+            continue
+        if not (is_records(before) and isinstance(after, dict)):
+            continue
+        hit = {c.path[1] for c in touched if len(c.path) > 1}
+        others = [k for k in before if k not in hit and k in after and after[k] == before[k]]
+        if not others:
+            continue
+        other = others[0]
+        fields = [c for c in touched if len(c.path) > 2 and c.op == "changed"][:_COLLATERAL_FIELDS]
+        for change in fields:
+            path = [name, other, *change.path[2:]]
+            try:
+                current = _get(after, path[1:])
+            except (KeyError, IndexError, TypeError):
+                continue
+            value = change.new if change.new != current else perturb(current)
+            plan.append((path, f"set to {_short(value)} like {format_path(change.path[:2])} (another record)",
+                         "set", value))
+        plan.append(([name, other], "removed (another record)", "delete", None))
+    return plan
+
+
+def _get(value: Any, path: list[PathPart]) -> Any:
+    for part in path:
+        value = value[part]
+    return value
+
+
 async def mutation_check(scenario: Scenario, final_state: State, sandbox: ValidatorSandbox,
+                         reference: Reference | None = None, *, validators_only: bool = False,
                          transcript: JSONObject | None = None) -> MutationReport:
-    """Perturb each field that differs from the initial state; report fields no validator guards.
-    `transcript` (the reference transcript) is what transcript items read meanwhile."""
+    """Perturb the final state field by field (what changed, and collateral); report what nothing notices.
+
+    With `reference`, a probe the validators miss may still be caught by the state check against it.
+    `validators_only`: only what the solution changed is probed, and only validators count.
+    `transcript` (the reference transcript) is what transcript items read meanwhile.
+    """
     items = scenario.checklist
     report = MutationReport()
     baseline = await sandbox.run(items, scenario.initial_state, final_state, transcript)
     report.baseline_failures = [r.item_id for r in baseline if not r.passed]
     if report.baseline_failures or not items:
         return report
-    plan = _plan(scenario.initial_state, final_state)
+    free = reference.free if reference is not None else None
+    state_check = reference.check(final_state) if reference is not None and not validators_only else None
+    if validators_only:
+        report.state_check, reference = None, None
+    elif state_check is None:
+        report.state_check = "no reference final state to compare with"
+    elif state_check.status == "not_available":
+        report.state_check = state_check.reason
+    elif state_check.status == "fail":  # the gate's final state is the reference's own: never expected
+        report.state_check = "the final state already fails the state check"
+    use_state = reference is not None and not report.state_check
+    plan = [(step, False) for step in _plan(scenario.initial_state, final_state)]
+    if not validators_only:
+        plan += [(step, True) for step in _collateral_plan(scenario.initial_state, final_state)]
     if len(plan) > _MAX_PROBES:
         plan, report.truncated = plan[:_MAX_PROBES], True
-    for path, description, how, value in plan:
-        results = await sandbox.run(items, scenario.initial_state, _edit(final_state, path, how, value), transcript)
-        report.probes.append(Probe(path=format_path(path), mutation=description,
-                                   caught_by=[r.item_id for r in results if not r.passed]))
+    for (path, description, how, value), collateral in plan:
+        probed = _edit(final_state, path, how, value)
+        results = await sandbox.run(items, scenario.initial_state, probed, transcript)
+        probe = Probe(path=format_path(path), mutation=description, collateral=collateral,
+                      caught_by=[r.item_id for r in results if not r.passed])
+        if use_state and reference is not None:
+            verdict = reference.check(probed)
+            probe.unexpected = [c.describe() for c in verdict.changes[:3]]
+        if not probe.caught and free is not None and free.reason(path) is not None:
+            probe.skipped = free.reason(path)
+        report.probes.append(probe)
     return report

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from envscaler_mcp.qa.mutation import Probe
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 from envscaler_mcp.scoring._facts import fact_spans
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT, call_record, make_transcript
 
-__all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "reference_transcript", "transcript_items"]
+__all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "calls_transcript", "reference_transcript", "transcript_items"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 _MAX_PROBES = 60
@@ -45,6 +45,13 @@ def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed]) -> dic
     the wrong thing and says the right one."""
     calls = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in replay]
     return make_transcript(calls, scenario.reference_answer or "")
+
+
+def calls_transcript(scenario: Scenario, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """The transcript of calls whose results were not kept (each counted as succeeded), followed by the
+    reference answer: how the gate's wrong-solution probes are judged."""
+    return make_transcript([call_record(c.tool, c.arguments, "{}", False) for c in calls],
+                           scenario.reference_answer or "")
 
 
 def _variants(answer: str) -> list[tuple[str, str]]:

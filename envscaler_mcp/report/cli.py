@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.report.export import ExportFormat, export_run
+from envscaler_mcp.report.export import ChecklistFilter, ExportFormat, StateCheckFilter, export_run
 from envscaler_mcp.report.html import load_run, write_report
 from envscaler_mcp.report.summary import summary_table
 
@@ -33,6 +33,16 @@ def export_run_command(
     min_score: Annotated[
         float | None, typer.Option("--min-score", help="Only episodes with at least this checklist score.")
     ] = None,
+    checklist: Annotated[
+        ChecklistFilter, typer.Option("--checklist", help="pass: only episodes whose every checklist item passed.")
+    ] = "any",
+    state_check: Annotated[
+        StateCheckFilter,
+        typer.Option(
+            "--state-check",
+            help="pass: only episodes whose final state passed the state check; not-fail: also those without one.",
+        ),
+    ] = "any",
     out: Annotated[
         Path | None, typer.Option("--out", help="Output file (default RUN_DIR/export-<format>.jsonl).")
     ] = None,
@@ -40,7 +50,7 @@ def export_run_command(
     """Export a run's trajectories for fine-tuning (OpenAI chat or ShareGPT JSONL)."""
     if not run_dir.is_dir():
         raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
-    typer.echo(str(export_run(run_dir, fmt, min_score, out)))
+    typer.echo(str(export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check)))
 
 
 def register(app: typer.Typer) -> None:

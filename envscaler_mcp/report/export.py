@@ -18,6 +18,8 @@ from envscaler_mcp.providers.tools import ERROR_PREFIX  # tool errors reach chat
 
 ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)
+ChecklistFilter = Literal["any", "pass"]
+StateCheckFilter = Literal["any", "pass", "not-fail"]
 
 
 def _tool_text(m: Message) -> str:
@@ -109,21 +111,31 @@ def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
     }
 
 
-def select(results: list[EpisodeResult], min_score: float | None) -> list[EpisodeResult]:
-    """Episodes worth exporting: never infra errors; with min_score, only scored episodes at or above it."""
+def select(results: list[EpisodeResult], min_score: float | None, *, checklist: ChecklistFilter = "any",
+           state_check: StateCheckFilter = "any") -> list[EpisodeResult]:
+    """Episodes worth exporting: never infra errors; with min_score, only scored episodes at or above it;
+    checklist 'pass': every scorable item passed; state_check 'pass': the state check passed, 'not-fail': it
+    passed or was not available."""
     kept = [r for r in results if r.status != "infra_error"]
     if min_score is not None:
         kept = [r for r in kept if r.score is not None and r.score >= min_score]
+    if checklist == "pass":
+        kept = [r for r in kept if r.score == 1.0]
+    if state_check == "pass":
+        kept = [r for r in kept if r.state_check == "pass"]
+    elif state_check == "not-fail":
+        kept = [r for r in kept if r.state_check != "fail"]
     return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
 
 
-def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None) -> Path:
+def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
+               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any") -> Path:
     """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); return the file written.
 
-    Default output: RUN_DIR/export-<fmt>.jsonl."""
+    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    results = select(RunDir(Path(run_dir)).read_results(), min_score)
+    results = select(RunDir(Path(run_dir)).read_results(), min_score, checklist=checklist, state_check=state_check)
     records: list[dict[str, Any]] = []
     for r in results:
         record = to_openai(r) if fmt == "openai" else to_sharegpt(r)
@@ -134,4 +146,5 @@ def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Pat
     return target
 
 
-__all__ = ["FORMATS", "ExportFormat", "export_run", "select", "to_openai", "to_sharegpt"]
+__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "StateCheckFilter", "export_run", "select", "to_openai",
+           "to_sharegpt"]

@@ -37,6 +37,15 @@ class GroupSummary(BaseModel):
     not_scorable: int = Field(
         0, description="Episodes without a score: no checklist item could be scored (reasons in not_scorable_why)."
     )
+    state_check_passed: int = Field(0, description="Episodes whose final state passed the state check.")
+    state_check_failed: int = Field(
+        0, description="Episodes whose final state differs from the reference solution's (collateral changes, "
+        "mismatches): failures under --success state and both."
+    )
+    state_check_not_available: int = Field(
+        0, description="Episodes (not infra errors) without a state check: no reference solution, its replay "
+        "failed, or no final state. Under --success both they are judged on the checklist alone."
+    )
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
@@ -71,6 +80,7 @@ class RunSummary(BaseModel):
     mode: str = Field(description="'task' or 'conversation'.")
     trials: int = Field(description="Trials per scenario.")
     planned: int = Field(0, description="Episodes planned ((scenario, trial) pairs).")
+    success_rule: str = Field("both", description="What success means in this run: checklist, state or both.")
     overall: GroupSummary = Field(description="Aggregates over the whole run.")
     per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
     isolation: dict[str, str] = Field(
@@ -106,6 +116,9 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         infra_share=round(statuses.get("infra_error", 0) / len(results), 4) if results else None,
         model_errors=statuses.get("model_error", 0),
         not_scorable=sum(1 for r in ran if r.score is None),
+        state_check_passed=sum(1 for r in ran if r.state_check == "pass"),
+        state_check_failed=sum(1 for r in ran if r.state_check == "fail"),
+        state_check_not_available=sum(1 for r in ran if r.state_check == "not_available"),
         status_counts=dict(sorted(statuses.items())),
         mean_score=agg.mean_score,
         success_rate=agg.success_rate,
@@ -143,6 +156,7 @@ def summarize(
     mode: str,
     trials: int,
     planned: int = 0,
+    success_rule: str = "both",
 ) -> RunSummary:
     """Summaries per environment and overall."""
     by_env: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -155,6 +169,7 @@ def summarize(
         mode=mode,
         trials=trials,
         planned=planned,
+        success_rule=success_rule,
         overall=summarize_group("overall", results, trials),
         per_env=[summarize_group(env, rs, trials) for env, rs in sorted(by_env.items())],
     )
@@ -179,14 +194,22 @@ def _infra(group: GroupSummary) -> str:
     return f"{group.infra_errors} ({_pct(group.infra_share)})"
 
 
+def _state(group: GroupSummary) -> str:
+    cell = f"{group.state_check_failed} fail"
+    return cell + (f", {group.state_check_not_available} n/a" if group.state_check_not_available else "")
+
+
 def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
-    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success)."""
+    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success); the state
+    check column when some episode failed it or had none."""
     k = summary.trials
+    state = bool(summary.overall.state_check_failed or summary.overall.state_check_not_available)
     title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
+    title += f" (success: {summary.success_rule})"
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
-    cols = ["environment", "n", "score", "success"]
+    cols = ["environment", "n", "score", "success"] + (["state check"] if state else [])
     if summary.trials > 1:
         cols += [f"pass@{k}", f"pass^{k}"]
     cols += ["steps", "tokens", "cost", "latency", "infra"]
@@ -198,7 +221,7 @@ def summary_table(summary: RunSummary) -> Table:
     body = []
     for g in rows:
         usage = g.agent_usage + g.user_usage
-        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)]
+        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)] + ([_state(g)] if state else [])
         if summary.trials > 1:
             cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
         cells += [
@@ -230,6 +253,7 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
         mode=config.episode.mode,
         trials=config.trials,
         planned=planned,
+        success_rule=config.episode.success,
     )
     summary.isolation = {name: report.level for name, report in manifest.isolation.items()}
     return summary

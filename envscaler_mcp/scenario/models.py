@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envscaler_mcp._json import JSONObject, State
-from envscaler_mcp.skeleton.models import Provenance, canonical_hash
+from envscaler_mcp.skeleton.models import FreeField, Provenance, canonical_hash
 
 CheckKind = Literal["state", "transcript"]
 
@@ -47,6 +47,22 @@ class ToolCall(BaseModel):
     arguments: JSONObject = Field(default_factory=dict, description="Arguments, as the tool's schema wants.")
 
 
+class StateCheckOptions(BaseModel):
+    """How the state check treats one scenario, on top of its environment's free fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    free: list[FreeField] = Field(default_factory=list, description="More free fields for this scenario.")
+    not_free: list[str] = Field(
+        default_factory=list,
+        description="Path patterns that are NOT free here although the environment declares them free (the task "
+        "dictates the exact text, say).",
+    )
+    disabled: str | None = Field(
+        None, description="Why the state check does not apply to this scenario; set: it is 'not_available'."
+    )
+
+
 class Scenario(BaseModel):
     """A task on an environment, checkable on the final state and on the transcript."""
 
@@ -74,6 +90,11 @@ class Scenario(BaseModel):
     difficulty: int | None = Field(None, description="Number of tool calls in the reference solution.")
     provenance: Provenance = Field(description="How this scenario was made.")
     extra: JSONObject = Field(default_factory=dict, description="Foreign-format fields kept for round trips.")
+    state_check: StateCheckOptions | None = Field(
+        None,
+        exclude_if=lambda value: value is None,  # unset: left out, so scenario files stay as they were
+        description="Scenario-specific options of the state check (extra or removed free fields, or off).",
+    )
 
     @field_validator("checklist")
     @classmethod

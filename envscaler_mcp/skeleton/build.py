@@ -13,7 +13,8 @@ from envscaler_mcp._io import read_json, validate_model
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.skeleton.checks import check_determinism, check_source, check_state_jsonable
-from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, Provenance, QualityReport, ToolKind
+from envscaler_mcp.skeleton.free_fields import infer_free_fields
+from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, FreeField, Provenance, QualityReport, ToolKind
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools, state_schema
 
 SOURCE_FILE = "environment.py"
@@ -35,6 +36,12 @@ class EnvMeta(BaseModel):
     rules: list[str] = Field(default_factory=list, description="Business rules the code enforces.")
     tool_kinds: dict[str, ToolKind] = Field(
         default_factory=dict, description="Overrides of the statically derived tool kinds, by tool name."
+    )
+    free_fields: list[FreeField] | None = Field(
+        None,
+        description="State paths the state check lets differ from the reference solution (free text, generated "
+        "timestamps), each with its reason; omitted: inferred from field names and types "
+        "(skeleton.free_fields).",
     )
     quality: QualityReport | None = Field(None, description="How the environment's quality was assessed.")
     notes: list[str] = Field(default_factory=list, description="Provenance notes.")
@@ -85,6 +92,7 @@ def build_skeleton(
             f"environment '{meta.id}': tool_kinds names unknown tool(s) {unknown}; the tools are {names}."
         )
     tools = [t.model_copy(update={"kind": meta.tool_kinds.get(t.name, t.kind)}) for t in tools]
+    state = extract_state(source, meta.class_name)
     skeleton = EnvSkeleton(
         id=meta.id,
         name=meta.name,
@@ -94,9 +102,10 @@ def build_skeleton(
         rules=meta.rules,
         class_name=meta.class_name,
         class_source=source,
-        state=extract_state(source, meta.class_name),
+        state=state,
         tools=tools,
         default_state=default_state,
+        free_fields=meta.free_fields if meta.free_fields is not None else infer_free_fields(state),
         provenance=provenance or Provenance(source="hand-authored", notes=meta.notes),
         quality=meta.quality,
     )

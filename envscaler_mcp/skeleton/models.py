@@ -87,6 +87,17 @@ class QualityReport(BaseModel):
     checks: list[QualityCheck] = Field(default_factory=list, description="Every judged call.")
 
 
+class FreeField(BaseModel):
+    """A state path whose value may differ from the reference solution's without failing the state check."""
+
+    path: str = Field(
+        description="Glob over state paths: keys separated by '.', '*' one key (or part of one: '*_at'), "
+        "'[*]' any list index, '**' any number of levels; e.g. 'orders.*.cancel_reason', "
+        "'tickets.*.comments[*].text'."
+    )
+    reason: str = Field(description="Why any value is acceptable: 'free text', 'generated timestamp' ...")
+
+
 class Provenance(BaseModel):
     """How an artefact was made."""
 
@@ -119,6 +130,12 @@ class EnvSkeleton(BaseModel):
     tools: list[ToolSpec] = Field(description="Public operations exposed as tools, in source order.")
     default_state: State = Field(
         default_factory=dict, description="A realistic initial state; keys are state attribute names."
+    )
+    free_fields: list[FreeField] = Field(
+        default_factory=list,
+        description="Fields the state check lets differ from the reference solution's final state (free text, "
+        "generated timestamps): declared in meta.json for the catalog, inferred for imported and synthesized "
+        "environments.",
     )
     provenance: Provenance = Field(description="How this skeleton was made.")
     quality: QualityReport | None = Field(None, description="Quality-check outcome, when one was run.")

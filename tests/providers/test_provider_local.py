@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.errors import ProviderNotConfigured
-from envscaler_mcp.providers import GenerationSettings, Message, ToolDef, get_provider
+from envscaler_mcp.providers import GenerationSettings, Message, ToolCallRequest, ToolDef, get_provider
 from envscaler_mcp.providers._adapter import RequestsBlocked
 from envscaler_mcp.providers.local.provider import LocalProvider, decision_schema
 from envscaler_mcp.providers.local.server import LocalServer, chat_template_path
 from envscaler_mcp.providers.local.weights import LOCAL_MODELS, LocalModel, ensure_weights, weights_status
-from tests.providers.fakes import FakeServer, openai_completion
+from tests.providers.fakes import FakeServer, llama_stream, openai_completion
 
 TOOLS = [ToolDef(name="get_order", description="Get an order by id.",
                  input_schema={"type": "object", "properties": {"order_id": {"type": "string"}},
@@ -92,8 +92,8 @@ def _local(fake: FakeServer) -> LocalProvider:
 async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake: FakeServer) -> None:
     decision = {"plan": "look up A-1 with get_order",
                 "tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": "invented"}
-    fake.answers += [(200, openai_completion(json.dumps(decision))),
-                     (200, openai_completion(json.dumps({"tool_calls": [], "reply": "It shipped."})))]
+    fake.answers += [(200, llama_stream(json.dumps(decision))),
+                     (200, llama_stream(json.dumps({"tool_calls": [], "reply": "It shipped."})))]
     p = _local(fake)
     history = [Message(role="system", content="Shop agent."), Message(role="user", content="Where is A-1?")]
     first = await p.complete(history, TOOLS)
@@ -106,7 +106,7 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     assert second.message.content == "It shipped." and second.message.tool_calls == []
     sent = fake.requests[1]
     assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
-    assert "get_order: Get an order by id." in sent["messages"][0]["content"]
+    assert "- get_order: Get an order by id.\n  parameters: order_id: str" in sent["messages"][0]["content"]
     assert json.loads(sent["messages"][2]["content"]) == {"plan": "look up A-1 with get_order",
                                                           "tool_calls": [decision["tool_calls"][0]], "reply": ""}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
@@ -116,8 +116,8 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
 @pytest.mark.anyio
 async def test_unreadable_decision_falls_back_to_text_parser(fake: FakeServer) -> None:
     text = '```json\n{"name": "cancel_order", "arguments": {"order_id": "B-77"}}\n```'
-    fake.answers += [(200, openai_completion(text)),
-                     (200, openai_completion('{"tool_calls": [{"name": "drop_db", "arguments": {}}], "reply": ""}'))]
+    fake.answers += [(200, llama_stream(text)),
+                     (200, llama_stream('{"tool_calls": [{"name": "drop_db", "arguments": {}}], "reply": ""}'))]
     p = _local(fake)
     turn = await p.complete([Message(role="user", content="cancel B-77")], TOOLS)
     assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("cancel_order", {"order_id": "B-77"})]
@@ -130,7 +130,7 @@ async def test_unreadable_decision_falls_back_to_text_parser(fake: FakeServer) -
 async def test_decision_cut_by_max_tokens_keeps_its_complete_calls(fake: FakeServer) -> None:
     torn = ('{\n  "plan": "look up then cancel",\n  "tool_calls": [\n    {"name": "get_order", "arguments": '
             '{"order_id": "B-77"}},\n    {"name": "cancel_order", "arguments": {"order_')
-    fake.answers.append((200, openai_completion(torn, finish="length")))
+    fake.answers.append((200, llama_stream(torn, finish="length")))
     turn = await _local(fake).complete([Message(role="user", content="cancel B-77")], TOOLS)
     assert [(c.name, c.arguments) for c in turn.message.tool_calls] == [("get_order", {"order_id": "B-77"})]
     assert turn.message.content == ""
@@ -211,8 +211,8 @@ async def test_native_mode_sends_tools_and_parses_text_calls(fake: FakeServer) -
 
 
 @pytest.mark.anyio
-async def test_local_timeout_is_raised_to_the_floor(fake: FakeServer) -> None:
-    fake.answers += [(200, openai_completion("a")), (200, openai_completion("b"))]
+async def test_local_timeout_follows_the_measured_speed(fake: FakeServer) -> None:
+    fake.answers += [(200, openai_completion("a")), (200, openai_completion("b")), (200, openai_completion("c"))]
     p = _local(fake)
     seen: list[float] = []
     original = p._attempts
@@ -223,5 +223,80 @@ async def test_local_timeout_is_raised_to_the_floor(fake: FakeServer) -> None:
 
     p._attempts = spy  # type: ignore[method-assign]
     await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=5))
+    unmeasured = seen[0]
+    assert unmeasured > 900  # a slow machine's guess: a cold prompt may take many minutes
+    # the server measured 500 prompt tok/s and 100 generated tok/s: the limit shrinks accordingly
+    p.server.activity.timings({"prompt_n": 800, "prompt_per_second": 500.0, "predicted_n": 50,
+                               "predicted_per_second": 100.0})
+    await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=5))
+    assert 60 < seen[1] < 120 and seen[1] == p.turn_budget_s(GenerationSettings(timeout_s=5))
     await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=2000))
-    assert seen == [900.0, 2000.0]
+    assert seen[2] == 2000.0  # a longer timeout asked for is kept
+
+
+@pytest.mark.anyio
+async def test_streamed_decision_reports_speed_and_ends_idle(fake: FakeServer) -> None:
+    decision = {"plan": "p", "tool_calls": [{"name": "get_order", "arguments": {"order_id": "A-1"}}], "reply": ""}
+    fake.answers.append((200, llama_stream(json.dumps(decision), prompt=1200, cached=1000, completion=30)))
+    p = _local(fake)
+    turn = await p.complete([Message(role="user", content="Where is A-1?")], TOOLS)
+    assert turn.usage.input_tokens == 1200 and turn.usage.cached_tokens == 1000 and turn.usage.output_tokens == 30
+    sent = fake.requests[0]
+    assert sent["stream"] is True and sent["return_progress"] is True and sent["max_tokens"] == 600
+    activity = p.server.activity
+    assert activity.prompt_tok_s == 200.0 and activity.gen_tok_s == 15.0
+    assert activity.state == "idle" and activity.describe() == ""
+
+
+@pytest.mark.local_model
+@pytest.mark.timeout(600)
+@pytest.mark.anyio
+@pytest.mark.skipif(_installed("qwen2.5-coder-0.5b") is not None, reason=str(_installed("qwen2.5-coder-0.5b")))
+async def test_real_server_restores_the_saved_prompt_after_a_restart(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    monkeypatch.setenv("ENVSCALER_MCP_BLOCK_REQUESTS", "0")  # loopback only
+    from envscaler_mcp.providers.local.server import LocalServer
+
+    weights = LOCAL_MODELS["qwen2.5-coder-0.5b"]
+    system = Message(role="system", content="You manage a shop's orders.")
+    cached = []
+    for task in ("Cancel order B-77.", "Where is order A-1?"):  # two runs: a server each, one cache folder
+        server = LocalServer(model_path=ensure_weights(weights), runtime="xllamacpp", threads=1, ctx=2048,
+                             prompt_cache=tmp_path)
+        p = LocalProvider("local/qwen2.5-coder-0.5b", weights, server)
+        try:
+            turn = await p.complete([system, Message(role="user", content=task)], TOOLS,
+                                    GenerationSettings(max_tokens=40))
+        finally:
+            await p.aclose()
+            server.stop()
+        cached.append((turn.usage.input_tokens, turn.usage.cached_tokens))
+    assert len(list(tmp_path.glob("*.bin"))) == 1 and len(list(tmp_path.glob("*.json"))) == 1
+    (first_in, first_cached), (second_in, second_cached) = cached
+    assert first_cached == 0 and first_in > 200
+    # the second run read only its task: everything up to the user's message came from the saved file
+    assert second_cached >= first_in - 20 and second_in - second_cached < 20
+
+
+@pytest.mark.anyio
+async def test_a_repeated_answered_call_is_turned_into_an_answer_request(fake: FakeServer) -> None:
+    again = {"plan": "p", "tool_calls": [{"name": "cancel_order", "arguments": {"order_id": "B-77"}}], "reply": ""}
+    fake.answers += [(200, llama_stream(json.dumps(again), prompt=300, completion=20)),
+                     (200, llama_stream(json.dumps({"plan": "answer", "tool_calls": [], "reply": "B-77 is cancelled."}),
+                                        prompt=350, cached=300, completion=12))]
+    p = _local(fake)
+    done = Message(role="assistant", tool_calls=[ToolCallRequest(id="c1", name="cancel_order",
+                                                                 arguments={"order_id": "B-77"})])
+    history = [Message(role="user", content="Cancel B-77."), done,
+               Message(role="tool", tool_call_id="c1", name="cancel_order", content='{"success": true}')]
+    turn = await p.complete(history, TOOLS)
+    assert turn.message.tool_calls == [] and turn.message.content == "B-77 is cancelled."
+    assert turn.usage.input_tokens == 650 and turn.usage.output_tokens == 32
+    retry = fake.requests[1]
+    assert retry["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]["maxItems"] == 0
+    assert "already made" in retry["messages"][-1]["content"]
+    # a call whose earlier result was an error may be tried again, and a new call is never second-guessed
+    history[-1] = history[-1].model_copy(update={"is_error": True})
+    fake.answers.append((200, llama_stream(json.dumps(again))))
+    assert (await p.complete(history, TOOLS)).message.tool_calls
+    assert len(fake.requests) == 3

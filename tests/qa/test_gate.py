@@ -110,21 +110,26 @@ async def test_missing_reference_empty_checklist_and_broken_server() -> None:
 async def test_mutation_check_flags_an_existence_only_validator() -> None:
     exists_only = "def check_func(final_state):\n    return any(n['order_id'] == 'O1' for n in final_state['notes'])\n"
     report = await gate(scenario([(CANCELLED, True), (exists_only, True)]), mutation=True)
-    assert report.passed  # the mutation test warns, it does not fail the gate
-    assert report.mutation is not None and report.step("mutation").status == "warn"
-    assert report.mutation.unguarded == ["notes[0].text", "notes[0].author"]
+    assert report.mutation is not None
+    assert report.mutation.unguarded == ["notes[0].text", "notes[0].author", "orders.O2.status", "orders.O2"]
     caught = {(p.path, p.mutation): p.caught_by for p in report.mutation.probes}
     assert caught[("orders.O1.status", "reverted to its initial value \"pending\"")] == ["c1"]
     assert caught[("notes[0]", "removed again")] == ["c2"]
+    # what no validator guards, the state check catches: the gate passes
+    assert report.passed and report.step("mutation").status == "pass" and report.mutation.uncaught == []
+    text = next(p for p in report.mutation.probes if p.path == "notes[0].text")
+    assert text.caught_by == [] and text.unexpected == ['notes[0].text: expected "refund requested", got "refund '
+                                                        'requested-x"']
 
 
 async def test_mutation_check_passes_when_every_field_is_guarded() -> None:
     full_note = ("def check_func(final_state):\n"
                  "    return final_state['notes'] == [{'order_id': 'O1', 'text': 'refund requested', 'author': 'agent'}]\n")
-    report = await gate(scenario([(CANCELLED, True), (full_note, True)]), mutation=True)
+    report = await gate(scenario([(CANCELLED, True), (full_note, True), (O2_UNTOUCHED, False)]), mutation=True)
     assert report.step("mutation").status == "pass", report.reasons()
     assert report.mutation is not None and report.mutation.unguarded == []
-    assert len(report.mutation.probes) == 6  # status: revert + other value; note: removal + 3 fields
+    # status: revert + other value; note: removal + 3 fields; collateral: O2 cancelled too, O2 removed
+    assert len(report.mutation.probes) == 8 and sum(p.collateral for p in report.mutation.probes) == 2
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> list[ToolCall]:

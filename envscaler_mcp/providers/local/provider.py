@@ -28,7 +28,16 @@ from envscaler_mcp.providers.base import (
     ToolCallRequest,
     ToolDef,
 )
+from envscaler_mcp.providers.local.kvcache import CacheEntry
+from envscaler_mcp.providers.local.prompt import (
+    NATIVE_NUDGE,
+    ToolStyle,
+    decision_schema,
+    decision_system_prompt,
+    decision_text,
+)
 from envscaler_mcp.providers.local.server import LocalServer, pick_runtime, shared_server
+from envscaler_mcp.providers.local.stream import stream_chat
 from envscaler_mcp.providers.local.weights import (
     DEFAULT_LOCAL_MODEL,
     LocalModel,
@@ -41,68 +50,33 @@ from envscaler_mcp.providers.registry import register_provider
 from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
 
-DECISION_RULES = """\
-Answer with one JSON object: {"plan": "...", "tool_calls": [{"name": ..., "arguments": {...}}], "reply": "..."}.
-"plan" is one short sentence: which function gives the data the user asks about or makes the change, or \
-"answer" when the results you have already suffice.
-Rules:
-1. You know nothing about the user's data (records, ids, statuses, amounts) except what function results \
-tell you. To answer a question about it or to change it, call the matching function(s): put the call(s) in \
-"tool_calls" and leave "reply" empty.
-2. Function results come back inside <tool_response> tags. Read them. Never call a function again with the same \
-arguments once you have its response.
-3. When the results show the task is done, or they answer the user's question, set "tool_calls" to [] and write \
-in "reply" a short final answer to the user, based only on the results.
-4. If a result starts with ERROR, fix the arguments or explain the problem in "reply".
-5. Only for greetings and thanks, set "tool_calls" to [] and answer in "reply"."""
+# A decision is a plan, a few calls or a short answer; longer output is a runaway (the text parser still reads
+# the calls of a cut decision).
+MAX_DECISION_TOKENS = 600
+COLD_PROMPT_GUESS = 2500  # tokens of a whole prompt before one has been measured
+SAFETY = 3.0
 
 
-NATIVE_NUDGE = (
-    "Call a function whenever one fits: the user's data is known only through function results. "
-    "Once a <tool_response> gives you the information you need, do not call the function again: "
-    "reply to the user in one or two plain sentences."
-)
+REPEAT_NOTE = ("(note from the system: the function call(s) you chose were already made with these arguments, "
+               "and their results are above. Do not call them again: read the results and write your final "
+               "answer in \"reply\".)")
 
 
-def decision_schema(tools: list[ToolDef]) -> dict[str, Any]:
-    """JSON Schema of one decision; each call's arguments follow its own tool's input schema."""
-    variants = [
-        {"type": "object",
-         "properties": {"name": {"const": t.name}, "arguments": t.input_schema or {"type": "object"}},
-         "required": ["name", "arguments"]}
-        for t in tools
-    ]
-    return {
-        "type": "object",
-        "properties": {"plan": {"type": "string", "maxLength": 160},
-                       "tool_calls": {"type": "array", "items": {"anyOf": variants}},
-                       "reply": {"type": "string"}},
-        "required": ["plan", "tool_calls", "reply"],
-    }
-
-
-def decision_system_prompt(system: str, tools: list[ToolDef]) -> str:
-    """The caller's system prompt, then the function list and the decision rules."""
-    lines = [system.strip() or "You are a helpful agent that completes the user's task with functions.", "",
-             "You can call these functions:"]
-    for t in tools:
-        lines.append(f"- {t.name}: {t.description.strip()}")
-        lines.append(f"  parameters: {json.dumps(t.input_schema, ensure_ascii=False, separators=(',', ':'))}")
-    return "\n".join([*lines, "", DECISION_RULES])
-
-
-def _decision_text(message: Message) -> str:
-    calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    plan = message.reasoning or ("call the functions" if calls else "answer")
-    return json.dumps({"plan": plan, "tool_calls": calls, "reply": "" if calls else message.content},
-                      ensure_ascii=False)
+def repeats_answered_calls(messages: Sequence[Message], calls: list[ToolCallRequest]) -> bool:
+    """True when every call repeats, with the same arguments, a call of this conversation that got a
+    result which is not an error."""
+    made = {c.id: (c.name, json.dumps(c.arguments, sort_keys=True)) for m in messages if m.role == "assistant"
+            for c in m.tool_calls}
+    answered = {made[m.tool_call_id] for m in messages
+                if m.role == "tool" and not m.is_error and m.tool_call_id in made}
+    return all((c.name, json.dumps(c.arguments, sort_keys=True)) in answered for c in calls)
 
 
 class LocalProvider(OpenAIChatProvider):
     """Talks to the shared local llama.cpp server, starting it on the first call."""
 
     def __init__(self, spec: str, weights: LocalModel, server: LocalServer, *, client: Any = None,
-                 mode: Literal["decision", "native"] = "decision", min_timeout_s: float = 900.0,
+                 mode: Literal["decision", "native"] = "decision", tool_style: ToolStyle = "compact",
                  **options: Any) -> None:
         options.setdefault("max_concurrency", 1)
         super().__init__(spec, client, model=spec.split("/", 1)[-1], text_tool_calls=True, official=False,
@@ -110,17 +84,27 @@ class LocalProvider(OpenAIChatProvider):
         self.weights = weights
         self.server = server
         self.mode = mode
-        # A CPU model needs minutes for a cold 3,000-token prompt on a busy machine; a shorter timeout only
-        # cancels and repeats the work.
-        self.min_timeout_s = min_timeout_s
+        self.tool_style: ToolStyle = tool_style
         self._calls = 0
+        self._prompt_tokens = 0  # size of the last whole prompt: what a cold turn would have to read
+
+    def turn_budget_s(self, settings: GenerationSettings | None = None) -> float:
+        """Seconds one more turn may take at the speed this server has measured (before any measurement, a
+        slow machine's): reading the last prompt in full (as if its cache were lost) and writing the longest
+        decision, times `SAFETY`, plus a minute. The episode limit and the per-request timeout derive from it."""
+        settings = settings or GenerationSettings()
+        prompt = max(self._prompt_tokens, COLD_PROMPT_GUESS)
+        longest = min(settings.max_tokens or MAX_DECISION_TOKENS, MAX_DECISION_TOKENS)
+        return 60.0 + SAFETY * self.server.activity.seconds_for(prompt, longest)
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
                        settings: GenerationSettings | None = None) -> AssistantTurn:
-        """One call; the per-request timeout is raised to at least `min_timeout_s`."""
+        """One call; the per-request timeout is raised to this machine's `turn_budget_s`: a CPU model reads a
+        cold prompt for minutes on a busy machine, and a shorter timeout only cancels and repeats the work."""
         settings = settings or GenerationSettings()
-        if settings.timeout_s < self.min_timeout_s:
-            settings = settings.model_copy(update={"timeout_s": self.min_timeout_s})
+        budget = self.turn_budget_s(settings)
+        if settings.timeout_s < budget:
+            settings = settings.model_copy(update={"timeout_s": budget})
         return await super().complete(messages, tools, settings)
 
     async def _client(self) -> Any:
@@ -136,17 +120,16 @@ class LocalProvider(OpenAIChatProvider):
     def decision_body(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> dict[str, Any]:
         """Chat-completions body for a constrained decision turn."""
         system = "\n\n".join(m.content for m in messages if m.role == "system")
-        converted: list[Message] = [Message(role="system", content=decision_system_prompt(system, tools))]
+        converted: list[Message] = [Message(role="system", content=decision_system_prompt(system, tools, self.tool_style))]
         for m in messages:
             if m.role == "system":
                 continue
-            converted.append(Message(role="assistant", content=_decision_text(m)) if m.role == "assistant" else m)
+            converted.append(Message(role="assistant", content=decision_text(m)) if m.role == "assistant" else m)
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(converted, ToolNames()),
                                 "response_format": json_schema_format(decision_schema(tools))}
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
-        if settings.max_tokens is not None:
-            body["max_tokens"] = settings.max_tokens
+        body["max_tokens"] = min(settings.max_tokens or MAX_DECISION_TOKENS, MAX_DECISION_TOKENS)
         if settings.seed is not None:
             body["seed"] = settings.seed
         return body
@@ -180,16 +163,63 @@ class LocalProvider(OpenAIChatProvider):
     async def _send(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
         client = await self._client()
         if not tools or settings.json_schema is not None:
+            self.server.current_prefix = None
             return await super()._send(messages, tools, settings)
         if self.mode == "native":
+            self.server.current_prefix = None
             return await super()._send(self.native_messages(messages), tools, settings)
         body = self.decision_body(messages, tools, settings)
-        response = await client.chat.completions.create(**body, timeout=settings.timeout_s)
-        turn = self.turn_from_response(response, [], ToolNames())
-        calls, reply, plan = self.read_decision(turn.message.content, tools)
+        entry = self.server.cache_entry(self.weights.sha256, body["messages"][0]["content"])
+        saved = await self._restore(entry)
+        answer = await stream_chat(client, body, self.server.activity, settings.timeout_s)
+        self._prompt_tokens = answer.prompt_tokens
+        if entry is not None:
+            self.server.current_prefix = entry.key
+            if not saved:
+                await self._save(entry, answer.prompt_tokens + answer.completion_tokens)
+        calls, reply, plan = self.read_decision(answer.content, tools)
+        if calls and repeats_answered_calls(messages, calls):
+            # The small model tends to call again what it has just done instead of answering: ask once more,
+            # with the calls' results in view and a grammar that allows an answer only.
+            retry = self.decision_body([*messages, Message(role="user", content=REPEAT_NOTE)], tools, settings)
+            retry["response_format"] = json_schema_format(decision_schema(tools, answer_only=True))
+            second = await stream_chat(client, retry, self.server.activity, settings.timeout_s)
+            answer.prompt_tokens += second.prompt_tokens
+            answer.completion_tokens += second.completion_tokens
+            answer.cached_tokens += second.cached_tokens
+            answer.finish_reason = second.finish_reason
+            calls, reply, plan = self.read_decision(second.content, tools)
         message = Message(role="assistant", content=reply, tool_calls=calls, reasoning=plan)
-        finish = "tool_calls" if calls else turn.finish_reason
-        return turn.model_copy(update={"message": message, "finish_reason": finish})
+        finish = "tool_calls" if calls else answer.finish_reason
+        usage = self.prices.usage(self.spec, answer.prompt_tokens, answer.completion_tokens, answer.cached_tokens)
+        return AssistantTurn(message=message, usage=usage, finish_reason=finish, model=self.spec)
+
+    async def _restore(self, entry: CacheEntry | None) -> bool:
+        """Load the saved KV cache of this system prompt unless the slot holds it; True when a valid file
+        exists (nothing to save afterwards)."""
+        if entry is None:
+            return False
+        if not await anyio.to_thread.run_sync(entry.valid):
+            return False
+        if self.server.current_prefix == entry.key:
+            return True
+        self.server.activity.set("restoring")
+        try:
+            answer = await anyio.to_thread.run_sync(self.server.slot_action, "restore", entry.bin_path.name)
+        finally:
+            self.server.activity.set("idle")
+        if answer is None:  # refused (another build's file under a colliding key, or the slot was busy)
+            return False
+        self.server.current_prefix = entry.key
+        return True
+
+    async def _save(self, entry: CacheEntry, tokens: int) -> None:
+        """Save the slot (which now starts with this system prompt) under the prompt's key."""
+        answer = await anyio.to_thread.run_sync(self.server.slot_action, "save", entry.temp_name())
+        if answer is not None:
+            await anyio.to_thread.run_sync(entry.commit, tokens)
+        else:
+            await anyio.to_thread.run_sync(entry.discard)
 
 
 class LocalOptions(NetworkOptions):
@@ -200,7 +230,8 @@ class LocalOptions(NetworkOptions):
     client: Any = Field(None, description="An OpenAI SDK client for the local server (tests inject fakes).")
     runtime: str | None = Field(None, description="auto, llama-server or xllamacpp (default: "
                                 "ENVSCALER_MCP_LOCAL_RUNTIME, else auto).")
-    threads: int | None = Field(None, ge=1, description="CPU threads (default: ENVSCALER_MCP_LOCAL_THREADS, else 2).")
+    threads: int | None = Field(None, ge=1, description="CPU threads (default: ENVSCALER_MCP_LOCAL_THREADS, else "
+                                "one per core).")
     ctx: int = Field(8192, ge=512, description="Context window in tokens.")
     mode: Literal["decision", "native"] = Field("decision", description="Grammar-constrained decisions or "
                                                 "native tool calls.")
@@ -213,7 +244,7 @@ def local_provider(spec: str, model: str, options: LocalOptions) -> Provider:
     """`local/<model>` (or `local`): the embedded model, served by a shared llama.cpp server."""
     env = os.environ if options.env is None else options.env
     runtime = options.runtime or env.get("ENVSCALER_MCP_LOCAL_RUNTIME") or "auto"
-    threads = options.threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 2)
+    threads = options.threads or int(env.get("ENVSCALER_MCP_LOCAL_THREADS") or 0)  # 0: one per core
     weights = get_local_model(model or DEFAULT_LOCAL_MODEL)
     if runtime not in ("auto", "llama-server", "xllamacpp"):
         raise UsageError(f"unknown local runtime '{runtime}'; use auto, llama-server or xllamacpp")

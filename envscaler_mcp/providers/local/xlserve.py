@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--flash-attn", choices=["auto", "on", "off"], default="auto")
+    parser.add_argument("--kv-type", choices=["f16", "q8_0"], default="f16")
+    parser.add_argument("--poll", type=int, default=50, help="Busy-wait level of idle threads (0-100).")
+    parser.add_argument("--slot-save-path", default=None)
     parser.add_argument("--chat-template-file", default=None)
     args = parser.parse_args(argv)
 
@@ -32,12 +37,26 @@ def main(argv: list[str] | None = None) -> int:
     params.port = args.port
     params.n_ctx = args.ctx
     params.n_parallel = 1
+    params.n_batch = args.batch
+    params.n_ubatch = args.batch
+    params.flash_attn_type = {"auto": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO,
+                              "on": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                              "off": xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED}[args.flash_attn]
+    kv = xllamacpp.ggml_type.GGML_TYPE_Q8_0 if args.kv_type == "q8_0" else xllamacpp.ggml_type.GGML_TYPE_F16
+    params.cache_type_k = kv
+    params.cache_type_v = kv
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
+    if args.slot_save_path:
+        # llama.cpp's own flag parser adds the trailing separator; the file name is appended to this string
+        params.slot_save_path = os.path.join(args.slot_save_path, "")
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.use_jinja = True
     params.cache_prompt = True
     params.ui = False
     params.endpoint_props = True
+    params.endpoint_slots = True
     if args.chat_template_file:
         params.chat_template = Path(args.chat_template_file).read_text(encoding="utf-8")
 

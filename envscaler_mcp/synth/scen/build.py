@@ -122,8 +122,8 @@ class ScenarioBuilder:
             reason = "the reference solution calls no state-changing tool, so the task does not change the state"
             return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; the task must ask for "
                            "changes (create, update, cancel …), not only information")
-        report = await check_scenario(scenario, self.episode_factory, self.sandbox,
-                                      mutation=self.require_mutation)
+        report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
+                                      free_fields=self.ctx.skeleton.free_fields, validators_only=True)
         return diagnose(report, scenario, self.require_mutation)
 
     async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:

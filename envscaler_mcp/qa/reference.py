@@ -1,0 +1,187 @@
+"""The reference final state of a scenario, and the state check of an agent's final state against it.
+
+The reference solution is replayed through real server episodes started at the scenario's initial state
+(twice: any field whose value differs between the two replays is non-deterministic, so free). The result is
+cached per scenario for the life of a `ReferenceCache` (one per run, or per gate invocation): all trials of a
+scenario share one replay, and the gate's replay fills the same cache.
+
+`Reference.check(agent_final)` gives the verdict: pass / fail (with the unexpected changes) / not_available
+(with the reason: no reference solution, its replay failed, two replays disagree on which records exist,
+no final state to compare, or the scenario turns the check off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from envscaler_mcp._json import State
+from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring.freefields import FreeFields
+from envscaler_mcp.scoring.statecheck import (
+    StateCheckStatus,
+    UnexpectedChange,
+    compare_states,
+    nondeterministic_fields,
+)
+from envscaler_mcp.skeleton.models import FreeField, canonical_hash
+
+NO_REFERENCE = "the scenario has no reference solution"
+_REPLAYS = 2
+_INFRA_ATTEMPTS = 3
+
+
+class StateVerdict(BaseModel):
+    """The state check of one final state."""
+
+    status: StateCheckStatus = Field(description="pass / fail / not_available.")
+    reason: str = Field("", description="Why it is not available.")
+    changes: list[UnexpectedChange] = Field(default_factory=list, description="Unexpected changes (when failed).")
+    ignored: list[str] = Field(default_factory=list, description="Free-field paths whose values differ.")
+
+
+def scenario_free_fields(scenario: Scenario, env_free: Sequence[FreeField] = ()) -> FreeFields:
+    """The environment's free fields with the scenario's own additions and exceptions."""
+    options = scenario.state_check
+    extra = options.free if options else []
+    return FreeFields([*env_free, *extra], options.not_free if options else [])
+
+
+def fixed_keys(scenario: Scenario) -> set[str]:
+    """Strings the reference solution passes as arguments: keys the task names, never renamed."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for call in scenario.reference_solution:
+        walk(call.arguments)
+    return found
+
+
+@dataclass
+class Reference:
+    """A scenario's reference final state and how to compare other final states with it."""
+
+    scenario: Scenario
+    final_state: State | None
+    calls: list[ReplayCall] = field(default_factory=list)
+    replay_reasons: list[str] = field(default_factory=list)
+    unavailable: str = ""
+    free: FreeFields = field(default_factory=FreeFields)
+    nondeterministic: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def reason(self) -> str:
+        """Why the state check is not available for this scenario ('' when it is)."""
+        options = self.scenario.state_check
+        if options is not None and options.disabled:
+            return f"the scenario turns the state check off: {options.disabled}"
+        return self.unavailable
+
+    def check(self, agent_final: State | None, *, no_state_reason: str = "") -> StateVerdict:
+        """The state check of `agent_final` (None: the final state could not be read)."""
+        if self.reason or self.final_state is None:
+            return StateVerdict(status="not_available", reason=self.reason or "no reference final state")
+        if agent_final is None:
+            return StateVerdict(status="not_available", reason=no_state_reason or "the final state could not be read")
+        result = compare_states(self.scenario.initial_state, self.final_state, agent_final, self.free,
+                                fixed_keys(self.scenario))
+        return StateVerdict(status="pass" if result.passed else "fail", changes=result.changes,
+                            ignored=result.ignored)
+
+
+def unavailable(scenario: Scenario, reason: str) -> Reference:
+    """A Reference whose state check is not available, for the given reason."""
+    return Reference(scenario=scenario, final_state=None, unavailable=reason)
+
+
+async def _replay(scenario: Scenario, factory: EpisodeFactory) -> tuple[list[ReplayCall], State | None,
+                                                                         list[str]]:
+    """One replay; an episode that fails without a failing call (the server, the transport) is retried."""
+    for attempt in range(1, _INFRA_ATTEMPTS + 1):
+        calls, final, reasons = await replay_reference(scenario, factory)
+        if final is not None or (calls and not calls[-1].ok) or attempt == _INFRA_ATTEMPTS:
+            return calls, final, reasons
+        await anyio.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
+                          replays: int = _REPLAYS) -> Reference:
+    """Replay the reference solution `replays` times (concurrently) and build the scenario's Reference."""
+    started = anyio.current_time()
+    free = scenario_free_fields(scenario, env_free)
+    if not scenario.reference_solution:
+        return Reference(scenario=scenario, final_state=None, unavailable=NO_REFERENCE, free=free)
+    results: list[Any] = [None] * max(1, replays)
+
+    async def one(n: int) -> None:
+        results[n] = await _replay(scenario, factory)
+
+    async with anyio.create_task_group() as tg:
+        for n in range(len(results)):
+            tg.start_soon(one, n)
+    calls, final, reasons = results[0]
+    ref = Reference(scenario=scenario, final_state=final, calls=calls, replay_reasons=reasons, free=free)
+    if final is None:
+        ref.unavailable = "the reference solution failed when replayed: " + "; ".join(reasons)
+    else:
+        for _, other, other_reasons in results[1:]:
+            if other is None:
+                ref.unavailable = "a second replay of the reference solution failed: " + "; ".join(other_reasons)
+                break
+            patterns, problems = nondeterministic_fields(scenario.initial_state, final, other, free)
+            if problems:
+                ref.unavailable = "two replays of the reference solution disagree: " + "; ".join(problems[:5])
+                break
+            ref.nondeterministic += [p for p in patterns if p not in ref.nondeterministic]
+        if ref.nondeterministic:
+            ref.free = free + FreeFields(ref.nondeterministic)
+    ref.seconds = round(anyio.current_time() - started, 4)
+    return ref
+
+
+class ReferenceCache:
+    """References by scenario, computed once each (concurrent requests for one scenario wait for the first)."""
+
+    def __init__(self, replays: int = _REPLAYS) -> None:
+        self.replays = replays
+        self._done: dict[tuple[str, str, str], Reference] = {}
+        self._locks: dict[tuple[str, str, str], anyio.Lock] = {}
+
+    @staticmethod
+    def key(scenario: Scenario, env_key: str = "") -> tuple[str, str, str]:
+        """Cache key: environment, scenario id (a hash of its initial state, task and checklist), and the content
+        of its reference solution and state-check options."""
+        body = [[c.tool, c.arguments] for c in scenario.reference_solution]
+        options = scenario.state_check.model_dump(mode="json") if scenario.state_check else None
+        return env_key, scenario.id or scenario.compute_id(), canonical_hash([body, options])
+
+    async def get(self, scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
+                  env_key: str = "") -> Reference:
+        """The scenario's Reference, replayed through `factory` the first time it is asked for."""
+        key = self.key(scenario, env_key)
+        if key in self._done:
+            return self._done[key]
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
+            if key not in self._done:
+                self._done[key] = await build_reference(scenario, factory, env_free, replays=self.replays)
+        return self._done[key]
+
+    def __len__(self) -> int:
+        return len(self._done)
