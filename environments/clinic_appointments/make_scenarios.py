@@ -357,5 +357,48 @@ WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "My upcoming appointments",
+        "task": "Hello, this is Daniel Brooks, born 1998-08-27. I've lost track of my visits: which appointments "
+                "do I have coming up, and with which doctor, on what day and at what time?",
+        "solution": [("find_patients", {"name": "Daniel Brooks", "date_of_birth": "1998-08-27"}),
+                     ("list_appointments", {"patient_id": "PT-1004", "upcoming_only": True}),
+                     ("list_doctors", {})],
+        "answer": "You have three upcoming appointments: today, 2026-04-07, at 10:00 with Dr. David Kaplan "
+                  "(post-ECG follow-up); 2026-04-08 at 09:00 with Dr. Farid Rahman (mole check); and 2026-04-10 "
+                  "at 09:30, also with Dr. Farid Rahman (eczema flare).",
+        "checks": [
+            ("Has the agent said Daniel has three upcoming appointments?", "says(transcript, 3)"),
+            ("Has the agent given the visit with Dr. Kaplan on 2026-04-07 at 10:00?",
+             "says(transcript, 'Kaplan', '2026-04-07', '10:00')"),
+            ("Has the agent given the visit with Dr. Rahman on 2026-04-08 at 09:00?",
+             "says(transcript, 'Rahman', '2026-04-08', '09:00')"),
+            ("Has the agent given the visit on 2026-04-10 at 09:30?", "says(transcript, '2026-04-10', '09:30')"),
+            ("Has the agent looked up Daniel's appointments?",
+             "called(transcript, 'list_appointments', patient_id='PT-1004')"),
+        ],
+    },
+    {
+        "title": "A dermatologist who sees new patients by video",
+        "task": "I'm new to the clinic and would like to see a dermatologist by video. Which dermatologist takes "
+                "new patients and offers video visits, and when is their first open slot?",
+        "solution": [("list_doctors", {"specialty": "dermatology", "accepting_new_patients": True,
+                                       "offers_video": True}),
+                     ("find_open_slots", {"doctor_id": "D05"})],
+        "answer": "Dr. Emily Nakamura is the dermatologist who takes new patients and offers video visits. Her "
+                  "first open slot is today, 2026-04-07, at 10:30.",
+        "checks": [
+            ("Has the agent named Dr. Emily Nakamura (and not Dr. Rahman, who takes no new patients)?",
+             "says(transcript, 'Nakamura') and not_says(transcript, 'Rahman')"),
+            ("Has the agent given her first open slot, 2026-04-07 at 10:30?",
+             "says(transcript, '2026-04-07', '10:30')"),
+            ("Has the agent looked up her open slots?", "called(transcript, 'find_open_slots', doctor_id='D05')"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW), WRONG))
+    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW) + authoring.read_only(ENV_ID, READ_ONLY, STATE), WRONG))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp import authoring
 from envscaler_mcp.authoring import call, item
@@ -294,5 +295,56 @@ WRONG: dict[str, list[ToolCall]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Why is my storage nearly full?",
+        "task": "Hi, this is Sara Lindgren (sara.lindgren@lumen.example). My drive says it is almost full. How "
+                "much of my quota am I using (in KB and as a percentage), how much of that is sitting in the "
+                "trash, and when will the trashed files be deleted for good?",
+        "solution": [("get_user", {"email": "sara.lindgren@lumen.example"}),
+                     ("get_storage_usage", {"user_id": "U03"}),
+                     ("list_trash", {"user_id": "U03"})],
+        "answer": "You use 4,798,512 KB of your 5,000,000 KB quota on the Free plan (96%). 805,000 KB of that "
+                  "is in the trash: interview-take1.mp4 will be deleted for good in 18 days and "
+                  "interview-take2.mp4 in 21 days. Emptying the trash would free that space now.",
+        "checks": [
+            ("Has the agent given Sara's use, 4,798,512 KB of a 5,000,000 KB quota?",
+             "says(transcript, 4798512, 5000000)"),
+            ("Has the agent given the share of the quota used, 96%?", "says(transcript, 96)"),
+            ("Has the agent said that 805,000 KB of it is in the trash?", "says(transcript, 805000)"),
+            ("Has the agent said interview-take1.mp4 is purged in 18 days?",
+             "says(transcript, 'interview-take1.mp4', 18)"),
+            ("Has the agent said interview-take2.mp4 is purged in 21 days?",
+             "says(transcript, 'interview-take2.mp4', 21)"),
+            ("Has the agent looked up Sara's storage use and trash?",
+             "called(transcript, 'get_storage_usage', user_id='U03') and called(transcript, 'list_trash', "
+             "user_id='U03')"),
+        ],
+    },
+    {
+        "title": "Who can open the brand guidelines?",
+        "task": "I'm Maya Chen (maya.chen@lumen.example). Apart from me, who can get at the file "
+                "brand-guidelines-v3.pdf, and with which role? Is any of that access granted on the file itself?",
+        "solution": [("search_items", {"name": "brand-guidelines-v3.pdf", "owner_id": "U01"}),
+                     ("list_shares", {"item_id": "FIL-0001"}),
+                     ("get_user", {"user_id": "U06"}), ("get_user", {"user_id": "U15"}),
+                     ("get_item", {"item_id": "FLD-024"})],
+        "answer": "Dana Whitfield can edit it and Jordan Reyes can comment on it. Neither share is on the file "
+                  "itself: both are inherited from the Northpeak Rebrand folder that contains it.",
+        "checks": [
+            ("Has the agent said Dana Whitfield can edit the file?",
+             "says(transcript, 'Dana Whitfield') and (says(transcript, 'edit') or says(transcript, 'editor'))"),
+            ("Has the agent said Jordan Reyes can comment on it?",
+             "says(transcript, 'Jordan Reyes') and (says(transcript, 'comment') or says(transcript, 'commenter'))"),
+            ("Has the agent said the access comes from the Northpeak Rebrand folder?",
+             "says(transcript, 'Northpeak Rebrand')"),
+            ("Has the agent listed the file's shares?", "called(transcript, 'list_shares', item_id='FIL-0001')"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, build(authoring.default_state(HERE)), WRONG))
+    state = authoring.default_state(HERE)
+    sys.exit(authoring.main(HERE, build(state) + authoring.read_only(ENV_ID, READ_ONLY, state), WRONG))

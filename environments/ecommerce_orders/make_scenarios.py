@@ -328,5 +328,48 @@ WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Where is my kettle order?",
+        "task": "Hi, this is Amara Park (amara.park@example.com). I ordered electric kettles last week. Has that "
+                "order shipped yet? Please tell me the order number, the carrier, the tracking number, the date "
+                "it shipped and what I paid in total.",
+        "solution": [("find_customer", {"email": "amara.park@example.com"}),
+                     ("list_orders", {"customer_id": "C011"})],
+        "answer": "Yes: your order O-10046 shipped with FedEx on 2026-03-14, tracking number FE2026031410046. "
+                  "You paid $119.85 in total.",
+        "checks": [
+            ("Has the agent told Amara that order O-10046 has shipped with FedEx?",
+             "says(transcript, 'O-10046', 'shipped', 'FedEx')"),
+            ("Has the agent given the tracking number FE2026031410046?", "says(transcript, 'FE2026031410046')"),
+            ("Has the agent given the ship date, 2026-03-14?", "says(transcript, '2026-03-14')"),
+            ("Has the agent given the total paid, 119.85?", "says(transcript, 119.85)"),
+            ("Has the agent looked up Amara's orders?",
+             "called(transcript, 'list_orders', customer_id='C011') "
+             "or called(transcript, 'get_order', order_id='O-10046')"),
+        ],
+    },
+    {
+        "title": "Which of my coupon codes still work?",
+        "task": "I'm about to place an order with a subtotal of $50. I have three codes: WINTER25, WELCOME15 and "
+                "SPRING10. Which of them can I still use on that order today, which one saves me the most, and "
+                "how much would each usable one save?",
+        "solution": [("get_coupon", {"code": "WINTER25"}), ("get_coupon", {"code": "WELCOME15"}),
+                     ("get_coupon", {"code": "SPRING10"})],
+        "answer": "WINTER25 expired on 2026-02-28, so it no longer works. WELCOME15 and SPRING10 are both valid "
+                  "for this order: WELCOME15 saves the most, $7.50, and SPRING10 would save $5.00.",
+        "checks": [
+            ("Has the agent said that WINTER25 expired on 2026-02-28?",
+             "says(transcript, 'WINTER25', 'expired', '2026-02-28')"),
+            ("Has the agent named WELCOME15 as the best code, saving 7.50?", "says(transcript, 'WELCOME15', 7.5)"),
+            ("Has the agent said SPRING10 also works, saving 5.00?", "says(transcript, 'SPRING10', 5)"),
+            ("Has the agent checked all three codes?",
+             "all(called(transcript, 'get_coupon', code=c) for c in ('WINTER25', 'WELCOME15', 'SPRING10'))"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW), WRONG))
+    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW) + authoring.read_only(ENV_ID, READ_ONLY, STATE), WRONG))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp import authoring
 from envscaler_mcp.authoring import call, item
@@ -299,5 +300,48 @@ WRONG: dict[str, list[ToolCall]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "What would moving my flight cost?",
+        "task": "This is Ahmed Karim, booking BK-2006. I'd like to fly home from Amsterdam on June 20 instead of "
+                "June 24, on the same flight number. What would that change cost me in total, and how is that "
+                "made up? Please only tell me; don't change anything yet.",
+        "solution": [("get_booking", {"booking_id": "BK-2006"}),
+                     ("get_flight", {"flight_number": "MR205", "departure_date": "2026-06-20"}),
+                     ("quote_change", {"ticket_id": "T-10009", "new_flight_id": "FL-1006"})],
+        "answer": "Moving your MR205 flight to 2026-06-20 would cost 65.00 in total: a 60.00 change fee plus a "
+                  "5.00 fare difference. I have not changed anything.",
+        "checks": [
+            ("Has the agent quoted the move of MR205 to 2026-06-20?", "says(transcript, 'MR205', '2026-06-20')"),
+            ("Has the agent given the total, 65.00?", "says(transcript, 65)"),
+            ("Has the agent broken it down: a 60.00 change fee and a 5.00 fare difference?",
+             "says(transcript, 60, 5)"),
+            ("Has the agent priced the change of ticket T-10009 to flight FL-1006?",
+             "called(transcript, 'quote_change', ticket_id='T-10009', new_flight_id='FL-1006')"),
+        ],
+    },
+    {
+        "title": "Standard or flex economy?",
+        "task": "I'm choosing between an economy standard and an economy flex fare. What does each charge if I "
+                "change the flight, and what happens if I cancel?",
+        "solution": [("get_fare_rules", {"fare_class": "economy_standard"}),
+                     ("get_fare_rules", {"fare_class": "economy_flex"})],
+        "answer": "With economy standard a change costs a 60.00 fee, and if you cancel you pay a 50.00 fee and "
+                  "get the rest back as travel credit. With economy flex changes are free and a cancellation is "
+                  "refunded in full.",
+        "checks": [
+            ("Has the agent said an economy standard change costs a 60.00 fee?", "says(transcript, 'standard', 60)"),
+            ("Has the agent said cancelling economy standard costs 50.00, the rest refunded as credit?",
+             "says(transcript, 50, 'credit')"),
+            ("Has the agent said economy flex changes are free and cancellations refunded in full?",
+             "says(transcript, 'flex', 'free', 'full')"),
+            ("Has the agent looked up the fare rules?", "called(transcript, 'get_fare_rules')"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, build(authoring.default_state(HERE)), WRONG))
+    state = authoring.default_state(HERE)
+    sys.exit(authoring.main(HERE, build(state) + authoring.read_only(ENV_ID, READ_ONLY, state), WRONG))

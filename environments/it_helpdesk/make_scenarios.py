@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp import authoring
 from envscaler_mcp.authoring import call, item
@@ -285,5 +286,53 @@ WRONG: dict[str, list[ToolCall]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Overdue security tickets",
+        "task": "Quick check for the security lead: which tickets in the Security queue are past their due date "
+                "right now, when was each due, and who is working on each of them?",
+        "solution": [("list_tickets", {"queue_id": "Q-SEC", "overdue_only": True}),
+                     ("list_agents", {"queue_id": "Q-SEC"})],
+        "answer": "Two security tickets are overdue. INC-3048 (Suspicious phishing email) was due on 2026-03-14 "
+                  "and is still unassigned. INC-3040 (USB device blocked) was due on 2026-03-15 and is assigned "
+                  "to Tariq Aziz.",
+        "checks": [
+            ("Has the agent said two security tickets are overdue?", "says(transcript, 2)"),
+            ("Has the agent said INC-3048 was due on 2026-03-14 and has no assignee?",
+             "says(transcript, 'INC-3048', '2026-03-14') and (says(transcript, 'unassigned') "
+             "or says(transcript, 'not assigned') or says(transcript, 'no one') or says(transcript, 'nobody'))"),
+            ("Has the agent said INC-3040 was due on 2026-03-15 and is with Tariq Aziz?",
+             "says(transcript, 'INC-3040', '2026-03-15', 'Tariq Aziz')"),
+            ("Has the agent listed the Security queue's tickets?",
+             "called(transcript, 'list_tickets', queue_id='Q-SEC') or called(transcript, 'list_tickets', "
+             "category='security')"),
+        ],
+    },
+    {
+        "title": "Where is my access request?",
+        "task": "Hi, this is Tomasz Wojcik (tomasz.wojcik@brightwater.example). A while ago I asked for access to "
+                "a shared drive. What is the status of that ticket, who is handling it, and is it late?",
+        "solution": [("get_employee", {"email": "tomasz.wojcik@brightwater.example"}),
+                     ("list_tickets", {"requester_id": "E1002", "open_only": True}),
+                     ("list_agents", {"queue_id": "Q-ACC"})],
+        "answer": "Your ticket INC-3042 (Need access to shared drive) is in progress with Lucia Fernandez. It was "
+                  "due on 2026-03-12, so it is 4 days overdue.",
+        "checks": [
+            ("Has the agent said ticket INC-3042 is in progress?",
+             "says(transcript, 'INC-3042') and (says(transcript, 'in progress') "
+             "or says(transcript, 'in_progress'))"),
+            ("Has the agent said Lucia Fernandez is handling it?", "says(transcript, 'Lucia Fernandez')"),
+            ("Has the agent said it was due on 2026-03-12 and is 4 days overdue?",
+             "says(transcript, '2026-03-12', 4)"),
+            ("Has the agent looked up Tomasz's tickets?",
+             "called(transcript, 'list_tickets', requester_id='E1002') or called(transcript, 'get_ticket', "
+             "ticket_id='INC-3042')"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, build(authoring.default_state(HERE)), WRONG))
+    state = authoring.default_state(HERE)
+    sys.exit(authoring.main(HERE, build(state) + authoring.read_only(ENV_ID, READ_ONLY, state), WRONG))

@@ -341,5 +341,50 @@ WRONG: dict[str, list[tuple[str, dict[str, Any]]]] = {
 }
 
 
+# Questions answered by looking things up; checked on what the agent did and said (authoring.read_only).
+READ_ONLY: list[dict[str, Any]] = [
+    {
+        "title": "Why can't I borrow?",
+        "task": "Hello, this is Penelope Hart (penelope.hart@post.example). The self-checkout refused me today. "
+                "Why can't I borrow books at the moment, and what exactly do I owe?",
+        "solution": [("find_members", {"email": "penelope.hart@post.example"}),
+                     ("check_borrowing_status", {"member_id": "M-2019"}),
+                     ("list_fines", {"member_id": "M-2019", "status": "unpaid"})],
+        "answer": "You can't borrow because you owe 36.75 in unpaid fines, and borrowing is blocked once unpaid "
+                  "fines reach 10.00. They are 34.00 for the lost copy of Songs for a Sleeping Dragon and 2.75 "
+                  "for a loan returned 11 days late.",
+        "checks": [
+            ("Has the agent said Penelope owes 36.75 in unpaid fines?", "says(transcript, 36.75)"),
+            ("Has the agent said borrowing is blocked from 10.00 of unpaid fines?", "says(transcript, 10)"),
+            ("Has the agent named the 34.00 fine for the lost Songs for a Sleeping Dragon?",
+             "says(transcript, 34, 'Songs for a Sleeping Dragon')"),
+            ("Has the agent named the 2.75 fine for a loan 11 days late?", "says(transcript, 2.75, 11)"),
+            ("Has the agent looked up Penelope's fines or borrowing status?",
+             "called(transcript, 'list_fines', member_id='M-2019') "
+             "or called(transcript, 'check_borrowing_status', member_id='M-2019')"),
+        ],
+    },
+    {
+        "title": "When can I get The Clockmaker's Wager?",
+        "task": "Is The Clockmaker's Wager by Ines Carvalho available at any branch right now? If not, when is "
+                "the next copy due back, and how many people are already waiting for it?",
+        "solution": [("search_catalog", {"query": "Clockmaker"}),
+                     ("get_book", {"isbn": "978-1-04185-995-5"})],
+        "answer": "No: all three copies of The Clockmaker's Wager are on loan. The next one is due back on "
+                  "2026-05-22, and 2 people are already waiting for it.",
+        "checks": [
+            ("Has the agent said all three copies are on loan?",
+             "says(transcript, 3) and (says(transcript, 'on loan') or says(transcript, 'checked out') "
+             "or says(transcript, 'not available') or says(transcript, 'unavailable'))"),
+            ("Has the agent said the next copy is due back on 2026-05-22?", "says(transcript, '2026-05-22')"),
+            ("Has the agent said 2 people are waiting?",
+             "says(transcript, 2) and (says(transcript, 'waiting') or says(transcript, 'hold') "
+             "or says(transcript, 'holds'))"),
+            ("Has the agent looked the title up?", "called(transcript, 'get_book', isbn='978-1-04185-995-5')"),
+        ],
+    },
+]
+
+
 if __name__ == "__main__":
-    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW), WRONG))
+    sys.exit(authoring.main(HERE, authoring.from_specs(ENV_ID, SPECS, STATE, NEW) + authoring.read_only(ENV_ID, READ_ONLY, STATE), WRONG))

@@ -10,6 +10,7 @@ two styles:
   boolean expression that may use named helper lists (e.g. the records the solution added).
 
 Wrong solutions are kept beside the specs, keyed by scenario title, and attached by `with_wrong_solutions`.
+Read-only questions are built by readonly.py.
 """
 
 from __future__ import annotations
@@ -104,8 +105,13 @@ def with_wrong_solutions(scenarios: list[Scenario], wrong: Mapping[str, Sequence
     unknown = sorted(set(wrong) - set(titles))
     if unknown:
         raise UsageError(f"wrong solutions for titles no scenario has: {unknown}")
-    missing = [t for t in titles if t not in wrong]
+    # A read-only question's wrong answers are the gate's answer probes, so it needs no wrong solution.
+    missing = [sc.title for sc in scenarios if sc.title not in wrong and not _is_question(sc)]
     if require and missing:
         raise UsageError(f"no plausible wrong solution to test the checklist against: {missing}")
     return [sc.model_copy(update={"wrong_solutions": [*sc.wrong_solutions, [as_call(c) for c in wrong[sc.title]]]})
             if sc.title in wrong else sc for sc in scenarios]
+
+
+def _is_question(scenario: Scenario) -> bool:
+    return scenario.reference_answer is not None and any(c.kind == "transcript" for c in scenario.checklist)

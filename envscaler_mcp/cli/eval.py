@@ -162,10 +162,6 @@ def eval_command(
         raise
     summary = finish_run(run_path)
     console.print(summary_table(summary))
-    if summary.overall.not_scorable:
-        console.print(
-            f"{summary.overall.not_scorable} episode(s) could not be scored: the server has no admin plane."
-        )
     reduced = {name: level for name, level in summary.isolation.items() if level != "full"}
     if reduced:
         console.print(
@@ -174,6 +170,10 @@ def eval_command(
             + f" (the layers not in force and why: isolation in {run_path / 'run.json'})."
         )
     overall = summary.overall
+    for why, count in overall.not_scorable_why.items():
+        console.print(f"{count} episode(s) could not be scored: {why}.", highlight=False)
+    for what, count in overall.unscored_checks.items():
+        console.print(f"{count} check(s) could not run ({what}).", highlight=False)
     if overall.state_check_failed or overall.state_check_not_available:
         console.print(
             f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "

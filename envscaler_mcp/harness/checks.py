@@ -1,4 +1,5 @@
-"""Turning a final state into checklist verdicts: the validator sandbox behind a small Checker interface."""
+"""Turning a final state and a transcript into checklist verdicts: the validator sandbox behind a small
+Checker interface, and the transcript a transcript item reads, built from an episode's messages."""
 
 from __future__ import annotations
 
@@ -6,26 +7,57 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Protocol
 
-from envscaler_mcp._json import State
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
+from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.statecheck import StateCheckStatus
+from envscaler_mcp.scoring.transcript import call_record, make_transcript
+
+NO_ADMIN_REASON = (
+    "the server has no admin plane, so the final state cannot be read and state checks cannot run"
+)
 
 
 class Checker(Protocol):
-    """Runs a scenario's validators on a final state."""
+    """Runs a scenario's validators: state items on a final state, transcript items on a transcript."""
 
     async def check(
-        self, items: list[ChecklistItem], initial_state: State, final_state: State
+        self,
+        items: list[ChecklistItem],
+        initial_state: State,
+        final_state: State | None,
+        transcript: JSONObject | None = None,
     ) -> list[CheckOutcome]:
-        """One CheckOutcome per item, in order."""
+        """One CheckOutcome per item, in order; state items are not scorable when `final_state` is None."""
         ...
+
+
+def episode_transcript(messages: list[Message], final_answer: str) -> dict[str, Any]:
+    """The plain-data transcript of an episode (scoring/transcript.py): every tool call in order with its
+    result, the final answer, and every text the agent wrote (in conversation mode, what the user read)."""
+    calls: list[dict[str, Any]] = []
+    pending: list[tuple[str, dict[str, Any]]] = []  # (call id, its record) awaiting a tool result
+    for message in messages:
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                record = call_record(call.name, call.arguments, "", True)  # no result seen: an error
+                calls.append(record)
+                pending.append((call.id, record))
+        elif message.role == "tool" and pending:
+            # Results follow their calls in order; match by id first (ids may repeat across turns).
+            n = next((k for k, (cid, _) in enumerate(pending) if cid == message.tool_call_id), 0)
+            _, record = pending.pop(n)
+            record.update(call_record(record["name"], record["arguments"], message.content, message.is_error))
+    told = [m.content for m in messages if m.role == "assistant" and m.content]
+    return make_transcript(calls, final_answer, told)
 
 
 def not_scorable(items: list[ChecklistItem], reason: str) -> list[CheckOutcome]:
     """Every item marked not scorable, with the reason."""
     return [
-        CheckOutcome(id=i.id, description=i.description, status="not_scorable", reason=reason) for i in items
+        CheckOutcome(id=i.id, description=i.description, status="not_scorable", reason=reason, kind=i.kind)
+        for i in items
     ]
 
 
@@ -55,7 +87,8 @@ def outcome_from_result(item: ChecklistItem, result: Any) -> CheckOutcome:
     passed = getattr(result, "passed", None) is True
     reason = str(getattr(result, "reason", None) or "")
     status: CheckStatus = "pass" if passed else ("error" if reason else "fail")
-    return CheckOutcome(id=item.id, description=item.description, status=status, reason=reason)
+    return CheckOutcome(id=item.id, description=item.description, status=status, reason=reason, kind=item.kind,
+                        evidence=list(getattr(result, "evidence", None) or []))
 
 
 class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
@@ -85,10 +118,26 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
         await self._sandbox.__aexit__(exc_type, exc, tb)
 
     async def check(
-        self, items: list[ChecklistItem], initial_state: State, final_state: State
+        self,
+        items: list[ChecklistItem],
+        initial_state: State,
+        final_state: State | None,
+        transcript: JSONObject | None = None,
     ) -> list[CheckOutcome]:
-        """Run the items with validators in the sandbox; items without a validator are not scorable."""
-        runnable = [i for i in items if i.validator]
-        results = await self._sandbox.run(runnable, initial_state, final_state) if runnable else []
+        """Run the items with validators in the sandbox. Not scorable: items without a validator, state items
+        without a final state, transcript items without a transcript."""
+        available = {"state": final_state is not None, "transcript": transcript is not None}
+        runnable = [i for i in items if i.validator and available[i.kind]]
+        results = (
+            await self._sandbox.run(runnable, initial_state, final_state, transcript) if runnable else []
+        )
         by_id = {item.id: outcome_from_result(item, res) for item, res in zip(runnable, results, strict=True)}
-        return [by_id.get(i.id) or not_scorable([i], "the item has no validator")[0] for i in items]
+        return [by_id.get(i.id) or not_scorable([i], _unscorable_reason(i))[0] for i in items]
+
+
+def _unscorable_reason(item: ChecklistItem) -> str:
+    if not item.validator:
+        return "the item has no validator"
+    if item.kind == "state":
+        return NO_ADMIN_REASON
+    return "no transcript was recorded"

@@ -15,7 +15,13 @@ from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
 from envscaler_mcp.harness.budget import EpisodeClock
-from envscaler_mcp.harness.checks import Checker, checklist_score, episode_success, not_scorable
+from envscaler_mcp.harness.checks import (
+    NO_ADMIN_REASON,
+    Checker,
+    checklist_score,
+    episode_success,
+    episode_transcript,
+)
 from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -31,7 +37,6 @@ from envscaler_mcp.scoring.diff import StateChange, diff_states
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
 _MODEL_FAULT_CODES = {-32602, -32601}
 T = TypeVar("T")
-NO_ADMIN_REASON = "the server has no admin plane, so the final state cannot be read and validators cannot run"
 
 
 class _Recorder:
@@ -140,13 +145,14 @@ async def run_episode(
 
 
 async def score_state(
-    scenario: Scenario, final_state: State | None, checker: Checker
+    scenario: Scenario, final_state: State | None, checker: Checker,
+    transcript: JSONObject | None = None,
 ) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
-    """(checklist verdicts, checklist score, state diff) of a final state; None state: not scorable."""
-    if final_state is None:
-        return not_scorable(scenario.checklist, NO_ADMIN_REASON), None, []
-    checks = await checker.check(scenario.checklist, scenario.initial_state, final_state)
-    return checks, checklist_score(checks), diff_states(scenario.initial_state, final_state)
+    """(checklist verdicts, checklist score, state diff) of a final state and a transcript. Without a final
+    state (no admin plane) state items are not scorable and transcript items still run."""
+    checks = await checker.check(scenario.checklist, scenario.initial_state, final_state, transcript)
+    diff = [] if final_state is None else diff_states(scenario.initial_state, final_state)
+    return checks, checklist_score(checks), diff
 
 
 def state_verdict(reference: Reference | None, final_state: State | None) -> StateVerdict:
@@ -189,7 +195,8 @@ async def _attempt(
             final_state = None
         rec.time("state", t)
     t = time.perf_counter()
-    checks, score, diff = await score_state(scenario, final_state, checker)
+    transcript = episode_transcript(rec.messages, rec.final_answer)
+    checks, score, diff = await score_state(scenario, final_state, checker, transcript)
     rec.time("validate", t)
     t = time.perf_counter()
     verdict = state_verdict(reference, final_state)
@@ -214,7 +221,7 @@ async def _attempt(
         timings=rec.timings,
         agent_usage=rec.agent_usage,
         user_usage=rec.user.usage if rec.user else Usage(),
-        scorable=final_state is not None,
+        scorable=score is not None,
         model_error=rec.model_error,
         checks=checks,
         score=score,

@@ -1,26 +1,36 @@
 """Episodes on servers the harness did not launch (`--server CMD`, `--url URL`): tools only, no admin plane.
 
 Without an admin plane the harness can neither start an episode at a scenario's initial state nor read the
-final state, so validators cannot run: checks are recorded as not scorable.
+final state, so state checks cannot run (recorded as not scorable); transcript checks, which read what the
+agent did and said, still run.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from envscaler_mcp._json import State
 from envscaler_mcp.launch import LaunchedServer, launch_external
 from envscaler_mcp.launch.episodes import Episode
+from envscaler_mcp.scenario.models import Scenario
 
-NOT_SCORABLE_WARNING = (
-    "external server: it has no admin plane the harness can use, so episodes start from the server's own "
-    "state "
-    "(not the scenarios' initial states) and final-state validators cannot run; checks are recorded as "
-    "'not scorable' and only steps, tool calls, errors, tokens and latency are measured."
-)
+
+def external_warning(scenarios: Iterable[Scenario]) -> str:
+    """What an external server (no admin plane) means for these scenarios: which checks cannot run."""
+    scenarios = list(scenarios)
+    state = sum(1 for s in scenarios for c in s.checklist if c.kind == "state")
+    transcript = sum(1 for s in scenarios for c in s.checklist if c.kind == "transcript")
+    text = ("external server: it has no admin plane the harness can use, so episodes start from the server's "
+            "own state (not the scenarios' initial states) and state checks cannot run")
+    if state:
+        text += f" ({state} state check(s) in these scenarios will be recorded as 'not scorable')"
+    if transcript:
+        return text + f"; {transcript} transcript check(s) (what the agent did and said) will be scored."
+    return (text + "; these scenarios have no transcript checks, so no episode can be scored: only steps, "
+            "tool calls, errors, tokens and latency are measured.")
 
 
 class ExternalSource:

@@ -7,8 +7,8 @@
     await env.close()
 
 An action is a tool call ({"name", "arguments"}; arguments may be a JSON string) or a text answer (str).
-Tool calls go through MCP; the reward is the checklist score of the final state, computed by the validators
-when the episode ends (terminated: a text answer in task mode or ###STOP### from the simulated user;
+Tool calls go through MCP; the reward is the checklist score of the final state and of the transcript (the
+calls and text answers so far), computed by the validators when the episode ends (terminated: a text answer in task mode or ###STOP### from the simulated user;
 truncated: the step limit). Every other step has reward 0.0.
 """
 
@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness.checks import Checker, SandboxChecker
+from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_transcript
 from envscaler_mcp.harness.episode import call_tool_safely, score_state
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
-from envscaler_mcp.providers.base import Provider, ToolCallRequest, ToolDef
+from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs
 from envscaler_mcp.scenario.models import Scenario
 
@@ -62,6 +62,7 @@ class EnvScalerMCPEnv:
         self._scenario: Scenario | None = None
         self._user: SimulatedUser | None = None
         self._names: set[str] = set()
+        self._log: list[Message] = []  # the agent's calls, their results and its answers (for transcript items)
         self.tools: list[ToolDef] = []
         self.steps = 0
         self.done = True
@@ -100,7 +101,7 @@ class EnvScalerMCPEnv:
         self._ep = await self._episode_stack.enter_async_context(self.source.episode(scenario.initial_state))
         self.tools = mcp_tools_to_defs(await self._ep.list_tools())
         self._names = {t.name for t in self.tools}
-        self._scenario, self.steps, self.done = scenario, 0, False
+        self._scenario, self.steps, self.done, self._log = scenario, 0, False, []
         obs = scenario.task
         if self.mode == "conversation":
             assert self.user_provider is not None
@@ -122,12 +123,14 @@ class EnvScalerMCPEnv:
             return await self._answer(action)
         call = _to_call(action, self.steps)
         message = await call_tool_safely(self._ep, call, self._names)
+        self._log += [Message(role="assistant", tool_calls=[call]), message]
         info: dict[str, Any] = {"tool": call.name, "is_error": message.is_error}
         if self.steps >= self.max_steps:
             return await self._end(message.content, terminated=False, info=info)
         return message.content, 0.0, False, False, info
 
     async def _answer(self, text: str) -> StepResult:
+        self._log.append(Message(role="assistant", content=text))
         if self._user is None:
             return await self._end("", terminated=True, info={})
         reply = await self._user.respond(text)
@@ -144,7 +147,9 @@ class EnvScalerMCPEnv:
             final_state: State | None = await self._ep.get_state()
         except NoAdminPlane:
             final_state = None
-        checks, score, diff = await score_state(self._scenario, final_state, self.checker)
+        answers = [m.content for m in self._log if m.role == "assistant" and m.content]
+        transcript = episode_transcript(self._log, answers[-1] if answers else "")
+        checks, score, diff = await score_state(self._scenario, final_state, self.checker, transcript)
         info.update(
             checks=[c.model_dump(mode="json") for c in checks],
             score=score,

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
+from envscaler_mcp.scenario.models import CheckKind
 from envscaler_mcp.scoring.diff import StateChange
 from envscaler_mcp.scoring.statecheck import StateCheckStatus, UnexpectedChange
 
@@ -18,16 +19,24 @@ SuccessRule = Literal["checklist", "state", "both"]
 
 
 class CheckOutcome(BaseModel):
-    """The verdict of one checklist item on the episode's final state."""
+    """The verdict of one checklist item on the episode's final state or transcript."""
 
     id: str = Field(description="Checklist item id (e.g. 'c1').")
     description: str = Field(description="The fact the item asserts ('Has …?').")
     status: CheckStatus = Field(
         description="'pass' / 'fail' from the validator; 'error' when the validator raised, timed out or "
         "returned "
-        "a non-bool (counts as fail); 'not_scorable' when no final state or no validator was available."
+        "a non-bool (counts as fail); 'not_scorable' when no final state (state items) or no validator was "
+        "available."
     )
     reason: str = Field("", description="Why it failed or could not be scored (exception text, timeout, …).")
+    kind: CheckKind = Field("state", description="'state' (read the final state) or 'transcript' (read the "
+                            "transcript: the calls made and the agent's answer).")
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="What decided a transcript item: the sentence that stated a fact, the call that matched, "
+        "or what was missing.",
+    )
 
     @property
     def passed(self) -> bool:
@@ -100,7 +109,9 @@ class EpisodeResult(BaseModel):
         default_factory=Usage, description="Tokens and cost of the simulated-user seat."
     )
     scorable: bool = Field(
-        True, description="False when the final state could not be read (server without an admin plane)."
+        True,
+        description="False when no checklist item could be scored (e.g. a server without an admin plane and "
+        "no transcript items, or no validators); the items' reasons say why.",
     )
     checks: list[CheckOutcome] = Field(default_factory=list, description="Per-checklist-item verdicts.")
     score: float | None = Field(

@@ -1,5 +1,6 @@
-"""The oracle policy: replays a scenario's reference solution, one tool call per turn, then answers
-"Task Completed". As a simulated user it states the whole task at once, then ends the conversation.
+"""The oracle policy: replays a scenario's reference solution, one tool call per turn, then answers with the
+scenario's reference answer ("Task Completed" when it has none). As a simulated user it states the whole
+task at once, then ends the conversation.
 
 It is not a model: it is bound to one scenario and speaks the provider interface (`complete`, `aclose`)
 only so that the episode loop can drive it like any seat. `--agent oracle` / `--user oracle` select it
@@ -33,6 +34,7 @@ class OraclePolicy:
         self.spec = ORACLE
         self.role = role
         self.task = scenario.task
+        self.answer = scenario.reference_answer or FINAL_ANSWER
         self.solution = list(solution if solution is not None else scenario.reference_solution)
 
     def _agent_message(self, messages: Sequence[Message]) -> Message:
@@ -41,7 +43,7 @@ class OraclePolicy:
             step = self.solution[done]
             call = ToolCallRequest(id=f"oracle_{done}", name=step.tool, arguments=dict(step.arguments))
             return Message(role="assistant", tool_calls=[call])
-        return Message(role="assistant", content=FINAL_ANSWER)
+        return Message(role="assistant", content=self.answer)
 
     def _user_message(self, messages: Sequence[Message]) -> Message:
         spoken = sum(1 for m in messages if m.role == "assistant")
@@ -51,7 +53,7 @@ class OraclePolicy:
         self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
         settings: GenerationSettings | None = None,
     ) -> AssistantTurn:
-        """The next reference call, the final answer, or the simulated user's line."""
+        """The next reference call, the reference answer, or the simulated user's line."""
         message = self._agent_message(messages) if self.role == "agent" else self._user_message(messages)
         return AssistantTurn(message=message, usage=Usage(cost_usd=0.0, calls=1),
                              finish_reason="tool_calls" if message.tool_calls else "stop", model=self.spec)

@@ -18,7 +18,7 @@ from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
-from envscaler_mcp.harness.external import NOT_SCORABLE_WARNING, external_source
+from envscaler_mcp.harness.external import external_source, external_warning
 from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.progress import RunProgress
@@ -108,11 +108,12 @@ async def run_eval(
         raise UsageError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
     else:
         run_dir.write_manifest(manifest)
-    if config.server_cmd or config.url:
-        console.print(f"[yellow]warning:[/] {NOT_SCORABLE_WARNING}")
     todo = [
         (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
     ]
+    if config.server_cmd or config.url:
+        console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.scenarios)}",
+                      highlight=False)
     planned = sum(len(p.scenarios) for p in plans) * config.trials
     agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
     if user is None and config.user and config.episode.mode == "conversation":

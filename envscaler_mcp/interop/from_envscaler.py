@@ -19,6 +19,7 @@ from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scena
 from envscaler_mcp.interop.to_envscaler import (
     EXTRA_KEY,
     ORDER_KEY,
+    OWN_KEY,
     POSITION_KEY,
     derived_env_item,
     derived_scenario_item,
@@ -168,12 +169,18 @@ def scenario_from_item(item: dict[str, Any], skeleton: EnvSkeleton) -> Scenario:
     problems = validate_state(skeleton, item["init_config"], where="init_config")
     if problems:
         notes.append("init_config does not fit the state schema: " + "; ".join(problems[:3]))
+    own = item.get(OWN_KEY)
+    if not isinstance(own, dict):
+        own = {}
+    checklist = _with_own_items(checklist, own)
+    answer = own.get("reference_answer")
     task_id = item.get("task_id")
     scenario = Scenario(
         env_id=skeleton.id,
         task=item["task"],
         initial_state=item["init_config"],
         checklist=checklist,
+        reference_answer=answer if isinstance(answer, str) else None,
         provenance=Provenance(
             source="envscaler-import", source_id=None if task_id is None else str(task_id), notes=notes
         ),
@@ -181,6 +188,33 @@ def scenario_from_item(item: dict[str, Any], skeleton: EnvSkeleton) -> Scenario:
     return scenario.model_copy(
         update={"extra": _kept(item, derived_scenario_item(scenario, skeleton), ALWAYS_KEPT_SCENARIO)}
     )
+
+
+def _with_own_items(state_items: list[ChecklistItem], own: dict[str, Any]) -> list[ChecklistItem]:
+    """Restore what an export saved under OWN_KEY: the state items' ids and flags, and the transcript items at
+    their places. Without saved ids, items are numbered c1, c2, ... by position (as native scenarios are)."""
+    flags = own.get("state_items")
+    if isinstance(flags, list) and len(flags) == len(state_items) and all(isinstance(f, dict) for f in flags):
+        state_items = [c.model_copy(update={"id": str(f.get("id") or c.id),
+                                            "claims_change": bool(f.get("claims_change", True))})
+                       for c, f in zip(state_items, flags, strict=True)]
+        numbered = False
+    else:
+        numbered = True
+    saved = own.get("transcript_checks")
+    entries = sorted((e for e in saved if isinstance(e, dict)), key=lambda e: int(e.get("position", 0))
+                     ) if isinstance(saved, list) else []
+    merged = list(state_items)
+    for entry in entries:
+        merged.insert(min(max(int(entry.get("position", len(merged))), 0), len(merged)), ChecklistItem(
+            id=str(entry.get("id") or ""), description=str(entry.get("check_item", "")),
+            validator=entry.get("check_func"), kind="transcript",
+            claims_change=bool(entry.get("claims_change", True))))
+    merged = [c.model_copy(update={"id": f"c{n}"}) if (numbered and c.kind == "state") or not c.id else c
+              for n, c in enumerate(merged, start=1)]
+    if len({c.id for c in merged}) < len(merged):  # saved ids that clash (a hand-edited file): number them all
+        merged = [c.model_copy(update={"id": f"c{n}"}) for n, c in enumerate(merged, start=1)]
+    return merged
 
 
 def import_envscaler(

@@ -19,6 +19,10 @@ from envscaler_mcp.skeleton.schema import env_structure, find_class, parse_modul
 EXTRA_KEY = "envscaler"
 ORDER_KEY = "envscaler_key_order"
 POSITION_KEY = "envscaler_position"  # index of the item in the imported file, to restore file order
+# A scenario item's own field for what EnvScaler has no place for: transcript items (EnvScaler's runner calls
+# every check_func on the final state, so they stay out of checklist/checklist_with_func) and the reference
+# answer. EnvScaler ignores it; our import reads it back.
+OWN_KEY = "envscaler_mcp"
 
 
 def envscaler_env_id(skeleton: EnvSkeleton) -> str:
@@ -86,20 +90,45 @@ def derived_env_item(skeleton: EnvSkeleton) -> dict[str, Any]:
 
 
 def derived_scenario_item(scenario: Scenario, skeleton: EnvSkeleton) -> dict[str, Any]:
-    """Every EnvScaler scenario field, computed from our scenario (no `extra` used)."""
-    return {
+    """Every EnvScaler scenario field, computed from our scenario (no `extra` used); transcript items and the
+    reference answer go under OWN_KEY."""
+    state_items = [c for c in scenario.checklist if c.kind == "state"]
+    item = {
         "env_id": envscaler_env_id(skeleton),
         "env_class_name": skeleton.class_name,
         "task_id": scenario.id or scenario.compute_id(),
         "init_config": scenario.initial_state,
         "task": scenario.task,
-        "checklist": [c.description for c in scenario.checklist],
+        "checklist": [c.description for c in state_items],
         "checklist_with_func": [
             {"check_item": c.description, "check_func": c.validator}
-            for c in scenario.checklist
+            for c in state_items
             if c.validator is not None
         ],
     }
+    own = own_fields(scenario)
+    if own:
+        item[OWN_KEY] = own
+    return item
+
+
+def own_fields(scenario: Scenario) -> dict[str, Any]:
+    """The transcript items (with their id and place in the checklist), the state items' ids and claims_change
+    flags when they are not the defaults (c1, c2, ... by position; True), and the reference answer, if any."""
+    own: dict[str, Any] = {}
+    transcript = [
+        {"position": n, "id": c.id, "check_item": c.description, "check_func": c.validator,
+         "claims_change": c.claims_change}
+        for n, c in enumerate(scenario.checklist) if c.kind == "transcript"
+    ]
+    if transcript:
+        own["transcript_checks"] = transcript
+    state = [(n, c) for n, c in enumerate(scenario.checklist, start=1) if c.kind == "state"]
+    if any(c.id != f"c{n}" or not c.claims_change for n, c in state):
+        own["state_items"] = [{"id": c.id, "claims_change": c.claims_change} for _, c in state]
+    if scenario.reference_answer is not None:
+        own["reference_answer"] = scenario.reference_answer
+    return own
 
 
 def _merge(derived: dict[str, Any], extra: dict[str, Any], default_order: tuple[str, ...]) -> dict[str, Any]:

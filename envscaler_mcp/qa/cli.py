@@ -59,6 +59,9 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
     wrong = any(r.wrong_solutions for r in reports)
     if wrong:
         table.add_column("wrong")
+    answers = any(s.name == "answer_probes" for r in reports for s in r.steps)
+    if answers:
+        table.add_column("answer probes")
     if mutation:
         table.add_column("mutation")
         table.add_column("probes")
@@ -70,6 +73,8 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
                _CELL[statuses["final_true"]]]
         if wrong:
             row.append(_CELL[statuses.get("wrong_solutions", "skip")])
+        if answers:
+            row.append(_CELL[statuses.get("answer_probes", "skip")])
         if mutation:
             row += [_CELL[statuses.get("mutation", "skip")], _CELL[statuses.get("wrong_probes", "skip")]]
         row.append("[green]ok[/]" if r.passed else "[bold red]rejected[/]")

@@ -2,20 +2,27 @@
 
 For one scenario, `check_scenario` verifies, in order:
 
-1. validators      - every validator runs in the sandbox and returns a bool (on the initial and the final state);
-2. initial-false   - at least one validator is False on the untouched initial state, and every item with
-                     `claims_change=True` is False there;
+1. validators      - every validator runs in the sandbox and returns a bool (on the initial and the final state;
+                     transcript items on the empty and the reference transcript);
+2. initial-false   - at least one validator is False on the untouched initial state, every item with
+                     `claims_change=True` is False there, and every transcript item is False on the empty
+                     transcript (no call, no answer: an agent that does nothing fails);
 3. replay          - the reference solution, replayed through a real server episode started at the initial
                      state, has every call succeed (not `is_error`, structured `success` true); it is replayed
                      twice, which also gives the reference final state of the state check (qa.reference);
-4. final-true      - every validator is True on the state the replay leaves;
+4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
+                     transcript (the replayed calls and the scenario's reference answer);
 5. wrong solutions - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
                      passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
-                     leaves at least one validator not True (qa.wrong);
-6. mutation        - optional: each field of that final state, perturbed alone (what the solution changed, and
+                     leaves at least one validator not True (qa.wrong; transcript items read its calls and the
+                     reference answer);
+6. answer probes   - when the scenario has transcript items and a reference answer: each number, date, time
+                     and id of the answer changed alone, and each sentence stating one dropped alone, turns
+                     some transcript item False (qa.transcript);
+7. mutation        - optional: each field of that final state, perturbed alone (what the solution changed, and
                      collateral: another record changed or removed), is caught by a validator or the state
                      check (qa.mutation);
-7. wrong probes    - with mutation: plausible wrong solutions built from the reference (plus one harmful extra
+8. wrong probes    - with mutation: plausible wrong solutions built from the reference (plus one harmful extra
                      call, without its last state-changing call) fail the scoring (qa.wrong_probes).
 
 The report says which step failed and why, item by item, so the scenario generator can repair and retry.
@@ -28,10 +35,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from envscaler_mcp._json import State
-from envscaler_mcp.qa.mutation import MutationReport, mutation_check
+from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
+from envscaler_mcp.qa.transcript import EMPTY_TRANSCRIPT, answer_probes, reference_transcript
 from envscaler_mcp.qa.wrong import (
     WrongSolution,
     WrongSolutionResult,
@@ -47,8 +55,8 @@ from envscaler_mcp.skeleton.models import FreeField
 __all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
            "WrongSolution", "call_outcome", "check_scenario", "replay_reference"]
 
-StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "mutation",
-                   "wrong_probes"]
+StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "answer_probes",
+                   "mutation", "wrong_probes"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
 
 
@@ -80,6 +88,12 @@ class GateReport(BaseModel):
     )
     state_check: str = Field("", description="Why the state check is not available for the scenario ('' if it is).")
     final_state: State | None = Field(None, exclude=True, description="State after the replay (not saved).")
+    transcript: JSONObject | None = Field(
+        None, exclude=True, description="The reference transcript: replayed calls and the reference answer (not saved)."
+    )
+    answer_probes: list[Probe] = Field(
+        default_factory=list, description="Each fact of the reference answer changed, each sentence stating one "
+        "dropped, and the transcript items that noticed (when the scenario has transcript items).")
 
     @property
     def passed(self) -> bool:
@@ -125,13 +139,15 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     # 1. validators (collected along the way) and 2. initial-false
     initial_reasons: list[str] = []
     if items:
-        report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state)
+        report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state,
+                                                   EMPTY_TRANSCRIPT)
         validator_problems += _errors(report.initial_results, "initial")
         if all(r.passed for r in report.initial_results):
             initial_reasons.append("every validator is already True on the initial state")
         initial_reasons += [f"{c.id} claims a change but is already True on the initial state"
                             for c, r in zip(items, report.initial_results, strict=True)
-                            if c.claims_change and r.passed]
+                            if c.kind == "state" and c.claims_change and r.passed]
+        initial_reasons += _empty_transcript_reasons(scenario, report.initial_results)
     else:
         initial_reasons.append("no validators to run")
 
@@ -160,10 +176,13 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     final_status: StepStatus = "skip"
     final_reasons: list[str] = []
     if report.final_state is not None and items:
-        report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state)
+        report.transcript = reference_transcript(scenario, report.replay)
+        report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state,
+                                                 report.transcript)
         validator_problems += _errors(report.final_results, "final")
         final_reasons = [f"{r.item_id} is not True after the reference solution"
                          + (f" ({r.reason})" if r.reason else "") for r in report.final_results if not r.passed]
+        final_reasons += _reference_answer_hint(scenario, report.final_results)
         final_status = "fail" if final_reasons else "pass"
     else:
         final_reasons.append("the reference solution was not replayed to the end")
@@ -180,7 +199,12 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
         add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
 
-    # 6. mutation and 7. wrong probes (optional)
+    # 6. answer probes (only for scenarios with transcript items and a reference answer)
+    answer_step = await _probe_answer(scenario, report, sandbox, final_status)
+    if answer_step is not None:
+        add(answer_step)
+
+    # 7. mutation and 8. wrong probes (optional)
     if mutation:
         await _probe(report, scenario, episode_factory, sandbox, reference, validators_only)
     return report
@@ -188,7 +212,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
 
 async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
                  reference: Reference | None, validators_only: bool) -> None:
-    """6. mutation and 7. wrong probes; only meaningful when the final state passes every validator."""
+    """7. mutation and 8. wrong probes; only meaningful when the final state passes every validator."""
     add = report.steps.append
     if report.step("final_true").status != "pass" or report.final_state is None:
         why = ["needs a final state that passes every validator"]
@@ -197,7 +221,7 @@ async def _probe(report: GateReport, scenario: Scenario, episode_factory: Episod
             add(GateStep(name="wrong_probes", status="skip", reasons=why))
         return
     report.mutation = await mutation_check(scenario, report.final_state, sandbox, reference,
-                                           validators_only=validators_only)
+                                           validators_only=validators_only, transcript=report.transcript)
     failed: StepStatus = "warn" if validators_only else "fail"
     add(GateStep(name="mutation", status=failed if report.mutation.reasons() else "pass",
                  reasons=report.mutation.reasons(), notes=report.mutation.notes()))
@@ -211,3 +235,37 @@ async def _probe(report: GateReport, scenario: Scenario, episode_factory: Episod
         return
     add(GateStep(name="wrong_probes", status="fail" if report.wrong_probes.reasons() else "pass",
                  reasons=report.wrong_probes.reasons(), notes=report.wrong_probes.notes()))
+
+
+# Transcript items (see qa/transcript.py), kept apart from the state steps above.
+
+
+def _empty_transcript_reasons(scenario: Scenario, initial_results: list[CheckResult]) -> list[str]:
+    """Transcript items True on the empty transcript: an agent that does nothing would pass them."""
+    return [f"{c.id} is True on the empty transcript (no call, no answer): an agent that does nothing passes it"
+            for c, r in zip(scenario.checklist, initial_results, strict=True) if c.kind == "transcript" and r.passed]
+
+
+def _reference_answer_hint(scenario: Scenario, final_results: list[CheckResult]) -> list[str]:
+    failed = any(not r.passed for c, r in zip(scenario.checklist, final_results, strict=True)
+                 if c.kind == "transcript")
+    if failed and not (scenario.reference_answer or "").strip():
+        return ["the scenario has no reference_answer, so transcript items that read the answer cannot pass"]
+    return []
+
+
+async def _probe_answer(scenario: Scenario, report: GateReport, sandbox: ValidatorSandbox,
+                        final_status: StepStatus) -> GateStep | None:
+    """The answer-probe step: every changed fact and dropped fact-stating sentence of the reference answer must
+    turn some transcript item False. None when the scenario has no transcript item or no reference answer."""
+    if not any(c.kind == "transcript" for c in scenario.checklist) or not (scenario.reference_answer or "").strip():
+        return None
+    if final_status != "pass" or report.transcript is None:
+        return GateStep(name="answer_probes", status="skip", reasons=["needs a reference transcript that passes "
+                                                                      "every validator"])
+    report.answer_probes, truncated = await answer_probes(scenario, report.transcript, report.final_state, sandbox)
+    reasons = [f"no transcript item notices when the answer has {p.mutation}"
+               for p in report.answer_probes if not p.caught_by]
+    if truncated:
+        reasons.append(f"only the first {len(report.answer_probes)} answer probes were run")
+    return GateStep(name="answer_probes", status="fail" if reasons else "pass", reasons=reasons)

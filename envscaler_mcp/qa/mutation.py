@@ -15,6 +15,9 @@ Collateral probes, of what the solution did NOT change (an agent that also cance
 A probe is *caught* when a validator turns False (or errors) or the state check (`qa.reference`) finds an
 unexpected change. A probe neither catches is *skipped* when its field is free (free text, a generated
 timestamp: any value is right), else it is *uncaught*: the scoring would pass a wrong final state.
+
+Transcript items see the reference transcript throughout (they cannot notice a state probe); the answer
+probes that test them are a gate step of their own (qa/transcript.py).
 """
 
 from __future__ import annotations
@@ -213,15 +216,17 @@ def _get(value: Any, path: list[PathPart]) -> Any:
 
 
 async def mutation_check(scenario: Scenario, final_state: State, sandbox: ValidatorSandbox,
-                         reference: Reference | None = None, *, validators_only: bool = False) -> MutationReport:
+                         reference: Reference | None = None, *, validators_only: bool = False,
+                         transcript: JSONObject | None = None) -> MutationReport:
     """Perturb the final state field by field (what changed, and collateral); report what nothing notices.
 
     With `reference`, a probe the validators miss may still be caught by the state check against it.
     `validators_only`: only what the solution changed is probed, and only validators count.
+    `transcript` (the reference transcript) is what transcript items read meanwhile.
     """
     items = scenario.checklist
     report = MutationReport()
-    baseline = await sandbox.run(items, scenario.initial_state, final_state)
+    baseline = await sandbox.run(items, scenario.initial_state, final_state, transcript)
     report.baseline_failures = [r.item_id for r in baseline if not r.passed]
     if report.baseline_failures or not items:
         return report
@@ -243,7 +248,7 @@ async def mutation_check(scenario: Scenario, final_state: State, sandbox: Valida
         plan, report.truncated = plan[:_MAX_PROBES], True
     for (path, description, how, value), collateral in plan:
         probed = _edit(final_state, path, how, value)
-        results = await sandbox.run(items, scenario.initial_state, probed)
+        results = await sandbox.run(items, scenario.initial_state, probed, transcript)
         probe = Probe(path=format_path(path), mutation=description, collateral=collateral,
                       caught_by=[r.item_id for r in results if not r.passed])
         if use_state and reference is not None:

@@ -35,6 +35,8 @@ class ReplayCall(BaseModel):
     arguments: JSONObject = Field(default_factory=dict, description="Arguments sent.")
     ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
     detail: str | None = Field(None, description="Error text when the call failed.")
+    result_text: str = Field("", exclude=True, description="The result as JSON text (transcript items read it).")
+    is_error: bool = Field(False, exclude=True, description="The result was an error result.")
 
 
 def call_outcome(result: Any) -> tuple[bool, str | None]:
@@ -55,6 +57,17 @@ def call_outcome(result: Any) -> tuple[bool, str | None]:
     return True, None
 
 
+def result_data(result: Any) -> tuple[str, bool]:
+    """(result text, is_error) of a CallToolResult-like object: its structured content as JSON when there is
+    some, else its text blocks."""
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    else:
+        text = "\n".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or []))
+    return text, bool(getattr(result, "is_error", False))
+
+
 async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
                        *, stop_at_failure: bool = True) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
@@ -67,11 +80,15 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
     try:
         async with episode_factory(initial_state) as episode:
             for n, call in enumerate(calls, start=1):
+                text, is_error = "", True
                 try:
-                    ok, detail = call_outcome(await episode.call_tool(call.tool, call.arguments))
+                    result = await episode.call_tool(call.tool, call.arguments)
+                    ok, detail = call_outcome(result)
+                    text, is_error = result_data(result)
                 except Exception as exc:  # a client-side error: report it, the other scenarios go on
                     ok, detail = False, f"raised {type(exc).__name__}: {exc}"
-                made.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail))
+                made.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail,
+                                       result_text=text, is_error=is_error))
                 if not ok and stop_at_failure:
                     return made, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
             return made, await episode.get_state(), []

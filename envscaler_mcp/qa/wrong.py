@@ -3,7 +3,9 @@
 A checklist that a wrong solution also satisfies cannot tell a right answer from a wrong one. Each wrong
 solution is replayed like the reference (a fresh server episode at the initial state) except that failed
 calls are allowed: the server rolls them back and the replay goes on, as an agent's episode would. Then the
-validators run on the state it leaves; at least one must be False (a validator that raises counts as False).
+validators run on the state it leaves (transcript items on its calls followed by the reference answer: an agent
+that does the wrong thing and says the right one); at least one must be False (a validator that raises counts
+as False).
 
 The solutions come from the caller: the scenario's own `wrong_solutions` (see `given_wrong_solutions`),
 and any a caller derives from the scenario (for example probes built from the reference solution).
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_calls
+from envscaler_mcp.qa.transcript import reference_transcript
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
@@ -65,7 +68,8 @@ async def check_wrong_solutions(scenario: Scenario, solutions: Sequence[WrongSol
         if final_state is None:
             results.append(WrongSolutionResult(label=wrong.label, calls=calls, error="; ".join(reasons)))
             continue
-        checks = await sandbox.run(scenario.checklist, scenario.initial_state, final_state)
+        transcript = reference_transcript(scenario, calls)  # its calls, then the right answer
+        checks = await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
         results.append(WrongSolutionResult(label=wrong.label, calls=calls,
                                            failing=[r.item_id for r in checks if not r.passed]))
     return results

@@ -32,6 +32,7 @@ from envscaler_mcp._json import JSON, JSONObject, State
 from envscaler_mcp.qa.mutation import is_records
 from envscaler_mcp.qa.reference import Reference
 from envscaler_mcp.qa.replay import EpisodeFactory, call_outcome, replay_calls
+from envscaler_mcp.qa.transcript import calls_transcript
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.scoring.diff import diff_states
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
@@ -165,8 +166,10 @@ async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory) -> Ext
 
 
 async def _judge(probe: WrongProbe, scenario: Scenario, sandbox: ValidatorSandbox, reference: Reference | None,
-                 final: State) -> WrongProbe:
-    results = await sandbox.run(scenario.checklist, scenario.initial_state, final)
+                 final: State, calls: Sequence[ToolCall]) -> WrongProbe:
+    # Transcript items read the probe's calls followed by the reference answer (the wrong thing done, the right
+    # thing said).
+    results = await sandbox.run(scenario.checklist, scenario.initial_state, final, calls_transcript(scenario, calls))
     probe.caught_by = [r.item_id for r in results if not r.passed]
     if reference is not None:
         probe.unexpected = [c.describe() for c in reference.check(final).changes[:3]]
@@ -185,7 +188,8 @@ async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory,
         probe.skipped = extra_call.description
         report.probes.append(probe)
     else:
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, extra_call.final_state))
+        calls = [*scenario.reference_solution, *([extra_call.call] if extra_call.call else [])]
+        report.probes.append(await _judge(probe, scenario, sandbox, reference, extra_call.final_state, calls))
     if changing:
         last = changing[-1]
         call = scenario.reference_solution[last]
@@ -194,12 +198,12 @@ async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory,
                                        f"(call {last + 1})")
         calls = [c for n, c in enumerate(scenario.reference_solution) if n != last]
         final = await _replay_allowing_failures(episode_factory, scenario.initial_state, calls)
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, final))
+        report.probes.append(await _judge(probe, scenario, sandbox, reference, final, calls))
     else:
         report.probes.append(WrongProbe(kind="without_last_change", description="",
                                         skipped="the reference solution changes nothing"))
     for n, given in enumerate(extra, start=1):
         probe = WrongProbe(kind="given", description=f"given wrong solution {n} ({len(given)} calls)")
         final = await _replay_allowing_failures(episode_factory, scenario.initial_state, given)
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, final))
+        report.probes.append(await _judge(probe, scenario, sandbox, reference, final, given))
     return report

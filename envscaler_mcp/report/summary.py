@@ -34,7 +34,9 @@ class GroupSummary(BaseModel):
         0, description="Episodes the agent's model ended by its own fault (context overflow, refusal, invalid "
         "request): scored, counted as failures."
     )
-    not_scorable: int = Field(0, description="Episodes whose final state could not be read.")
+    not_scorable: int = Field(
+        0, description="Episodes without a score: no checklist item could be scored (reasons in not_scorable_why)."
+    )
     state_check_passed: int = Field(0, description="Episodes whose final state passed the state check.")
     state_check_failed: int = Field(
         0, description="Episodes whose final state differs from the reference solution's (collateral changes, "
@@ -59,6 +61,14 @@ class GroupSummary(BaseModel):
     mean_latency_s: float | None = Field(None, description="Mean episode wall time (non-infra).")
     agent_usage: Usage = Field(default_factory=Usage, description="Agent-seat tokens and cost, summed.")
     user_usage: Usage = Field(default_factory=Usage, description="Simulated-user tokens and cost, summed.")
+    not_scorable_why: dict[str, int] = Field(
+        default_factory=dict, description="Why episodes had no score -> how many episodes (e.g. an empty "
+        "checklist, or only state checks on a server without an admin plane)."
+    )
+    unscored_checks: dict[str, int] = Field(
+        default_factory=dict, description="Checks that could not run -> how many: '<kind> checks: <reason>' "
+        "(e.g. state checks on a server without an admin plane), over episodes that were not infra errors."
+    )
 
 
 class RunSummary(BaseModel):
@@ -119,7 +129,22 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         mean_latency_s=_mean([r.latency_s for r in ran]),
         agent_usage=agent_usage,
         user_usage=user_usage,
+        **_unscored(ran),
     )
+
+
+def _unscored(ran: Sequence[EpisodeResult]) -> dict[str, dict[str, int]]:
+    """Why episodes had no score, and which checks could not run, each with its count."""
+    why: dict[str, int] = defaultdict(int)
+    checks: dict[str, int] = defaultdict(int)
+    for r in ran:
+        lost = [c for c in r.checks if c.status == "not_scorable"]
+        for c in lost:
+            checks[f"{c.kind} checks: {c.reason}"] += 1
+        if r.score is None:
+            reasons = sorted({c.reason for c in lost}) or ["the scenario's checklist is empty"]
+            why["; ".join(reasons)] += 1
+    return {"not_scorable_why": dict(sorted(why.items())), "unscored_checks": dict(sorted(checks.items()))}
 
 
 def summarize(

@@ -3,25 +3,40 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import FreeField, Provenance, canonical_hash
 
+CheckKind = Literal["state", "transcript"]
+
 
 class ChecklistItem(BaseModel):
-    """One independent fact the final state must show, with the Python validator that checks it."""
+    """One independent fact the episode must show, with the Python validator that checks it: on the final
+    state (`kind="state"`) or on the transcript, what the agent did and said (`kind="transcript"`)."""
 
     id: str = Field(description="Item id, unique within the scenario (e.g. 'c1').")
     description: str = Field(description="The fact, phrased 'Has …?'.")
     validator: str | None = Field(
         None,
-        description="Python source defining `def check_func(final_state) -> bool`; a global `initial_state` "
-        "holds the scenario's initial state. None for scenarios without validators (EnvScaler SFT).",
+        description="Python source. State items define `def check_func(final_state) -> bool`; transcript items "
+        "define `def check_func(transcript) -> bool` where transcript is {'calls': [{'name', 'arguments', "
+        "'result', 'is_error'}], 'answer': str, 'told_user': [str]} and may use `from transcript_checks import "
+        "says, called, not_called`. A global `initial_state` holds the scenario's initial state. None for "
+        "scenarios without validators (EnvScaler SFT).",
     )
     claims_change: bool = Field(
-        True, description="True when the item asserts a change, so it must be False on the initial state."
+        True,
+        description="State items: True when the item asserts a change, so it must be False on the initial "
+        "state. Transcript items must be False on the empty transcript whatever this says.",
+    )
+    kind: CheckKind = Field(
+        "state",
+        description="'state': the validator reads the final state; 'transcript': it reads the episode's "
+        "transcript (tool calls in order and the agent's answer), for read-only tasks and servers without "
+        "an admin plane.",
     )
 
 
@@ -49,7 +64,7 @@ class StateCheckOptions(BaseModel):
 
 
 class Scenario(BaseModel):
-    """A task on an environment, checkable on the final state."""
+    """A task on an environment, checkable on the final state and on the transcript."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -61,6 +76,11 @@ class Scenario(BaseModel):
     checklist: list[ChecklistItem] = Field(description="Independent items; the checklist score is passed/total.")
     reference_solution: list[ToolCall] = Field(
         default_factory=list, description="Ordered tool calls that solve the task; empty when unknown."
+    )
+    reference_answer: str | None = Field(
+        None,
+        description="What a correct agent tells the user at the end (the facts transcript items look for); the "
+        "oracle answers with it and the QA gate checks transcript items against it.",
     )
     wrong_solutions: list[list[ToolCall]] = Field(
         default_factory=list,
@@ -91,7 +111,9 @@ class Scenario(BaseModel):
             "env_id": self.env_id,
             "task": self.task,
             "initial_state": self.initial_state,
-            "checklist": [[c.description, c.validator] for c in self.checklist],
+            # Transcript items add their kind; state items hash as before, so existing ids stay stable.
+            "checklist": [[c.description, c.validator, *(["transcript"] if c.kind == "transcript" else [])]
+                          for c in self.checklist],
         }
         return "sc-" + canonical_hash(body)[:16]
 

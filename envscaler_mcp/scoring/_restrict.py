@@ -17,8 +17,11 @@ from typing import Any
 
 ALLOWED_MODULES = (
     "datetime", "re", "math", "json", "copy", "collections", "collections.abc", "itertools", "functools",
-    "statistics", "decimal", "string", "operator", "typing",
+    "statistics", "decimal", "string", "operator", "typing", "transcript_checks",
 )
+
+# Import names validators use for our own helper modules; their views hold only the names in `__all__`.
+_OWN_MODULES = {"transcript_checks": "envscaler_mcp.scoring.transcript_checks"}
 
 # Names that would hand a validator a way back to unrestricted objects (evaluating strings, reading fields).
 _DROPPED_MEMBERS = {
@@ -100,10 +103,10 @@ def _forbidden(name: str) -> Any:
 
 def _module_view(name: str, views: dict[str, types.ModuleType]) -> types.ModuleType:
     """A module object holding only the public, non-module members of a whitelisted module."""
-    real = importlib.import_module(name)
+    real = importlib.import_module(_OWN_MODULES.get(name, name))
     view = types.ModuleType(name, real.__doc__)
     dropped = _DROPPED_MEMBERS.get(name, set())
-    for attr in dir(real):
+    for attr in getattr(real, "__all__", ()) if name in _OWN_MODULES else dir(real):
         if attr.startswith("_") or attr in dropped:
             continue
         value = getattr(real, attr)

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 
 class CheckResult(BaseModel):
-    """The outcome of one checklist item's validator on one final state."""
+    """The outcome of one checklist item's validator on one final state or transcript."""
 
     item_id: str = Field(description="Checklist item id (e.g. 'c1').")
     description: str = Field("", description="The checklist item's text.")
@@ -18,6 +18,11 @@ class CheckResult(BaseModel):
         "a syntax error … None when check_func returned True or False.",
     )
     duration_s: float = Field(0.0, description="Seconds spent compiling and running the validator.")
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="What decided a transcript check, as the transcript_checks helpers recorded it: the "
+        "sentence that stated a fact, the call that matched, or what was missing.",
+    )
 
     @property
     def errored(self) -> bool:

@@ -21,6 +21,9 @@ _MAX_LINE = 1 << 20
 _START_TIMEOUT_S = 30.0
 
 
+Answer = tuple[bool, str | None, float, list[str]]  # passed, reason, seconds, evidence
+
+
 class WorkerFault(Exception):
     """The worker could not complete a request through no fault of the validators (stopped, stalled, killed)."""
 
@@ -74,10 +77,10 @@ class Worker:
             "may be too small for the interpreter."
         )
 
-    async def ask(self, header: dict[str, Any], states: tuple[bytes, bytes], indices: list[int],
-                  line_timeout: float) -> dict[int, tuple[bool, str | None, float]]:
-        """Send one request (header line, then both states' JSON); return {index: (passed, reason, duration)}
-        for every check, in order.
+    async def ask(self, header: dict[str, Any], states: tuple[bytes, ...], indices: list[int],
+                  line_timeout: float) -> dict[int, Answer]:
+        """Send one request (header line, then both states' JSON, and the transcript's when the header has a
+        third size); return {index: (passed, reason, duration, evidence)} for every check, in order.
 
         Raises WorkerFault when the worker reports a fault, dies, or says nothing for `line_timeout` s."""
         assert self.process.stdin is not None
@@ -86,7 +89,7 @@ class Worker:
                                                     *states)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise WorkerFault(f"the worker could not be reached ({type(exc).__name__})") from exc
-        answers: dict[int, tuple[bool, str | None, float]] = {}
+        answers: dict[int, Answer] = {}
         for index in indices:
             line: bytes | None = None
             with anyio.move_on_after(line_timeout):
@@ -105,7 +108,8 @@ class Worker:
                 raise WorkerFault(str(answer["fault"]))
             if answer.get("i") != index:
                 raise WorkerFault(f"the worker answered check {answer.get('i')} when {index} was due")
-            answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)))
+            answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)),
+                              [str(e) for e in answer.get("evidence") or []])
         return answers
 
     async def _exit_text(self) -> str:

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 from envscaler_mcp.isolation import namespaces
 from envscaler_mcp.scoring import confine
-from envscaler_mcp.scoring.runner import MAX_REASON, Pristine, Runner, answer_line
+from envscaler_mcp.scoring.runner import MAX_EVIDENCE, MAX_REASON, Pristine, Runner, answer_line
 
 _CRASHES = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGSYS,
             signal.SIGTRAP}
@@ -60,19 +60,20 @@ class Zygote:
 
     def serve(self, stdin: BinaryIO) -> None:
         """Answer requests until stdin closes. A request is a JSON header line followed by the two states'
-        JSON texts, of the sizes the header gives."""
+        JSON texts, and the transcript's when transcript items are sent, of the sizes the header gives."""
         gc.freeze()  # what exists now is shared with every batch process: keep its collector off those pages
         while header := stdin.readline():
             if not header.strip():
                 continue
             request = json.loads(header)
-            initial_size, final_size = request["sizes"]
-            texts = stdin.read(initial_size), stdin.read(final_size)
+            sizes = request["sizes"]
+            texts = [stdin.read(int(size)) for size in sizes[:3]]
             pending: list[dict[str, Any]] = list(request["checks"])
             for check in pending:
                 check["prepared"] = self.runner.prepare(check["source"])
             initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
-            request["states"] = (initial, Pristine(texts[1]).parse(pristine_copy=len(pending) > 1))
+            transcript = Pristine(texts[2]).parse(pristine_copy=len(pending) > 1) if len(texts) > 2 else None
+            request["states"] = (initial, Pristine(texts[1]).parse(pristine_copy=len(pending) > 1), transcript)
             try:
                 while pending:
                     pending = self._batch(request, pending)
@@ -131,11 +132,12 @@ class Zygote:
         except BaseException:
             os._exit(_SETUP_FAILED)
         try:
-            initial, final = request["states"]
+            initial, final, transcript = request["states"]
             timeout_s = float(request["timeout_s"])
             for k, check in enumerate(pending):
                 answer = self.runner.run_check(check["prepared"], initial, final, timeout_s,
-                                               last=k == len(pending) - 1)
+                                               last=k == len(pending) - 1, transcript=transcript,
+                                               kind=str(check.get("kind", "state")))
                 os.write(write_end, answer_line(check["i"], answer))
         finally:
             os._exit(0)
@@ -180,12 +182,15 @@ class Zygote:
         try:
             answer = json.loads(line)
             passed, reason, duration = answer["passed"], answer["reason"], float(answer["duration_s"])
+            evidence = answer.get("evidence", [])
             if answer["i"] != index or not isinstance(passed, bool) or not (reason is None or isinstance(reason, str)):
+                raise ValueError(line[:80])
+            if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
                 raise ValueError(line[:80])
         except (ValueError, KeyError, TypeError):
             return _answer(index, "the batch process wrote a malformed answer")
         return {"i": index, "passed": passed and reason is None, "reason": reason and reason[:MAX_REASON],
-                "duration_s": duration}
+                "duration_s": duration, "evidence": [e[:MAX_REASON] for e in evidence[:MAX_EVIDENCE]]}
 
     def _overdue(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float, cpu_start: float,
                  window: float) -> list[dict[str, Any]]:
@@ -266,7 +271,7 @@ def _drain(fd: int) -> bytes:
 
 
 def _answer(index: int, reason: str) -> dict[str, Any]:
-    return {"i": index, "passed": False, "reason": reason[:MAX_REASON], "duration_s": 0.0}
+    return {"i": index, "passed": False, "reason": reason[:MAX_REASON], "duration_s": 0.0, "evidence": []}
 
 
 def _signame(sig: int) -> str:

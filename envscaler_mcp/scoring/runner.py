@@ -1,7 +1,8 @@
 """Running validators inside the batch process: fresh globals per check, restricted builtins, an alarm per
 check, and states that no check can change for the next one. Standard library only.
 
-A batch process (scoring/worker.py forks one per scenario batch) parses each state once. The first check
+A batch process (scoring/worker.py forks one per scenario batch) parses each state once (and the transcript,
+which transcript items get instead of the final state). The first check
 gets the parsed object itself; after each check the object is compared with its pristine `marshal` image
 (about three times cheaper than a copy) and replaced by a fresh copy only if the check changed it.
 """
@@ -19,6 +20,7 @@ import time
 from types import CodeType
 from typing import Any
 
+from envscaler_mcp.scoring import transcript_checks
 from envscaler_mcp.scoring._restrict import (
     ImportNotAllowed,
     SandboxViolation,
@@ -28,6 +30,7 @@ from envscaler_mcp.scoring._restrict import (
 )
 
 MAX_REASON = 300
+MAX_EVIDENCE = 20  # entries per check, each at most MAX_REASON characters
 # Captured now: a validator may patch json's classes inside its batch, and the answers must not change.
 _quote = json.encoder.encode_basestring_ascii
 
@@ -157,14 +160,20 @@ class Runner:
         return prepared
 
     def run_check(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
-                  last: bool) -> dict[str, Any]:
-        """Run one prepared validator; return {"passed", "reason", "duration_s"}."""
+                  last: bool, transcript: Pristine | None = None, kind: str = "state") -> dict[str, Any]:
+        """Run one prepared validator on the final state, or for a transcript item (`kind="transcript"`) on the
+        transcript; return {"passed", "reason", "duration_s", "evidence"} (evidence: what the
+        transcript_checks helpers recorded during the check)."""
         start = time.perf_counter()
-        passed, reason = self._run(prepared, initial, final, timeout_s, last)
-        return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6)}
+        transcript_checks._begin()
+        argument = transcript if kind == "transcript" and transcript is not None else final
+        passed, reason = self._run(prepared, initial, argument, timeout_s, last, kind)
+        evidence = [_short(str(e)) for e in transcript_checks._take()[:MAX_EVIDENCE]]
+        return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6),
+                "evidence": evidence}
 
     def _run(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
-             last: bool) -> tuple[bool, str | None]:
+             last: bool, kind: str = "state") -> tuple[bool, str | None]:
         code, problem, names_initial = prepared
         if code is None:
             return False, problem
@@ -175,7 +184,7 @@ class Runner:
             if names_initial:
                 env["initial_state"] = initial.lend(keep=not last)
                 lent.append(initial)
-            final_state = final.lend(keep=not last)
+            final_state = final.lend(keep=not last)  # the transcript, for a transcript item
         except (MemoryError, ValueError, RecursionError) as exc:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else _short(f"bad state JSON: {exc}")
         self._fired = False
@@ -187,7 +196,8 @@ class Runner:
                 exec(code, env)
                 func = env.get("check_func")
                 if not callable(func):
-                    return False, "the validator does not define check_func(final_state)"
+                    name = "transcript" if kind == "transcript" else "final_state"
+                    return False, f"the validator does not define check_func({name})"
                 result = func(final_state)
                 if not last:  # charged to this check's time: it is the one that may have changed the states
                     del env, func, final_state
@@ -219,7 +229,9 @@ def answer_line(index: int, answer: dict[str, Any]) -> bytes:
     reason = "null" if answer["reason"] is None else _quote(answer["reason"])
     passed = "true" if answer["passed"] is True else "false"
     duration = float.__repr__(float(answer["duration_s"]))
-    return f'{{"i": {int(index)}, "passed": {passed}, "reason": {reason}, "duration_s": {duration}}}\n'.encode("ascii")
+    evidence = ", ".join(_quote(str.__str__(e)) for e in answer.get("evidence", ()) if type(e) is str)
+    return (f'{{"i": {int(index)}, "passed": {passed}, "reason": {reason}, "duration_s": {duration}, '
+            f'"evidence": [{evidence}]}}\n').encode("ascii")
 
 
 def _cap_cpu(timeout_s: float) -> None:

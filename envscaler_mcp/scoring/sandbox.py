@@ -1,8 +1,12 @@
 """The validator sandbox: untrusted check functions run in isolated worker processes, never in this one.
 
     async with ValidatorSandbox(timeout_s=2.0, memory_mb=512, workers=2) as sandbox:
-        results = await sandbox.run(scenario.checklist, scenario.initial_state, final_state)
+        results = await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
         sandbox.isolation            # IsolationReport: which OS layers are in force on this machine
+
+State items' validators get the final state, transcript items' validators (`kind="transcript"`) the
+transcript (plain data, see scoring/transcript.py); both run in the same batch processes under the same
+layers and limits.
 
 Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
 namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
@@ -24,11 +28,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from envscaler_mcp._json import State
+from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
-from envscaler_mcp.scoring.process import Worker, WorkerFault
+from envscaler_mcp.scoring.process import Answer, Worker, WorkerFault
 
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
@@ -43,9 +47,10 @@ class CheckItem(Protocol):
     def description(self) -> str: ...
     @property
     def validator(self) -> str | None: ...
+    # Optional: `kind` ("state" by default, or "transcript"), read with getattr.
 
 
-Answers = dict[int, tuple[bool, str | None, float]]
+Answers = dict[int, Answer]
 
 
 class ValidatorSandbox:
@@ -116,25 +121,33 @@ class ValidatorSandbox:
     async def _start(self) -> Worker:
         return await Worker.start(self.memory_mb, self._root, self.os_isolation, self._test_seam)
 
-    async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State) -> list[CheckResult]:
-        """Run every item's validator on `final_state` (global `initial_state`); one result per item, in order.
+    async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State | None,
+                  transcript: JSONObject | None = None) -> list[CheckResult]:
+        """Run every item's validator, state items on `final_state` and transcript items on `transcript` (global
+        `initial_state` for both); one result per item, in order.
 
         Raises SandboxFault when a worker failed twice in a row through no fault of the validators."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run called outside `async with ValidatorSandbox(...)`")
-        try:
-            states = (json.dumps(initial_state, ensure_ascii=False).encode("utf-8"),
-                      json.dumps(final_state, ensure_ascii=False).encode("utf-8"))
-        except (TypeError, ValueError) as exc:
-            raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         results: list[CheckResult | None] = [None] * len(items)
-        runnable: list[tuple[int, str]] = []
+        runnable: list[tuple[int, str, str]] = []
         for i, item in enumerate(items):
+            kind = getattr(item, "kind", "state")
             if item.validator is None or not item.validator.strip():
                 results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
                                          reason="the checklist item has no validator")
+            elif kind == "transcript" and transcript is None:
+                results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
+                                         reason="a transcript check needs a transcript, and none was given")
             else:
-                runnable.append((i, item.validator))
+                runnable.append((i, item.validator, kind))
+        try:
+            texts = [initial_state, final_state]
+            if any(kind == "transcript" for _, _, kind in runnable):
+                texts.append(transcript)
+            states = tuple(json.dumps(t, ensure_ascii=False).encode("utf-8") for t in texts)
+        except (TypeError, ValueError) as exc:
+            raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.
         idle = self._idle_recv.statistics().current_buffer_used
         n_chunks = max(1, min(idle, math.ceil(len(runnable) / _MIN_CHUNK)))
@@ -149,16 +162,16 @@ class ValidatorSandbox:
             raise failures[0]
         for i, item in enumerate(items):
             if results[i] is None:
-                passed, reason, duration = answers[i]
+                passed, reason, duration, evidence = answers[i]
                 results[i] = CheckResult(item_id=item.id, description=item.description, passed=passed,
-                                         reason=reason, duration_s=duration)
+                                         reason=reason, duration_s=duration, evidence=evidence)
         return [r for r in results if r is not None]
 
-    async def _run_chunk(self, chunk: list[tuple[int, str]], states: tuple[bytes, bytes], answers: Answers,
+    async def _run_chunk(self, chunk: list[tuple[int, str, str]], states: tuple[bytes, ...], answers: Answers,
                          failures: list[SandboxFault]) -> None:
-        header = {"sizes": [len(states[0]), len(states[1])], "timeout_s": self.timeout_s, "grace_s": self.grace_s,
-                  "checks": [{"i": i, "source": source} for i, source in chunk]}
-        line_timeout = self._line_deadline(len(states[0]) + len(states[1]))
+        header = {"sizes": [len(text) for text in states], "timeout_s": self.timeout_s, "grace_s": self.grace_s,
+                  "checks": [{"i": i, "source": source, "kind": kind} for i, source, kind in chunk]}
+        line_timeout = self._line_deadline(sum(len(text) for text in states))
         worker: Worker = await self._idle_recv.receive()
         try:
             seen: list[str] = []
@@ -166,7 +179,7 @@ class ValidatorSandbox:
                 if worker.process.returncode is not None:
                     worker = await self._replace(worker)
                 try:
-                    answers.update(await worker.ask(header, states, [i for i, _ in chunk], line_timeout))
+                    answers.update(await worker.ask(header, states, [i for i, _, _ in chunk], line_timeout))
                     return
                 except WorkerFault as fault:
                     seen.append(str(fault))

@@ -12,10 +12,13 @@ batch), watches the batch (a check that burns the CPU past its time is killed an
 batch process that stops or dies from outside is a fault), and ends every process of the batch before the
 next request. Protocol on stdin/stdout, one JSON object per line:
 
-    request:  {"sizes": [I, F], "timeout_s": 2.0, "grace_s": 1.0,
-               "checks": [{"i": 0, "source": "def check_func(final_state): ..."}, ...]}
-              followed by I bytes of initial-state JSON and F bytes of final-state JSON
-    answers:  {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001}   (one per check, in order)
+    request:  {"sizes": [I, F] or [I, F, T], "timeout_s": 2.0, "grace_s": 1.0,
+               "checks": [{"i": 0, "source": "def check_func(final_state): ...", "kind": "state"}, ...]}
+              followed by I bytes of initial-state JSON, F bytes of final-state JSON and, when transcript
+              checks are sent (kind "transcript": given the transcript instead of the final state), T bytes
+              of transcript JSON
+    answers:  {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001, "evidence": [...]}
+              (one per check, in order; evidence: what the transcript_checks helpers recorded)
               {"fault": "why"}       the batch could not be completed through no fault of its validators
     first line: {"ready": true, "pid": <zygote pid as the caller sees it>, "isolation": {layer: [on, detail]}}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,8 +12,9 @@ from typing import Any
 from mcp.types import CallToolResult, Tool
 
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
+from envscaler_mcp.harness.external import external_source
 from envscaler_mcp.harness.prompts import EnvInfo
-from envscaler_mcp.launch import launch_server
+from envscaler_mcp.launch import launch_server, resolve_target
 from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
@@ -50,6 +53,22 @@ async def shop_server(transport: str = "memory") -> AsyncIterator[Any]:
     launch = launch_server(SKELETON, transport=transport, scenarios=SCENARIOS)  # type: ignore[arg-type]
     async with launch as server:
         yield server
+
+
+@asynccontextmanager
+async def external_shop() -> AsyncIterator[Any]:
+    """The rendered mini_shop server as an external stdio command (`--server`): tools only, no admin plane."""
+    rendered = resolve_target(SKELETON, [])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(rendered.path)
+    try:
+        async with external_source(command=f"{sys.executable} -m {rendered.package}") as source:
+            yield source
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
 
 
 class CrashingSource:

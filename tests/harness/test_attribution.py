@@ -77,11 +77,12 @@ class _BuggyChecker:
     def __init__(self, real: SandboxChecker) -> None:
         self.real, self.calls = real, 0
 
-    async def check(self, items: Any, initial_state: Any, final_state: Any) -> list[CheckOutcome]:
+    async def check(self, items: Any, initial_state: Any, final_state: Any, transcript: Any = None
+                    ) -> list[CheckOutcome]:
         self.calls += 1
         if self.calls == 2:
             raise KeyError("orders")
-        return await self.real.check(items, initial_state, final_state)
+        return await self.real.check(items, initial_state, final_state, transcript)
 
 
 def _config(**episode: Any) -> RunConfig:

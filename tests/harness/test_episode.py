@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import anyio
@@ -11,13 +10,20 @@ import pytest
 from envscaler_mcp.errors import ProviderError, UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
-from envscaler_mcp.harness.external import external_source
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.prompts import STOP_TOKEN
-from envscaler_mcp.launch import resolve_target
 from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.mock import MockProvider
-from tests.harness.shop import ALICE, BOB, ENV_INFO, SKELETON, CrashingSource, calls, replay_agent
+from tests.harness.shop import (
+    ALICE,
+    BOB,
+    ENV_INFO,
+    SKELETON,
+    CrashingSource,
+    calls,
+    external_shop,
+    replay_agent,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -234,12 +240,8 @@ async def test_conversation_mode_needs_a_user(server: Any, checker: SandboxCheck
 
 
 @pytest.mark.slow
-async def test_external_stdio_server_runs_but_is_not_scorable(
-    checker: SandboxChecker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rendered = resolve_target(SKELETON, [])
-    monkeypatch.setenv("PYTHONPATH", str(rendered.path))
-    async with external_source(command=f"{sys.executable} -m {rendered.package}") as source:
+async def test_external_stdio_server_runs_but_is_not_scorable(checker: SandboxChecker) -> None:
+    async with external_shop() as source:
         result = await run_episode(BOB, source=source, agent=replay_agent(BOB), checker=checker)
     assert result.status == "completed" and result.tool_calls == 3 and result.tool_errors == 0
     assert result.scorable is False and result.score is None and result.success is None

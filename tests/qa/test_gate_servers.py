@@ -64,5 +64,12 @@ async def test_every_bundled_scenario_passes_the_gate() -> None:
     assert len(reports) == sum(len(s) for _, s in groups)
     rejected = {f"{r.env_id}/{r.scenario_id}": r.reasons() for r in reports if not r.passed}
     assert rejected == {}
-    # every bundled scenario carries a plausible wrong solution, and the gate saw each one fail the checklist
-    assert all(r.step("wrong_solutions").status == "pass" and r.wrong_solutions for r in reports)
+    # every bundled task carries a plausible wrong solution, and the gate saw each one fail the checklist;
+    # every read-only question had each fact of its reference answer, changed, caught (its wrong answers)
+    steps = [{s.name for s in r.steps} for r in reports]
+    assert all("wrong_solutions" in names or "answer_probes" in names for names in steps)
+    assert all(r.step("wrong_solutions").status == "pass" and r.wrong_solutions
+               for r, names in zip(reports, steps, strict=True) if "wrong_solutions" in names)
+    assert all(r.step("answer_probes").status == "pass" and all(p.caught_by for p in r.answer_probes)
+               for r, names in zip(reports, steps, strict=True) if "answer_probes" in names)
+    assert sum("answer_probes" in names for names in steps) == 2 * len(groups)

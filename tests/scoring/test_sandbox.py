@@ -159,3 +159,61 @@ async def test_a_cancelled_run_leaves_the_sandbox_usable() -> None:
             await sb.run([item(slow, "slow")], INITIAL, FINAL)
         results = await sb.run([item("def check_func(s):\n    return True\n", "next")], INITIAL, FINAL)
     assert [(r.item_id, r.passed, r.reason) for r in results] == [("next", True, None)]
+
+
+TRANSCRIPT = {"calls": [{"name": "get_order", "arguments": {"order_id": "O1"}, "result": {"success": True},
+                         "is_error": False}],
+              "answer": "Order O1 has shipped; the total was $10.00.", "told_user": []}
+
+
+def transcript_item(source: str, item_id: str = "t1") -> ChecklistItem:
+    return ChecklistItem(id=item_id, description=f"item {item_id}", validator=source, kind="transcript")
+
+
+async def test_transcript_items_read_the_transcript_beside_state_items_with_evidence() -> None:
+    helper = ("from transcript_checks import says, called\n"
+              "def check_func(transcript):\n"
+              "    return says(transcript, 10, 'O1') and called(transcript, 'get_order', order_id='o1')\n")
+    plain = ("def check_func(transcript):\n"
+             "    return transcript['calls'][0]['name'] == 'get_order' and initial_state['today'] == '2025-01-01'\n")
+    state = "def check_func(final_state):\n    return final_state['orders']['O1']['status'] == 'shipped'\n"
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256) as sb:
+        results = await sb.run([transcript_item(helper), item(state, "s1"), transcript_item(plain, "t2")],
+                               INITIAL, FINAL, TRANSCRIPT)
+        without = await sb.run([transcript_item(helper), item(state, "s1")], INITIAL, FINAL)
+    assert [(r.item_id, r.passed, r.reason) for r in results] == [("t1", True, None), ("s1", True, None),
+                                                                  ("t2", True, None)]
+    assert results[0].evidence == [
+        "stated '10': \u00abOrder O1 has shipped; the total was $10.00.\u00bb",
+        "stated 'O1': \u00abOrder O1 has shipped; the total was $10.00.\u00bb",
+        'call 1 get_order({"order_id": "O1"}) ok',
+    ]
+    assert results[1].evidence == []
+    assert [(r.passed, r.reason) for r in without] == [
+        (False, "a transcript check needs a transcript, and none was given"), (True, None)]
+
+
+async def test_transcript_checks_have_the_same_limits(tmp_path: Path) -> None:
+    target = tmp_path / "written.txt"
+    sources = [
+        f"def check_func(t):\n    open({str(target)!r}, 'w').write('x')\n    return True\n",
+        "import os\ndef check_func(t):\n    return True\n",
+        "import transcript_checks\ndef check_func(t):\n    transcript_checks._EVIDENCE.append('forged')\n"
+        "    return True\n",
+        "def check_func(t):\n    while True:\n        pass\n",
+        "def check_func(t):\n    t['answer'] = 'changed'\n    t['calls'].clear()\n    return True\n",
+        "def check_func(t):\n    return t['answer'].startswith('Order') and len(t['calls']) == 1\n",
+    ]
+    async with ValidatorSandbox(timeout_s=0.5, memory_mb=256) as sb:
+        results = await sb.run([transcript_item(s, f"t{n}") for n, s in enumerate(sources)], INITIAL, FINAL,
+                               TRANSCRIPT)
+    assert [(r.passed, r.reason) for r in results] == [
+        (False, "open() is not allowed in validators"),
+        (False, "import of 'os' is not allowed"),
+        (False, "access to attribute '_EVIDENCE' is not allowed"),
+        (False, "timed out after 0.5 s"),
+        (True, None),
+        (True, None),  # the previous check changed its own copy only
+    ]
+    assert not target.exists()
+    assert TRANSCRIPT["answer"].startswith("Order") and TRANSCRIPT["calls"]

@@ -20,6 +20,7 @@ from envscaler_mcp.scoring.diff import diff_states
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
+from envscaler_mcp.synth.scen import questions
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
@@ -50,7 +51,7 @@ def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenan
                    ) -> Scenario:
     """The draft as a Scenario (id = content hash; difficulty = number of reference calls)."""
     return Scenario(env_id=env_id, title=draft.title, task=draft.task, initial_state=state,
-                    checklist=draft.checklist, reference_solution=draft.solution,
+                    checklist=draft.checklist, reference_solution=draft.solution, reference_answer=draft.answer,
                     difficulty=len(draft.solution),
                     provenance=provenance or Provenance(source="synthesized")).with_id()
 
@@ -113,7 +114,11 @@ class ScenarioBuilder:
     async def evaluate(self, state: State, draft: Draft) -> Verdict:
         """Gate a draft (the solution must also call at least one state-changing tool)."""
         scenario = draft_scenario(self.ctx.skeleton.id, state, draft)
-        if not any(self.kinds.get(c.tool) == "state_change" for c in draft.solution):
+        changes = [c.tool for c in draft.solution if self.kinds.get(c.tool) == "state_change"]
+        if draft.answer is not None and changes:  # a question: its solution only looks things up
+            reason = f"the question's reference solution calls state-changing tools ({', '.join(changes)})"
+            return Verdict(reasons=[f"replay: {reason}"], part="solution", feedback=f"- {reason}")
+        if draft.answer is None and not changes:
             reason = "the reference solution calls no state-changing tool, so the task does not change the state"
             return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; the task must ask for "
                            "changes (create, update, cancel …), not only information")
@@ -147,17 +152,23 @@ class ScenarioBuilder:
         update["notes"] = [*draft.notes, f"{part} regenerated after: " + "; ".join(verdict.reasons)[:300]]
         return draft.model_copy(update=update)
 
-    async def build(self, state: State, meter: UsageMeter) -> Draft:
-        """A draft that passed the gate, or Dropped(step, reason)."""
+    async def build(self, state: State, meter: UsageMeter, question: bool = False) -> Draft:
+        """A draft that passed the gate, or Dropped(step, reason). `question`: a read-only item
+        (synth/scen/questions.py)."""
         try:
-            draft = await self.first_draft(state, meter)
+            draft = await (questions.first_question(self, state, meter) if question
+                           else self.first_draft(state, meter))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
         verdict = await self.evaluate(state, draft)
         if not verdict.reasons:
             return draft
         try:
-            draft = await self.repair(state, draft, verdict, meter)
+            if question:
+                replay_failed = verdict.part == "solution" or any(r.startswith("replay:") for r in verdict.reasons)
+                draft = await questions.repaired_question(self, state, draft, verdict.reasons, replay_failed, meter)
+            else:
+                draft = await self.repair(state, draft, verdict, meter)
         except StepFailed as exc:
             raise Dropped(exc.step, f"repair of the {verdict.part} failed: {exc.reason} "
                           f"(gate: {'; '.join(verdict.reasons)})") from exc

@@ -36,6 +36,9 @@ def scenarios(
         "--mutation/--no-mutation", help="Require every changed field to be guarded by a validator.")] = True,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0,
                                                help="Temperature of the state and task steps.")] = 0.7,
+    questions: Annotated[float, typer.Option(
+        "--questions", min=0.0, max=1.0, help="Share of items that are read-only questions, checked on what the "
+        "agent looks up and answers (transcript checks) instead of on the final state.")] = 0.0,
 ) -> None:
     """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
@@ -52,7 +55,7 @@ def scenarios(
     skeletons = [get_skeleton(name) for name in names]
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, temperature=temperature,
-                          validator_workers=min(2, concurrency))
+                          validator_workers=min(2, concurrency), questions=questions)
     get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
 
     generator = get_provider(model)

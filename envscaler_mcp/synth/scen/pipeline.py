@@ -53,6 +53,12 @@ class ScenOptions:
     require_mutation: bool = True
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
+    questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)
+
+
+def is_question(index: int, share: float) -> bool:
+    """Whether item `index` is a question: a `share` of the items, spread evenly (0.25: every fourth)."""
+    return int((index + 1) * share) > int(index * share)
 
 
 def item_ids(n: int) -> list[str]:
@@ -122,7 +128,7 @@ class EnvRun:
             return
         meter = UsageMeter()
         try:
-            draft = await self.builder.build(record.state, meter)
+            draft = await self.builder.build(record.state, meter, is_question(index, self.options.questions))
         except Dropped as exc:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return

@@ -8,7 +8,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 
-STAGES = ("states", "task", "checklist", "validators", "solution")
+STAGES = ("states", "task", "checklist", "validators", "solution", "answer")
 
 
 class StateRecord(BaseModel):
@@ -27,6 +27,7 @@ class Draft(BaseModel):
     task: str = Field("", description="The task text.")
     checklist: list[ChecklistItem] = Field(default_factory=list, description="Items with validators once written.")
     solution: list[ToolCall] = Field(default_factory=list, description="The planned reference solution.")
+    answer: str | None = Field(None, description="For a question (read-only item): the reference answer.")
     notes: list[str] = Field(default_factory=list, description="Repairs made (kept in provenance).")
 
 

@@ -125,12 +125,13 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
 
 
 async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMeter, feedback: str = "",
-                       previous: list[ToolCall] | None = None) -> list[ToolCall]:
-    """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas."""
+                       previous: list[ToolCall] | None = None, question: bool = False) -> list[ToolCall]:
+    """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas (for a
+    question: the queries that find the answer)."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "rules": sk.rules, "class_source": sk.class_source,
                "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
-               "feedback": feedback,
+               "feedback": feedback, "question": question,
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
                      seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution")

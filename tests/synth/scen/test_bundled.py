@@ -32,8 +32,9 @@ ENV = "ecommerce_orders"
 
 
 def bundled() -> list[Scenario]:
-    """The bundled scenarios whose task is long enough for the task step."""
-    return [s for s in load_scenarios(ROOT / "scenarios" / f"{ENV}.jsonl") if len(s.task.split()) >= MIN_TASK_WORDS]
+    """The bundled task scenarios (not questions) whose task is long enough for the task step."""
+    return [s for s in load_scenarios(ROOT / "scenarios" / f"{ENV}.jsonl")
+            if len(s.task.split()) >= MIN_TASK_WORDS and s.reference_answer is None]
 
 
 class Echo:

@@ -1,0 +1,37 @@
+"""The transcript a transcript check reads: plain data built from an episode or a replay.
+
+    {"calls": [{"name", "arguments", "result", "is_error"}, ...], "answer": str, "told_user": [str, ...]}
+
+`result` is the tool result's JSON value when its text is JSON (every generated server answers JSON), else
+the text. `told_user` holds every text the agent wrote to the user (the final answer is the last one).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+EMPTY_TRANSCRIPT: dict[str, Any] = {"calls": [], "answer": "", "told_user": []}
+
+
+def result_value(text: str) -> Any:
+    """A tool result's text as data: its JSON value when it parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def call_record(name: str, arguments: dict[str, Any] | None, result_text: str, is_error: bool) -> dict[str, Any]:
+    """One entry of `calls`."""
+    return {"name": name, "arguments": dict(arguments or {}), "result": result_value(result_text),
+            "is_error": bool(is_error)}
+
+
+def make_transcript(calls: Iterable[dict[str, Any]], answer: str, told_user: Iterable[str] | None = None
+                    ) -> dict[str, Any]:
+    """A transcript from call records (see `call_record`), the final answer and what the user was told
+    (default: just the answer)."""
+    told = [t for t in (told_user if told_user is not None else [answer]) if t]
+    return {"calls": list(calls), "answer": answer or "", "told_user": told}
