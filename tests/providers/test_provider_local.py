@@ -71,11 +71,40 @@ def test_shipped_template_has_single_braces() -> None:
 
 
 def test_decision_schema_constrains_names_and_arguments() -> None:
+    import jsonschema
+
     schema = decision_schema(TOOLS)
-    variants = schema["properties"]["tool_calls"]["items"]["anyOf"]
+    act, answer = schema["anyOf"]
+    variants = act["properties"]["tool_calls"]["items"]["anyOf"]
     assert [v["properties"]["name"]["const"] for v in variants] == ["get_order", "cancel_order"]
     assert variants[0]["properties"]["arguments"]["required"] == ["order_id"]
-    assert list(schema["properties"]) == ["plan", "tool_calls", "reply"]
+    assert list(act["properties"]) == list(answer["properties"]) == ["plan", "tool_calls", "reply"]
+    call = {"name": "get_order", "arguments": {"order_id": "A-1"}}
+    ok = [{"plan": "p", "tool_calls": [call], "reply": ""}, {"plan": "answer", "tool_calls": [], "reply": "Shipped."}]
+    bad = [{"plan": "p", "tool_calls": [call], "reply": "I looked it up."},  # a reply nobody reads
+           {"plan": "p", "tool_calls": [], "reply": ""},  # neither a call nor an answer
+           {"plan": "p", "tool_calls": [{"name": "get_order", "arguments": {}}], "reply": ""}]
+    for decision in ok:
+        jsonschema.validate(decision, schema)
+    for decision in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(decision, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(ok[0], decision_schema(TOOLS, answer_only=True))
+
+
+def sent_schema(request: dict[str, object]) -> dict[str, object]:
+    """The JSON Schema a request constrained its answer to: from its llguidance grammar or its response_format."""
+    if "grammar" in request:
+        grammar = str(request["grammar"])
+        assert grammar.startswith("%llguidance {}\nstart: %json ")
+        schema: dict[str, object] = json.loads(grammar.split("%json ", 1)[1])
+        assert schema.pop("x-guidance") == {"whitespace_flexible": False, "item_separator": ", ",
+                                            "key_separator": ": "}
+        return schema
+    response_format = request["response_format"]
+    assert isinstance(response_format, dict) and response_format["type"] == "json_schema"
+    return dict(response_format["json_schema"]["schema"])
 
 
 def _local(fake: FakeServer) -> LocalProvider:
@@ -105,11 +134,13 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     second = await p.complete(history, TOOLS)
     assert second.message.content == "It shipped." and second.message.tool_calls == []
     sent = fake.requests[1]
-    assert sent["response_format"]["type"] == "json_schema" and "tools" not in sent
+    assert sent_schema(sent) == decision_schema(TOOLS) and "tools" not in sent and "response_format" not in sent
     assert "- get_order: Get an order by id.\n  parameters: order_id: str" in sent["messages"][0]["content"]
     assert json.loads(sent["messages"][2]["content"]) == {"plan": "look up A-1 with get_order",
                                                           "tool_calls": [decision["tool_calls"][0]], "reply": ""}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
+    assert sent["messages"][4]["role"] == "user" and "results of your calls" in sent["messages"][4]["content"]
+    assert len(fake.requests[0]["messages"]) == 2  # the note follows function results only
     assert second.usage.cost_usd == 0.0
 
 
@@ -293,10 +324,19 @@ async def test_a_repeated_answered_call_is_turned_into_an_answer_request(fake: F
     assert turn.message.tool_calls == [] and turn.message.content == "B-77 is cancelled."
     assert turn.usage.input_tokens == 650 and turn.usage.output_tokens == 32
     retry = fake.requests[1]
-    assert retry["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]["maxItems"] == 0
+    assert sent_schema(retry) == decision_schema(TOOLS, answer_only=True)
     assert "already made" in retry["messages"][-1]["content"]
     # a call whose earlier result was an error may be tried again, and a new call is never second-guessed
     history[-1] = history[-1].model_copy(update={"is_error": True})
     fake.answers.append((200, llama_stream(json.dumps(again))))
     assert (await p.complete(history, TOOLS)).message.tool_calls
     assert len(fake.requests) == 3
+
+
+def test_runtimes_without_llguidance_get_the_same_schema_as_response_format(fake: FakeServer) -> None:
+    p = _local(fake)
+    history = [Message(role="user", content="Where is A-1?")]
+    assert "grammar" in p.decision_body(history, TOOLS, GenerationSettings())
+    p.server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime="llama-server")
+    body = p.decision_body(history, TOOLS, GenerationSettings())
+    assert "grammar" not in body and sent_schema(body) == decision_schema(TOOLS)

@@ -14,6 +14,7 @@ import re
 from typing import Any, Literal
 
 from envscaler_mcp.providers.base import Message, ToolDef
+from envscaler_mcp.providers.openai_chat import json_schema_format
 
 ToolStyle = Literal["compact", "full"]
 
@@ -108,24 +109,40 @@ def decision_system_prompt(system: str, tools: list[ToolDef], style: ToolStyle =
 
 
 def decision_schema(tools: list[ToolDef], *, answer_only: bool = False) -> dict[str, Any]:
-    """JSON Schema of one decision; each call's arguments follow its own tool's input schema (with
-    `answer_only`, `tool_calls` must be empty and `reply` must say something)."""
+    """JSON Schema of one decision: either calls (at least one, each call's arguments following its own
+    tool's input schema) with an empty reply, or no call and a reply that says something (with
+    `answer_only`, only the latter). The model cannot spend tokens on a reply nobody reads."""
+    plan = {"type": "string", "maxLength": 160}
+    answer = {"type": "object",
+              "properties": {"plan": plan, "tool_calls": {"type": "array", "maxItems": 0},
+                             "reply": {"type": "string", "minLength": 1}},
+              "required": ["plan", "tool_calls", "reply"]}
+    if answer_only:
+        return answer
     variants = [
         {"type": "object",
          "properties": {"name": {"const": t.name}, "arguments": t.input_schema or {"type": "object"}},
          "required": ["name", "arguments"]}
         for t in tools
     ]
-    calls: dict[str, Any] = {"type": "array", "items": {"anyOf": variants}}
-    reply: dict[str, Any] = {"type": "string"}
-    if answer_only:
-        calls["maxItems"] = 0
-        reply["minLength"] = 1
-    return {
-        "type": "object",
-        "properties": {"plan": {"type": "string", "maxLength": 160}, "tool_calls": calls, "reply": reply},
-        "required": ["plan", "tool_calls", "reply"],
-    }
+    act = {"type": "object",
+           "properties": {"plan": plan, "tool_calls": {"type": "array", "items": {"anyOf": variants}, "minItems": 1},
+                          "reply": {"const": ""}},
+           "required": ["plan", "tool_calls", "reply"]}
+    return {"anyOf": [act, answer]}
+
+
+# llguidance's JSON options: one line, one space after ',' and ':' (the schema grammar of llama.cpp lets a
+# model indent, and a small model then spends a third of a decision's tokens on newlines and spaces)
+COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def answer_constraint(schema: dict[str, Any], *, llguidance: bool) -> dict[str, Any]:
+    """The request fields that constrain an answer to `schema`: a compact llguidance grammar where the
+    runtime has llguidance, else the chat-completions `response_format`."""
+    if llguidance:
+        return {"grammar": "%llguidance {}\nstart: %json " + json.dumps({**schema, "x-guidance": COMPACT_JSON})}
+    return {"response_format": json_schema_format(schema)}
 
 
 def decision_text(message: Message) -> str:

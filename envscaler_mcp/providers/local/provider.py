@@ -32,6 +32,7 @@ from envscaler_mcp.providers.local.kvcache import CacheEntry
 from envscaler_mcp.providers.local.prompt import (
     NATIVE_NUDGE,
     ToolStyle,
+    answer_constraint,
     decision_schema,
     decision_system_prompt,
     decision_text,
@@ -45,7 +46,7 @@ from envscaler_mcp.providers.local.weights import (
     ensure_weights,
     get_local_model,
 )
-from envscaler_mcp.providers.openai_chat import OpenAIChatProvider, json_schema_format
+from envscaler_mcp.providers.openai_chat import OpenAIChatProvider
 from envscaler_mcp.providers.registry import register_provider
 from envscaler_mcp.providers.textcalls import parse_text_tool_calls
 from envscaler_mcp.providers.tools import ToolNames, to_openai_messages
@@ -57,6 +58,10 @@ COLD_PROMPT_GUESS = 2500  # tokens of a whole prompt before one has been measure
 SAFETY = 3.0
 
 
+# After function results the small model tends to repeat the calls it has just made; a line after the results
+# (seen by the model only, not part of the episode's transcript) turns most of those turns into an answer.
+CONTINUE_NOTE = ("(note from the system: those are the results of your calls. If they complete the request or "
+                 "answer the question, answer the user now; call a function only for what is still missing.)")
 REPEAT_NOTE = ("(note from the system: the function call(s) you chose were already made with these arguments, "
                "and their results are above. Do not call them again: read the results and write your final "
                "answer in \"reply\".)")
@@ -125,8 +130,10 @@ class LocalProvider(OpenAIChatProvider):
             if m.role == "system":
                 continue
             converted.append(Message(role="assistant", content=decision_text(m)) if m.role == "assistant" else m)
+        if messages and messages[-1].role == "tool":
+            converted.append(Message(role="user", content=CONTINUE_NOTE))
         body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(converted, ToolNames()),
-                                "response_format": json_schema_format(decision_schema(tools))}
+                                **answer_constraint(decision_schema(tools), llguidance=self.server.llguidance)}
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
         body["max_tokens"] = min(settings.max_tokens or MAX_DECISION_TOKENS, MAX_DECISION_TOKENS)
@@ -182,7 +189,8 @@ class LocalProvider(OpenAIChatProvider):
             # The small model tends to call again what it has just done instead of answering: ask once more,
             # with the calls' results in view and a grammar that allows an answer only.
             retry = self.decision_body([*messages, Message(role="user", content=REPEAT_NOTE)], tools, settings)
-            retry["response_format"] = json_schema_format(decision_schema(tools, answer_only=True))
+            retry.pop("grammar", None)
+            retry.update(answer_constraint(decision_schema(tools, answer_only=True), llguidance=self.server.llguidance))
             second = await stream_chat(client, retry, self.server.activity, settings.timeout_s)
             answer.prompt_tokens += second.prompt_tokens
             answer.completion_tokens += second.completion_tokens

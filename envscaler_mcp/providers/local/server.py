@@ -142,6 +142,12 @@ class LocalServer:
                    "--batch", str(BATCH), "--chat-template-file", template]
         return command + (["--slot-save-path", str(self.prompt_cache)] if self.prompt_cache else [])
 
+    @property
+    def llguidance(self) -> bool:
+        """Whether the runtime takes llguidance grammars (the xllamacpp wheel is built with them; the
+        prebuilt `llama-server`'s answer is "llguidance is not enabled")."""
+        return self.runtime == "xllamacpp"
+
     def runtime_id(self) -> str:
         """Runtime name and installed version, e.g. 'xllamacpp==2026.10.11549'."""
         try:

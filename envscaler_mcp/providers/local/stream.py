@@ -31,14 +31,19 @@ def _extra(obj: Any, name: str) -> Any:
     return extra.get(name, getattr(obj, name, None) if not isinstance(obj, dict) else obj.get(name))
 
 
+LLAMA_FIELDS = ("grammar",)
+
+
 async def stream_chat(client: Any, body: dict[str, Any], activity: ModelActivity, timeout_s: float) -> StreamedAnswer:
     """Send `body` as a streamed chat completion and collect the answer, updating `activity` on every event."""
     answer = StreamedAnswer()
     parts: list[str] = []
     activity.set("reading")
+    # llama.cpp's own fields (a grammar) travel beside the OpenAI ones
+    standard = {k: v for k, v in body.items() if k not in LLAMA_FIELDS}
+    extra = {"return_progress": True, **{k: v for k, v in body.items() if k in LLAMA_FIELDS}}
     stream = await client.chat.completions.create(
-        **body, stream=True, stream_options={"include_usage": True}, extra_body={"return_progress": True},
-        timeout=timeout_s)
+        **standard, stream=True, stream_options={"include_usage": True}, extra_body=extra, timeout=timeout_s)
     try:
         async for chunk in stream:
             progress = _extra(chunk, "prompt_progress")
