@@ -78,8 +78,11 @@ def install_command(
     server = resolve_target(env)
     key = name or server.env_id.replace("_", "-")
     entry = server_entry(server, ["--scenario", scenario] if scenario else None)
-    path, backup = install_server(client, key, entry, config)
-    typer.echo(f"added '{key}' to {path}" + (f" (backup: {backup})" if backup else ""))
+    done = install_server(client, key, entry, config)
+    verb = "replaced the existing entry" if done.replaced else "added"
+    typer.echo(f"{verb} '{key}' in {done.path}" + (f" (backup: {done.backup})" if done.backup else ""))
+    if done.dropped_comments:
+        typer.echo(f"note: the comments in {done.path} were not kept; the backup has them")
     typer.echo("restart the client to pick it up")
 
 
