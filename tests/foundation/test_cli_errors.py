@@ -93,6 +93,9 @@ def test_out_path_that_cannot_be_a_folder(tmp_path: Path, capsys: pytest.Capture
         (["show", "no_such_env"], "no_such_env"),
         (["install", "library_loans", "--client", "notepad"], "--client"),
         (["report", "/no/such/run"], "/no/such/run"),
+        (["serve", "library_loans", "--http", "--port", "99999"], "--port"),
+        (["scenarios", "check", "library_loans", "--workers", "0"], "--workers"),
+        (["scenarios", "check", "library_loans", "--concurrency", "0"], "--concurrency"),
     ],
 )
 def test_other_usage_errors(args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +121,12 @@ def test_the_installed_entry_point_too(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "--concurrency" in result.stderr and "Traceback" not in result.stdout + result.stderr
+
+
+def test_serve_refuses_a_malformed_state_file_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    bad = tmp_path / "state.json"
+    bad.write_text("{oops")
+    code, out, err = run_main(["serve", "library_loans", "--state", str(bad)], capsys)
+    assert code == 2 and str(bad) in err and "Traceback" not in out + err
+    assert "serving" not in err  # refused before the server was started
