@@ -7,21 +7,15 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-import anyio
 import typer
-from rich.console import Console
 
 from envscaler_mcp.errors import EnvScalerError, UsageError
-from envscaler_mcp.harness.config import RunConfig
-from envscaler_mcp.harness.models import EpisodeConfig, SuccessRule
-from envscaler_mcp.harness.run import new_run_id, run_eval
-from envscaler_mcp.harness.rundir import RunDir
-from envscaler_mcp.launch import Transport
-from envscaler_mcp.providers.base import GenerationSettings
-from envscaler_mcp.report.html import write_report
-from envscaler_mcp.report.summary import finish_run, summary_table
 
+# The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
+# to harness.models.SuccessRule and launch.Transport (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
+SuccessRule = Literal["checklist", "state", "both"]
+Transport = Literal["http", "stdio", "memory"]
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:
@@ -107,6 +101,17 @@ def eval_command(
     ] = 60.0,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
+    import anyio
+    from rich.console import Console
+
+    from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.models import EpisodeConfig
+    from envscaler_mcp.harness.run import new_run_id, run_eval
+    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.providers.base import GenerationSettings
+    from envscaler_mcp.report.html import write_report
+    from envscaler_mcp.report.summary import finish_run, summary_table
+
     if not agent:
         raise UsageError(
             "say which agent to evaluate: --agent PROVIDER/MODEL (or 'oracle' to check the setup)"

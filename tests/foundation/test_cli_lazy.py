@@ -33,3 +33,14 @@ def test_help_and_version_import_no_stage() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert "HEAVY []" in result.stdout
+
+
+def test_eval_choices_equal_the_harness_types() -> None:
+    from typing import get_args
+
+    from envscaler_mcp.cli import eval as eval_cli
+    from envscaler_mcp.harness.models import SuccessRule
+    from envscaler_mcp.launch import Transport
+
+    assert get_args(eval_cli.SuccessRule) == get_args(SuccessRule)
+    assert get_args(eval_cli.Transport) == get_args(Transport)
