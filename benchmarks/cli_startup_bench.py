@@ -4,7 +4,8 @@
 
 The earlier commit (default: `main`) is unpacked with `git archive` into a temporary folder; both trees run
 under this interpreter, so only the code differs. For each command it prints the median wall time of
-`--rounds` fresh processes (`python -c "...; from envscaler_mcp.cli import main; main()"` with the command's arguments) and the ratio.
+`--rounds` fresh processes (`python -c "...; from envscaler_mcp.cli import main; main()"` with the command's
+arguments) and their median CPU time (user + system), each with its ratio.
 Every process must exit as the command should (0, or 2 for the bad `--concurrency 0`), so a broken tree
 cannot report a time. The goal is ≤0.5 s for `--help` and `list`.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,22 +46,26 @@ def unpack(ref: str, into: Path) -> Path:
     return into / "tree"
 
 
-def time_command(tree: Path, args: list[str], expect: int | None, rounds: int) -> float:
-    """Median seconds for a fresh process to run `envscaler-mcp ARGS` from `tree`."""
+def time_command(tree: Path, args: list[str], expect: int | None, rounds: int) -> tuple[float, float]:
+    """Median (wall seconds, CPU seconds) for a fresh process to run `envscaler-mcp ARGS` from `tree`. The
+    CPU time (user + system of the child) is steadier than wall time on a shared machine."""
     code = (f"import sys; sys.path.insert(0, {str(tree)!r}); sys.argv = ['envscaler-mcp', *{args!r}]; "
             "from envscaler_mcp.cli import main; main()")
     env = dict(os.environ)
     env.pop("ENVSCALER_MCP_HOME", None)
     subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=False)  # warm the .pyc files
-    times = []
+    times, cpu = [], []
     for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=False)
         times.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if expect is not None and result.returncode != expect:
             raise SystemExit(f"{tree}: envscaler-mcp {' '.join(args)} exited {result.returncode}, not {expect}:\n"
                              f"{result.stderr.decode()[-2000:]}")
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def main() -> None:
@@ -70,13 +76,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = unpack(opts.before, Path(tmp))
         print(f"load average {os.getloadavg()[0]:.1f}; median of {opts.rounds} processes; before = {opts.before}")
-        print(f"{'command':<58} {'before':>8} {'after':>8} {'ratio':>7}")
+        print(f"{'command':<50} {'wall before':>11} {'after':>6} {'ratio':>6}   {'CPU before':>10} {'after':>6} "
+              f"{'ratio':>6}")
         for args, expect, expect_before in COMMANDS:
-            old = time_command(before, args, expect_before, opts.rounds)
-            new = time_command(ROOT, args, expect, opts.rounds)
-            ratio = f"{old / new:6.1f}x"
-            label = "envscaler-mcp " + " ".join(args)
-            print(f"{label:<58} {old:>7.2f}s {new:>7.2f}s {ratio}")
+            old_wall, old_cpu = time_command(before, args, expect_before, opts.rounds)
+            new_wall, new_cpu = time_command(ROOT, args, expect, opts.rounds)
+            label = " ".join(args)
+            print(f"{label:<50} {old_wall:>10.2f}s {new_wall:>5.2f}s {old_wall / new_wall:>5.1f}x   "
+                  f"{old_cpu:>9.2f}s {new_cpu:>5.2f}s {old_cpu / new_cpu:>5.1f}x", flush=True)
 
 
 if __name__ == "__main__":
