@@ -46,7 +46,7 @@ def eval_args(tmp_path: Path, *extra: str) -> list[str]:
         (["--agent", "oracle", "--timeout", "0"], "--timeout"),
         (["--agent", "oracle", "--transport", "pigeon"], "--transport"),
         (["--agent", "oracle", "--success", "maybe"], "--success"),
-        (["--agent", "oracle", "--scenario-ids", "no-such-id"], "no scenarios selected"),
+        (["--agent", "oracle", "--scenario-ids", "no-such-id"], "--scenario-ids: no scenario 'no-such-id'"),
     ],
 )
 def test_bad_eval_input_is_one_line_exit_2_and_starts_nothing(
