@@ -16,12 +16,36 @@ from envscaler_mcp.errors import InputFileError
 M = TypeVar("M", bound=BaseModel)
 
 
+def _umask() -> int:
+    """The process's umask (read without changing it where /proc tells it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode(path: Path) -> int:
+    """The mode a write to `path` should leave: an existing file's own, else what the umask gives a new file."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` via a temporary file and rename, creating parent folders."""
+    """Write `text` to `path` via a temporary file and rename, creating parent folders. The file keeps its
+    mode when it exists, else gets the one the user's umask gives (not the temporary file's 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()

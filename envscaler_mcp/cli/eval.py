@@ -3,24 +3,19 @@ it (summary.json, the table) and writes the HTML report. It sits above both, so 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-import anyio
 import typer
-from rich.console import Console
 
 from envscaler_mcp.errors import EnvScalerError, UsageError
-from envscaler_mcp.harness.config import RunConfig
-from envscaler_mcp.harness.models import EpisodeConfig, SuccessRule
-from envscaler_mcp.harness.run import new_run_id, run_eval
-from envscaler_mcp.harness.rundir import RunDir
-from envscaler_mcp.launch import Transport
-from envscaler_mcp.providers.base import GenerationSettings
-from envscaler_mcp.report.html import write_report
-from envscaler_mcp.report.summary import finish_run, summary_table
 
+# The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
+# to harness.models.SuccessRule and launch.Transport (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
+SuccessRule = Literal["checklist", "state", "both"]
+Transport = Literal["http", "stdio", "memory"]
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:
@@ -39,7 +34,7 @@ def eval_command(
     scenario_ids: Annotated[
         list[str] | None, typer.Option("--scenario-ids", help="Only these ids (comma list).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="At most N scenarios per environment.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most N scenarios per environment.")] = None,
     server: Annotated[str | None, typer.Option("--server", help="External stdio server command.")] = None,
     url: Annotated[str | None, typer.Option("--url", help="External Streamable HTTP server URL.")] = None,
     agent: Annotated[
@@ -52,20 +47,21 @@ def eval_command(
     mode: Annotated[
         Mode, typer.Option("--mode", help="auto: conversation when --user is given, else task."),
     ] = "auto",
-    trials: Annotated[int, typer.Option("--trials", help="Trials per scenario (pass@k, pass^k).")] = 1,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Episodes at the same time.")] = 4,
-    max_steps: Annotated[int, typer.Option("--max-steps", help="Agent steps per episode.")] = 30,
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per scenario (pass@k, pass^k).")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Episodes at the same time.")] = 4,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Agent steps per episode.")] = 30,
     timeout: Annotated[
         float | None,
         typer.Option(
             "--timeout",
+            min=0.1,
             help="Seconds per episode (default: from the agent's measured speed for the local model, else 600).",
         ),
     ] = None,
-    infra_retries: Annotated[int, typer.Option("--infra-retries", help="Retries after an infra error.")] = 2,
-    temperature: Annotated[float, typer.Option("--temperature", help="Agent temperature.")] = 0.0,
+    infra_retries: Annotated[int, typer.Option("--infra-retries", min=0, help="Retries after an infra error.")] = 2,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0, help="Agent temperature.")] = 0.0,
     validator_timeout: Annotated[
-        float, typer.Option("--validator-timeout", help="Seconds per validator.")
+        float, typer.Option("--validator-timeout", min=0.01, help="Seconds per validator.")
     ] = 2.0,
     transport: Annotated[
         Transport,
@@ -105,6 +101,17 @@ def eval_command(
     ] = 60.0,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
+    import anyio
+    from rich.console import Console
+
+    from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.models import EpisodeConfig
+    from envscaler_mcp.harness.run import new_run_id, run_eval
+    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.providers.base import GenerationSettings
+    from envscaler_mcp.report.html import write_report
+    from envscaler_mcp.report.summary import finish_run, summary_table
+
     if not agent:
         raise UsageError(
             "say which agent to evaluate: --agent PROVIDER/MODEL (or 'oracle' to check the setup)"
@@ -141,6 +148,7 @@ def eval_command(
         progress=progress,
     )
     run_path = out or Path("runs") / new_run_id()
+    _check_writable(run_path)
     console = Console()
     try:
         anyio.run(
@@ -200,6 +208,17 @@ def eval_command(
             f"--max-infra {100 * max_infra:g}%[/]: these scores do not cover the run."
         )
         raise typer.Exit(3)
+
+
+def _check_writable(run_path: Path) -> None:
+    """Refuse an --out that cannot become a run folder before anything starts (one line, exit 2)."""
+    if run_path.exists() and not run_path.is_dir():
+        raise UsageError(f"--out {run_path}: a file is in the way; pass a folder")
+    parent = run_path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {run_path}: cannot create the run folder ({parent} is not a writable folder)")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
+from envscaler_mcp.harness.readings import values_read
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.statecheck import StateCheckStatus
@@ -82,11 +83,20 @@ def episode_success(rule: SuccessRule, score: float | None, status: EpisodeStatu
     return score == 1.0 and completed and state_check != "fail"
 
 
-def outcome_from_result(item: ChecklistItem, result: Any) -> CheckOutcome:
-    """Convert a scoring CheckResult (passed; a reason when the validator gave no bool) to a CheckOutcome."""
+def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | None = None) -> CheckOutcome:
+    """Convert a scoring CheckResult (passed; a reason when the validator gave no bool) to a CheckOutcome.
+
+    Every failed item gets a reason: the validator's exception, time-out or refusal, else "check_func
+    returned False", followed for a state item by the values its source reads in the final state."""
     passed = getattr(result, "passed", None) is True
     reason = str(getattr(result, "reason", None) or "")
     status: CheckStatus = "pass" if passed else ("error" if reason else "fail")
+    if status == "fail":
+        reason = "check_func returned False"
+        if item.kind == "state" and item.validator and final_state is not None:
+            read = values_read(item.validator, final_state)
+            if read:
+                reason += "; it read " + "; ".join(read)
     return CheckOutcome(id=item.id, description=item.description, status=status, reason=reason, kind=item.kind,
                         evidence=list(getattr(result, "evidence", None) or []))
 
@@ -131,7 +141,7 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
         results = (
             await self._sandbox.run(runnable, initial_state, final_state, transcript) if runnable else []
         )
-        by_id = {item.id: outcome_from_result(item, res) for item, res in zip(runnable, results, strict=True)}
+        by_id = {item.id: outcome_from_result(item, res, final_state) for item, res in zip(runnable, results, strict=True)}
         return [by_id.get(i.id) or not_scorable([i], _unscorable_reason(i))[0] for i in items]
 
 

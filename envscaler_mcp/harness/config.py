@@ -146,6 +146,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     if not env_ids:
         raise UsageError("no environments found to evaluate (the bundled catalog is empty?)")
     plans = []
+    seen_ids: set[str] = set()
     for name in env_ids:
         env_id, env_info, env_hash, free = _env_info(name, config, strict=not external)
         if file_scenarios is not None:
@@ -156,6 +157,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
             scenarios = scenarios_for(env_id)
         if config.scenario_ids is not None:
             wanted = set(config.scenario_ids)
+            seen_ids.update(s.id for s in scenarios)
             scenarios = [s for s in scenarios if s.id in wanted]
         scenarios = [s if s.id else s.with_id() for s in scenarios][: config.limit]
         if scenarios:
@@ -169,6 +171,10 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
                     free_fields=free,
                 )
             )
+    unknown = [i for i in config.scenario_ids or [] if i not in seen_ids]
+    if unknown:
+        raise UsageError(f"--scenario-ids: no scenario {', '.join(repr(i) for i in unknown)} in "
+                         f"{', '.join(env_ids)} (`envscaler-mcp show ENV` lists an environment's scenarios)")
     if not plans:
         raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")
     return plans

@@ -85,6 +85,7 @@ class EpisodeResult(BaseModel):
     )
     agent_model: str = Field("", description="provider/model of the agent seat.")
     user_model: str | None = Field(None, description="provider/model of the simulated-user seat, if any.")
+    title: str = Field("", description="The scenario's short title ('' when it has none).")
     task: str = Field("", description="The scenario's task text.")
     tools: list[ToolDef] = Field(
         default_factory=list, description="Tools offered to the agent (admin excluded)."

@@ -91,6 +91,42 @@ async def run_eval(
     plans = plans if plans is not None else build_plan(config)
     if config.episode.mode == "conversation" and not config.user and user is None:
         raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
+    # Seats are set up before any file is written or server started: a missing key or an unknown provider
+    # stops the command with one line, leaving nothing behind.
+    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
+    if user is None and config.user and config.episode.mode == "conversation":
+        user = seat_for(config.user, role="user")
+    try:
+        first = next((s for p in plans for s in p.scenarios), None)
+        if first is not None:
+            agent.prepare(first)
+            if user is not None:
+                user.prepare(first)
+    except BaseException:
+        await agent.aclose()
+        raise
+    try:
+        return await _run_prepared(config, out, plans, agent, user, resume=resume, retry_infra=retry_infra,
+                                   checker=checker, source_factory=source_factory, console=console)
+    finally:
+        await agent.aclose()
+        if user is not None:
+            await user.aclose()
+
+
+async def _run_prepared(
+    config: RunConfig,
+    out: Path,
+    plans: list[EnvPlan],
+    agent: Seat,
+    user: Seat | None,
+    *,
+    resume: bool,
+    retry_infra: bool,
+    checker: Checker | None,
+    source_factory: SourceFactory,
+    console: Console,
+) -> RunDir:
     run_dir = RunDir(out)
     manifest = _manifest(config, plans, new_run_id())
     done: set[tuple[str, int]] = set()
@@ -115,14 +151,8 @@ async def run_eval(
         console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.scenarios)}",
                       highlight=False)
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    agent = agent or seat_for(config.agent, role="agent", base_url=config.agent_base_url)
-    if user is None and config.user and config.episode.mode == "conversation":
-        user = seat_for(config.user, role="user")
     try:
         async with AsyncExitStack() as stack:
-            stack.push_async_callback(agent.aclose)
-            if user is not None:
-                stack.push_async_callback(user.aclose)
             if checker is None and todo:
                 workers = max(1, min(config.concurrency, os.cpu_count() or 1))
                 checker = await stack.enter_async_context(
@@ -159,10 +189,6 @@ async def run_eval(
                 run_dir.append(result)
                 progress.add(result)
 
-            if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
-                agent.prepare(todo[0][1])
-                if user is not None:
-                    user.prepare(todo[0][1])
             try:
                 async with anyio.create_task_group() as tg:
                     for plan, scenario, trial in todo:

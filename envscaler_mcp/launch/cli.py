@@ -17,18 +17,21 @@ def serve_command(
     env: Annotated[str, typer.Argument(help="Environment id, server folder, or skeleton.json path.")],
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP (many episodes) instead of stdio.")] = False,
     host: Annotated[str, typer.Option("--host", help="HTTP bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8000,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP port (0: any free port).")] = 8000,
     scenario: Annotated[str | None, typer.Option("--scenario", help="Start from a bundled scenario's initial state.")] = None,
     state: Annotated[Path | None, typer.Option("--state", help="Start from a state JSON file.")] = None,
     admin_token: Annotated[str | None, typer.Option("--admin-token", help="Bearer token of the HTTP admin API.")] = None,
-    call_timeout: Annotated[float, typer.Option("--call-timeout", help="Seconds one tool call may run.")] = 10.0,
-    max_memory_mb: Annotated[int | None, typer.Option("--max-memory-mb", help="Address-space limit of the server.")] = None,
+    call_timeout: Annotated[float, typer.Option("--call-timeout", min=0.01, help="Seconds one tool call may run.")] = 10.0,
+    max_memory_mb: Annotated[int | None, typer.Option("--max-memory-mb", min=16, help="Address-space limit of the server.")] = None,
 ) -> None:
     """Run an environment's MCP server in the foreground (no install needed)."""
+    from envscaler_mcp._io import read_json
     from envscaler_mcp.launch.confine import loopback_listener, server_command, server_env
     from envscaler_mcp.launch.target import resolve_target
 
     server = resolve_target(env)
+    if state is not None:
+        read_json(state)  # a missing or malformed state file: one line naming it, before the server starts
     args = ["--call-timeout", str(call_timeout)]
     readable: list[str] = []
     if http:
@@ -78,8 +81,11 @@ def install_command(
     server = resolve_target(env)
     key = name or server.env_id.replace("_", "-")
     entry = server_entry(server, ["--scenario", scenario] if scenario else None)
-    path, backup = install_server(client, key, entry, config)
-    typer.echo(f"added '{key}' to {path}" + (f" (backup: {backup})" if backup else ""))
+    done = install_server(client, key, entry, config)
+    verb = "replaced the existing entry" if done.replaced else "added"
+    typer.echo(f"{verb} '{key}' in {done.path}" + (f" (backup: {done.backup})" if done.backup else ""))
+    if done.dropped_comments:
+        typer.echo(f"note: the comments in {done.path} were not kept; the backup has them")
     typer.echo("restart the client to pick it up")
 
 

@@ -6,12 +6,14 @@ import json
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from envscaler_mcp._io import atomic_write_json
 from envscaler_mcp.errors import UsageError
+from envscaler_mcp.launch.jsonc import loads_jsonc
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.clients import client_config, stdio_entry
 
@@ -41,35 +43,47 @@ def server_entry(server: ServerDir, args: list[str] | None = None) -> dict[str, 
                        env={"PYTHONPATH": str(server.path)})
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> tuple[dict[str, Any], bool]:
+    """The config's object and whether its text had comments (JSONC: comments and trailing commas are read)."""
     if not path.exists():
-        return {}
+        return {}, False
     text = path.read_text(encoding="utf-8")
     if not text.strip():
-        return {}
+        return {}, False
     try:
-        value = json.loads(text)
+        value, had_comments = loads_jsonc(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                          "fix or move it, then run install again. Nothing was changed.") from exc
     if not isinstance(value, dict):
         raise UsageError(f"{path} must hold a JSON object at its top level; nothing was changed")
-    return value
+    return value, had_comments
 
 
-def install_server(client: str, name: str, entry: dict[str, Any], config_path: Path | None = None
-                   ) -> tuple[Path, Path | None]:
-    """Merge `entry` under `name` into the client's config; returns (config path, backup path or None).
+@dataclass(frozen=True)
+class Installed:
+    """What `install_server` did."""
 
-    Other servers and settings are kept; an existing file is first copied to `<file>.bak-<UTC time>`.
+    path: Path  # the config file written
+    backup: Path | None  # the copy of the file as it was, if it existed
+    replaced: bool  # an entry of that name was there and was replaced
+    dropped_comments: bool  # the file had comments, which the rewritten file does not keep (the backup does)
+
+
+def install_server(client: str, name: str, entry: dict[str, Any], config_path: Path | None = None) -> Installed:
+    """Merge `entry` under `name` into the client's config.
+
+    Other servers and settings are kept; an existing file is first copied to `<file>.bak-<UTC time>`, and
+    the rewritten file keeps its mode. JSONC (comments, trailing commas) is read; comments are not written back.
     """
     path = Path(config_path) if config_path else default_config_path(client)
-    config = _load(path)
+    config, had_comments = _load(path)
     fragment = client_config(client, name, entry)
     section = next(iter(fragment))
     servers = config.setdefault(section, {})
     if not isinstance(servers, dict):
         raise UsageError(f"{path}: '{section}' must be a JSON object of servers; nothing was changed")
+    replaced = name in servers
     servers[name] = fragment[section][name]
     backup = None
     if path.exists():
@@ -77,4 +91,4 @@ def install_server(client: str, name: str, entry: dict[str, Any], config_path: P
         backup = path.with_name(f"{path.name}.bak-{stamp}")
         shutil.copy2(path, backup)
     atomic_write_json(path, config)
-    return path, backup
+    return Installed(path, backup, replaced, had_comments)

@@ -106,6 +106,6 @@ def openai_compatible_provider(spec: str, model: str, options: SDKOptions) -> Pr
         "openai-compatible", "openai",
         lambda sdk, key, url: sdk.AsyncOpenAI(api_key=key or "none", base_url=url, max_retries=0),
         need="BASE_URL", hint="(e.g. http://127.0.0.1:8000/v1 for vLLM, http://127.0.0.1:11434/v1 for Ollama) "
-        "or pass --base-url")
+        "or, on eval, pass --agent-base-url")
     return OpenAIChatProvider(spec, client, model=model, text_tool_calls=True, official=False,
                               network=options.client is None, **options.adapter_options())

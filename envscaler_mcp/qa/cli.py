@@ -93,9 +93,9 @@ def check_command(
     allow_no_reference: Annotated[bool, typer.Option(
         "--allow-no-reference", help="Do not reject scenarios without a reference solution.")] = False,
     transport: Annotated[Transport, typer.Option(help="How to run the server.")] = "http",
-    timeout: Annotated[float, typer.Option(help="Seconds each validator may run.")] = 2.0,
-    workers: Annotated[int, typer.Option(help="Validator worker processes.")] = 2,
-    concurrency: Annotated[int, typer.Option(help="Scenarios replayed at the same time on one server.")] = 4,
+    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0,
+    workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2,
+    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time on one server.")] = 4,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
     and fail after each of the scenario's wrong solutions."""

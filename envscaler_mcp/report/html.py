@@ -1,8 +1,10 @@
-"""The HTML report of a run: one self-contained file (inline CSS, no scripts or external assets)."""
+"""The HTML report of a run: one self-contained file (inline CSS, no external assets). Its one inline script
+opens the episode a link points at; the "failures only" filter is CSS, so it works without scripts."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,11 @@ def _try_json(text: str) -> str:
         return text
 
 
+def _anchor(result: Any) -> str:
+    """The id of an episode's section: environment, scenario and trial, in characters safe in a URL."""
+    return "ep-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{result.env_id}--{result.scenario_id}--{result.trial}")
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
@@ -44,7 +51,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json)
+    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json, anchor=_anchor)
     return env
 
 

@@ -85,11 +85,26 @@ def _element(ref: Ref) -> Ref:
     return (ref[0], max(ref[1] - 1, 0))
 
 
+# A parameter stands for whatever a caller passes: it is a pseudo state root named with this prefix, which
+# no attribute name can carry, so a write to it shows which parameters a function changes.
+_PARAM = "<param>"
+
+# What a callable changes in its arguments: its parameter names in call order (after `self` for methods) and
+# the set of those it changes. Keys: a module-level function's name, or "self.<method>".
+Callees = dict[str, tuple[tuple[str, ...], frozenset[str]]]
+
+
+def _params(func: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> tuple[str, ...]:
+    names = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    return (*(names[1:] if method else names), *(a.arg for a in func.args.kwonlyargs))
+
+
 class _MethodVisitor(ast.NodeVisitor):
-    def __init__(self, helper_reads: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, helper_reads: dict[str, list[str]] | None = None, callees: Callees | None = None) -> None:
         self.fx = MethodEffects()
         self.aliases: dict[str, Ref] = {}
         self.helper_reads = helper_reads or {}
+        self.callees = callees or {}
 
     def ref(self, node: ast.expr) -> Ref:
         """What state an expression refers into (through subscripts, attributes, views, aliases)."""
@@ -226,13 +241,30 @@ class _MethodVisitor(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        callee: str | None = None
         if isinstance(func, ast.Attribute):
             method = _self_attr(func)
             if method is not None:
                 _add(self.fx.calls, method)
+                callee = f"self.{method}"
             elif func.attr in MUTATING_METHODS:
                 self._write_object(func.value)
+        elif isinstance(func, ast.Name):
+            callee = func.id
+        if callee in self.callees:
+            self._write_arguments(node, *self.callees[callee])
         self.generic_visit(node)
+
+    def _write_arguments(self, node: ast.Call, params: tuple[str, ...], changed: frozenset[str]) -> None:
+        """A call to a helper that changes some of its parameters writes what is passed there."""
+        for position, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if position < len(params) and params[position] in changed:
+                self._write_object(arg)
+        for keyword in node.keywords:
+            if keyword.arg in changed:
+                self._write_object(keyword.value)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = _self_attr(node)
@@ -242,17 +274,22 @@ class _MethodVisitor(ast.NodeVisitor):
 
 
 def method_effects(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, helper_reads: dict[str, list[str]] | None = None
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    helper_reads: dict[str, list[str]] | None = None,
+    callees: Callees | None = None,
+    params: tuple[str, ...] = (),
 ) -> MethodEffects:
     """Direct reads, writes and self-calls of one method.
 
     Aliases are collected over repeated passes until they settle, so a write that appears before its
     alias's assignment (in a loop) is still caught: the analysis is flow-insensitive and errs toward
     'writes'. helper_reads maps other methods to the state they read: their results may alias it.
+    callees says which parameters helpers change (a call writes what it passes there); `params` are this
+    function's own: a write to one shows in `writes` as `<param>NAME` (see `changed_params`).
     """
-    aliases: dict[str, Ref] = {}
+    aliases: dict[str, Ref] = {name: (frozenset({_PARAM + name}), 0) for name in params}
     for _ in range(6):
-        visitor = _MethodVisitor(helper_reads)
+        visitor = _MethodVisitor(helper_reads, callees)
         visitor.aliases = dict(aliases)
         visitor.visit(func)
         if visitor.aliases == aliases:
@@ -264,11 +301,45 @@ def method_effects(
     return fx
 
 
-def class_effects(methods: list[ast.FunctionDef]) -> dict[str, MethodEffects]:
-    """Effects of every method of a class, counting writes through records returned by helper methods."""
+def changed_params(fx: MethodEffects) -> frozenset[str]:
+    """The parameters a function changes in place (from the `<param>` roots among its writes)."""
+    return frozenset(w.removeprefix(_PARAM) for w in fx.writes if w.startswith(_PARAM))
+
+
+def _helper_callees(
+    methods: list[ast.FunctionDef], functions: list[ast.FunctionDef], reads: dict[str, list[str]]
+) -> Callees:
+    """Which parameters each module-level function and method changes, followed through calls between
+    them until nothing changes."""
+    signatures = {f.name: (f, _params(f, method=False)) for f in functions}
+    signatures |= {f"self.{m.name}": (m, _params(m, method=True)) for m in methods}
+    callees: Callees = {}
+    for _ in range(len(signatures) + 1):
+        found: Callees = {}
+        for key, (func, params) in signatures.items():
+            changed = changed_params(method_effects(func, reads, callees, params)) if params else frozenset()
+            if changed:
+                found[key] = (params, changed)
+        if found == callees:
+            break
+        callees = found
+    return callees
+
+
+def class_effects(
+    methods: list[ast.FunctionDef], functions: list[ast.FunctionDef] | None = None
+) -> dict[str, MethodEffects]:
+    """Effects of every method of a class, counting writes through records returned by helper methods
+    and through state passed to helpers (module-level `functions` or methods) that change their arguments."""
     plain = {m.name: method_effects(m) for m in methods}
     reads = {name: fx.reads for name, fx in plain.items() if fx.reads}
-    return {m.name: method_effects(m, reads) for m in methods}
+    callees = _helper_callees(methods, functions or [], reads)
+    result = {}
+    for m in methods:
+        fx = method_effects(m, reads, callees, _params(m, method=True))
+        fx.writes = [w for w in fx.writes if not w.startswith(_PARAM)]
+        result[m.name] = fx
+    return result
 
 
 def transitive_writes(effects: dict[str, MethodEffects], name: str) -> list[str]:

@@ -159,8 +159,9 @@ def tool_input_schema(
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def _class_effects(cls: ast.ClassDef) -> dict[str, MethodEffects]:
-    return class_effects(_methods(cls))
+def _class_effects(cls: ast.ClassDef, tree: ast.Module) -> dict[str, MethodEffects]:
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    return class_effects(_methods(cls), functions)
 
 
 def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
@@ -171,7 +172,7 @@ def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
     tree = parse_module(source)
     cls = find_class(tree, class_name)
     conv = AnnotationConverter(collect_module_types(tree))
-    effects = _class_effects(cls)
+    effects = _class_effects(cls, tree)
     tools: list[ToolSpec] = []
     for func in _methods(cls):
         if not is_tool_method(func):
@@ -319,7 +320,7 @@ def env_structure(source: str, class_name: str) -> dict[str, Any]:
         for name, (ann, value) in state_annotations(cls).items()
     }
     methods: dict[str, dict[str, list[str]]] = {}
-    effects = _class_effects(cls)
+    effects = _class_effects(cls, tree)
     method_names = {m.name for m in _methods(cls)}
     for func in _methods(cls):
         if func.name == "__init__":

@@ -343,3 +343,90 @@ def test_envscaler_style_docstring() -> None:
     }
     assert parsed.description.startswith("Retrieve device info by device_id.\n\nReturns:\n    dict: {")
     assert parsed.description.endswith("Constraints:\n    - device_id must exist.")
+
+
+HELPERS = '''
+def _set_status(orders, order_id, status):
+    orders[order_id]["status"] = status
+
+
+def _append_note(notes: list, text: str) -> None:
+    notes.append(text)
+
+
+def _via(container, order_id):  # changes its argument through another helper
+    _set_status(container, order_id, "held")
+
+
+def _lookup(orders, order_id):  # reads only
+    return orders.get(order_id)
+
+
+def _record(log, *, entry):
+    log.append(entry)
+
+
+class Shop:
+    def __init__(self):
+        self.orders = {}
+        self.notes = []
+        self.log = []
+
+    def _close(self, order):
+        order["status"] = "closed"
+
+    def cancel(self, order_id: str) -> dict:
+        """Cancel."""
+        _set_status(self.orders, order_id, "cancelled")
+        return {"success": True}
+
+    def note(self, text: str) -> dict:
+        """Note."""
+        _append_note(self.notes, text)
+        return {"success": True}
+
+    def hold(self, order_id: str) -> dict:
+        """Hold."""
+        _via(self.orders, order_id)
+        return {"success": True}
+
+    def close(self, order_id: str) -> dict:
+        """Close through a method that changes the record it is given."""
+        self._close(self.orders[order_id])
+        return {"success": True}
+
+    def audit(self, entry: str) -> dict:
+        """Audit (keyword argument)."""
+        _record(self.log, entry=entry)
+        return {"success": True}
+
+    def find(self, order_id: str) -> dict:
+        """Find."""
+        return {"success": True, "data": _lookup(self.orders, order_id)}
+
+    def status_of(self, order_id: str) -> dict:
+        """A fresh list handed to a changing helper writes no state."""
+        scratch = [o for o in self.orders]
+        _append_note(scratch, order_id)
+        return {"success": True}
+'''
+
+
+def test_writes_through_state_passed_to_module_level_helpers_are_state_changes() -> None:
+    kinds = {t.name: t.kind for t in extract_tools(HELPERS, "Shop")}
+    assert kinds == {
+        "cancel": "state_change",
+        "note": "state_change",
+        "hold": "state_change",
+        "close": "state_change",
+        "audit": "state_change",
+        "find": "query",
+        "status_of": "query",
+    }
+    methods = env_structure(HELPERS, "Shop")["methods"]
+    assert methods["cancel"]["writes"] == ["orders"]
+    assert methods["note"]["writes"] == ["notes"]
+    assert methods["audit"]["writes"] == ["log"]
+    assert methods["close"]["writes"] == ["orders"]
+    assert methods["find"]["writes"] == []
+    assert all(not w.startswith("<") for fx in methods.values() for w in fx["writes"])

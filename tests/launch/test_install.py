@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,9 @@ def test_merge_keeps_other_servers_and_backs_up(tmp_path: Path) -> None:
     config = tmp_path / "claude_desktop_config.json"
     original = {"mcpServers": {"other": {"command": "x"}}, "globalShortcut": "Ctrl+Space"}
     config.write_text(json.dumps(original))
-    path, backup = install_server("claude-desktop", "shop", ENTRY, config)
+    done = install_server("claude-desktop", "shop", ENTRY, config)
+    path, backup = done.path, done.backup
+    assert not done.replaced and not done.dropped_comments
     merged = json.loads(path.read_text())
     assert merged["mcpServers"] == {"other": {"command": "x"}, "shop": ENTRY}
     assert merged["globalShortcut"] == "Ctrl+Space"
@@ -28,8 +32,7 @@ def test_merge_keeps_other_servers_and_backs_up(tmp_path: Path) -> None:
 
 def test_vscode_shape_and_new_file(tmp_path: Path) -> None:
     config = tmp_path / ".vscode" / "mcp.json"
-    _path, backup = install_server("vscode", "shop", ENTRY, config)
-    assert backup is None
+    assert install_server("vscode", "shop", ENTRY, config).backup is None
     assert json.loads(config.read_text()) == {"servers": {"shop": {"type": "stdio", **ENTRY}}}
 
 
@@ -53,3 +56,52 @@ def test_install_command(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     entry = json.loads(config.read_text())["mcpServers"]["fixture-shop"]
     assert entry["args"] == ["-m", "fixture_shop_mcp"] and entry["env"] == {"PYTHONPATH": str(server.path)}
+
+
+VSCODE_JSONC = """{
+  // servers this workspace uses
+  "servers": {
+    "shop": {"type": "stdio", "command": "old", "args": ["a//b", "/*not a comment*/"],},
+    /* kept */ "other": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
+  },
+}
+"""
+
+
+def test_jsonc_config_is_read_and_a_replaced_entry_is_reported(tmp_path: Path) -> None:
+    config = tmp_path / ".vscode" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(VSCODE_JSONC)
+    done = install_server("vscode", "shop", ENTRY, config)
+    assert done.replaced and done.dropped_comments
+    servers = json.loads(config.read_text())["servers"]
+    assert servers == {"shop": {"type": "stdio", **ENTRY}, "other": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}
+    assert done.backup is not None and done.backup.read_text() == VSCODE_JSONC
+
+
+def test_the_config_keeps_its_mode_and_a_new_file_follows_the_umask(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text("{}")
+    config.chmod(0o644)
+    install_server("cursor", "shop", ENTRY, config)
+    assert stat.S_IMODE(config.stat().st_mode) == 0o644
+    old = os.umask(0o027)
+    try:
+        fresh = tmp_path / "new" / "mcp.json"
+        install_server("cursor", "shop", ENTRY, fresh)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640
+
+
+def test_install_command_says_when_it_replaces_an_entry(tmp_path: Path) -> None:
+    from envscaler_mcp.launch import resolve_target
+    from tests.render.fixture_env import scenarios, skeleton
+
+    server = resolve_target(skeleton(), scenarios())
+    config = tmp_path / "cursor.json"
+    args = ["install", str(server.path), "--client", "cursor", "--config", str(config)]
+    first = CliRunner().invoke(app, args)
+    second = CliRunner().invoke(app, args)
+    assert first.exit_code == second.exit_code == 0
+    assert "replaced" not in first.output and "replaced the existing entry 'fixture-shop'" in second.output

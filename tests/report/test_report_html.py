@@ -18,7 +18,8 @@ pytestmark = pytest.mark.anyio
 async def test_report_has_summary_transcript_checklist_and_diff(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
     html = write_report(run).read_text()
-    assert "<script" not in html and not re.search(r"(src|href)=\"https?:", html)  # self-contained
+    assert html.count("<script") == 1 and "<script src" not in html  # self-contained: one inline script
+    assert not re.search(r"(src|href)=\"https?:", html)
     assert "Evaluation report" in html and "50.0%" in html  # one success of two
     assert "add_note({&#34;order_id&#34;: &#34;O-7&#34;})" in html  # tool call with arguments
     assert "is-error" in html and "text" in html  # the error result (missing argument), highlighted
@@ -58,3 +59,29 @@ async def test_report_shows_infra_errors_with_their_reasons(tmp_path: Path) -> N
     await run_eval(config, tmp_path / "run", agent=agent)
     html = write_report(tmp_path / "run").read_text()
     assert "Infrastructure error" in html and "ProviderError" in html and "status-infra_error" in html
+
+
+async def test_index_titles_anchors_failure_reasons_and_filter(tmp_path: Path) -> None:
+    from tests.harness.shop import ALICE, BOB
+
+    run = await make_run(tmp_path / "run")
+    html = write_report(run).read_text()
+    # the index shows each scenario's title and links to its episode's section, by an id that exists
+    assert BOB.title and ALICE.title
+    links = re.findall(r'<a href="#(ep-[^"]+)">([^<]+)</a>', html)
+    assert {title for _, title in links} == {BOB.title.replace("'", "&#39;"), ALICE.title.replace("'", "&#39;")}
+    for anchor, _ in links:
+        assert '<details class="episode' in html and f'id="{anchor}"' in html
+        assert "mini_shop" in anchor  # the environment is part of the id: one scenario id in two envs differs
+    # the script that opens a linked (closed) episode
+    assert "hashchange" in html and "el.open = true" in html
+    # every failed item says why; a validator that returned False shows the values its source read
+    failed = re.findall(r'<td class="fail">fail</td>\n<td>([^<]*)', html)
+    assert failed and all(reason.strip() for reason in failed)
+    assert any("check_func returned False; it read final_state" in reason for reason in failed)
+    # failures only: a checkbox and a :has() rule hiding what passed (no server, no script needed)
+    assert 'id="failures-only"' in html and "body:has(#failures-only:checked) .passed { display: none; }" in html
+    episode = r'<details class="episode([^"]*)" id="[^"]*'
+    solved = re.search(episode + re.escape(BOB.id), html)
+    unsolved = re.search(episode + re.escape(ALICE.id), html)
+    assert solved and unsolved and solved.group(1) == " passed" and unsolved.group(1) == ""
