@@ -157,6 +157,7 @@ async def run_eval(
                         trial=trial,
                     )
                 run_dir.append(result)
+                _record_isolation(run_dir, manifest, checker, pool)  # so a run killed now still says it
                 progress.add(result)
 
             if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
@@ -194,8 +195,9 @@ def _record_isolation(run_dir: RunDir, manifest: RunManifest, checker: object, p
     validators = getattr(checker, "isolation", None)
     if isinstance(validators, IsolationReport):
         reports["validators"] = validators
-    if reports:
-        manifest.isolation = {**manifest.isolation, **reports}
+    merged = {**manifest.isolation, **reports}
+    if merged != manifest.isolation:  # only when something new is known: one rewrite per environment
+        manifest.isolation = merged
         run_dir.write_manifest(manifest)
 
 
