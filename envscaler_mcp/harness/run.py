@@ -156,8 +156,8 @@ async def run_eval(
                         run_id=manifest.run_id,
                         trial=trial,
                     )
-                run_dir.append(result)
-                _record_isolation(run_dir, manifest, checker, pool)  # so a run killed now still says it
+                _record_isolation(run_dir, manifest, checker, pool)  # before the result: a run killed
+                run_dir.append(result)  # at any point says which layers each finished episode ran under
                 progress.add(result)
 
             if todo:  # a seat that cannot be set up (missing key, unknown provider) stops the run here, clearly
