@@ -23,4 +23,25 @@ JSONObject: TypeAlias = dict[str, JSON]
 State: TypeAlias = dict[str, JSON]
 """An environment's state: public attribute name -> JSON value (see docs/architecture.md)."""
 
-__all__ = ["JSON", "JSONObject", "State"]
+
+
+def valid_text(value: JSON) -> JSON:
+    """`value` with every lone surrogate in its strings (keys too) replaced by U+FFFD.
+
+    A provider's JSON may hold an escaped lone surrogate (`"\\ud800"`), which Python decodes to a `str` that
+    no UTF-8 writer accepts; model output is made valid text where it enters, so it can be checked, stored
+    and scored like any other answer."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, dict):
+        return {str(valid_text(k)): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
+
+
+__all__ = ["JSON", "JSONObject", "State", "valid_text"]

@@ -186,7 +186,8 @@ async def _run_prepared(
                         run_id=manifest.run_id,
                         trial=trial,
                     )
-                run_dir.append(result)
+                _record_isolation(run_dir, manifest, checker, pool)  # before the result: a run killed
+                run_dir.append(result)  # at any point says which layers each finished episode ran under
                 progress.add(result)
 
             try:
@@ -220,8 +221,9 @@ def _record_isolation(run_dir: RunDir, manifest: RunManifest, checker: object, p
     validators = getattr(checker, "isolation", None)
     if isinstance(validators, IsolationReport):
         reports["validators"] = validators
-    if reports:
-        manifest.isolation = {**manifest.isolation, **reports}
+    merged = {**manifest.isolation, **reports}
+    if merged != manifest.isolation:  # only when something new is known: one rewrite per environment
+        manifest.isolation = merged
         run_dir.write_manifest(manifest)
 
 

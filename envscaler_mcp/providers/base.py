@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from envscaler_mcp._json import JSONObject
+from envscaler_mcp._json import JSON, JSONObject, valid_text
 from envscaler_mcp._usage import Usage
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+
+def _text(value: JSON) -> JSON:
+    """Model output (and tool results) as valid text: no lone surrogates (see `_json.valid_text`)."""
+    return valid_text(value)
 
 
 class ToolCallRequest(BaseModel):
@@ -21,6 +26,8 @@ class ToolCallRequest(BaseModel):
     raw_arguments: str | None = Field(
         None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
     )
+
+    _valid_text = field_validator("name", "arguments", "raw_arguments")(lambda v: _text(v))
 
 
 class Message(BaseModel):
@@ -36,6 +43,8 @@ class Message(BaseModel):
     reasoning_signature: str | None = Field(
         None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."
     )
+
+    _valid_text = field_validator("content", "reasoning")(lambda v: _text(v))
 
 
 def _no_parameters() -> JSONObject:

@@ -91,6 +91,19 @@ class Worker:
             raise WorkerFault(f"the worker could not be reached ({type(exc).__name__})") from exc
         answers: dict[int, Answer] = {}
         for index in indices:
+            answer = await self._next_answer(line_timeout)
+            if "fault" in answer:
+                raise WorkerFault(str(answer["fault"]))
+            if answer.get("i") != index:
+                raise WorkerFault(f"the worker answered check {answer.get('i')} when {index} was due")
+            answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)),
+                              [str(e) for e in answer.get("evidence") or []])
+        return answers
+
+    async def _next_answer(self, line_timeout: float) -> dict[str, Any]:
+        """The next answer line, skipping the zygote's signs of life (sent while a check is slowed down by the
+        machine's load); WorkerFault when nothing at all comes for `line_timeout` s or the worker died."""
+        while True:
             line: bytes | None = None
             with anyio.move_on_after(line_timeout):
                 try:
@@ -103,14 +116,9 @@ class Worker:
                                   f"(no answer for {line_timeout:.1f} s)")
             if not line:
                 raise WorkerFault(f"the worker process died ({await self._exit_text()})")
-            answer = json.loads(line)
-            if "fault" in answer:
-                raise WorkerFault(str(answer["fault"]))
-            if answer.get("i") != index:
-                raise WorkerFault(f"the worker answered check {answer.get('i')} when {index} was due")
-            answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)),
-                              [str(e) for e in answer.get("evidence") or []])
-        return answers
+            answer: dict[str, Any] = json.loads(line)
+            if not answer.get("alive"):
+                return answer
 
     async def _exit_text(self) -> str:
         with anyio.move_on_after(1):

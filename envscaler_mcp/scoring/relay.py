@@ -5,10 +5,12 @@ How a batch ends, and whose fault it is (the rule the sandbox documents):
 * every check answered -> the answers; every process of the batch is then killed.
 * a check burned the CPU past its time (the alarm did not stop it, or the kernel's CPU limit killed the
   process with SIGXCPU) -> that check "timed out"; the rest of the batch runs in a new batch process.
+  A check's time is CPU time: a check slowed down by a loaded machine is waited for, not charged.
 * the batch process crashed (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP) or exited on its
   own -> that check fails with the reason; the rest runs in a new batch process.
-* the batch process was stopped (SIGSTOP/SIGTSTP), stalled without using the CPU, or was killed by any
-  other signal (SIGKILL, SIGTERM ...) that the zygote did not send -> a fault: not the validators' doing.
+* the batch process was stopped (SIGSTOP/SIGTSTP), stalled without using the CPU, got too little of it to
+  be judged (a machine too loaded), or was killed by any other signal (SIGKILL, SIGTERM ...) that the
+  zygote did not send -> a fault: not the validators' doing.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+class _Progress:
+    """CPU and wall time of a batch process at its last answer, and its CPU at the start of this window."""
+
+    def __init__(self, cpu: float) -> None:
+        self.cpu = self.window_cpu = cpu
+        self.wall = time.monotonic()
+
+
 class Zygote:
     """Serves requests from the caller, forking a batch process for each."""
 
@@ -56,7 +66,8 @@ class Zygote:
         self.pid1 = os.getpid() == 1
         self._recent: dict[bytes, Pristine] = {}
         self._outbox: list[dict[str, Any]] = []  # initial-state text -> parsed, at most two
-        signal.signal(signal.SIGALRM, signal.SIG_IGN)  # the zygote has no handler a batch could trigger
+        for sig in (signal.SIGALRM, signal.SIGPROF):  # the zygote has no handler a batch could trigger
+            signal.signal(sig, signal.SIG_IGN)
 
     def serve(self, stdin: BinaryIO) -> None:
         """Answer requests until stdin closes. A request is a JSON header line followed by the two states'
@@ -153,7 +164,7 @@ class Zygote:
             sum(request["sizes"]) / _PARSE_RATE
         buffer = b""
         done = 0
-        cpu_mark = _cpu_seconds(pid)
+        slow = _Progress(_cpu_seconds(pid))
         while True:
             ended = bool(select.select([alive], [], [], window)[0])
             buffer += _drain(answers)
@@ -173,9 +184,14 @@ class Zygote:
             if ended:
                 return self._died(pid, pending, done, timeout_s, window)
             if done == before:
-                return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
+                verdict = self._overdue(pid, pending, done, timeout_s, slow, window)
+                if verdict is not None:
+                    return verdict
+                self._send({"alive": True})  # slowed by the machine's load, not overdue: keep waiting
+                slow.window_cpu = _cpu_seconds(pid)
+            else:
+                slow = _Progress(_cpu_seconds(pid))
             self._flush()  # progress, and a sign of life for the caller's watchdog
-            cpu_mark = _cpu_seconds(pid)
 
     def _checked(self, line: bytes, index: int) -> dict[str, Any]:
         """Re-encode one answer after checking its shape (what a batch process writes is not trusted)."""
@@ -192,33 +208,57 @@ class Zygote:
         return {"i": index, "passed": passed and reason is None, "reason": reason and reason[:MAX_REASON],
                 "duration_s": duration, "evidence": [e[:MAX_REASON] for e in evidence[:MAX_EVIDENCE]]}
 
-    def _overdue(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float, cpu_start: float,
-                 window: float) -> list[dict[str, Any]]:
-        """No answer in time: a check that burned the CPU timed out; a process that did not has stalled."""
+    def _overdue(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float, since: _Progress,
+                 window: float) -> list[dict[str, Any]] | None:
+        """No answer for a window. The check's time is CPU time, so the machine's load never decides it:
+
+        * stopped, or less than 5 % of the CPU in the last window -> stalled: a fault, not the validator's.
+        * more CPU than its time (plus the grace) since the last answer -> it ignored the alarm (C code):
+          killed, "timed out", the validator's.
+        * still under its CPU time -> merely slowed by other work on the machine: None (keep waiting), until
+          the check has had `window / 5 %` of wall time; then the machine is too loaded to judge it: a fault.
+        """
         waited, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
         if waited and os.WIFSTOPPED(status):
             raise _Fault(f"the batch process was stopped by {_signame(os.WSTOPSIG(status))} (it stalled)")
         if waited:  # it just ended: judge by how
             return self._judge(status, pending, done, timeout_s)
-        used = _cpu_seconds(pid) - cpu_start
-        os.kill(pid, signal.SIGKILL)
-        if used < _STALL_CPU_SHARE * window:
-            raise _Fault(f"the batch process stalled: no answer for {window:.1f} s while it used {used:.2f} s of CPU")
-        self._send(_answer(pending[done]["i"], f"timed out after {float(timeout_s)} s (it kept the CPU busy "
-                                               "past its time and was stopped)"))
-        return pending[done + 1:]
+        now = _cpu_seconds(pid)
+        recent, used = now - since.window_cpu, now - since.cpu
+        waited_s = time.monotonic() - since.wall
+        if recent < _STALL_CPU_SHARE * window:
+            os.kill(pid, signal.SIGKILL)
+            raise _Fault(f"the batch process stalled: no answer for {window:.1f} s while it used {recent:.2f} s "
+                         "of CPU")
+        if used >= timeout_s + (window - timeout_s) / 2:
+            os.kill(pid, signal.SIGKILL)
+            self._send(_answer(pending[done]["i"], f"timed out after {float(timeout_s)} s (it kept the CPU busy "
+                                                   "past its time and was stopped)"))
+            return pending[done + 1:]
+        if waited_s >= window / _STALL_CPU_SHARE:
+            os.kill(pid, signal.SIGKILL)
+            raise _Fault(f"the machine is too loaded to judge a check: it got {used:.2f} s of CPU in "
+                         f"{waited_s:.1f} s")
+        return None
 
     def _died(self, pid: int, pending: list[dict[str, Any]], done: int, timeout_s: float,
               window: float) -> list[dict[str, Any]]:
         """The batch process closed its end of the pipes before every check was answered: find out why (it
         may also have closed them on purpose and still be running)."""
-        cpu_mark, give_up = _cpu_seconds(pid), time.monotonic() + window
-        while time.monotonic() < give_up:
-            waited, status = os.waitpid(pid, os.WNOHANG)
-            if waited:
-                return self._judge(status, pending, done, timeout_s)
-            time.sleep(0.005)
-        return self._overdue(pid, pending, done, timeout_s, cpu_mark, window)
+        since = _Progress(_cpu_seconds(pid))
+        while True:
+            give_up = time.monotonic() + window
+            while time.monotonic() < give_up:
+                waited, status = os.waitpid(pid, os.WNOHANG)
+                if waited:
+                    return self._judge(status, pending, done, timeout_s)
+                time.sleep(0.005)
+            verdict = self._overdue(pid, pending, done, timeout_s, since, window)
+            if verdict is not None:
+                return verdict
+            self._send({"alive": True})
+            self._flush()
+            since.window_cpu = _cpu_seconds(pid)
 
     def _judge(self, status: int, pending: list[dict[str, Any]], done: int, timeout_s: float) -> list[dict[str, Any]]:
         index = pending[done]["i"]

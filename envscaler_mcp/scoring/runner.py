@@ -1,5 +1,5 @@
-"""Running validators inside the batch process: fresh globals per check, restricted builtins, an alarm per
-check, and states that no check can change for the next one. Standard library only.
+"""Running validators inside the batch process: fresh globals per check, restricted builtins, a CPU-time
+alarm per check, and states that no check can change for the next one. Standard library only.
 
 A batch process (scoring/worker.py forks one per scenario batch) parses each state once (and the transcript,
 which transcript items get instead of the final state). The first check
@@ -36,7 +36,7 @@ _quote = json.encoder.encode_basestring_ascii
 
 
 class _CheckTimeout(BaseException):
-    """Raised by SIGALRM when a check overruns its time; BaseException so `except Exception` misses it."""
+    """Raised by SIGPROF when a check overruns its CPU time; BaseException so `except Exception` misses it."""
 
 
 class Sink(io.TextIOBase):
@@ -141,8 +141,10 @@ class Runner:
         self._granted.update(names)
 
     def arm(self) -> None:
-        """Install the per-check alarm handler (in the process that runs the checks)."""
-        signal.signal(signal.SIGALRM, self._on_alarm)
+        """Install the per-check alarm handler (in the process that runs the checks). The alarm counts the
+        process's CPU time (ITIMER_PROF), not the clock's: a loaded machine slows a check down but never
+        makes it time out (the zygote tells a slow check from a stalled one, scoring/relay.py)."""
+        signal.signal(signal.SIGPROF, self._on_alarm)
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         self._fired = True
@@ -191,7 +193,7 @@ class Runner:
         result: Any = None
         _cap_cpu(timeout_s)
         try:
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
+            signal.setitimer(signal.ITIMER_PROF, timeout_s)
             try:
                 exec(code, env)
                 func = env.get("check_func")
@@ -204,7 +206,7 @@ class Runner:
                     for state in lent:
                         state.settle()
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
         except _CheckTimeout:
             return False, f"timed out after {float(timeout_s)} s"
         except MemoryError:

@@ -153,12 +153,39 @@ def _look(transcript: Any, facts: tuple[Any, ...], where: str, helper: str
     return out
 
 
+def _candidates(text: str, facts: tuple[Any, ...]) -> dict[str, int]:
+    """Kinds of fact (number, date, time) the text states so many different values of that it names
+    candidates rather than an answer: {kind: how many}. The bound is `MAX_CANDIDATES`, or four per fact of
+    that kind asked for, whichever is larger."""
+    asked: dict[str, int] = {}
+    for value in facts:
+        kind = _Fact(value).kind
+        asked[kind] = asked.get(kind, 0) + 1
+    seen: dict[str, set[frozenset[Any]]] = {}
+    for span in fact_spans(text):
+        if span.kind in asked:
+            seen.setdefault(span.kind, set()).add(span.keys)
+    return {kind: len(keys) for kind, keys in seen.items() if len(keys) > max(MAX_CANDIDATES, 4 * asked[kind])}
+
+
+MAX_CANDIDATES = 30
+
+
 def says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
     """True when every fact is stated in the agent's answer (`where="told_user"`: anything it told the user;
-    `"any"`: either). Facts are numbers, amounts, dates, times, ids or words, matched after normalisation."""
+    `"any"`: either). Facts are numbers, amounts, dates, times, ids or words, matched after normalisation.
+
+    A text that states more than `MAX_CANDIDATES` different numbers (or dates, or times; at least four per
+    fact of that kind asked for) states none of them: a list of every possible amount is not an answer."""
     ok = True
-    for fact, sentence, text, name in _look(transcript, facts, where, "says"):
-        if sentence is not None:
+    looked = _look(transcript, facts, where, "says")
+    shotgun = _candidates(looked[0][2], facts) if looked else {}
+    for fact, sentence, text, name in looked:
+        if sentence is not None and fact.kind in shotgun:
+            ok = False
+            _note(f"not counted {fact.label!r}: {name} states {shotgun[fact.kind]} different {fact.kind}s, "
+                  "a list of candidates rather than an answer")
+        elif sentence is not None:
             _note(f"stated {fact.label!r}: \u00ab{sentence}\u00bb")
         else:
             ok = False
