@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import resource
 import sys
@@ -38,6 +39,10 @@ from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.harness.source import EpisodeSource
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring import transcript_checks
+from envscaler_mcp.scoring.transcript import call_record, make_transcript
+
+sys.modules.setdefault("transcript_checks", transcript_checks)  # what transcript validators import
 
 
 def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
@@ -77,14 +82,17 @@ def _instance(source: str, class_name: str, state: dict[str, Any], cls: Any = No
 def in_process_episode(class_source: str, class_name: str, scenario: Scenario, cls: Any = None) -> int:
     """EnvScaler-style episode: exec the class, replay the calls, read vars(), exec the validators."""
     env = _instance(class_source, class_name, scenario.initial_state, cls)
+    calls = []
     for call in scenario.reference_solution:
-        getattr(env, call.tool)(**call.arguments)
+        result = getattr(env, call.tool)(**call.arguments)
+        calls.append(call_record(call.tool, call.arguments, json.dumps(result), not result.get("success", True)))
     final = copy.deepcopy({k: v for k, v in vars(env).items() if not k.startswith("_")})
+    transcript = make_transcript(calls, scenario.reference_answer or "")
     passed = 0
     for item in scenario.checklist:
         scope: dict[str, Any] = {"initial_state": copy.deepcopy(scenario.initial_state)}
         exec(item.validator or "", scope)
-        passed += scope["check_func"](final) is True
+        passed += scope["check_func"](transcript if item.kind == "transcript" else final) is True
     return len(scenario.reference_solution)
 
 
@@ -129,9 +137,11 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 async def harness(
-    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True
+    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True,
+    warm: bool = True,
 ) -> list[dict[str, Any]]:
-    """run_eval at each concurrency level on servers started once."""
+    """run_eval at each concurrency level on servers started once (`warm=False`: the old path, a protocol
+    handshake and `tools/list` for every episode)."""
     from envscaler_mcp.launch import launch_server
 
     per_env = max(1, episodes // max(1, len(plans)))
@@ -141,7 +151,7 @@ async def harness(
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
             servers[plan.env_id] = await stack.enter_async_context(
-                launch_server(plan.env_id, transport=transport, isolation=isolation)
+                launch_server(plan.env_id, transport=transport, isolation=isolation, warm=warm)
             )
 
         @asynccontextmanager
@@ -193,6 +203,8 @@ async def harness(
                     "success_rate": g.success_rate,
                     "infra_errors": g.infra_errors,
                     "isolation": "on" if isolation else "off",
+                    "path": "new" if warm else "old",
+                    "load": os.getloadavg()[0],
                     "cpu_per_episode": cpu_used / g.episodes,
                     "breakdown": dict(kinds),
                 }
@@ -228,10 +240,13 @@ def main() -> None:
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--episodes", type=int, default=96, help="episodes per concurrency level (about)")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
-    parser.add_argument("--isolation", default="both", choices=["both", "on", "off"],
+    parser.add_argument("--isolation", default="on", choices=["both", "on", "off"],
                         help="the OS layers around servers and validators (both: each row off, then on)")
+    parser.add_argument("--paths", default="both", choices=["both", "old", "new"],
+                        help="old: handshake and tools/list per episode; new: both learnt once per server")
     args = parser.parse_args()
     modes = {"both": [False, True], "on": [True], "off": [False]}[args.isolation]
+    paths = {"both": [False, True], "old": [False], "new": [True]}[args.paths]
     env_ids = args.env or list_env_ids()
     plans = _plans(env_ids, args.episodes)
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -244,22 +259,33 @@ def main() -> None:
         f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
-    rows = [row for level in levels for mode in modes
-            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode)]
+    rows = [row for level in levels for mode in modes for warm in paths
+            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode, warm)]
     print(
-        "\n| transport | OS layers | concurrency | episodes | episodes/s | tool calls/s | mean latency "
+        "\n| transport | OS layers | path | concurrency | load | episodes | episodes/s | tool calls/s | mean latency "
         "| wall/episode | CPU/episode | success | infra |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {args.transport} | {r['isolation']} | {r['concurrency']} | {r['episodes']} | "
+            f"| {args.transport} | {r['isolation']} | {r['path']} | {r['concurrency']} | {r['load']:.1f} | "
+            f"{r['episodes']} | "
             f"{r['episodes_per_s']:.1f} | {r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
             f"{1000 / r['episodes_per_s']:.1f} ms | {1000 * r['cpu_per_episode']:.1f} ms | "
             f"{100 * (r['success_rate'] or 0):.0f}% | "
             f"{r['infra_errors']} |"
         )
-    if len(modes) == 2:
+    base_rate = 1 / base["exec_per_episode"]
+    for r in rows:
+        print(f"concurrency {r['concurrency']}, OS layers {r['isolation']}, {r['path']} path: "
+              f"{r['episodes_per_s'] / base_rate:.2f}x the in-process baseline's episodes/s (goal >= 1.5x at 8)")
+    if len(paths) == 2:
+        for old, new in zip(rows[::2], rows[1::2], strict=True):
+            print(f"concurrency {new['concurrency']}, OS layers {new['isolation']}: new/old path "
+                  f"{new['episodes_per_s'] / old['episodes_per_s']:.2f}x episodes/s, "
+                  f"{old['cpu_per_episode'] / new['cpu_per_episode']:.2f}x less CPU per episode "
+                  f"(load {old['load']:.1f} / {new['load']:.1f})")
+    if len(modes) == 2 and len(paths) == 1:
         for off, on in zip(rows[::2], rows[1::2], strict=True):
             print(f"concurrency {on['concurrency']}: the OS layers cost "
                   f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time and "

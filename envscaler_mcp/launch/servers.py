@@ -31,7 +31,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
-from envscaler_mcp.launch.episodes import Episode, stdio_get_state
+from envscaler_mcp.launch.episodes import Episode, WarmCache, stdio_get_state
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
@@ -46,6 +46,7 @@ class LaunchedServer:
     transport: str
     server_dir: ServerDir | None = None
     isolation: IsolationReport | None = None
+    warm: WarmCache = WarmCache(enabled=False)
 
     def episode(self, initial_state: State | None = None, *,
                 scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
@@ -81,8 +82,9 @@ class HttpServer(LaunchedServer):
     pid: int | None = None
     log_path: Path | None = None
 
-    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
+    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float, warm: bool = True) -> None:
         self.server_dir = server
+        self.warm = WarmCache(warm, target_id=url)
         self.url = url
         self.token = token
         self.client_timeout = client_timeout
@@ -125,9 +127,10 @@ class HttpServer(LaunchedServer):
         try:
             transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
                                                terminate_on_close=False)
-            async with Client(transport, read_timeout_seconds=self.client_timeout) as client:
+            async with Client(transport, read_timeout_seconds=self.client_timeout,
+                              **self.warm.client_options()) as client:
                 yield Episode(client, episode_id=episode_id, transport="http",
-                              state_reader=lambda: self.read_state(episode_id))
+                              state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -142,8 +145,9 @@ class StdioServer(LaunchedServer):
     transport = "stdio"
 
     def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
-                 isolation: bool = True) -> None:
+                 isolation: bool = True, warm: bool = True) -> None:
         self.server_dir = server
+        self.warm = WarmCache(warm, target_id=f"stdio:{server.path}")
         self.workdir = workdir
         self.extra_args = extra_args
         self.client_timeout = client_timeout
@@ -175,16 +179,17 @@ class StdioServer(LaunchedServer):
             async with AsyncExitStack() as stack:
                 try:
                     client = await stack.enter_async_context(
-                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout))
+                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                               **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{_log_tail(log_path)}") from exc
                 self.isolation = read_report(report) or self.isolation
                 yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
-                              state_reader=lambda: stdio_get_state(client, token))
+                              state_reader=lambda: stdio_get_state(client, token), warm=self.warm)
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
-                      client_timeout: float, isolation: bool) -> tuple[HttpServer, anyio.abc.Process]:
+                      client_timeout: float, isolation: bool, warm: bool) -> tuple[HttpServer, anyio.abc.Process]:
     token = secrets.token_hex(16)
     log_path = workdir / "http-server.log"
     report = workdir / "isolation.json"
@@ -199,7 +204,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                                                pass_fds=[listener.fileno()])
     finally:
         listener.close()  # the server holds it now
-    http = HttpServer(server, url, token, client_timeout)
+    http = HttpServer(server, url, token, client_timeout, warm)
     http.pid = process.pid
     http.log_path = log_path
     try:
@@ -250,12 +255,15 @@ async def _stop(process: anyio.abc.Process) -> None:
 async def launch_server(target: Target, transport: Transport = "http", *,
                         scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
-                        client_timeout: float = 120.0, isolation: bool = True) -> AsyncIterator[LaunchedServer]:
+                        client_timeout: float = 120.0, isolation: bool = True,
+                        warm: bool = True) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
     Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
-    `isolation=False` leaves the layers out (to measure their cost). The memory transport runs the
+    `isolation=False` leaves the layers out (to measure their cost). With `warm` (the default) episodes
+    after the first skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache); every
+    episode still has its own server-side state. The memory transport runs the
     environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
@@ -263,14 +271,15 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     if transport == "memory":
         from envscaler_mcp.launch.memory import MemoryServer
 
-        yield MemoryServer(server, call_timeout)
+        yield MemoryServer(server, call_timeout, warm)
         return
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)
         if transport == "stdio":
-            yield StdioServer(server, workdir, extra, client_timeout, isolation)
+            yield StdioServer(server, workdir, extra, client_timeout, isolation, warm)
         elif transport == "http":
-            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation)
+            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation,
+                                              warm)
             try:
                 yield http
             finally:

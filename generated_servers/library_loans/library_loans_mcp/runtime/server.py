@@ -43,6 +43,8 @@ EPISODE_SCOPE_KEY = "envscaler.episode"
 STATE_URI = "state://current"
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
+# The tool list never changes while the server runs: clients may keep it this long (2026-07-28 `ttlMs`).
+TOOLS_TTL_MS = 10 * 60 * 1000
 
 
 class AdminParams(RequestParams):
@@ -102,7 +104,7 @@ class EnvServer:
     # ---- MCP handlers ----
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any],
                           params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=self.tools)
+        return ListToolsResult(tools=self.tools, ttl_ms=TOOLS_TTL_MS, cache_scope="public")
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
                          params: CallToolRequestParams) -> CallToolResult:
