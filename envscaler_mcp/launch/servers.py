@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import anyio
 import httpx2
@@ -27,7 +27,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from envscaler_mcp._json import State
+from envscaler_mcp._json import EncodedCache, State
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
@@ -85,6 +85,7 @@ class HttpServer(LaunchedServer):
     def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float, warm: bool = True) -> None:
         self.server_dir = server
         self.warm = WarmCache(warm, target_id=url)
+        self._encoded = EncodedCache(size=256 if warm else 0)
         self.url = url
         self.token = token
         self.client_timeout = client_timeout
@@ -98,11 +99,12 @@ class HttpServer(LaunchedServer):
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
-        body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
-        if state is not None:
-            body["state"] = state
+        body = json.dumps({"scenario_id": scenario_id} if scenario_id else {}).encode()
+        if state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
+            body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
-            response = await self.admin.post("/admin/episodes", json=body)
+            response = await self.admin.post("/admin/episodes", content=body,
+                                             headers={"Content-Type": "application/json"})
         except httpx2.HTTPError as exc:
             tail = _log_tail(self.log_path) if self.log_path else ""
             raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
