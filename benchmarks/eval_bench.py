@@ -234,6 +234,77 @@ async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int, 
         return n / (time.perf_counter() - t)
 
 
+def _query_call(env_id: str) -> tuple[str, dict[str, Any]]:
+    """The first query-tool call of a reference solution in `env_id` (a call that changes nothing)."""
+    kinds = {t.name: t.kind for t in get_skeleton(env_id).tools}
+    for s in scenarios_for(env_id):
+        for call in s.reference_solution:
+            if kinds.get(call.tool) == "query":
+                return call.tool, call.arguments
+    raise SystemExit(f"{env_id}: no query call in any reference solution")
+
+
+async def calls_under_load(env_id: str, transport: str, episodes: int, calls: int, warm: bool) -> dict[str, Any]:
+    """`episodes` concurrent episodes on one server, each listing the tools and making `calls` query calls:
+    per-call latency, calls/s and calls per CPU second (this process + the server; stdio servers once reaped)."""
+    from envscaler_mcp.launch import launch_server
+
+    tool, arguments = _query_call(env_id)
+    latencies: list[float] = []
+    errors = 0
+    async with launch_server(env_id, transport=transport, warm=warm) as server:  # type: ignore[arg-type]
+        pid = getattr(server, "pid", None)
+
+        async def one() -> None:
+            nonlocal errors
+            async with server.episode() as ep:
+                await ep.list_tools()
+                for _ in range(calls):
+                    t = time.perf_counter()
+                    result = await ep.call_tool(tool, arguments)
+                    latencies.append(time.perf_counter() - t)
+                    errors += bool(result.is_error)
+
+        cpu0 = _cpu_seconds([pid] if pid else [])
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(episodes):
+                tg.start_soon(one)
+        wall = time.perf_counter() - t0
+        cpu = _cpu_seconds([pid] if pid else []) - cpu0
+    if transport == "stdio":
+        cpu = _cpu_seconds([]) - cpu0  # the servers have exited and been reaped by now
+    latencies.sort()
+    n = len(latencies)
+    return {"transport": transport, "path": "new" if warm else "old", "episodes": episodes, "calls": n,
+            "errors": errors, "p50": latencies[n // 2], "p95": latencies[int(n * 0.95)], "calls_per_s": n / wall,
+            "calls_per_cpu_s": n / cpu, "load": load}
+
+
+def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int) -> list[dict[str, Any]]:
+    plan = [("http", concurrent, calls), ("http", 8, 50), ("memory", 8, 50), ("stdio", 4, 50)]
+    return [anyio.run(calls_under_load, env_id, transport, episodes, n, warm)
+            for transport, episodes, n in plan for warm in paths]
+
+
+def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int) -> None:
+    """Print tool-call latency under load and calls per CPU second for each transport, old and new path."""
+    rows = _load_rows(env_id, paths, concurrent, calls)
+    print(f"\ntool calls ({env_id}, one server; the load generator on the same machine):\n")
+    print("| transport | path | concurrent episodes | calls | load | call p50 | call p95 | calls/s | calls per CPU s "
+          "(client + server) | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['transport']} | {r['path']} | {r['episodes']} | {r['calls']} | {r['load']:.1f} | "
+              f"{1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | {r['calls_per_s']:.0f} | "
+              f"{r['calls_per_cpu_s']:.0f} | {r['errors']} |")
+    big = [r for r in rows if r["episodes"] == concurrent and r["transport"] == "http"]
+    for r in big:
+        print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes {1000 * r['p50']:.1f} ms "
+              f"(goal <= 50 ms), load {r['load']:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", default="http", choices=["http", "memory", "stdio"])
@@ -244,6 +315,12 @@ def main() -> None:
                         help="the OS layers around servers and validators (both: each row off, then on)")
     parser.add_argument("--paths", default="both", choices=["both", "old", "new"],
                         help="old: handshake and tools/list per episode; new: both learnt once per server")
+    parser.add_argument("--load-env", default="ecommerce_orders",
+                        help="environment of the tool-call load section (one server, many concurrent episodes)")
+    parser.add_argument("--load-episodes", type=int, default=500, help="concurrent HTTP episodes on one server")
+    parser.add_argument("--load-calls", type=int, default=4, help="query calls per episode under load")
+    parser.add_argument("--skip", action="append", default=[], choices=["harness", "load", "sandbox"],
+                        help="leave a section out")
     args = parser.parse_args()
     modes = {"both": [False, True], "on": [True], "off": [False]}[args.isolation]
     paths = {"both": [False, True], "old": [False], "new": [True]}[args.paths]
@@ -259,6 +336,10 @@ def main() -> None:
         f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
+    if "load" not in args.skip:
+        load_section(args.load_env, paths, args.load_episodes, args.load_calls)
+    if "harness" in args.skip:
+        return
     rows = [row for level in levels for mode in modes for warm in paths
             for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode, warm)]
     print(
@@ -294,6 +375,8 @@ def main() -> None:
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")
+    if "sandbox" in args.skip:
+        return
     for workers in (1, 2):
         for mode in modes:
             rate = anyio.run(validator_throughput, plans, 5, workers, mode)

@@ -36,6 +36,7 @@ from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
+MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 
 
 class LaunchedServer:
@@ -92,10 +93,12 @@ class HttpServer(LaunchedServer):
         self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                         timeout=client_timeout)
         # One pooled client for every episode's MCP traffic: building an httpx client per episode
-        # (TLS context included) costs tens of milliseconds.
-        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout)),
-                                           limits=httpx2.Limits(max_connections=1000,
-                                                                max_keepalive_connections=200))
+        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy;
+        # more only cost time, as the pool checks every idle connection on each request. Requests wait for
+        # a free connection without a limit of their own (the harness's per-call deadline applies).
+        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
+                                           limits=httpx2.Limits(max_connections=MCP_CONNECTIONS,
+                                                                max_keepalive_connections=MCP_CONNECTIONS))
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
