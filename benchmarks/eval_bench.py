@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import json
 import os
+import random
 import resource
 import sys
 import tempfile
@@ -28,7 +30,8 @@ from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+# run from a checkout without installing; `--code DIR` measures another checkout's package (an older commit)
+sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(Path(__file__).parent.parent))
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.harness.checks import SandboxChecker
@@ -42,7 +45,17 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring import transcript_checks
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
+
+def _launch(env_id: str, transport: str, isolation: bool, warm: bool) -> Any:
+    """launch_server with the warm switch when the measured code has one (older commits do not)."""
+    from envscaler_mcp.launch import launch_server
+
+    if "warm" in inspect.signature(launch_server).parameters:
+        return launch_server(env_id, transport=transport, isolation=isolation, warm=warm)  # type: ignore[arg-type]
+    return launch_server(env_id, transport=transport, isolation=isolation)  # type: ignore[arg-type]
+
 sys.modules.setdefault("transcript_checks", transcript_checks)  # what transcript validators import
+_CODE = str(Path(sys.modules["envscaler_mcp"].__file__ or ".").parent.parent)  # the checkout measured
 
 
 def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
@@ -142,17 +155,13 @@ async def harness(
 ) -> list[dict[str, Any]]:
     """run_eval at each concurrency level on servers started once (`warm=False`: the old path, a protocol
     handshake and `tools/list` for every episode)."""
-    from envscaler_mcp.launch import launch_server
-
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
         checker = await stack.enter_async_context(SandboxChecker(workers=2, isolation=isolation))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
-            servers[plan.env_id] = await stack.enter_async_context(
-                launch_server(plan.env_id, transport=transport, isolation=isolation, warm=warm)
-            )
+            servers[plan.env_id] = await stack.enter_async_context(_launch(plan.env_id, transport, isolation, warm))
 
         @asynccontextmanager
         async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
@@ -244,22 +253,28 @@ def _query_call(env_id: str) -> tuple[str, dict[str, Any]]:
     raise SystemExit(f"{env_id}: no query call in any reference solution")
 
 
-async def calls_under_load(env_id: str, transport: str, episodes: int, calls: int, warm: bool) -> dict[str, Any]:
+async def calls_under_load(env_id: str, transport: str, episodes: int, calls: int, warm: bool,
+                           think_s: float = 0.0) -> dict[str, Any]:
     """`episodes` concurrent episodes on one server, each listing the tools and making `calls` query calls:
-    per-call latency, calls/s and calls per CPU second (this process + the server; stdio servers once reaped)."""
-    from envscaler_mcp.launch import launch_server
-
+    per-call latency, calls/s and calls per CPU second (this process + the server; stdio servers once reaped).
+    With `think_s` each episode waits a random 0-2x `think_s` before opening and before each call, as an
+    agent does while its model writes the next call (an open load of about episodes / think_s calls/s);
+    without it every episode calls again as soon as it has its answer (a closed loop: the latency is then
+    mostly the queue in front of the server)."""
     tool, arguments = _query_call(env_id)
+    rng = random.Random(0)
     latencies: list[float] = []
     errors = 0
-    async with launch_server(env_id, transport=transport, warm=warm) as server:  # type: ignore[arg-type]
+    async with _launch(env_id, transport, True, warm) as server:
         pid = getattr(server, "pid", None)
 
         async def one() -> None:
             nonlocal errors
+            await anyio.sleep(rng.uniform(0, 2 * think_s))
             async with server.episode() as ep:
                 await ep.list_tools()
                 for _ in range(calls):
+                    await anyio.sleep(rng.uniform(0, 2 * think_s))
                     t = time.perf_counter()
                     result = await ep.call_tool(tool, arguments)
                     latencies.append(time.perf_counter() - t)
@@ -278,31 +293,34 @@ async def calls_under_load(env_id: str, transport: str, episodes: int, calls: in
     latencies.sort()
     n = len(latencies)
     return {"transport": transport, "path": "new" if warm else "old", "episodes": episodes, "calls": n,
+            "think_s": think_s,
             "errors": errors, "p50": latencies[n // 2], "p95": latencies[int(n * 0.95)], "calls_per_s": n / wall,
             "calls_per_cpu_s": n / cpu, "load": load}
 
 
-def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int) -> list[dict[str, Any]]:
-    plan = [("http", concurrent, calls), ("http", 8, 50), ("memory", 8, 50), ("stdio", 4, 50)]
-    return [anyio.run(calls_under_load, env_id, transport, episodes, n, warm)
-            for transport, episodes, n in plan for warm in paths]
+def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> list[dict[str, Any]]:
+    plan = [("http", concurrent, calls, think_s), ("http", concurrent, calls, 0.0), ("http", 8, 50, 0.0),
+            ("memory", 8, 50, 0.0), ("stdio", 4, 50, 0.0)]
+    return [anyio.run(calls_under_load, env_id, transport, episodes, n, warm, think)
+            for transport, episodes, n, think in plan for warm in paths]
 
 
-def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int) -> None:
+def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> None:
     """Print tool-call latency under load and calls per CPU second for each transport, old and new path."""
-    rows = _load_rows(env_id, paths, concurrent, calls)
+    rows = _load_rows(env_id, paths, concurrent, calls, think_s)
     print(f"\ntool calls ({env_id}, one server; the load generator on the same machine):\n")
-    print("| transport | path | concurrent episodes | calls | load | call p50 | call p95 | calls/s | calls per CPU s "
-          "(client + server) | errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| transport | path | concurrent episodes | think time | calls | load | call p50 | call p95 | calls/s "
+          "| calls per CPU s (client + server) | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['transport']} | {r['path']} | {r['episodes']} | {r['calls']} | {r['load']:.1f} | "
+        print(f"| {r['transport']} | {r['path']} | {r['episodes']} | 0-{2 * r['think_s']:g} s | {r['calls']} | "
+              f"{r['load']:.1f} | "
               f"{1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | {r['calls_per_s']:.0f} | "
               f"{r['calls_per_cpu_s']:.0f} | {r['errors']} |")
     big = [r for r in rows if r["episodes"] == concurrent and r["transport"] == "http"]
     for r in big:
-        print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes {1000 * r['p50']:.1f} ms "
-              f"(goal <= 50 ms), load {r['load']:.1f}")
+        print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes, think time "
+              f"0-{2 * r['think_s']:g} s: {1000 * r['p50']:.1f} ms (goal <= 50 ms), load {r['load']:.1f}")
 
 
 def main() -> None:
@@ -315,10 +333,13 @@ def main() -> None:
                         help="the OS layers around servers and validators (both: each row off, then on)")
     parser.add_argument("--paths", default="both", choices=["both", "old", "new"],
                         help="old: handshake and tools/list per episode; new: both learnt once per server")
+    parser.add_argument("--code", default=_CODE, help="checkout whose envscaler_mcp is measured (default: this one)")
     parser.add_argument("--load-env", default="ecommerce_orders",
                         help="environment of the tool-call load section (one server, many concurrent episodes)")
     parser.add_argument("--load-episodes", type=int, default=500, help="concurrent HTTP episodes on one server")
     parser.add_argument("--load-calls", type=int, default=4, help="query calls per episode under load")
+    parser.add_argument("--load-think", type=float, default=5.0,
+                        help="mean seconds an episode waits before each call in the first load row")
     parser.add_argument("--skip", action="append", default=[], choices=["harness", "load", "sandbox"],
                         help="leave a section out")
     args = parser.parse_args()
@@ -337,7 +358,7 @@ def main() -> None:
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
     if "load" not in args.skip:
-        load_section(args.load_env, paths, args.load_episodes, args.load_calls)
+        load_section(args.load_env, paths, args.load_episodes, args.load_calls, args.load_think)
     if "harness" in args.skip:
         return
     rows = [row for level in levels for mode in modes for warm in paths
