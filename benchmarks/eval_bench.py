@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
+import json
 import os
+import random
 import resource
 import sys
 import tempfile
@@ -27,7 +30,8 @@ from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+# run from a checkout without installing; `--code DIR` measures another checkout's package (an older commit)
+sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(Path(__file__).parent.parent))
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.harness.checks import SandboxChecker
@@ -38,6 +42,20 @@ from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.harness.source import EpisodeSource
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring import transcript_checks
+from envscaler_mcp.scoring.transcript import call_record, make_transcript
+
+
+def _launch(env_id: str, transport: str, isolation: bool, warm: bool) -> Any:
+    """launch_server with the warm switch when the measured code has one (older commits do not)."""
+    from envscaler_mcp.launch import launch_server
+
+    if "warm" in inspect.signature(launch_server).parameters:
+        return launch_server(env_id, transport=transport, isolation=isolation, warm=warm)  # type: ignore[arg-type]
+    return launch_server(env_id, transport=transport, isolation=isolation)  # type: ignore[arg-type]
+
+sys.modules.setdefault("transcript_checks", transcript_checks)  # what transcript validators import
+_CODE = str(Path(sys.modules["envscaler_mcp"].__file__ or ".").parent.parent)  # the checkout measured
 
 
 def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
@@ -77,14 +95,17 @@ def _instance(source: str, class_name: str, state: dict[str, Any], cls: Any = No
 def in_process_episode(class_source: str, class_name: str, scenario: Scenario, cls: Any = None) -> int:
     """EnvScaler-style episode: exec the class, replay the calls, read vars(), exec the validators."""
     env = _instance(class_source, class_name, scenario.initial_state, cls)
+    calls = []
     for call in scenario.reference_solution:
-        getattr(env, call.tool)(**call.arguments)
+        result = getattr(env, call.tool)(**call.arguments)
+        calls.append(call_record(call.tool, call.arguments, json.dumps(result), not result.get("success", True)))
     final = copy.deepcopy({k: v for k, v in vars(env).items() if not k.startswith("_")})
+    transcript = make_transcript(calls, scenario.reference_answer or "")
     passed = 0
     for item in scenario.checklist:
         scope: dict[str, Any] = {"initial_state": copy.deepcopy(scenario.initial_state)}
         exec(item.validator or "", scope)
-        passed += scope["check_func"](final) is True
+        passed += scope["check_func"](transcript if item.kind == "transcript" else final) is True
     return len(scenario.reference_solution)
 
 
@@ -129,20 +150,18 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 
 async def harness(
-    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True
+    plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True,
+    warm: bool = True,
 ) -> list[dict[str, Any]]:
-    """run_eval at each concurrency level on servers started once."""
-    from envscaler_mcp.launch import launch_server
-
+    """run_eval at each concurrency level on servers started once (`warm=False`: the old path, a protocol
+    handshake and `tools/list` for every episode)."""
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
         checker = await stack.enter_async_context(SandboxChecker(workers=2, isolation=isolation))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
-            servers[plan.env_id] = await stack.enter_async_context(
-                launch_server(plan.env_id, transport=transport, isolation=isolation)
-            )
+            servers[plan.env_id] = await stack.enter_async_context(_launch(plan.env_id, transport, isolation, warm))
 
         @asynccontextmanager
         async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:
@@ -193,6 +212,8 @@ async def harness(
                     "success_rate": g.success_rate,
                     "infra_errors": g.infra_errors,
                     "isolation": "on" if isolation else "off",
+                    "path": "new" if warm else "old",
+                    "load": os.getloadavg()[0],
                     "cpu_per_episode": cpu_used / g.episodes,
                     "breakdown": dict(kinds),
                 }
@@ -222,16 +243,108 @@ async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int, 
         return n / (time.perf_counter() - t)
 
 
+def _query_call(env_id: str) -> tuple[str, dict[str, Any]]:
+    """The first query-tool call of a reference solution in `env_id` (a call that changes nothing)."""
+    kinds = {t.name: t.kind for t in get_skeleton(env_id).tools}
+    for s in scenarios_for(env_id):
+        for call in s.reference_solution:
+            if kinds.get(call.tool) == "query":
+                return call.tool, call.arguments
+    raise SystemExit(f"{env_id}: no query call in any reference solution")
+
+
+async def calls_under_load(env_id: str, transport: str, episodes: int, calls: int, warm: bool,
+                           think_s: float = 0.0) -> dict[str, Any]:
+    """`episodes` concurrent episodes on one server, each listing the tools and making `calls` query calls:
+    per-call latency, calls/s and calls per CPU second (this process + the server; stdio servers once reaped).
+    With `think_s` each episode waits a random 0-2x `think_s` before opening and before each call, as an
+    agent does while its model writes the next call (an open load of about episodes / think_s calls/s);
+    without it every episode calls again as soon as it has its answer (a closed loop: the latency is then
+    mostly the queue in front of the server)."""
+    tool, arguments = _query_call(env_id)
+    rng = random.Random(0)
+    latencies: list[float] = []
+    errors = 0
+    async with _launch(env_id, transport, True, warm) as server:
+        pid = getattr(server, "pid", None)
+
+        async def one() -> None:
+            nonlocal errors
+            await anyio.sleep(rng.uniform(0, 2 * think_s))
+            async with server.episode() as ep:
+                await ep.list_tools()
+                for _ in range(calls):
+                    await anyio.sleep(rng.uniform(0, 2 * think_s))
+                    t = time.perf_counter()
+                    result = await ep.call_tool(tool, arguments)
+                    latencies.append(time.perf_counter() - t)
+                    errors += bool(result.is_error)
+
+        cpu0 = _cpu_seconds([pid] if pid else [])
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(episodes):
+                tg.start_soon(one)
+        wall = time.perf_counter() - t0
+        cpu = _cpu_seconds([pid] if pid else []) - cpu0
+    if transport == "stdio":
+        cpu = _cpu_seconds([]) - cpu0  # the servers have exited and been reaped by now
+    latencies.sort()
+    n = len(latencies)
+    return {"transport": transport, "path": "new" if warm else "old", "episodes": episodes, "calls": n,
+            "think_s": think_s,
+            "errors": errors, "p50": latencies[n // 2], "p95": latencies[int(n * 0.95)], "calls_per_s": n / wall,
+            "calls_per_cpu_s": n / cpu, "load": load}
+
+
+def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> list[dict[str, Any]]:
+    plan = [("http", concurrent, calls, think_s), ("http", concurrent, calls, 0.0), ("http", 8, 50, 0.0),
+            ("memory", 8, 50, 0.0), ("stdio", 4, 50, 0.0)]
+    return [anyio.run(calls_under_load, env_id, transport, episodes, n, warm, think)
+            for transport, episodes, n, think in plan for warm in paths]
+
+
+def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> None:
+    """Print tool-call latency under load and calls per CPU second for each transport, old and new path."""
+    rows = _load_rows(env_id, paths, concurrent, calls, think_s)
+    print(f"\ntool calls ({env_id}, one server; the load generator on the same machine):\n")
+    print("| transport | path | concurrent episodes | think time | calls | load | call p50 | call p95 | calls/s "
+          "| calls per CPU s (client + server) | errors |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['transport']} | {r['path']} | {r['episodes']} | 0-{2 * r['think_s']:g} s | {r['calls']} | "
+              f"{r['load']:.1f} | "
+              f"{1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | {r['calls_per_s']:.0f} | "
+              f"{r['calls_per_cpu_s']:.0f} | {r['errors']} |")
+    big = [r for r in rows if r["episodes"] == concurrent and r["transport"] == "http"]
+    for r in big:
+        print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes, think time "
+              f"0-{2 * r['think_s']:g} s: {1000 * r['p50']:.1f} ms (goal <= 50 ms), load {r['load']:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transport", default="http", choices=["http", "memory", "stdio"])
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--episodes", type=int, default=96, help="episodes per concurrency level (about)")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
-    parser.add_argument("--isolation", default="both", choices=["both", "on", "off"],
+    parser.add_argument("--isolation", default="on", choices=["both", "on", "off"],
                         help="the OS layers around servers and validators (both: each row off, then on)")
+    parser.add_argument("--paths", default="both", choices=["both", "old", "new"],
+                        help="old: handshake and tools/list per episode; new: both learnt once per server")
+    parser.add_argument("--code", default=_CODE, help="checkout whose envscaler_mcp is measured (default: this one)")
+    parser.add_argument("--load-env", default="ecommerce_orders",
+                        help="environment of the tool-call load section (one server, many concurrent episodes)")
+    parser.add_argument("--load-episodes", type=int, default=500, help="concurrent HTTP episodes on one server")
+    parser.add_argument("--load-calls", type=int, default=4, help="query calls per episode under load")
+    parser.add_argument("--load-think", type=float, default=5.0,
+                        help="mean seconds an episode waits before each call in the first load row")
+    parser.add_argument("--skip", action="append", default=[], choices=["harness", "load", "sandbox"],
+                        help="leave a section out")
     args = parser.parse_args()
     modes = {"both": [False, True], "on": [True], "off": [False]}[args.isolation]
+    paths = {"both": [False, True], "old": [False], "new": [True]}[args.paths]
     env_ids = args.env or list_env_ids()
     plans = _plans(env_ids, args.episodes)
     levels = [int(x) for x in args.concurrency.split(",")]
@@ -244,22 +357,37 @@ def main() -> None:
         f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
-    rows = [row for level in levels for mode in modes
-            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode)]
+    if "load" not in args.skip:
+        load_section(args.load_env, paths, args.load_episodes, args.load_calls, args.load_think)
+    if "harness" in args.skip:
+        return
+    rows = [row for level in levels for mode in modes for warm in paths
+            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode, warm)]
     print(
-        "\n| transport | OS layers | concurrency | episodes | episodes/s | tool calls/s | mean latency "
+        "\n| transport | OS layers | path | concurrency | load | episodes | episodes/s | tool calls/s | mean latency "
         "| wall/episode | CPU/episode | success | infra |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {args.transport} | {r['isolation']} | {r['concurrency']} | {r['episodes']} | "
+            f"| {args.transport} | {r['isolation']} | {r['path']} | {r['concurrency']} | {r['load']:.1f} | "
+            f"{r['episodes']} | "
             f"{r['episodes_per_s']:.1f} | {r['tool_calls_per_s']:.1f} | {1000 * (r['mean_latency_s'] or 0):.1f} ms | "
             f"{1000 / r['episodes_per_s']:.1f} ms | {1000 * r['cpu_per_episode']:.1f} ms | "
             f"{100 * (r['success_rate'] or 0):.0f}% | "
             f"{r['infra_errors']} |"
         )
-    if len(modes) == 2:
+    base_rate = 1 / base["exec_per_episode"]
+    for r in rows:
+        print(f"concurrency {r['concurrency']}, OS layers {r['isolation']}, {r['path']} path: "
+              f"{r['episodes_per_s'] / base_rate:.2f}x the in-process baseline's episodes/s (goal >= 1.5x at 8)")
+    if len(paths) == 2:
+        for old, new in zip(rows[::2], rows[1::2], strict=True):
+            print(f"concurrency {new['concurrency']}, OS layers {new['isolation']}: new/old path "
+                  f"{new['episodes_per_s'] / old['episodes_per_s']:.2f}x episodes/s, "
+                  f"{old['cpu_per_episode'] / new['cpu_per_episode']:.2f}x less CPU per episode "
+                  f"(load {old['load']:.1f} / {new['load']:.1f})")
+    if len(modes) == 2 and len(paths) == 1:
         for off, on in zip(rows[::2], rows[1::2], strict=True):
             print(f"concurrency {on['concurrency']}: the OS layers cost "
                   f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time and "
@@ -268,6 +396,8 @@ def main() -> None:
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")
+    if "sandbox" in args.skip:
+        return
     for workers in (1, 2):
         for mode in modes:
             rate = anyio.run(validator_throughput, plans, 5, workers, mode)

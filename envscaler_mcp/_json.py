@@ -9,6 +9,8 @@ where it enters (JSON files, the server's admin plane, the skeleton's state chec
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
@@ -44,4 +46,30 @@ def valid_text(value: JSON) -> JSON:
     return value
 
 
-__all__ = ["JSON", "JSONObject", "State", "valid_text"]
+class EncodedCache:
+    """UTF-8 JSON text of values that are encoded again and again unchanged (a scenario's initial state, sent
+    to a server and to the validators for every episode), remembered by identity for the last `size` values.
+    Only for values nobody changes after handing them in: the cache never looks inside again. `size=0`
+    remembers nothing."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._texts: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()  # id -> (the value, kept alive; text)
+
+    def encode(self, value: Any) -> bytes:
+        """`json.dumps(value, ensure_ascii=False)` as UTF-8, from the cache when `value` was seen."""
+        key = id(value)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is value:
+            self._texts.move_to_end(key)
+            return hit[1]
+        text = json.dumps(value, ensure_ascii=False).encode("utf-8")
+        if self._size <= 0:
+            return text
+        self._texts[key] = (value, text)
+        if len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return text
+
+
+__all__ = ["JSON", "EncodedCache", "JSONObject", "State", "valid_text"]

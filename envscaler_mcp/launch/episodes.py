@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Any, Literal
 
 from mcp import Client, MCPError
-from mcp.types import CallToolResult, Request, RequestParams, Result, Tool
+from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
+from mcp.types import CallToolResult, DiscoverResult, Request, RequestParams, Result, Tool
 from pydantic import ConfigDict
 
 from envscaler_mcp._json import JSONObject, State
@@ -56,18 +58,51 @@ async def stdio_get_state(client: Client, token: str) -> State:
     return state
 
 
+class WarmCache:
+    """What every episode of one launched server shares, learnt from its first episode: the protocol
+    handshake's answer (`server/discover`) and the tool list (the SDK's response cache, one store for all the
+    server's clients; generated servers mark `tools/list` cacheable with `ttlMs`). A launched server runs one
+    environment version, so both are the same for all its episodes; reusing them saves two round trips per
+    episode. `enabled=False` asks again every episode."""
+
+    def __init__(self, enabled: bool = True, target_id: str = "") -> None:
+        self.enabled = enabled
+        self.discover: DiscoverResult | None = None
+        self.version = ""
+        self._cache = CacheConfig(store=InMemoryResponseCacheStore(max_entries=16), partition="launched-server",
+                                  target_id=target_id or secrets.token_hex(8))
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for `mcp.Client`: the shared response cache, and the known protocol version
+        adopted without probing (once learnt)."""
+        if not self.enabled:
+            return {}
+        if self.discover is None:
+            return {"cache": self._cache}
+        return {"cache": self._cache, "mode": self.version, "prior_discover": self.discover}
+
+    def learn(self, client: Client) -> None:
+        """Remember the handshake of a connected client (modern servers only)."""
+        if self.enabled and self.discover is None and client.session.discover_result is not None:
+            self.discover, self.version = client.session.discover_result, client.protocol_version
+
+
 class Episode:
     """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
 
     def __init__(self, client: Client, *, episode_id: str, transport: str,
-                 state_reader: Callable[[], Awaitable[State]] | None) -> None:
+                 state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None) -> None:
         self.client = client
         self.episode_id = episode_id
         self.transport = transport
         self._state_reader = state_reader
+        self._warm = warm
+        self._listed = False
+        if warm is not None:
+            warm.learn(client)
 
     async def list_tools(self) -> list[Tool]:
-        """The tools the agent sees (all pages)."""
+        """The tools the agent sees (all pages; the first page from the server's WarmCache once learnt)."""
         tools: list[Tool] = []
         cursor: str | None = None
         while True:
@@ -75,10 +110,15 @@ class Episode:
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
+                self._listed = True
                 return tools
 
     async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
         """Call one tool. Tool failures come back as `is_error=True` results, not exceptions."""
+        if not self._listed and self._warm is not None and self._warm.enabled:
+            # The SDK checks results against the tools' output schemas and lists the tools itself, past the
+            # cache, when it has not seen them: list them through the cache first.
+            await self.list_tools()
         return await self.client.call_tool(name, arguments or {})
 
     async def get_state(self) -> State:

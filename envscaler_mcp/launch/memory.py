@@ -19,7 +19,7 @@ from mcp import Client
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch.confine import in_process_report
-from envscaler_mcp.launch.episodes import Episode
+from envscaler_mcp.launch.episodes import Episode, WarmCache
 from envscaler_mcp.launch.servers import LaunchedServer
 from envscaler_mcp.launch.target import ServerDir
 
@@ -44,8 +44,9 @@ class MemoryServer(LaunchedServer):
 
     transport = "memory"
 
-    def __init__(self, server: ServerDir, call_timeout: float | None) -> None:
+    def __init__(self, server: ServerDir, call_timeout: float | None, warm: bool = True) -> None:
         self.server_dir = server
+        self.warm = WarmCache(warm, target_id=f"memory:{server.path}")
         self.call_timeout = call_timeout
         self.isolation = in_process_report()
         module = import_server_package(server)
@@ -65,6 +66,6 @@ class MemoryServer(LaunchedServer):
         async def read_state() -> State:
             return dict(env_server.episodes["default"].get_state())
 
-        async with Client(env_server.server) as client:
+        async with Client(env_server.server, **self.warm.client_options()) as client:
             yield Episode(client, episode_id=f"memory-{next(self._count)}", transport="memory",
-                          state_reader=read_state)
+                          state_reader=read_state, warm=self.warm)

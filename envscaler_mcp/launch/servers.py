@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import anyio
 import httpx2
@@ -27,15 +27,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from envscaler_mcp._json import State
+from envscaler_mcp._json import EncodedCache, State
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
-from envscaler_mcp.launch.episodes import Episode, stdio_get_state
+from envscaler_mcp.launch.episodes import Episode, WarmCache, stdio_get_state
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
+MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 
 
 class LaunchedServer:
@@ -46,6 +47,7 @@ class LaunchedServer:
     transport: str
     server_dir: ServerDir | None = None
     isolation: IsolationReport | None = None
+    warm: WarmCache = WarmCache(enabled=False)
 
     def episode(self, initial_state: State | None = None, *,
                 scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
@@ -81,26 +83,31 @@ class HttpServer(LaunchedServer):
     pid: int | None = None
     log_path: Path | None = None
 
-    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float) -> None:
+    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float, warm: bool = True) -> None:
         self.server_dir = server
+        self.warm = WarmCache(warm, target_id=url)
+        self._encoded = EncodedCache(size=256 if warm else 0)
         self.url = url
         self.token = token
         self.client_timeout = client_timeout
         self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
                                         timeout=client_timeout)
         # One pooled client for every episode's MCP traffic: building an httpx client per episode
-        # (TLS context included) costs tens of milliseconds.
-        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout)),
-                                           limits=httpx2.Limits(max_connections=1000,
-                                                                max_keepalive_connections=200))
+        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy;
+        # more only cost time, as the pool checks every idle connection on each request. Requests wait for
+        # a free connection without a limit of their own (the harness's per-call deadline applies).
+        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
+                                           limits=httpx2.Limits(max_connections=MCP_CONNECTIONS,
+                                                                max_keepalive_connections=MCP_CONNECTIONS))
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}."""
-        body: dict[str, Any] = {"scenario_id": scenario_id} if scenario_id else {}
-        if state is not None:
-            body["state"] = state
+        body = json.dumps({"scenario_id": scenario_id} if scenario_id else {}).encode()
+        if state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
+            body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
-            response = await self.admin.post("/admin/episodes", json=body)
+            response = await self.admin.post("/admin/episodes", content=body,
+                                             headers={"Content-Type": "application/json"})
         except httpx2.HTTPError as exc:
             tail = _log_tail(self.log_path) if self.log_path else ""
             raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
@@ -125,9 +132,10 @@ class HttpServer(LaunchedServer):
         try:
             transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
                                                terminate_on_close=False)
-            async with Client(transport, read_timeout_seconds=self.client_timeout) as client:
+            async with Client(transport, read_timeout_seconds=self.client_timeout,
+                              **self.warm.client_options()) as client:
                 yield Episode(client, episode_id=episode_id, transport="http",
-                              state_reader=lambda: self.read_state(episode_id))
+                              state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -142,8 +150,9 @@ class StdioServer(LaunchedServer):
     transport = "stdio"
 
     def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
-                 isolation: bool = True) -> None:
+                 isolation: bool = True, warm: bool = True) -> None:
         self.server_dir = server
+        self.warm = WarmCache(warm, target_id=f"stdio:{server.path}")
         self.workdir = workdir
         self.extra_args = extra_args
         self.client_timeout = client_timeout
@@ -175,16 +184,17 @@ class StdioServer(LaunchedServer):
             async with AsyncExitStack() as stack:
                 try:
                     client = await stack.enter_async_context(
-                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout))
+                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                               **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{_log_tail(log_path)}") from exc
                 self.isolation = read_report(report) or self.isolation
                 yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
-                              state_reader=lambda: stdio_get_state(client, token))
+                              state_reader=lambda: stdio_get_state(client, token), warm=self.warm)
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
-                      client_timeout: float, isolation: bool) -> tuple[HttpServer, anyio.abc.Process]:
+                      client_timeout: float, isolation: bool, warm: bool) -> tuple[HttpServer, anyio.abc.Process]:
     token = secrets.token_hex(16)
     log_path = workdir / "http-server.log"
     report = workdir / "isolation.json"
@@ -199,7 +209,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                                                pass_fds=[listener.fileno()])
     finally:
         listener.close()  # the server holds it now
-    http = HttpServer(server, url, token, client_timeout)
+    http = HttpServer(server, url, token, client_timeout, warm)
     http.pid = process.pid
     http.log_path = log_path
     try:
@@ -250,12 +260,15 @@ async def _stop(process: anyio.abc.Process) -> None:
 async def launch_server(target: Target, transport: Transport = "http", *,
                         scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
-                        client_timeout: float = 120.0, isolation: bool = True) -> AsyncIterator[LaunchedServer]:
+                        client_timeout: float = 120.0, isolation: bool = True,
+                        warm: bool = True) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
     Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
-    `isolation=False` leaves the layers out (to measure their cost). The memory transport runs the
+    `isolation=False` leaves the layers out (to measure their cost). With `warm` (the default) episodes
+    after the first skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache); every
+    episode still has its own server-side state. The memory transport runs the
     environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
@@ -263,14 +276,15 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     if transport == "memory":
         from envscaler_mcp.launch.memory import MemoryServer
 
-        yield MemoryServer(server, call_timeout)
+        yield MemoryServer(server, call_timeout, warm)
         return
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)
         if transport == "stdio":
-            yield StdioServer(server, workdir, extra, client_timeout, isolation)
+            yield StdioServer(server, workdir, extra, client_timeout, isolation, warm)
         elif transport == "http":
-            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation)
+            http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation,
+                                              warm)
             try:
                 yield http
             finally:

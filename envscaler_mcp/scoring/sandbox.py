@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._json import EncodedCache, JSONObject, State
 from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
@@ -70,6 +70,7 @@ class ValidatorSandbox:
         self.grace_s = grace_s
         self.os_isolation = isolation
         self._test_seam = _test_seam
+        self._encoded = EncodedCache()
         self.restarts = 0  # workers replaced after a fault
         self.faults: list[str] = []  # every fault seen, retried or not
         self._workers: list[Worker] = []
@@ -124,7 +125,8 @@ class ValidatorSandbox:
     async def run(self, items: Sequence[CheckItem], initial_state: State, final_state: State | None,
                   transcript: JSONObject | None = None) -> list[CheckResult]:
         """Run every item's validator, state items on `final_state` and transcript items on `transcript` (global
-        `initial_state` for both); one result per item, in order.
+        `initial_state` for both); one result per item, in order. `initial_state` must not change once handed
+        in (its JSON is remembered by identity: a scenario's state is encoded once for all its episodes).
 
         Raises SandboxFault when a worker failed twice in a row through no fault of the validators."""
         if self._idle_recv is None:
@@ -145,7 +147,9 @@ class ValidatorSandbox:
             texts = [initial_state, final_state]
             if any(kind == "transcript" for _, _, kind in runnable):
                 texts.append(transcript)
-            states = tuple(json.dumps(t, ensure_ascii=False).encode("utf-8") for t in texts)
+            # The initial state is the scenario's, the same object for every episode: encoded once.
+            states = (self._encoded.encode(initial_state),
+                      *(json.dumps(t, ensure_ascii=False).encode("utf-8") for t in texts[1:]))
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.

@@ -43,6 +43,8 @@ EPISODE_SCOPE_KEY = "envscaler.episode"
 STATE_URI = "state://current"
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
+# The tool list never changes while the server runs: clients may keep it this long (2026-07-28 `ttlMs`).
+TOOLS_TTL_MS = 10 * 60 * 1000
 
 
 class AdminParams(RequestParams):
@@ -77,6 +79,7 @@ class EnvServer:
         self.tools = [_tool(t) for t in package.tools]
         self.tool_names = {t.name for t in self.tools}
         self.validators = {t["name"]: jsonschema.Draft202012Validator(t["input_schema"]) for t in package.tools}
+        self.input_schemas: dict[str, dict[str, Any]] = {t["name"]: t["input_schema"] for t in package.tools}
         self.episodes: dict[str, Episode] = {}
         self.episodes["default"] = self.new_episode(initial_state, "default")
         self.server = self._build()
@@ -102,7 +105,7 @@ class EnvServer:
     # ---- MCP handlers ----
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any],
                           params: PaginatedRequestParams | None) -> ListToolsResult:
-        return ListToolsResult(tools=self.tools)
+        return ListToolsResult(tools=self.tools, ttl_ms=TOOLS_TTL_MS, cache_scope="public")
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
                          params: CallToolRequestParams) -> CallToolResult:
@@ -178,6 +181,9 @@ class EnvServer:
         server: Server[Any] = Server(
             spec["server_name"], version=spec["version"], title=spec["name"],
             description=spec["summary"][:200], instructions=spec["instructions"],
+            # The HTTP transport checks `Mcp-Param-*` headers against the called tool's schema before every
+            # call; without this lookup it runs the whole tools/list handler to find the schema.
+            get_tool_input_schema=self.input_schemas.get,
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources, on_read_resource=self._read_resource)
