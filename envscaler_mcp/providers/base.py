@@ -6,15 +6,10 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 
-from envscaler_mcp._json import JSON, JSONObject, valid_text
+from envscaler_mcp._json import JSONObject, valid_text
 from envscaler_mcp._usage import Usage
 
 Role = Literal["system", "user", "assistant", "tool"]
-
-
-def _text(value: JSON) -> JSON:
-    """Model output (and tool results) as valid text: no lone surrogates (see `_json.valid_text`)."""
-    return valid_text(value)
 
 
 class ToolCallRequest(BaseModel):
@@ -27,7 +22,7 @@ class ToolCallRequest(BaseModel):
         None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
     )
 
-    _valid_text = field_validator("name", "arguments", "raw_arguments")(lambda v: _text(v))
+    _valid_text = field_validator("name", "arguments", "raw_arguments")(valid_text)
 
 
 class Message(BaseModel):
@@ -44,7 +39,7 @@ class Message(BaseModel):
         None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."
     )
 
-    _valid_text = field_validator("content", "reasoning")(lambda v: _text(v))
+    _valid_text = field_validator("content", "reasoning")(valid_text)
 
 
 def _no_parameters() -> JSONObject:
