@@ -141,6 +141,8 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": call.id, "content": '{"status": "shipped"}'}
     assert sent["messages"][4]["role"] == "user" and "results of your calls" in sent["messages"][4]["content"]
     assert len(fake.requests[0]["messages"]) == 2  # the note follows function results only
+    # the note is in what the model reads, never in the conversation the harness records
+    assert not any("results of your calls" in m.content for m in [*history, first.message, second.message])
     assert second.usage.cost_usd == 0.0
 
 
