@@ -12,13 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._json import JSONObject
-
-HomeOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
-    ),
-]
+from envscaler_mcp.catalog.options import HomeOption
 
 
 def _roots(home: Path | None) -> tuple[Path, Path]:
@@ -115,7 +109,7 @@ def show_cmd(
     home: HomeOption = None,
 ) -> None:
     """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
-    from envscaler_mcp.catalog.store import get_skeleton, load_scenarios, scenarios_for
+    from envscaler_mcp.catalog.store import get_skeleton, scenarios_of
 
     env_root, scen_root = _roots(home)
     sk = get_skeleton(env, env_root)
@@ -139,8 +133,7 @@ def show_cmd(
             t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
         )
     console.print(tools)
-    beside = Path(env) / "scenarios.jsonl"
-    scenarios = load_scenarios(beside) if beside.is_file() else scenarios_for(sk.id, scen_root)
+    scenarios = scenarios_of(env, sk.id, scen_root)
     if scenarios:
         table = Table(title=f"Scenarios ({len(scenarios)})")
         for col in ("id", "title / task", "checks", "solution calls"):

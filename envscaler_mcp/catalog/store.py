@@ -62,6 +62,30 @@ def save_scenarios(scenarios: list[Scenario], path: Path) -> None:
 
 
 def scenarios_for(env_id: str, root: Path | None = None) -> list[Scenario]:
-    """The bundled scenarios of one environment ([] when it has none)."""
+    """The catalog's scenarios of one environment ([] when it has none)."""
     path = (root or scenarios_dir()) / f"{env_id}.jsonl"
     return load_scenarios(path) if path.exists() else []
+
+
+def scenarios_path(target: str | Path, env_id: str, root: Path | None = None) -> Path:
+    """The scenario file that belongs to an environment named by id or by a skeleton path.
+
+    A skeleton folder may hold its scenarios beside it (scenarios.jsonl); a skeleton in a data home
+    (<home>/environments/<id>/skeleton.json, as `import envscaler` writes it) has them in
+    <home>/scenarios/<id>.jsonl; an id uses the catalog's scenarios folder (or `root`).
+    """
+    candidate = Path(target)
+    folder = candidate.parent if candidate.suffix == ".json" else candidate
+    if candidate.suffix == ".json" or (folder / SKELETON_FILE).is_file():
+        if (folder / "scenarios.jsonl").is_file():
+            return folder / "scenarios.jsonl"
+        in_home = folder.parent.parent / "scenarios" / f"{env_id}.jsonl"
+        if folder.parent.name == "environments" and in_home.is_file():
+            return in_home
+    return (root or scenarios_dir()) / f"{env_id}.jsonl"
+
+
+def scenarios_of(target: str | Path, env_id: str, root: Path | None = None) -> list[Scenario]:
+    """The scenarios of an environment named by id or skeleton path ([] when it has none)."""
+    path = scenarios_path(target, env_id, root)
+    return load_scenarios(path) if path.is_file() else []

@@ -10,6 +10,7 @@ import anyio
 import typer
 from rich.console import Console
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.models import EpisodeConfig, SuccessRule
@@ -103,6 +104,7 @@ def eval_command(
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
     ] = 60.0,
+    home: HomeOption = None,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
     if not agent:
