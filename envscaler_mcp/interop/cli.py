@@ -40,7 +40,7 @@ def import_envscaler_cmd(
         save_skeleton(skeleton, out / "environments")
         env_scenarios = result.scenarios.get(skeleton.id, [])
         if env_scenarios:
-            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl")
+            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl", index=True)
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(
             f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "

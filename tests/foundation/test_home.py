@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -130,3 +131,20 @@ def test_external_warning_names_empty_checklists() -> None:
     empty = Scenario(env_id="e", task="t", initial_state={}, checklist=[], provenance=Provenance(source="hand-authored")).with_id()
     text = external_warning([empty])
     assert "empty checklist" in text and "have empty checklists, so no episode can be scored" in text
+
+
+def test_import_writes_an_index_that_list_and_show_use(home: Path) -> None:
+    from envscaler_mcp.catalog.store import count_scenarios, index_path, scenario_index
+
+    path = home / "scenarios" / "env_2.jsonl"
+    rows = json.loads(index_path(path).read_text(encoding="utf-8"))["scenarios"]
+    assert [r["id"] for r in rows] == [json.loads(line)["id"] for line in path.read_text().splitlines()]
+    # a fresh index is trusted: prove it by making the file unparsable while keeping its size and mtime
+    stat = path.stat()
+    path.write_bytes(b"x" * stat.st_size)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert scenario_index(path) == rows and count_scenarios(path) == 2
+    code, out = _run("show", "env_2", "--home", str(home))
+    assert code == 0 and rows[0]["id"] in out
+    path.write_bytes(b"x\n" * 3)  # changed: the index is stale, counting falls back to the file's lines
+    assert count_scenarios(path) == 3
