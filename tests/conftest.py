@@ -30,3 +30,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _default_home() -> object:
+    """A command's --home lasts for the rest of its process: give every test the default data home back."""
+    from envscaler_mcp.catalog.paths import set_home
+
+    yield
+    set_home(None)

@@ -12,13 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._json import JSONObject
-
-HomeOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
-    ),
-]
+from envscaler_mcp.catalog.options import HomeOption
 
 
 def _roots(home: Path | None) -> tuple[Path, Path]:
@@ -92,7 +86,7 @@ def schemas_cmd(
 
 def list_cmd(home: HomeOption = None) -> None:
     """List the catalog's environments with their tool and scenario counts."""
-    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+    from envscaler_mcp.catalog.store import count_scenarios, get_skeleton, list_env_ids
 
     env_root, scen_root = _roots(home)
     table = Table(title=f"Environments in {env_root}")
@@ -105,7 +99,7 @@ def list_cmd(home: HomeOption = None) -> None:
             sk.id,
             escape(sk.name),
             f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
-            str(len(scenarios_for(env_id, scen_root))),
+            str(count_scenarios(scen_root / f"{env_id}.jsonl")),
         )
     Console().print(table)
 
@@ -115,7 +109,7 @@ def show_cmd(
     home: HomeOption = None,
 ) -> None:
     """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
-    from envscaler_mcp.catalog.store import get_skeleton, load_scenarios, scenarios_for
+    from envscaler_mcp.catalog.store import get_skeleton, scenario_index, scenarios_path
 
     env_root, scen_root = _roots(home)
     sk = get_skeleton(env, env_root)
@@ -139,16 +133,13 @@ def show_cmd(
             t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
         )
     console.print(tools)
-    beside = Path(env) / "scenarios.jsonl"
-    scenarios = load_scenarios(beside) if beside.is_file() else scenarios_for(sk.id, scen_root)
-    if scenarios:
-        table = Table(title=f"Scenarios ({len(scenarios)})")
+    rows = scenario_index(scenarios_path(env, sk.id, scen_root))  # the index: large states are not parsed
+    if rows:
+        table = Table(title=f"Scenarios ({len(rows)})")
         for col in ("id", "title / task", "checks", "solution calls"):
             table.add_column(col)
-        for s in scenarios:
-            table.add_row(
-                s.id, escape(s.title or s.task[:80]), str(len(s.checklist)), str(len(s.reference_solution))
-            )
+        for row in rows:
+            table.add_row(str(row["id"]), escape(str(row["title"])), str(row["checks"]), str(row["solution_calls"]))
         console.print(table)
     else:
         console.print("No bundled scenarios.")

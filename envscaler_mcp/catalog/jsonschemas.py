@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from envscaler_mcp._io import atomic_write_text
-from envscaler_mcp.catalog.paths import data_root
+from envscaler_mcp.catalog.paths import package_root
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.build import EnvMeta
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -34,8 +34,8 @@ def schema_text(model: type[BaseModel]) -> str:
 
 
 def default_dir() -> Path:
-    """schemas/ at the data root (the repository root in a checkout)."""
-    return data_root() / "schemas"
+    """schemas/ at the package root (the repository root in a checkout)."""
+    return package_root() / "schemas"
 
 
 def write_schemas(out_dir: Path | None = None, *, check: bool = False) -> list[str]:

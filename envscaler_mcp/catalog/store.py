@@ -56,12 +56,99 @@ def load_scenarios(path: Path) -> list[Scenario]:
     return [validate_model(Scenario, rec, path=path, where=f"line {n}") for n, rec in iter_jsonl(path)]
 
 
-def save_scenarios(scenarios: list[Scenario], path: Path) -> None:
-    """Atomically write a scenario set as JSONL."""
-    write_jsonl_atomic(Path(path), [s.model_dump(mode="json") for s in scenarios])
+def save_scenarios(scenarios: list[Scenario], path: Path, *, index: bool = False) -> None:
+    """Atomically write a scenario set as JSONL; with `index`, also its catalog index (see scenario_index)."""
+    path = Path(path)
+    write_jsonl_atomic(path, [s.model_dump(mode="json") for s in scenarios])
+    if index:
+        write_index(path, scenarios)
+
+
+INDEX_SUFFIX = ".index.json"
+
+
+def index_path(path: Path) -> Path:
+    """The catalog index beside a scenario file: scenarios/<env>.index.json."""
+    return Path(path).with_suffix(INDEX_SUFFIX)
+
+
+def _stamp(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:
+    return [{"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
+             "solution_calls": len(s.reference_solution)} for s in scenarios]
+
+
+def write_index(path: Path, scenarios: list[Scenario]) -> None:
+    """Write the index of a scenario file just written: one small row per scenario and the file's size and
+    modification time, so that `list` and `show` never parse the (possibly large) scenarios."""
+    atomic_write_json(index_path(path), {"file": _stamp(Path(path)), "scenarios": _index_rows(scenarios)})
+
+
+def _fresh_index(path: Path) -> list[dict[str, object]] | None:
+    """The rows of the index beside `path` when it describes the file as it is now (same size and mtime)."""
+    index = index_path(path)
+    if not index.is_file():
+        return None
+    try:
+        data = read_json(index)
+    except UsageError:
+        return None
+    if isinstance(data, dict) and data.get("file") == _stamp(path) and isinstance(data.get("scenarios"), list):
+        return list(data["scenarios"])
+    return None
+
+
+def scenario_index(path: Path) -> list[dict[str, object]]:
+    """Rows (id, title, checks, solution_calls) of a scenario file: from its index when it is current,
+    else by parsing the file. [] when the file does not exist."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    rows = _fresh_index(path)
+    return rows if rows is not None else _index_rows(load_scenarios(path))
+
+
+def count_scenarios(path: Path) -> int:
+    """How many scenarios a file holds, from its index or by counting its non-empty lines (no parsing)."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    rows = _fresh_index(path)
+    if rows is not None:
+        return len(rows)
+    with path.open("rb") as f:
+        return sum(1 for line in f if line.strip())
 
 
 def scenarios_for(env_id: str, root: Path | None = None) -> list[Scenario]:
-    """The bundled scenarios of one environment ([] when it has none)."""
+    """The catalog's scenarios of one environment ([] when it has none)."""
     path = (root or scenarios_dir()) / f"{env_id}.jsonl"
     return load_scenarios(path) if path.exists() else []
+
+
+def scenarios_path(target: str | Path, env_id: str, root: Path | None = None) -> Path:
+    """The scenario file that belongs to an environment named by id or by a skeleton path.
+
+    A skeleton folder may hold its scenarios beside it (scenarios.jsonl); a skeleton in a data home
+    (<home>/environments/<id>/skeleton.json, as `import envscaler` writes it) has them in
+    <home>/scenarios/<id>.jsonl; an id uses the catalog's scenarios folder (or `root`).
+    """
+    candidate = Path(target)
+    folder = candidate.parent if candidate.suffix == ".json" else candidate
+    if candidate.suffix == ".json" or (folder / SKELETON_FILE).is_file():
+        if (folder / "scenarios.jsonl").is_file():
+            return folder / "scenarios.jsonl"
+        in_home = folder.parent.parent / "scenarios" / f"{env_id}.jsonl"
+        if folder.parent.name == "environments" and in_home.is_file():
+            return in_home
+    return (root or scenarios_dir()) / f"{env_id}.jsonl"
+
+
+def scenarios_of(target: str | Path, env_id: str, root: Path | None = None) -> list[Scenario]:
+    """The scenarios of an environment named by id or skeleton path ([] when it has none)."""
+    path = scenarios_path(target, env_id, root)
+    return load_scenarios(path) if path.is_file() else []

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
 
 # The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
@@ -99,6 +100,7 @@ def eval_command(
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
     ] = 60.0,
+    home: HomeOption = None,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
     import anyio

@@ -147,7 +147,7 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
 
 def _unscorable_reason(item: ChecklistItem) -> str:
     if not item.validator:
-        return "the item has no validator"
+        return "the item has no validator (a checklist text without a check function)"
     if item.kind == "state":
         return NO_ADMIN_REASON
     return "no transcript was recorded"

@@ -11,9 +11,10 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
-from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_for
+from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_of
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeConfig
+from envscaler_mcp.harness.oracle import ORACLE
 from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch import Transport
@@ -144,17 +145,15 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     else:
         raise UsageError("say which environments to evaluate: --env ENV (repeatable) or --all")
     if not env_ids:
-        raise UsageError("no environments found to evaluate (the bundled catalog is empty?)")
+        raise UsageError("no environments found to evaluate (the catalog is empty? check --home)")
     plans = []
     seen_ids: set[str] = set()
     for name in env_ids:
         env_id, env_info, env_hash, free = _env_info(name, config, strict=not external)
         if file_scenarios is not None:
             scenarios = [s for s in file_scenarios if s.env_id == env_id or (len(env_ids) == 1 and external)]
-        elif (Path(name) / "scenarios.jsonl").is_file():  # a skeleton folder with its scenarios beside it
-            scenarios = load_scenarios(Path(name) / "scenarios.jsonl")
-        else:
-            scenarios = scenarios_for(env_id)
+        else:  # beside a skeleton folder, in its data home, or in the catalog
+            scenarios = scenarios_of(name, env_id)
         if config.scenario_ids is not None:
             wanted = set(config.scenario_ids)
             seen_ids.update(s.id for s in scenarios)
@@ -177,7 +176,23 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
                          f"{', '.join(env_ids)} (`envscaler-mcp show ENV` lists an environment's scenarios)")
     if not plans:
         raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")
+    if config.agent.strip() == ORACLE:
+        _refuse_unsolvable(plans)
     return plans
+
+
+def _refuse_unsolvable(plans: list[EnvPlan]) -> None:
+    """The oracle replays reference solutions: refuse scenarios without one rather than score them 0."""
+    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.reference_solution]
+    if not missing:
+        return
+    total = sum(len(p.scenarios) for p in plans)
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    raise UsageError(
+        f"--agent oracle replays each scenario's reference solution, and {len(missing)} of the {total} selected "
+        f"scenario(s) have none ({shown}), so the oracle cannot solve them. Scenarios imported from EnvScaler's "
+        "files carry no reference solutions. Select scenarios that have one (--scenario-ids), or evaluate a model."
+    )
 
 
 def _env_info(name: str, config: RunConfig, strict: bool) -> tuple[str, EnvInfo, str | None, list[FreeField]]:

@@ -27,9 +27,14 @@ def external_warning(scenarios: Iterable[Scenario]) -> str:
             "own state (not the scenarios' initial states) and state checks cannot run")
     if state:
         text += f" ({state} state check(s) in these scenarios will be recorded as 'not scorable')"
+    empty = sum(1 for s in scenarios if not s.checklist)
+    if empty:
+        text += (f"; {empty} scenario(s) have an empty checklist, so their episodes cannot be scored on any "
+                 "server")
     if transcript:
         return text + f"; {transcript} transcript check(s) (what the agent did and said) will be scored."
-    return (text + "; these scenarios have no transcript checks, so no episode can be scored: only steps, "
+    why = "have empty checklists" if empty == len(scenarios) else "have no transcript checks"
+    return (text + f"; these scenarios {why}, so no episode can be scored: only steps, "
             "tool calls, errors, tokens and latency are measured.")
 
 

@@ -7,16 +7,11 @@ from typing import Annotated
 
 import typer
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
-HomeOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--home", help="Data folder holding environments/ and scenarios/ (default: the bundled catalog)."
-    ),
-]
 
 
 @import_app.command("envscaler")
@@ -45,7 +40,7 @@ def import_envscaler_cmd(
         save_skeleton(skeleton, out / "environments")
         env_scenarios = result.scenarios.get(skeleton.id, [])
         if env_scenarios:
-            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl")
+            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl", index=True)
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(
             f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
@@ -76,7 +71,7 @@ def export_envscaler_cmd(
     """Write env_metadata.json and scenario_metadata.json in EnvScaler's formats."""
     from envscaler_mcp._io import atomic_write_json
     from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
-    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_of
     from envscaler_mcp.interop.to_envscaler import export_envscaler
 
     env_root = home / "environments" if home else environments_dir()
@@ -87,11 +82,7 @@ def export_envscaler_cmd(
     items = []
     for env in ids:
         skeleton = get_skeleton(env, env_root)
-        beside = (
-            Path(env) / "scenarios.jsonl"
-        )  # a fixture-style folder keeps its scenarios beside the skeleton
-        path = beside if beside.is_file() else scen_root / f"{skeleton.id}.jsonl"
-        items.append((skeleton, load_scenarios(path) if path.exists() else []))
+        items.append((skeleton, scenarios_of(env, skeleton.id, scen_root)))
     env_items, scenarios = export_envscaler(items)
     atomic_write_json(out / "env_metadata.json", env_items)
     atomic_write_json(out / "scenario_metadata.json", scenarios)

@@ -103,7 +103,7 @@ def env_from_item(
     problems = check_source(source, class_name)
     if problems and not skip_checks:
         raise EnvironmentCodeError(
-            "failed the static checks (use --skip-checks to import anyway):\n  - " + "\n  - ".join(problems)
+            "failed the static checks (use --skip-checks to import anyway): " + "; ".join(problems)
         )
     notes += [f"static check: {p}" for p in problems]
     notes += [f"determinism: {p}" for p in check_determinism(source)]
@@ -229,6 +229,7 @@ def import_envscaler(
     for s in scenario_items:
         first_state.setdefault(s["env_id"], s["init_config"])
     by_env: dict[str, EnvSkeleton] = {}
+    failed: dict[str, str] = {}  # env id -> its error (one line per environment, however many scenarios)
     taken: set[str] = set()
     for position, (env_id, item) in enumerate(env_items):
         our_id = our_env_id(env_id, taken)
@@ -237,20 +238,18 @@ def import_envscaler(
                 env_id, item, our_id, first_state.get(env_id, {}), skip_checks=skip_checks
             )
         except EnvironmentCodeError as exc:
-            result.errors.append(f"{envs_path}: env '{env_id}': {exc}")
+            failed[env_id] = f"{envs_path}: env '{env_id}': {exc}"
             continue
         taken.add(our_id)
         skeleton.extra[POSITION_KEY] = position
         by_env[env_id] = skeleton
         result.skeletons.append(skeleton)
     seen_ids: set[str] = set()
+    skipped: dict[str, list[int]] = {}
     for i, s in enumerate(scenario_items):
         owner = by_env.get(s["env_id"])
         if owner is None:
-            result.errors.append(
-                f"{scenarios_path}: scenario #{i}: env '{s['env_id']}' was not imported "
-                f"(not in {envs_path}, or it failed); scenario skipped"
-            )
+            skipped.setdefault(s["env_id"], []).append(i)
             continue
         scenario = scenario_from_item(s, owner)
         if scenario.id in seen_ids:
@@ -259,4 +258,11 @@ def import_envscaler(
         seen_ids.add(scenario.id)
         scenario.extra[POSITION_KEY] = i
         result.scenarios.setdefault(owner.id, []).append(scenario)
+    for env_id, error in failed.items():
+        lost = len(skipped.pop(env_id, []))
+        result.errors.append(error + (f"; its {lost} scenario(s) were skipped" if lost else ""))
+    for env_id, positions in skipped.items():
+        first = ", ".join(f"#{i}" for i in positions[:3]) + (" ..." if len(positions) > 3 else "")
+        result.errors.append(f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
+                             f"scenario(s) ({first}) were skipped")
     return result

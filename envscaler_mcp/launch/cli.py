@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.launch.install import ClientName
 
 
@@ -23,6 +24,7 @@ def serve_command(
     admin_token: Annotated[str | None, typer.Option("--admin-token", help="Bearer token of the HTTP admin API.")] = None,
     call_timeout: Annotated[float, typer.Option("--call-timeout", min=0.01, help="Seconds one tool call may run.")] = 10.0,
     max_memory_mb: Annotated[int | None, typer.Option("--max-memory-mb", min=16, help="Address-space limit of the server.")] = None,
+    home: HomeOption = None,
 ) -> None:
     """Run an environment's MCP server in the foreground (no install needed)."""
     from envscaler_mcp._io import read_json
@@ -73,6 +75,7 @@ def install_command(
     config: Annotated[Path | None, typer.Option("--config", help="Config file to edit (default: the client's usual one).")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Server name in the config (default: the env id, dashed).")] = None,
     scenario: Annotated[str | None, typer.Option("--scenario", help="Start the server from this bundled scenario.")] = None,
+    home: HomeOption = None,
 ) -> None:
     """Add an environment's server to a desktop client's MCP config (keeps a backup and other servers)."""
     from envscaler_mcp.launch.install import install_server, server_entry

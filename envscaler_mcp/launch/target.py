@@ -55,10 +55,10 @@ def resolve_target(target: Target, scenarios: Sequence[Scenario] | None = None) 
     path = Path(target)
     if path.is_dir() and ((path / "manifest.json").is_file() or any(path.glob("*_mcp/spec.json"))):
         return server_dir_info(path)
-    from envscaler_mcp.catalog.store import get_skeleton, scenarios_for
+    from envscaler_mcp.catalog.store import get_skeleton, scenarios_of
 
     skeleton = get_skeleton(str(target))
-    scenario_list = list(scenarios) if scenarios is not None else scenarios_for(skeleton.id)
+    scenario_list = list(scenarios) if scenarios is not None else scenarios_of(str(target), skeleton.id)
     bundled = generated_servers_dir() / safe_env_id(skeleton.id)
     if is_current(bundled, skeleton, scenario_list):
         return server_dir_info(bundled)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import Transport
 from envscaler_mcp.qa.batch import Group, check_groups
@@ -24,7 +25,7 @@ _CELL: dict[StepStatus, str] = {"pass": "[green]pass[/]", "fail": "[bold red]FAI
 
 
 def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> list[Group]:
-    from envscaler_mcp.catalog.store import list_env_ids, load_scenarios, scenarios_for
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_of
 
     if scenarios_file is not None:
         loaded = load_scenarios(scenarios_file)
@@ -41,7 +42,7 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
         names = envs or list_env_ids()
         if not names:
             raise UsageError("no environments found: name one, or pass --scenarios FILE")
-        groups = [(env, scenarios_for(env)) for env in names]
+        groups = [(env, scenarios_of(env, get_skeleton(env).id)) for env in names]
     if ids:
         groups = [(env, [s for s in scs if s.id in ids]) for env, scs in groups]
     groups = [(env, scs) for env, scs in groups if scs]
@@ -96,6 +97,7 @@ def check_command(
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0,
     workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2,
     concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time on one server.")] = 4,
+    home: HomeOption = None,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
     and fail after each of the scenario's wrong solutions."""
@@ -121,8 +123,21 @@ def check_command(
         if mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
+    missing = sum(1 for _, scs in groups for sc in scs if not sc.reference_solution)
+    if missing:
+        console.print(no_reference_note(missing, len(reports), allow_no_reference), markup=False, highlight=False,
+                      soft_wrap=True)
     if any(not r.passed for r in reports):
         raise typer.Exit(1)
+
+
+def no_reference_note(missing: int, total: int, allowed: bool) -> str:
+    """What it means that `missing` of `total` scenarios have no reference solution."""
+    verdict = ("accepted on their validators alone (--allow-no-reference)" if allowed else
+               "rejected (pass --allow-no-reference to accept them on their validators alone)")
+    return (f"{missing} of {total} scenario(s) have no reference solution (EnvScaler's scenario files carry none): "
+            f"nothing proves their tasks solvable, so they are {verdict}; the state check is not available for "
+            "them, and `eval --agent oracle` refuses them.")
 
 
 def probe_counts(reports: list[GateReport]) -> dict[str, int]:

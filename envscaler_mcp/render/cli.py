@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 
 
@@ -17,10 +18,11 @@ def render_command(
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: generated_servers/).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Only check that the servers in the output folder are "
                                         "current; exit 1 when one is not.")] = False,
+    home: HomeOption = None,
 ) -> None:
     """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
     from envscaler_mcp.catalog.paths import generated_servers_dir
-    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_of
     from envscaler_mcp.render.engine import is_current, render_server
     from envscaler_mcp.render.naming import safe_env_id
 
@@ -33,7 +35,7 @@ def render_command(
     stale = []
     for env in ids:
         skeleton = get_skeleton(env)
-        scenarios = scenarios_for(skeleton.id)
+        scenarios = scenarios_of(env, skeleton.id)
         target = root / safe_env_id(skeleton.id)
         if check:
             ok = is_current(target, skeleton, scenarios)

@@ -206,7 +206,7 @@ def test_scenarios_of_unknown_environments_are_reported(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text(json.dumps([{"env_id": "env_404", "task": "t", "init_config": {}}]))
     result = import_envscaler(ENVS, path)
-    assert result.scenarios == {} and "env 'env_404' was not imported" in result.errors[0]
+    assert result.scenarios == {} and "env 'env_404' is not in" in result.errors[0]
 
 
 def test_native_skeleton_exports_every_envscaler_field() -> None:

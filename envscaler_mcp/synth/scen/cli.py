@@ -9,6 +9,7 @@ from typing import Annotated
 import anyio
 import typer
 
+from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 
 
@@ -39,6 +40,7 @@ def scenarios(
     questions: Annotated[float, typer.Option(
         "--questions", min=0.0, max=1.0, help="Share of items that are read-only questions, checked on what the "
         "agent looks up and answers (transcript checks) instead of on the final state.")] = 0.0,
+    home: HomeOption = None,
 ) -> None:
     """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
