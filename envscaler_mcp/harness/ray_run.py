@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -127,6 +128,7 @@ def connect(address: str) -> None:
         raise UsageError("--ray needs Ray: pip install 'envscaler-mcp[ray]'")
     if ray.is_initialized():
         return
+    _check_reachable(address)
     try:
         if address == "local":
             ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
@@ -137,6 +139,20 @@ def connect(address: str) -> None:
         raise UsageError(
             f"--ray {address}: no Ray cluster there ({exc}); start one with `ray start --head`, "
             "or pass --ray local for a private one on this machine"
+        ) from None
+
+
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT address must accept a connection (Ray itself would retry it for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UsageError(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
+            "`ray start --head`, or pass --ray local for a private one on this machine"
         ) from None
 
 

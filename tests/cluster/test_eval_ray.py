@@ -102,3 +102,43 @@ def test_nothing_imports_ray_unless_asked() -> None:
     code = "import sys, envscaler_mcp.cli, envscaler_mcp.harness.run; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_resume_after_a_driver_crash_runs_only_the_missing_episodes(cluster: None, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    anyio.run(run_eval, config(ray="auto", ray_workers=2), out)
+    full = scored(out)
+    lines = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+    # the driver died after 5 episodes, in the middle of writing the sixth
+    (out / "results.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][:20])
+    anyio.run(lambda: run_eval(config(ray="auto", ray_workers=2), out, resume=True))
+    assert scored(out) == full
+
+
+def test_ray_rollout_example_runs_parallel_episodes(cluster: None) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "ray_rollouts.py"
+    spec = importlib.util.spec_from_file_location("ray_rollouts", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = module.rollouts("ecommerce_orders", episodes=4, actors=2, transport="memory")
+    assert len(results) == 4
+    assert all(r["reward"] == 1.0 and r["steps"] >= 2 for r in results)
+
+
+def test_cli_without_a_cluster_says_so_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "envscaler_mcp", "eval", "--env", "ecommerce_orders", "--agent", "oracle",
+         "--limit", "1", "--ray", "127.0.0.1:1", "--no-progress", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "--ray 127.0.0.1:1" in proc.stderr + proc.stdout
+    assert not (tmp_path / "r" / "results.jsonl").exists()
