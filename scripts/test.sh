@@ -7,13 +7,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
 fi
-"$VENV/bin/pip" install -q -e '.[dev,local]'
+"$VENV/bin/pip" install -q -e '.[dev,local,ray]'
 # An independent MCP client for the conformance tests (skipped with a reason when npm is missing).
 if ! command -v mcp-inspector >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   npm install -g --silent @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
     || echo "note: could not install the MCP Inspector; its tests will be skipped" >&2
 fi
-"$VENV/bin/ruff" check envscaler_mcp tests benchmarks environments templates/server/runtime
+"$VENV/bin/ruff" check envscaler_mcp tests benchmarks examples environments templates/server/runtime
 "$VENV/bin/mypy"
 # The map of docs/architecture.md: stages import one way, no cycle between packages ([tool.importlinter]).
 "$VENV/bin/lint-imports" --no-cache --no-logo

@@ -77,6 +77,17 @@ def eval_command(
         bool, typer.Option("--retry-infra", help="With --resume: also re-run the infra-error episodes.")
     ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run the episodes on a Ray cluster: auto (the running one), local (a private one here) or an "
+            "address; --concurrency is then per worker. Needs the extra: pip install 'envscaler-mcp[ray]'.",
+        ),
+    ] = None,
+    ray_workers: Annotated[
+        int | None, typer.Option("--ray-workers", min=1, help="Ray workers (default: the cluster's CPUs).")
+    ] = None,
     max_infra: Annotated[
         float,
         typer.Option(
@@ -148,6 +159,8 @@ def eval_command(
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
+        ray=ray,
+        ray_workers=ray_workers,
     )
     run_path = out or Path("runs") / new_run_id()
     _check_writable(run_path)

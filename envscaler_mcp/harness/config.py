@@ -22,7 +22,7 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
 # Fields that may change between a run and its resumption.
-_RESUMABLE_FIELDS = {"concurrency", "progress"}
+_RESUMABLE_FIELDS = {"concurrency", "progress", "ray", "ray_workers"}
 
 
 class RunConfig(BaseModel):
@@ -52,6 +52,12 @@ class RunConfig(BaseModel):
     validator_timeout_s: float = Field(2.0, gt=0, description="Time limit of one validator.")
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")
     progress: bool = Field(True, description="Show the progress bar.")
+    ray: str | None = Field(
+        None, description="Run the episodes on a Ray cluster: 'auto' (the running one), 'local' or an address."
+    )
+    ray_workers: int | None = Field(
+        None, ge=1, description="Ray actors (default: the cluster's CPUs); each runs `concurrency` episodes."
+    )
 
     @field_serializer("agent_base_url", "url")
     def _no_credentials(self, value: str | None) -> str | None:

@@ -20,6 +20,7 @@ from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import external_source, external_warning
 from envscaler_mcp.harness.faults import describe
+from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
@@ -151,6 +152,9 @@ async def _run_prepared(
         console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.scenarios)}",
                       highlight=False)
     planned = sum(len(p.scenarios) for p in plans) * config.trials
+    if config.ray:
+        await _run_on_ray(config, plans, todo, run_dir, manifest, planned, len(done), console)
+        return run_dir
     try:
         async with AsyncExitStack() as stack:
             if checker is None and todo:
@@ -204,6 +208,28 @@ async def _run_prepared(
             raise
         raise error from exc
     return run_dir
+
+
+async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[EnvPlan, Scenario, int]],
+                      run_dir: RunDir, manifest: RunManifest, planned: int, done: int, console: Console) -> None:
+    """The todo pairs as Ray actors' episodes; the driver appends each finished one here, as a local run does."""
+    from envscaler_mcp.harness.ray_run import RayDispatch, cluster_cpus, connect
+
+    if config.server_cmd or config.url:
+        raise UsageError("--ray runs the bundled or generated environments; --server/--url are local only")
+    connect(config.ray or "auto")
+    workers = config.ray_workers or cluster_cpus()
+    with RunProgress(planned, done=done, enabled=config.progress, console=console) as progress:
+
+        def finished(result: EpisodeResult) -> None:
+            run_dir.append(result)
+            progress.add(result)
+
+        dispatch = RayDispatch(
+            config=config, plans=plans, run_id=manifest.run_id, workers=workers, per_worker=config.concurrency,
+            on_result=finished, on_lost=lambda message: console.print(f"[yellow]warning:[/] {message}"),
+        )
+        await anyio.to_thread.run_sync(dispatch.run, [(p.env_id, s.id, t) for p, s, t in todo])
 
 
 async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Scenario, source: EpisodeSource

@@ -1,0 +1,259 @@
+"""Episodes on a Ray cluster: one actor per worker slot, each with its own server pool and validator sandbox.
+
+Only the driver writes the run folder: each finished episode comes back as a record and is appended to
+results.jsonl by the caller (the same file, resume rule and summary as a local run). A lost actor (its
+process or node gone) loses only the episodes in flight on it; they are queued again on another actor. An
+episode that ends on an infra error after its own retries is tried once more on another actor.
+
+Imported only when a run asks for Ray (`--ray`); `ray` is the optional extra `.[ray]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections import deque
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from envscaler_mcp.errors import UsageError
+from envscaler_mcp.harness.checks import SandboxChecker
+from envscaler_mcp.harness.config import EnvPlan, RunConfig
+from envscaler_mcp.harness.episode import run_episode
+from envscaler_mcp.harness.models import EpisodeResult
+from envscaler_mcp.harness.pool import SourcePool, open_pool
+from envscaler_mcp.harness.seats import seat_for
+from envscaler_mcp.qa.reference import ReferenceCache
+
+try:
+    import ray
+    from ray.exceptions import RayActorError, WorkerCrashedError
+except ImportError:  # pragma: no cover - reported by connect()
+    ray = None  # type: ignore[assignment]
+
+Pair = tuple[str, str, int]  # (env id, scenario id, trial)
+
+
+class EpisodeWorker:
+    """A Ray actor: opens the run's servers and a validator sandbox on its node once, then runs episodes."""
+
+    def __init__(self, config: dict[str, Any], plans: list[dict[str, Any]], run_id: str) -> None:
+        self.config = RunConfig.model_validate(config)
+        self.plans = {p["env_id"]: EnvPlan.model_validate(p) for p in plans}
+        self.run_id = run_id
+        self._ready: asyncio.Future[tuple[SourcePool, SandboxChecker]] | None = None
+        self._stop = asyncio.Event()
+        self._holder: asyncio.Task[None] | None = None
+        self._references = ReferenceCache()
+        self._agent = seat_for(self.config.agent, role="agent", base_url=self.config.agent_base_url)
+        self._user = (
+            seat_for(self.config.user, role="user")
+            if self.config.user and self.config.episode.mode == "conversation"
+            else None
+        )
+
+    def pid(self) -> int:
+        """The actor's process id (the tests stop a worker by it)."""
+        return os.getpid()
+
+    async def _hold(self) -> None:
+        """Keep the pool and the sandbox open in one task (their task groups must close where they opened)."""
+        from envscaler_mcp.harness.run import open_source
+
+        assert self._ready is not None
+        try:
+            async with AsyncExitStack() as stack:
+                checker = await stack.enter_async_context(
+                    SandboxChecker(timeout_s=self.config.validator_timeout_s,
+                                   workers=max(1, min(self.config.concurrency, os.cpu_count() or 1)))
+                )
+                needed = {env: partial(open_source, plan, self.config) for env, plan in self.plans.items()}
+                pool = await stack.enter_async_context(open_pool(needed))
+                self._ready.set_result((pool, checker))
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    async def run(self, env_id: str, scenario_id: str, trial: int) -> dict[str, Any]:
+        """Run one (scenario, trial) episode here and return its record (JSON)."""
+        from envscaler_mcp.harness.run import reference_for
+
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_future()
+            self._holder = asyncio.create_task(self._hold())
+        pool, checker = await asyncio.shield(self._ready)
+        plan = self.plans[env_id]
+        scenario = next(s for s in plan.scenarios if s.id == scenario_id)
+        source = pool.source(env_id)
+        reference = await reference_for(self._references, plan, scenario, source)
+        result = await run_episode(
+            scenario,
+            source=source,
+            reference=reference,
+            agent=self._agent.for_scenario(scenario),
+            user=self._user.for_scenario(scenario) if self._user else None,
+            checker=checker,
+            config=self.config.episode,
+            env_info=plan.env_info,
+            run_id=self.run_id,
+            trial=trial,
+        )
+        return result.model_dump(mode="json")
+
+    async def close(self) -> None:
+        """Stop this actor's servers and sandbox."""
+        self._stop.set()
+        if self._holder is not None:
+            await asyncio.gather(self._holder, return_exceptions=True)
+        await self._agent.aclose()
+        if self._user is not None:
+            await self._user.aclose()
+
+
+def cluster_cpus() -> int:
+    """The CPUs of the cluster this driver joined (the default number of workers)."""
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    return max(1, int(resources.get("CPU", 1)))
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at `address` ('auto': the running one; 'local': a private one on loopback)."""
+    if ray is None:
+        raise UsageError("--ray needs Ray: pip install 'envscaler-mcp[ray]'")
+    if ray.is_initialized():
+        return
+    _check_reachable(address)
+    try:
+        if address == "local":
+            ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except ConnectionError as exc:
+        raise UsageError(
+            f"--ray {address}: no Ray cluster there ({exc}); start one with `ray start --head`, "
+            "or pass --ray local for a private one on this machine"
+        ) from None
+
+
+def _check_reachable(address: str) -> None:
+    """A HOST:PORT address must accept a connection (Ray itself would retry it for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UsageError(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
+            "`ray start --head`, or pass --ray local for a private one on this machine"
+        ) from None
+
+
+@dataclass
+class _Slot:
+    handle: Any
+    in_flight: dict[Any, Pair] = field(default_factory=dict)
+
+
+@dataclass
+class RayDispatch:
+    """Runs the pairs on `workers` actors, calling `on_result` in the driver for each finished episode."""
+
+    config: RunConfig
+    plans: list[EnvPlan]
+    run_id: str
+    workers: int
+    per_worker: int
+    on_result: Callable[[EpisodeResult], None]
+    on_lost: Callable[[str], None] = lambda _message: None
+    max_replacements: int = 0
+    lost_workers: int = 0
+    moved: int = 0
+    slots: list[_Slot] = field(default_factory=list)
+
+    def _new_actor(self) -> _Slot:
+        actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(EpisodeWorker)
+        handle = actor.remote(
+            self.config.model_dump(mode="json"),
+            [p.model_dump(mode="json") for p in self.plans],
+            self.run_id,
+        )
+        return _Slot(handle)
+
+    def pids(self) -> list[int]:
+        """The process ids of the live actors."""
+        return [int(ray.get(s.handle.pid.remote())) for s in self.slots]
+
+    def run(self, todo: list[Pair]) -> None:
+        """Run every pair once (blocking; call from a worker thread)."""
+        queue: deque[tuple[Pair, _Slot | None]] = deque((pair, None) for pair in todo)
+        moved: set[Pair] = set()
+        replacements = self.max_replacements or self.workers * 2
+        if not self.slots:
+            self.slots = [self._new_actor() for _ in range(max(1, self.workers))]
+        try:
+            while queue or any(s.in_flight for s in self.slots):
+                self._fill(queue)
+                refs = [ref for s in self.slots for ref in s.in_flight]
+                if not refs:
+                    raise UsageError("every Ray worker was lost; the finished episodes are kept (--resume)")
+                ready, _ = ray.wait(refs, num_returns=1)
+                ref = ready[0]
+                slot_index, slot = next((i, s) for i, s in enumerate(self.slots) if ref in s.in_flight)
+                pair = slot.in_flight.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except (RayActorError, WorkerCrashedError) as exc:
+                    lost = list(slot.in_flight.values())
+                    self.slots.pop(slot_index)
+                    self.lost_workers += 1
+                    queue.extendleft((p, None) for p in [pair, *lost])
+                    self.on_lost(f"a Ray worker was lost ({type(exc).__name__}); {1 + len(lost)} "
+                                 "episode(s) in flight on it queued again")
+                    if replacements > 0:
+                        replacements -= 1
+                        self.slots.append(self._new_actor())
+                    continue
+                result = EpisodeResult.model_validate(record)
+                if result.status == "infra_error" and pair not in moved and len(self.slots) > 1:
+                    moved.add(pair)
+                    self.moved += 1
+                    queue.append((pair, slot))  # once more, on another worker
+                    continue
+                self.on_result(result)
+        finally:
+            self.close()
+
+    def _fill(self, queue: deque[tuple[Pair, _Slot | None]]) -> None:
+        """Give each actor up to `per_worker` episodes, keeping a moved episode off the actor it failed on."""
+        skipped: list[tuple[Pair, _Slot | None]] = []
+        while queue:
+            pair, avoid = queue.popleft()
+            free = [i for i, s in enumerate(self.slots) if len(s.in_flight) < self.per_worker]
+            choices = [i for i in free if self.slots[i] is not avoid] or (free if len(self.slots) == 1 else [])
+            if not free:
+                queue.appendleft((pair, avoid))
+                break
+            if not choices:
+                skipped.append((pair, avoid))
+                continue
+            slot = self.slots[min(choices, key=lambda i: len(self.slots[i].in_flight))]
+            slot.in_flight[slot.handle.run.remote(*pair)] = pair
+        queue.extendleft(reversed(skipped))
+
+    def close(self) -> None:
+        """Stop every actor (its servers first, then the process)."""
+        for slot in self.slots:
+            try:
+                ray.get(slot.handle.close.remote(), timeout=30)
+            except Exception:  # a lost actor has nothing left to close
+                pass
+            ray.kill(slot.handle)
+        self.slots = []

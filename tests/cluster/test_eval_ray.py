@@ -1,0 +1,144 @@
+"""eval --ray: a local Ray cluster on loopback (2 CPUs) runs the oracle like a local run, and survives a lost worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from envscaler_mcp.harness.config import RunConfig
+from envscaler_mcp.harness.run import run_eval
+
+ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
+
+ENVS = ["ecommerce_orders", "library_loans"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def scored(out: Path) -> list[tuple[str, int, float | None, str]]:
+    from envscaler_mcp.harness.rundir import RunDir
+
+    return sorted((r.scenario_id, r.trial, r.score, r.status) for r in RunDir(out).read_results())
+
+
+def config(**extra: object) -> RunConfig:
+    return RunConfig.model_validate({"envs": ENVS, "agent": "oracle", "transport": "memory", "progress": False,
+                                     "limit": 4, "trials": 2, "concurrency": 2, **extra})
+
+
+def test_oracle_on_ray_scores_like_the_local_run(cluster: None, tmp_path: Path) -> None:
+    anyio.run(run_eval, config(), tmp_path / "local")
+    anyio.run(run_eval, config(ray="auto", ray_workers=2), tmp_path / "ray")
+    local, on_ray = scored(tmp_path / "local"), scored(tmp_path / "ray")
+    assert len(local) == 2 * 4 * len(ENVS)
+    assert on_ray == local
+    assert all(status == "completed" for *_, status in on_ray)
+
+
+def _worker_pids() -> list[int]:
+    """The processes of the run's Ray actors (Ray titles them ray::EpisodeWorker...)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(b"ray::EpisodeWorker"):
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    results = out / "results.jsonl"
+    planned = 2 * 4 * len(ENVS)
+    killed: list[tuple[int, int]] = []
+
+    def kill_one_when_half_done() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines = results.read_text().count("\n") if results.exists() else 0
+            pids = _worker_pids()
+            if lines >= 1 and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append((pids[0], lines))
+                return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_one_when_half_done)
+    killer.start()
+    # one episode at a time per worker, so the run is still going when the first results land
+    anyio.run(run_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
+    killer.join()
+    assert killed and killed[0][1] < planned, "the worker was not stopped mid-run"
+    pid = killed[0][0]
+    assert not Path(f"/proc/{pid}").exists() or b"zombie" in Path(f"/proc/{pid}/status").read_bytes().lower()
+    records = scored(out)
+    pairs = [(sid, trial) for sid, trial, *_ in records]
+    assert len(pairs) == planned and len(set(pairs)) == planned
+    assert all(status == "completed" for *_, status in records)
+
+
+def test_nothing_imports_ray_unless_asked() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, envscaler_mcp.cli, envscaler_mcp.harness.run; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_resume_after_a_driver_crash_runs_only_the_missing_episodes(cluster: None, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    anyio.run(run_eval, config(ray="auto", ray_workers=2), out)
+    full = scored(out)
+    lines = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
+    # the driver died after 5 episodes, in the middle of writing the sixth
+    (out / "results.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][:20])
+    anyio.run(lambda: run_eval(config(ray="auto", ray_workers=2), out, resume=True))
+    assert scored(out) == full
+
+
+def test_ray_rollout_example_runs_parallel_episodes(cluster: None) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "ray_rollouts.py"
+    spec = importlib.util.spec_from_file_location("ray_rollouts", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = module.rollouts("ecommerce_orders", episodes=4, actors=2, transport="memory")
+    assert len(results) == 4
+    assert all(r["reward"] == 1.0 and r["steps"] >= 2 for r in results)
+
+
+def test_cli_without_a_cluster_says_so_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "envscaler_mcp", "eval", "--env", "ecommerce_orders", "--agent", "oracle",
+         "--limit", "1", "--ray", "127.0.0.1:1", "--no-progress", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "--ray 127.0.0.1:1" in proc.stderr + proc.stdout
+    assert not (tmp_path / "r" / "results.jsonl").exists()
