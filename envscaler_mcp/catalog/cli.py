@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._json import JSONObject
+
+if TYPE_CHECKING:
+    from envscaler_mcp.skeleton.models import Provenance
 
 HomeOption = Annotated[
     Path | None,
@@ -96,7 +99,7 @@ def list_cmd(home: HomeOption = None) -> None:
 
     env_root, scen_root = _roots(home)
     table = Table(title=f"Environments in {env_root}")
-    for col in ("id", "name", "tools (query/state_change)", "scenarios"):
+    for col in ("id", "name", "tools (query/state_change)", "scenarios", "origin"):
         table.add_column(col)
     for env_id in list_env_ids(env_root):
         sk = get_skeleton(env_id, env_root)
@@ -106,8 +109,16 @@ def list_cmd(home: HomeOption = None) -> None:
             escape(sk.name),
             f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
             str(len(scenarios_for(env_id, scen_root))),
+            escape(origin_text(sk.provenance)),
         )
     Console().print(table)
+
+
+def origin_text(provenance: Provenance) -> str:
+    """Where an environment came from, for `list`: its source, and the generator model when synthesized."""
+    generator = provenance.models.get("generator")
+    return f"{provenance.source} ({generator})" if provenance.source == "synthesized" and generator else \
+        provenance.source
 
 
 def show_cmd(
