@@ -44,6 +44,8 @@ class ReplayProvider:
             first = next((m.content for m in messages if m.role == "system"), messages[0].content if messages else "")
             raise NotRecorded(f"{self.spec}: no recorded answer for request {key[:12]} "
                               f"(prompt starts {first[:80]!r}); the recording does not match this code")
+        if key in self.served:  # the recorded run got this one from its response cache: no call, no usage
+            return entry.turn.model_copy(update={"cached": True, "usage": Usage(cost_usd=0.0)})
         self.served.append(key)
         self.recorded_usage = self.recorded_usage + entry.turn.usage
         if self.target is not None:

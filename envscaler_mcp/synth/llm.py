@@ -109,8 +109,10 @@ async def ask(
     rerun will try it again).
     """
     messages = render_prompt(template or step, **context)
-    # Long generations (a class, a rich state) can take minutes on slow or local models.
-    settings = settings or GenerationSettings(temperature=0.0, max_tokens=4096, timeout_s=600.0)
+    # Long generations (a class, a rich state) can take minutes on slow or local models. Real answers of
+    # every step stay well under 2,048 tokens (a class skeleton of the 1.5B local model: ~450); longer
+    # output is a model repeating itself, which costs a small local model ~10 minutes per 2,000 tokens.
+    settings = settings or GenerationSettings(temperature=0.0, max_tokens=2048, timeout_s=600.0)
     first = messages
     last_error = ""
     for attempt in range(retries + 1):
