@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.table import Table
 
 from envscaler_mcp._json import JSONObject
 from envscaler_mcp.catalog.options import HomeOption
+
+if TYPE_CHECKING:
+    from envscaler_mcp.skeleton.models import Provenance
 
 
 def _roots(home: Path | None) -> tuple[Path, Path]:
@@ -90,7 +93,7 @@ def list_cmd(home: HomeOption = None) -> None:
 
     env_root, scen_root = _roots(home)
     table = Table(title=f"Environments in {env_root}")
-    for col in ("id", "name", "tools (query/state_change)", "scenarios"):
+    for col in ("id", "name", "tools (query/state_change)", "scenarios", "origin"):
         table.add_column(col)
     for env_id in list_env_ids(env_root):
         sk = get_skeleton(env_id, env_root)
@@ -100,8 +103,16 @@ def list_cmd(home: HomeOption = None) -> None:
             escape(sk.name),
             f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
             str(count_scenarios(scen_root / f"{env_id}.jsonl")),
+            escape(origin_text(sk.provenance)),
         )
     Console().print(table)
+
+
+def origin_text(provenance: Provenance) -> str:
+    """Where an environment came from, for `list`: its source, and the generator model when synthesized."""
+    generator = provenance.models.get("generator")
+    return f"{provenance.source} ({generator})" if provenance.source == "synthesized" and generator else \
+        provenance.source
 
 
 def show_cmd(

@@ -23,7 +23,7 @@ from envscaler_mcp.errors import (
     ProviderUnavailable,
 )
 from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
-from envscaler_mcp.providers.cache import ResponseCache, request_key
+from envscaler_mcp.providers.cache import ResponseCache, request_body, request_key
 from envscaler_mcp.providers.pricing import PriceTable
 
 BLOCK_ENV = "ENVSCALER_MCP_BLOCK_REQUESTS"
@@ -185,7 +185,7 @@ class BaseProvider:
             turn = await self._attempts(messages, tool_list, settings)
         turn = turn.model_copy(update={"latency_s": time.monotonic() - started, "model": self.spec})
         if self.cache and key:
-            self.cache.put(key, self.spec, turn)
+            self.cache.put(key, self.spec, turn, request_body(self.spec, messages, tool_list, settings))
         return turn
 
     async def _attempts(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -25,16 +26,26 @@ class CacheEntry(BaseModel):
     key: str = Field(description="SHA-256 of the canonical request.")
     spec: str = Field(description="Provider spec that produced the answer.")
     turn: AssistantTurn = Field(description="The answer as first received, with its original usage.")
+    request: dict[str, Any] | None = Field(
+        None, description="The request the key was made from: messages, tools, settings (absent in older entries).")
+    label: str | None = Field(None, description="Where the answer came from, for recorded fixtures "
+                              "(e.g. 'recorded from local/qwen2.5-coder-1.5b on 2026-11-25').")
 
 
-def request_key(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef], settings: GenerationSettings) -> str:
-    """SHA-256 hex of the canonical JSON of a request."""
-    body = {
+def request_body(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef],
+                 settings: GenerationSettings) -> dict[str, Any]:
+    """The parts of a request that shape the answer (the per-request timeout is left out)."""
+    return {
         "spec": spec,
         "messages": [m.model_dump(mode="json") for m in messages],
         "tools": [t.model_dump(mode="json") for t in tools],
         "settings": settings.model_dump(mode="json", exclude={"timeout_s"}),
     }
+
+
+def request_key(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef], settings: GenerationSettings) -> str:
+    """SHA-256 hex of the canonical JSON of a request."""
+    body = request_body(spec, messages, tools, settings)
     text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -59,7 +70,16 @@ class ResponseCache:
             return None
         return entry.turn.model_copy(update={"cached": True, "usage": Usage(cost_usd=0.0), "latency_s": 0.0})
 
-    def put(self, key: str, spec: str, turn: AssistantTurn) -> None:
-        """Store a turn atomically."""
-        entry = CacheEntry(key=key, spec=spec, turn=turn)
+    def entry(self, key: str) -> CacheEntry | None:
+        """The stored entry as written (original usage and latency), or None."""
+        path = self._path(key)
+        try:
+            return CacheEntry.model_validate_json(path.read_text(encoding="utf-8"))
+        except (ValidationError, OSError):
+            return None
+
+    def put(self, key: str, spec: str, turn: AssistantTurn, request: dict[str, Any] | None = None,
+            label: str | None = None) -> None:
+        """Store a turn atomically, with the request it answers when given."""
+        entry = CacheEntry(key=key, spec=spec, turn=turn, request=request, label=label)
         atomic_write_text(self._path(key), entry.model_dump_json(indent=1) + "\n")

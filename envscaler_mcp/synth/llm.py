@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import jinja2
 
 from envscaler_mcp._usage import Usage
-from envscaler_mcp.errors import SynthesisError
+from envscaler_mcp.errors import ModelFault, SynthesisError
 from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 
@@ -69,13 +69,16 @@ class UsageMeter:
 
 
 class StepFailed(SynthesisError):
-    """A synthesis step gave no usable answer after its retries. `reason` is the last problem seen."""
+    """A synthesis step gave no usable answer after its retries. `reason` is the last problem seen; `kind`
+    says what went wrong: 'answer' (the answers never passed the parser and checks) or a ModelFault kind
+    ('context_overflow', 'refusal', 'invalid_request': the provider rejected the model's request)."""
 
-    def __init__(self, step: str, reason: str, attempts: int) -> None:
+    def __init__(self, step: str, reason: str, attempts: int, kind: str = "answer") -> None:
         super().__init__(f"step '{step}' failed after {attempts} attempt(s): {reason}")
         self.step = step
         self.reason = reason
         self.attempts = attempts
+        self.kind = kind
 
 
 RETRY_TEMPLATE = (
@@ -99,15 +102,24 @@ async def ask(
     """Ask the model for step `step` and return `accept(answer text)`.
 
     `accept` parses and validates; when it raises AnswerFormatError (or ValueError) the error goes back
-    to the model in a follow-up message, up to `retries` times. Then StepFailed is raised. Provider
-    errors propagate unchanged (the item is not finished and a rerun will try it again).
+    to the model in a follow-up message, up to `retries` times. Then StepFailed is raised. A retry shows
+    only the last refused answer and its error (not every earlier one), so the conversation stays the size of
+    one exchange. A ModelFault (context overflow, refusal) also ends the step with StepFailed: the item is
+    dropped, the run goes on. Other provider errors propagate unchanged (the item is not finished and a
+    rerun will try it again).
     """
     messages = render_prompt(template or step, **context)
-    # Long generations (a class, a rich state) can take minutes on slow or local models.
-    settings = settings or GenerationSettings(temperature=0.0, max_tokens=4096, timeout_s=600.0)
+    # Long generations (a class, a rich state) can take minutes on slow or local models. Real answers of
+    # every step stay well under 2,048 tokens (a class skeleton of the 1.5B local model: ~450); longer
+    # output is a model repeating itself, which costs a small local model ~10 minutes per 2,000 tokens.
+    settings = settings or GenerationSettings(temperature=0.0, max_tokens=2048, timeout_s=600.0)
+    first = messages
     last_error = ""
     for attempt in range(retries + 1):
-        turn = await provider.complete(messages, None, settings)
+        try:
+            turn = await provider.complete(messages, None, settings)
+        except ModelFault as exc:
+            raise StepFailed(step, str(exc), attempt + 1, kind=exc.kind) from exc
         meter.add(turn.usage, seat)
         answer = turn.message.content or ""
         try:
@@ -116,7 +128,7 @@ async def ask(
             last_error = str(exc) or type(exc).__name__
         if attempt < retries:
             messages = [
-                *messages,
+                *first,
                 Message(role="assistant", content=answer),
                 Message(role="user", content=RETRY_TEMPLATE.format(error=last_error)),
             ]

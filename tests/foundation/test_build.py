@@ -123,10 +123,12 @@ def test_catalog_build_check_list_and_show(shop_copy: Path) -> None:
 
     (home / "scenarios").mkdir()
     shutil.copy(MINI_SHOP / "scenarios.jsonl", home / "scenarios" / "mini_shop.jsonl")
-    result = runner.invoke(app, ["list", "--home", str(home)])
+    result = runner.invoke(app, ["list", "--home", str(home)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     row = next(line for line in result.output.splitlines() if "mini_shop" in line)
-    assert "4 (2/2)" in row and row.rstrip(" │┃").endswith("2")
+    assert "4 (2/2)" in row and row.rstrip(" │┃").endswith("hand-authored")
+    cells = [c.strip() for c in row.strip(" │┃").split("│")]
+    assert cells[3] == "2"
     result = runner.invoke(app, ["show", "mini_shop", "--home", str(home)], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     for text in (
@@ -137,3 +139,12 @@ def test_catalog_build_check_list_and_show(shop_copy: Path) -> None:
         "Cancel all of Alice's pending orders",
     ):
         assert text in result.output
+
+
+def test_list_origin_names_the_generator_of_synthesized_environments() -> None:
+    from envscaler_mcp.catalog.cli import origin_text
+    from envscaler_mcp.skeleton.models import Provenance
+
+    assert origin_text(Provenance(source="hand-authored")) == "hand-authored"
+    synthesized = Provenance(source="synthesized", models={"generator": "local/qwen2.5-coder-1.5b"})
+    assert origin_text(synthesized) == "synthesized (local/qwen2.5-coder-1.5b)"

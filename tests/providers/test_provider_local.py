@@ -262,9 +262,18 @@ async def test_local_timeout_follows_the_measured_speed(fake: FakeServer) -> Non
     p.server.activity.timings({"prompt_n": 800, "prompt_per_second": 500.0, "predicted_n": 50,
                                "predicted_per_second": 100.0})
     await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=5))
-    assert 60 < seen[1] < 120 and seen[1] == p.turn_budget_s(GenerationSettings(timeout_s=5))
+    assert 60 < seen[1] < 120 and seen[1] == p.answer_budget_s(GenerationSettings(timeout_s=5))
     await p.complete([Message(role="user", content="hi")], settings=GenerationSettings(timeout_s=2000))
     assert seen[2] == 2000.0  # a longer timeout asked for is kept
+
+
+def test_a_long_answer_without_tools_gets_the_time_to_write_all_its_tokens(fake: FakeServer) -> None:
+    p = _local(fake)
+    p.server.activity.timings({"prompt_n": 800, "prompt_per_second": 25.0, "predicted_n": 200,
+                               "predicted_per_second": 3.0})  # the 1.5B on a busy 2-core machine
+    long = GenerationSettings(max_tokens=2048)
+    assert p.answer_budget_s(long) > 2048 / 3.0  # writing 2,048 tokens at 3 tok/s takes 11+ minutes
+    assert p.turn_budget_s(long) < p.answer_budget_s(long)  # a tool decision is capped at 600 tokens
 
 
 @pytest.mark.anyio

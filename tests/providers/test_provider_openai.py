@@ -123,6 +123,9 @@ async def test_cache_hit_does_not_touch_transport(fake: FakeServer, openai_clien
     assert again.message == first.message
     assert again.usage.cost_usd == 0.0 and again.usage.calls == 0
     assert list(tmp_path.rglob("*.tmp")) == [] and len(list(tmp_path.rglob("*.json"))) == 1
+    stored = json.loads(next(tmp_path.rglob("*.json")).read_text())  # the request is kept beside the answer
+    assert stored["request"]["messages"] == [m.model_dump(mode="json") for m in USER]
+    assert stored["request"]["tools"][0]["name"] == TOOLS[0].name and "timeout_s" not in stored["request"]["settings"]
     # a different request (other settings) misses the cache
     fake.answers.append((200, openai_completion("other")))
     other = await provider(openai_client, cache_dir=tmp_path).complete(USER, TOOLS, GenerationSettings(temperature=0.7))

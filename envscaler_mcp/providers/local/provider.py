@@ -102,12 +102,19 @@ class LocalProvider(OpenAIChatProvider):
         longest = min(settings.max_tokens or MAX_DECISION_TOKENS, MAX_DECISION_TOKENS)
         return 60.0 + SAFETY * self.server.activity.seconds_for(prompt, longest)
 
+    def answer_budget_s(self, settings: GenerationSettings) -> float:
+        """Seconds a free-form answer (no tools: a synthesis step) may take: reading the prompt and writing up to
+        its `max_tokens` at the measured speed, times `SAFETY`, plus a minute. A timeout shorter than the
+        generation cancels the work and repeats it on every retry without ever finishing."""
+        prompt = max(self._prompt_tokens, COLD_PROMPT_GUESS)
+        return 60.0 + SAFETY * self.server.activity.seconds_for(prompt, settings.max_tokens or MAX_DECISION_TOKENS)
+
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
                        settings: GenerationSettings | None = None) -> AssistantTurn:
         """One call; the per-request timeout is raised to this machine's `turn_budget_s`: a CPU model reads a
         cold prompt for minutes on a busy machine, and a shorter timeout only cancels and repeats the work."""
         settings = settings or GenerationSettings()
-        budget = self.turn_budget_s(settings)
+        budget = self.turn_budget_s(settings) if tools else self.answer_budget_s(settings)
         if settings.timeout_s < budget:
             settings = settings.model_copy(update={"timeout_s": budget})
         return await super().complete(messages, tools, settings)

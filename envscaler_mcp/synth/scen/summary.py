@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envscaler_mcp._usage import Usage
-from envscaler_mcp.synth._common_usage import cost_text, stage_usage_table
+from envscaler_mcp.synth._common_usage import YieldRow, cost_text, stage_usage_table, yield_table
 from envscaler_mcp.synth.scen.records import STAGES, DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.store import EnvWork, MergeResult
 
@@ -34,6 +34,32 @@ class ScenSummary(BaseModel):
 
     environments: list[EnvTotals] = Field(default_factory=list)
     stages: dict[str, Usage] = Field(default_factory=dict)
+    yields: list[YieldRow] = Field(default_factory=list, description="The funnel over every environment: "
+                                   "states -> task -> checklist -> validators -> solution -> gate -> kept.")
+
+
+# Funnel rows and the drop steps each one counts (a read-only item has a question and an answer instead).
+FUNNEL = (("states", ("states",)), ("task", ("task", "question")), ("checklist", ("checklist",)),
+          ("validators", ("validators",)), ("solution", ("solution", "answer")), ("gate", ("gate",)),
+          ("kept (not a duplicate)", ("dedupe",)))
+
+
+def collect_yields(environments: list[EnvTotals]) -> list[YieldRow]:
+    """The step funnel: each step's items are those that came through the one before it."""
+    dropped = Counter[str]()
+    for env in environments:
+        dropped.update(env.dropped)
+    rows: list[YieldRow] = []
+    entered = sum(env.states for env in environments) + dropped.get("states", 0)
+    known = {step for _, steps in FUNNEL for step in steps}
+    for name, steps in FUNNEL:
+        drops = {step: dropped[step] for step in steps if dropped.get(step)}
+        if name == "gate":  # drop steps this table does not know (future ones) count at the gate
+            drops.update({step: n for step, n in dropped.items() if step not in known})
+        passed = entered - sum(drops.values())
+        rows.append(YieldRow(step=name, entered=entered, passed=passed, drops=drops))
+        entered = passed
+    return rows
 
 
 def _add(target: dict[str, Usage], usage: dict[str, Usage]) -> None:
@@ -74,6 +100,7 @@ def collect_summary(out: Path, env_ids: list[str], merges: dict[str, MergeResult
         totals = env_totals(EnvWork(out, env_id), (merges or {}).get(env_id))
         summary.environments.append(totals)
         _add(summary.stages, totals.usage)
+    summary.yields = collect_yields(summary.environments)
     atomic_write_json(Path(out) / "_work" / "summary.json", summary.model_dump(mode="json"))
     return summary
 
@@ -92,6 +119,8 @@ def print_summary(summary: ScenSummary, console: Console | None = None, max_reas
                       str(total.calls), str(total.input_tokens), str(total.output_tokens), cost_text(total))
     console.print(table)
     console.print(stage_usage_table(summary.stages))
+    if summary.yields:
+        console.print(yield_table(summary.yields, "Yield per step"))
     for env in summary.environments:
         for line in env.reasons[:max_reasons]:
             console.print(f"[dim]{env.env_id}[/] dropped {escape(line[:200])}", highlight=False)

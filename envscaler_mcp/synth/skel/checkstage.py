@@ -175,8 +175,8 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
     done = ItemDir(out / "check" / "envs")
     dropped = JsonlLedger(out / "check" / "dropped.jsonl", "env_id")
 
-    def drop(env_id: str, step: str, reason: str, meter: UsageMeter) -> None:
-        dropped.add(DroppedRecord(env_id=env_id, stage="check", step=step, reason=reason,
+    def drop(env_id: str, step: str, reason: str, meter: UsageMeter, kind: str = "answer") -> None:
+        dropped.add(DroppedRecord(env_id=env_id, stage="check", step=step, reason=reason, kind=kind,
                                   usage=meter.total).model_dump(mode="json"))
         if options.on_item:
             options.on_item("check", env_id, f"dropped at {step}")
@@ -187,10 +187,10 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
             check_record, skeleton = await check_environment(record, generator, tester, checker, options, meter,
                                                              episode_factory)
         except StepFailed as exc:
-            drop(record.env_id, exc.step, exc.reason, meter)
+            drop(record.env_id, exc.step, exc.reason, meter, exc.kind)
             return
         except (RenderError, ServerStartError, MCPError) as exc:  # the server could not run this environment
-            drop(record.env_id, "launch", str(exc), meter)
+            drop(record.env_id, "launch", str(exc), meter, "launch")
             return
         if skeleton is not None:
             atomic_write_text(out / "environments" / record.env_id / "skeleton.json", skeleton_json(skeleton))

@@ -19,6 +19,7 @@ from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.skel import PROMPT_VERSION
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
+from envscaler_mcp.synth.skel.codefix import explicit_star_imports
 from envscaler_mcp.synth.skel.parsers import (
     ClassAnswer,
     OperationsAnswer,
@@ -66,10 +67,14 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
     base_ctx = {"summary": topic.summary, "introduction": topic.introduction, "task": topic.task}
     design: StateDesign = await ask(provider, "skel/state", base_ctx, parse_state, meter=meter, retries=options.retries)
 
+    fixes: list[str] = []
+
     def accept_class(text: str) -> ClassAnswer:
         answer = parse_class(text)
-        accept_skeleton(answer.source, answer.class_name)
-        return answer
+        source, changed = explicit_star_imports(answer.source)
+        accept_skeleton(source, answer.class_name)
+        fixes[:] = changed
+        return answer.model_copy(update={"source": source})
 
     cls: ClassAnswer = await ask(
         provider, "skel/class", {**base_ctx, "entities": design.entities, "rules": design.rules}, accept_class,
@@ -80,7 +85,7 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
     operations = planned.operations
 
     source = cls.source
-    notes: list[str] = []
+    notes: list[str] = [f"mechanical fix: {fix}" for fix in fixes]
     failed: list[Operation] = []
     names = [op.name for op in operations]
     for op in operations:
@@ -140,7 +145,7 @@ async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, 
             record = await build_environment(provider, topic, options, meter)
         except StepFailed as exc:
             dropped.add(DroppedRecord(env_id=topic.env_id, stage="model", step=exc.step, reason=exc.reason,
-                                      usage=meter.total).model_dump(mode="json"))
+                                      kind=exc.kind, usage=meter.total).model_dump(mode="json"))
             if options.on_item:
                 options.on_item("model", topic.env_id, f"dropped at {exc.step}")
             return

@@ -93,6 +93,8 @@ class DroppedRecord(BaseModel):
     stage: str = Field(description="Stage that dropped it.")
     step: str = Field(description="Step that failed (e.g. 'skel/method', 'init_state', 'quality').")
     reason: str = Field(description="What went wrong (the last error seen).")
+    kind: str = Field("answer", description="Failure kind: 'answer' (never passed the parser and checks), "
+                      "'context_overflow', 'refusal' or 'invalid_request' (the provider rejected the request).")
     usage: Usage = Field(default_factory=Usage, description="Tokens and cost spent before dropping.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from rich.table import Table
 from envscaler_mcp._io import iter_jsonl, read_json
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.synth._common_store import ItemDir
-from envscaler_mcp.synth._common_usage import cost_text, stage_usage_table
+from envscaler_mcp.synth._common_usage import YieldRow, cost_text, stage_usage_table, yield_table
 
 STAGES = ("mine", "model", "check")
 
@@ -33,6 +34,42 @@ class RunSummary(BaseModel):
     stages: dict[str, Usage] = Field(default_factory=dict)
     environments: list[EnvSummary] = Field(default_factory=list)
     counts: dict[str, Any] = Field(default_factory=dict)
+    yields: list[YieldRow] = Field(default_factory=list, description="The funnel: judged -> selected -> "
+                                   "modelled -> kept, with the drops of each step by failing step and kind.")
+
+
+def _drops(records: list[dict[str, Any]]) -> dict[str, int]:
+    counts = Counter(f"{r.get('step')} ({r.get('kind', 'answer')})" for r in records)
+    return dict(sorted(counts.items()))
+
+
+def collect_yields(out: Path, counts: dict[str, Any]) -> list[YieldRow]:
+    """The stage funnel of a run, read from its records."""
+    judged = counts.get("judged", 0)
+    rejected, failed = counts.get("rejected_by_judge", 0), counts.get("failed", 0)
+    stateful, selected = judged - rejected - failed, counts.get("selected", 0)
+    below = counts.get("below_threshold", 0)
+    rows = [
+        YieldRow(step="mine: judged stateful", entered=judged, passed=stateful,
+                 drops={k: v for k, v in {"judge (not stateful)": rejected, "judge (no usable answer)": failed}.items()
+                        if v}),
+        YieldRow(step="mine: topic selected", entered=stateful, passed=selected,
+                 drops={k: v for k, v in {"scores below threshold": below,
+                                          "duplicate or no topic": stateful - selected - below}.items() if v > 0}),
+    ]
+    modelled = ItemDir(out / "model" / "envs").all()
+    model_drops = _jsonl(out / "model" / "dropped.jsonl")
+    rows.append(YieldRow(step="model: skeleton built", entered=len(modelled) + len(model_drops),
+                         passed=len(modelled), drops=_drops(model_drops)))
+    checked = ItemDir(out / "check" / "envs").all()
+    check_drops = _jsonl(out / "check" / "dropped.jsonl")
+    below_check = sum(not r.get("kept") for r in checked)
+    drops = _drops(check_drops)
+    if below_check:
+        drops["quality below threshold"] = below_check
+    rows.append(YieldRow(step="check: kept", entered=len(checked) + len(check_drops),
+                         passed=len(checked) - below_check, drops=drops))
+    return rows
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -77,6 +114,7 @@ def collect_summary(out: Path) -> RunSummary:
         summary.counts = {k: report[k] for k in ("judged", "rejected_by_judge", "failed", "topics",
                                                  "below_threshold", "selected") if k in report}
     summary.counts["kept"] = sum(e.status == "kept" for e in summary.environments)
+    summary.yields = collect_yields(out, summary.counts)
     return summary
 
 
@@ -92,5 +130,7 @@ def print_summary(summary: RunSummary, console: Console | None = None) -> None:
                       str(total.input_tokens), str(total.output_tokens), cost_text(total))
     console.print(table)
     console.print(stage_usage_table(summary.stages))
+    if summary.yields:
+        console.print(yield_table(summary.yields, "Yield per stage"))
     if summary.counts:
         console.print(", ".join(f"{k}: {v}" for k, v in summary.counts.items()))

@@ -45,10 +45,14 @@ async def test_good_scenario_is_kept_and_passes_the_gate(run: Any, servers: Any)
     assert (env.states, env.kept, env.added, env.in_file) == (1, 1, 1, 1)
     assert sum(u.calls for u in env.usage.values()) == 5 and summary.stages["validators"].calls == 1
     assert (out / "_work" / "summary.json").exists()
+    assert [(r.step, r.entered, r.passed) for r in summary.yields][-1] == ("kept (not a duplicate)", 1, 1)
 
 
 async def test_checks_already_true_on_the_initial_state_are_dropped(run: Any) -> None:
-    _, router, out = await run("mini_shop", "already_true")
+    summary, router, out = await run("mini_shop", "already_true")
+    rows = {r.step: r for r in summary.yields}
+    assert (rows["states"].passed, rows["validators"].passed) == (1, 1)
+    assert (rows["gate"].entered, rows["gate"].passed, rows["gate"].drops) == (1, 0, {"gate": 1})
     assert not (out / "mini_shop.jsonl").exists()
     [record] = dropped(out, "mini_shop")
     assert record["item_id"] == "s001" and record["step"] == "gate"

@@ -55,3 +55,25 @@ async def test_ask_gives_up_after_bounded_retries():
     with pytest.raises(StepFailed) as info:
         await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=meter, retries=2, seat="judge")
     assert info.value.attempts == 3 and len(provider.requests) == 3 and meter.by_seat["judge"].calls == 3
+
+
+@pytest.mark.anyio
+async def test_a_retry_shows_only_the_last_refused_answer():
+    provider = MockProvider(["bad one", "bad two", "# Answer\nYES"])
+    await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=UsageMeter(), retries=2)
+    second, third = provider.requests[1][0], provider.requests[2][0]
+    assert len(second) == len(third) == 4
+    assert third[2].content == "bad two" and all(m.content != "bad one" for m in third)
+
+
+@pytest.mark.anyio
+async def test_a_model_fault_ends_the_step_with_its_kind():
+    from envscaler_mcp.errors import ModelFault
+
+    def overflow(messages, tools):
+        raise ModelFault("local/x: the conversation no longer fits the model's context", "context_overflow")
+
+    provider = MockProvider(["bad", overflow])
+    with pytest.raises(StepFailed) as info:
+        await ask(provider, "skel/class", CONTEXT, parse_judge, meter=UsageMeter(), retries=2)
+    assert info.value.kind == "context_overflow" and info.value.attempts == 2 and len(provider.requests) == 2

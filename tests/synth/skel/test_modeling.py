@@ -41,3 +41,41 @@ async def test_an_environment_needs_both_kinds_of_operation(tmp_path, provider):
     by_name = await topics(tmp_path, provider)
     with pytest.raises(StepFailed, match="no state_change operation is left"):
         await build_environment(provider, by_name["city"], ModelOptions(max_failed_methods=1), UsageMeter())
+
+
+async def test_a_context_overflow_drops_that_environment_and_the_run_goes_on(tmp_path, router, provider):
+    from envscaler_mcp._io import iter_jsonl
+    from envscaler_mcp.errors import ModelFault
+    from envscaler_mcp.synth.skel.modeling import run_model
+
+    by_name = await topics(tmp_path, provider)
+
+    def script(messages, tools):
+        if "Clinic" in messages[-1].content or "clinic" in messages[-1].content:
+            raise ModelFault("local/x: request (8261 tokens) exceeds the available context size (8192 tokens)",
+                             "context_overflow")
+        return router(messages, tools)
+
+    overflowing = MockProvider([script], repeat_last=True)
+    await run_model(list(by_name.values()), tmp_path, overflowing, ModelOptions(concurrency=1))
+    dropped = [r for _, r in iter_jsonl(tmp_path / "model" / "dropped.jsonl")]
+    by_env = {d["env_id"].split("_")[0]: d for d in dropped}
+    assert by_env["clinic"]["kind"] == "context_overflow" and "8261 tokens" in by_env["clinic"]["reason"]
+    assert (tmp_path / "model" / "envs" / f"{by_name['library'].env_id}.json").exists()
+
+
+async def test_star_imports_in_the_class_answer_are_rewritten_and_noted(tmp_path, router, provider):
+    by_name = await topics(tmp_path, provider)
+
+    def script(messages, tools):
+        answer = router(messages, tools)
+        if "# Class Definition" in str(answer):
+            answer = str(answer).replace("from typing import", "from typing import *\nfrom datetime import *\n"
+                                         "from typing import", 1)
+        return answer
+
+    starred = MockProvider([script], repeat_last=True)
+    record = await build_environment(starred, by_name["library"], ModelOptions(), UsageMeter())
+    assert "import *" not in record.skeleton.class_source
+    notes = [n for n in record.skeleton.provenance.notes if n.startswith("mechanical fix:")]
+    assert len(notes) == 2 and "from datetime import *" in notes[1]

@@ -166,3 +166,23 @@ async def test_crash_in_the_model_stage_keeps_finished_environments(tmp_path, ro
     assert sorted(p.stem for p in (out / "model" / "envs").glob("*.json")) == [
         "clinic_appointment_scheduling_system", "library_loan_management_system"]
     assert router.calls["method"] == 4 + 1 + 3  # clinic and parking only; the library was not redone
+
+
+async def test_the_summary_has_the_stage_funnel(tmp_path, provider, corpus):
+    from envscaler_mcp.synth.skel.summary import print_summary
+
+    out = tmp_path / "out"
+    summary = await run_skel(SkelConfig(out=out, tasks=corpus), seats(provider))
+    rows = {r.step: r for r in summary.yields}
+    assert (rows["mine: judged stateful"].entered, rows["mine: judged stateful"].passed) == (7, 6)
+    assert rows["mine: judged stateful"].drops == {"judge (not stateful)": 1}
+    assert rows["mine: topic selected"].passed == 3 and rows["mine: topic selected"].drops["scores below threshold"] == 1
+    model = rows["model: skeleton built"]
+    assert (model.entered, model.passed, model.drops) == (3, 2, {"skel/method (answer)": 1})
+    assert (rows["check: kept"].entered, rows["check: kept"].passed) == (2, 2)
+    assert read_json(out / "summary.json")["yields"][2]["drops"] == {"skel/method (answer)": 1}
+    from rich.console import Console
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    text = console.export_text()
+    assert "Yield per stage" in text and "skel/method (answer) 1" in text
