@@ -56,16 +56,83 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """`value` as the JSON text atomic_write_json writes (UTF-8 kept, trailing newline)."""
+    return json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
+
+
+def jsonl_line(record: Any) -> str:
+    """One line of a JSONL file as append_jsonl and write_jsonl_atomic write it."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
 def atomic_write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
     """Atomically write `value` as JSON (UTF-8, trailing newline)."""
-    atomic_write_text(path, json.dumps(value, indent=indent, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(value, indent=indent))
+
+
+class PendingFiles:
+    """Files written piece by piece into temporary files beside them, put in place together by commit().
+
+    Until commit() no target is touched; discard() (or leaving a `with` block by an exception) removes the
+    temporary files and the folders made for them, so a failure leaves nothing half-written. Each file gets
+    the mode atomic_write_text would give it.
+    """
+
+    def __init__(self) -> None:
+        self._temps: dict[Path, Path] = {}
+        self._made: list[Path] = []
+
+    def append(self, path: Path, text: str) -> None:
+        """Add `text` to the end of what will become `path`."""
+        path = Path(path)
+        tmp = self._temps.get(path)
+        if tmp is None:
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made.extend(missing)
+            fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            os.close(fd)
+            tmp = self._temps[path] = Path(name)
+        with open(tmp, "a", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+    def commit(self) -> None:
+        """Flush every file to disk and rename each into place."""
+        for path, tmp in self._temps.items():
+            os.chmod(tmp, file_mode(path))
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        for path, tmp in self._temps.items():
+            os.replace(tmp, path)
+        self._temps.clear()
+        self._made.clear()
+
+    def discard(self) -> None:
+        """Remove the temporary files and the folders made for them (when empty)."""
+        for tmp in self._temps.values():
+            tmp.unlink(missing_ok=True)
+        self._temps.clear()
+        for folder in sorted(self._made, key=lambda p: len(p.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        self._made.clear()
+
+    def __enter__(self) -> PendingFiles:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if error is not None:
+            self.discard()
 
 
 def append_jsonl(path: Path, record: Any) -> None:
     """Append one JSON record and flush it to disk (fsync), so finished work survives a crash."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    line = jsonl_line(record)
     with open(path, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()
@@ -119,5 +186,5 @@ def validate_model(model: type[M], data: Any, *, path: object, where: str = "") 
 
 def write_jsonl_atomic(path: Path, records: Iterable[Any]) -> None:
     """Atomically replace `path` with one JSON record per line."""
-    text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    text = "".join(jsonl_line(r) for r in records)
     atomic_write_text(path, text)

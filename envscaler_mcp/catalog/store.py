@@ -21,9 +21,14 @@ def load_skeleton(path: Path) -> EnvSkeleton:
     return validate_model(EnvSkeleton, read_json(path), path=path)
 
 
+def skeleton_file(folder: Path, env_id: str) -> Path:
+    """Where save_skeleton writes a skeleton: <folder>/<env id>/skeleton.json."""
+    return Path(folder) / env_id / SKELETON_FILE
+
+
 def save_skeleton(skeleton: EnvSkeleton, folder: Path) -> Path:
     """Atomically write <folder>/<env id>/skeleton.json and return its path."""
-    path = Path(folder) / skeleton.id / SKELETON_FILE
+    path = skeleton_file(folder, skeleton.id)
     atomic_write_json(path, skeleton.model_dump(mode="json"))
     return path
 
@@ -77,15 +82,25 @@ def _stamp(path: Path) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns]
 
 
+def index_row(s: Scenario) -> dict[str, object]:
+    """A scenario's row in the catalog index."""
+    return {"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
+            "solution_calls": len(s.reference_solution)}
+
+
 def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:
-    return [{"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
-             "solution_calls": len(s.reference_solution)} for s in scenarios]
+    return [index_row(s) for s in scenarios]
 
 
 def write_index(path: Path, scenarios: list[Scenario]) -> None:
     """Write the index of a scenario file just written: one small row per scenario and the file's size and
     modification time, so that `list` and `show` never parse the (possibly large) scenarios."""
-    atomic_write_json(index_path(path), {"file": _stamp(Path(path)), "scenarios": _index_rows(scenarios)})
+    write_index_rows(path, _index_rows(scenarios))
+
+
+def write_index_rows(path: Path, rows: list[dict[str, object]]) -> None:
+    """Write the index of a scenario file just written from its rows (index_row of each scenario)."""
+    atomic_write_json(index_path(path), {"file": _stamp(Path(path)), "scenarios": rows})
 
 
 def _fresh_index(path: Path) -> list[dict[str, object]] | None:

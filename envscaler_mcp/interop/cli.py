@@ -13,7 +13,6 @@ from envscaler_mcp.errors import UsageError
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
 
-
 @import_app.command("envscaler")
 def import_envscaler_cmd(
     envs: Annotated[
@@ -31,27 +30,24 @@ def import_envscaler_cmd(
         ),
     ] = False,
 ) -> None:
-    """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl."""
-    from envscaler_mcp.catalog.store import save_scenarios, save_skeleton
-    from envscaler_mcp.interop.from_envscaler import import_envscaler
+    """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl.
 
-    result = import_envscaler(envs, scenarios, skip_checks=skip_checks)
+    The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
+    from envscaler_mcp.interop.stream_import import stream_import
+
+    result = stream_import(envs, scenarios, out, skip_checks=skip_checks)
     for skeleton in result.skeletons:
-        save_skeleton(skeleton, out / "environments")
-        env_scenarios = result.scenarios.get(skeleton.id, [])
-        if env_scenarios:
-            save_scenarios(env_scenarios, out / "scenarios" / f"{skeleton.id}.jsonl", index=True)
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(
             f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
             f"({queries} query, {len(skeleton.tools) - queries} state_change), "
-            f"{len(env_scenarios)} scenarios"
+            f"{result.counts.get(skeleton.id, 0)} scenarios"
         )
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
     typer.echo(
         f"imported {len(result.skeletons)} environment(s) and "
-        f"{sum(len(v) for v in result.scenarios.values())} scenario(s) into {out}"
+        f"{sum(result.counts.values())} scenario(s) into {out}"
     )
     if result.errors:
         for err in result.errors:

@@ -9,8 +9,11 @@ init_config, task and, for RL scenarios, checklist and checklist_with_func.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import ijson
 
 from envscaler_mcp._io import read_json
 from envscaler_mcp.errors import InputFileError
@@ -129,21 +132,58 @@ def read_scenario_metadata(path: Path) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise InputFileError(path, f"expected a list of scenario items, got {type(data).__name__}")
     for i, item in enumerate(data):
-        label = f"scenario #{i}" + (
-            f" (task_id {item.get('task_id')})" if isinstance(item, dict) and "task_id" in item else ""
-        )
-        _check_fields(path, label, item, _SCENARIO_TYPES, _SCENARIO_REQUIRED)
-        if not all(isinstance(c, str) for c in item.get("checklist") or []):
-            raise InputFileError(path, f"{label}: field 'checklist' must be a list of strings")
-        for j, check in enumerate(item.get("checklist_with_func") or []):
-            if not (
-                isinstance(check, dict)
-                and isinstance(check.get("check_item"), str)
-                and isinstance(check.get("check_func"), str)
-            ):
-                raise InputFileError(
-                    path,
-                    f"{label}: field 'checklist_with_func[{j}]' must be an object with "
-                    "string fields 'check_item' and 'check_func'",
-                )
+        check_scenario_item(path, i, item)
     return data
+
+
+def iter_scenario_metadata(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, item) of a scenario metadata file, read and checked one item at a time: memory holds one
+    item, not the file. A syntax error raises InputFileError once reached (items before it were yielded)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(path, "file not found")
+    with path.open("rb") as f:
+        first = _first_byte(f)
+        if first != b"[":
+            kind = {b"{": "dict", b"": "nothing"}.get(first, "something else")
+            raise InputFileError(path, f"expected a list of scenario items, got {kind}")
+        i = -1
+        try:
+            for i, item in enumerate(ijson.items(f, "item", use_float=True)):
+                check_scenario_item(path, i, item)
+                yield i, item
+        except ijson.JSONError as exc:
+            where = f"after scenario #{i}" if i >= 0 else "before the first scenario"
+            raise InputFileError(path, f"not valid JSON {where}: {str(exc).splitlines()[0]}") from exc
+
+
+def _first_byte(f: BinaryIO) -> bytes:
+    """The first byte of `f` that is not white space (b"" at the end); `f` is left at the start."""
+    while chunk := f.read(4096):
+        stripped = chunk.lstrip()
+        if stripped:
+            f.seek(0)
+            return stripped[:1]
+    f.seek(0)
+    return b""
+
+
+def check_scenario_item(path: Path, i: int, item: Any) -> None:
+    """Raise InputFileError naming the item and field when scenario item #i is not a usable scenario item."""
+    label = f"scenario #{i}" + (
+        f" (task_id {item.get('task_id')})" if isinstance(item, dict) and "task_id" in item else ""
+    )
+    _check_fields(path, label, item, _SCENARIO_TYPES, _SCENARIO_REQUIRED)
+    if not all(isinstance(c, str) for c in item.get("checklist") or []):
+        raise InputFileError(path, f"{label}: field 'checklist' must be a list of strings")
+    for j, check in enumerate(item.get("checklist_with_func") or []):
+        if not (
+            isinstance(check, dict)
+            and isinstance(check.get("check_item"), str)
+            and isinstance(check.get("check_func"), str)
+        ):
+            raise InputFileError(
+                path,
+                f"{label}: field 'checklist_with_func[{j}]' must be an object with "
+                "string fields 'check_item' and 'check_func'",
+            )

@@ -9,6 +9,7 @@ export gives back the original items.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,23 @@ def env_from_item(
     skip_checks: bool = False,
 ) -> EnvSkeleton:
     """One EnvScaler env item -> EnvSkeleton; raises EnvironmentCodeError when the code is unusable."""
+    return with_default_state(env_without_state(env_id, item, our_id, skip_checks=skip_checks), default_state)
+
+
+def with_default_state(skeleton: EnvSkeleton, default_state: State) -> EnvSkeleton:
+    """`skeleton` with its default state (the first scenario's init_config), noted when it does not fit."""
+    notes = list(skeleton.provenance.notes)
+    state_problems = validate_state(skeleton, default_state, where="default_state")
+    if state_problems:
+        notes.append("default state (first scenario's init_config) does not fit the state "
+                     "schema: " + "; ".join(state_problems[:3]))
+    provenance = skeleton.provenance.model_copy(update={"notes": notes})
+    return skeleton.model_copy(update={"default_state": default_state, "provenance": provenance})
+
+
+def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False) -> EnvSkeleton:
+    """One EnvScaler env item -> EnvSkeleton with an empty default state (everything a scenario's conversion
+    needs); raises EnvironmentCodeError when the code is unusable."""
     source, class_name = item["env_class_code"], item["env_class_name"]
     notes = []
     problems = check_source(source, class_name)
@@ -139,16 +157,10 @@ def env_from_item(
         class_source=source,
         state=state,
         tools=tools,
-        default_state=default_state,
+        default_state={},
         free_fields=infer_free_fields(state),
         provenance=Provenance(source="envscaler-import", source_id=env_id, notes=notes),
     )
-    state_problems = validate_state(skeleton, default_state, where="default_state")
-    if state_problems:
-        skeleton.provenance.notes.append(
-            "default state (first scenario's init_config) does not fit the state "
-            "schema: " + "; ".join(state_problems[:3])
-        )
     return skeleton.model_copy(update={"extra": _kept(item, derived_env_item(skeleton), ALWAYS_KEPT_ENV)})
 
 
@@ -217,52 +229,93 @@ def _with_own_items(state_items: list[ChecklistItem], own: dict[str, Any]) -> li
     return merged
 
 
+@dataclass
+class PreparedEnvs:
+    """The env items of an import, converted without their default states, and the ones that failed."""
+
+    skeletons: dict[str, EnvSkeleton]  # EnvScaler env_id -> skeleton (empty default state)
+    failed: dict[str, str]  # EnvScaler env_id -> its error line
+
+
+def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
+    """Read and convert an env metadata file (ids made unique in file order); raises InputFileError."""
+    prepared = PreparedEnvs({}, {})
+    taken: set[str] = set()
+    for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
+        our_id = our_env_id(env_id, taken)
+        try:
+            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks)
+        except EnvironmentCodeError as exc:
+            prepared.failed[env_id] = f"{envs_path}: env '{env_id}': {exc}"
+            continue
+        taken.add(our_id)
+        skeleton.extra[POSITION_KEY] = position
+        prepared.skeletons[env_id] = skeleton
+    return prepared
+
+
+def import_errors(prepared: PreparedEnvs, skipped: dict[str, list[int]], envs_path: Path,
+                  scenarios_path: Path | None) -> list[str]:
+    """One line per failed environment (however many scenarios it had) and per env_id of scenarios that is not
+    in the env file. `skipped`: env_id -> positions of its scenarios that were not imported."""
+    errors = []
+    skipped = dict(skipped)
+    for env_id, error in prepared.failed.items():
+        lost = len(skipped.pop(env_id, []))
+        errors.append(error + (f"; its {lost} scenario(s) were skipped" if lost else ""))
+    for env_id, positions in skipped.items():
+        first = ", ".join(f"#{i}" for i in positions[:3]) + (" ..." if len(positions) > 3 else "")
+        errors.append(f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
+                      f"scenario(s) ({first}) were skipped")
+    return errors
+
+
 def import_envscaler(
     envs_path: Path, scenarios_path: Path | None = None, *, skip_checks: bool = False
 ) -> ImportResult:
-    """Read EnvScaler files and convert them. Problems with one env or scenario are collected, not raised;
-    file-level problems (bad JSON, a missing field) raise InputFileError."""
-    env_items = read_env_metadata(Path(envs_path))
+    """Read EnvScaler files and convert them, all in memory (stream_import writes to a folder while reading).
+    Problems with one env or scenario are collected, not raised; file-level problems (bad JSON, a missing
+    field) raise InputFileError."""
+    prepared = prepare_envs(envs_path, skip_checks=skip_checks)
     scenario_items = read_scenario_metadata(Path(scenarios_path)) if scenarios_path else []
     result = ImportResult()
     first_state: dict[str, dict[str, Any]] = {}
     for s in scenario_items:
         first_state.setdefault(s["env_id"], s["init_config"])
-    by_env: dict[str, EnvSkeleton] = {}
-    failed: dict[str, str] = {}  # env id -> its error (one line per environment, however many scenarios)
-    taken: set[str] = set()
-    for position, (env_id, item) in enumerate(env_items):
-        our_id = our_env_id(env_id, taken)
-        try:
-            skeleton = env_from_item(
-                env_id, item, our_id, first_state.get(env_id, {}), skip_checks=skip_checks
-            )
-        except EnvironmentCodeError as exc:
-            failed[env_id] = f"{envs_path}: env '{env_id}': {exc}"
-            continue
-        taken.add(our_id)
-        skeleton.extra[POSITION_KEY] = position
-        by_env[env_id] = skeleton
-        result.skeletons.append(skeleton)
+    by_env = {env_id: with_default_state(skeleton, first_state.get(env_id, {}))
+              for env_id, skeleton in prepared.skeletons.items()}
+    result.skeletons = list(by_env.values())
+    routing = Routing()
+    for owner, _, scenario in converted_scenarios(enumerate(scenario_items), by_env, routing):
+        result.scenarios.setdefault(owner.id, []).append(scenario)
+    result.duplicates = routing.duplicates
+    result.errors = import_errors(prepared, routing.skipped, envs_path, scenarios_path)
+    return result
+
+
+@dataclass
+class Routing:
+    """What converted_scenarios left out: positions of items by unknown env_id, and duplicates."""
+
+    skipped: dict[str, list[int]] = field(default_factory=dict)
+    duplicates: int = 0
+
+
+def converted_scenarios(items: Iterable[tuple[int, dict[str, Any]]], owners: dict[str, EnvSkeleton],
+                        routing: Routing) -> Iterator[tuple[EnvSkeleton, dict[str, Any], Scenario]]:
+    """(owner skeleton, item, scenario) for each (position, item) in order, converted one at a time; items of
+    an env_id not in `owners` and scenarios identical to an earlier one are left out and noted in `routing`.
+    The first item yielded for an env is the first item of that env_id."""
     seen_ids: set[str] = set()
-    skipped: dict[str, list[int]] = {}
-    for i, s in enumerate(scenario_items):
-        owner = by_env.get(s["env_id"])
+    for i, item in items:
+        owner = owners.get(item["env_id"])
         if owner is None:
-            skipped.setdefault(s["env_id"], []).append(i)
+            routing.skipped.setdefault(item["env_id"], []).append(i)
             continue
-        scenario = scenario_from_item(s, owner)
+        scenario = scenario_from_item(item, owner)
         if scenario.id in seen_ids:
-            result.duplicates += 1
+            routing.duplicates += 1
             continue
         seen_ids.add(scenario.id)
         scenario.extra[POSITION_KEY] = i
-        result.scenarios.setdefault(owner.id, []).append(scenario)
-    for env_id, error in failed.items():
-        lost = len(skipped.pop(env_id, []))
-        result.errors.append(error + (f"; its {lost} scenario(s) were skipped" if lost else ""))
-    for env_id, positions in skipped.items():
-        first = ", ".join(f"#{i}" for i in positions[:3]) + (" ..." if len(positions) > 3 else "")
-        result.errors.append(f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
-                             f"scenario(s) ({first}) were skipped")
-    return result
+        yield owner, item, scenario

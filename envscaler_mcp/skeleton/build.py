@@ -15,6 +15,7 @@ from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.skeleton.checks import check_determinism, check_source, check_state_jsonable
 from envscaler_mcp.skeleton.free_fields import infer_free_fields
 from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, FreeField, Provenance, QualityReport, ToolKind
+from envscaler_mcp.skeleton.quick_check import compile_check
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools, state_schema
 
 SOURCE_FILE = "environment.py"
@@ -54,10 +55,14 @@ def skeleton_json(skeleton: EnvSkeleton) -> str:
 
 def validate_state(skeleton: EnvSkeleton, state: Any, *, where: str = "state") -> list[str]:
     """Problems of `state` as an initial state of `skeleton` (JSON-ness, then the state schema)."""
+    schema = state_schema(skeleton)
+    quick = compile_check(schema)
+    if quick is not None and isinstance(state, dict) and quick(state):  # the common case, ~20x faster
+        return []
     problems = [f"{where}: {p}" for p in check_state_jsonable(state)]
     if problems:
         return problems
-    validator = jsonschema.Draft202012Validator(state_schema(skeleton))
+    validator = jsonschema.Draft202012Validator(schema)
     for err in sorted(validator.iter_errors(state), key=lambda e: list(e.absolute_path))[:20]:
         path = "".join(f"[{p!r}]" for p in err.absolute_path)
         problems.append(f"{where}{path}: {err.message}")

@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from envscaler_mcp.skeleton.quick_check import plain_json
+
 ALLOWED_IMPORTS = frozenset(
     {
         "__future__",
@@ -389,6 +391,8 @@ def check_state_jsonable(state: Any, *, limit: int = 20) -> list[str]:
     problems: list[str] = []
     if not isinstance(state, dict):
         return [f"state must be a JSON object keyed by attribute name, got {type(state).__name__}."]
+    if plain_json(state):  # the common case, without building a path for every value
+        return []
 
     def walk(value: Any, path: str) -> None:
         if len(problems) >= limit:

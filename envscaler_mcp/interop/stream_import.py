@@ -1,0 +1,77 @@
+"""Importing EnvScaler files into a data folder while reading them, one scenario in memory at a time.
+
+Each scenario item is read from the file, converted and appended to its environment's scenario file as it
+comes; an environment's skeleton is written when its first scenario (whose init_config is its default state)
+arrives. Every output file grows as a temporary file beside its target and all are renamed into place at the
+end, so a failure (a syntax error half-way through the file, a full disk) leaves the folder as it was. The
+catalog index of each scenario file is built on the way. The result equals import_envscaler's, written by
+save_skeleton and save_scenarios (scenario lines are pydantic's JSON: the same values, numbers possibly spelt
+differently, e.g. 1e-5 for 1e-05).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envscaler_mcp._io import PendingFiles, json_text
+from envscaler_mcp.catalog.store import index_row, skeleton_file, write_index_rows
+from envscaler_mcp.interop.envscaler_format import iter_scenario_metadata
+from envscaler_mcp.interop.from_envscaler import (
+    Routing,
+    converted_scenarios,
+    import_errors,
+    prepare_envs,
+    with_default_state,
+)
+from envscaler_mcp.skeleton.models import EnvSkeleton
+
+
+@dataclass
+class WrittenImport:
+    """What an import wrote: the skeletons (without their default states), scenario counts by our env id,
+    and per-item problems."""
+
+    skeletons: list[EnvSkeleton] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    duplicates: int = 0
+
+
+def scenario_file(out: Path, env_id: str) -> Path:
+    """Where an import writes an environment's scenarios: <out>/scenarios/<env id>.jsonl."""
+    return Path(out) / "scenarios" / f"{env_id}.jsonl"
+
+
+def stream_import(
+    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False
+) -> WrittenImport:
+    """Convert EnvScaler files into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl (with
+    their index). Problems with one env or scenario are collected, not raised; file-level problems (bad
+    JSON, a missing field) raise InputFileError, with nothing written."""
+    out = Path(out)
+    prepared = prepare_envs(envs_path, skip_checks=skip_checks)
+    written = WrittenImport(skeletons=list(prepared.skeletons.values()))
+    rows: dict[str, list[dict[str, object]]] = {}
+    routing = Routing()
+    items = iter_scenario_metadata(scenarios_path) if scenarios_path else iter(())
+    with PendingFiles() as pending:
+        for owner, item, scenario in converted_scenarios(items, prepared.skeletons, routing):
+            if owner.id not in rows:  # its first scenario: the skeleton's default state
+                full = with_default_state(owner, item["init_config"])
+                pending.append(skeleton_file(out / "environments", owner.id), json_text(full.model_dump(mode="json")))
+                rows[owner.id] = []
+            pending.append(scenario_file(out, owner.id), scenario.model_dump_json() + "\n")  # 6x json.dumps' speed
+            rows[owner.id].append(index_row(scenario))
+        for skeleton in written.skeletons:
+            if skeleton.id not in rows:
+                empty = with_default_state(skeleton, {})
+                pending.append(skeleton_file(out / "environments", skeleton.id),
+                               json_text(empty.model_dump(mode="json")))
+        pending.commit()
+    for env_id, env_rows in rows.items():
+        write_index_rows(scenario_file(out, env_id), env_rows)
+        written.counts[env_id] = len(env_rows)
+    written.duplicates = routing.duplicates
+    written.errors = import_errors(prepared, routing.skipped, envs_path, scenarios_path)
+    return written
