@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("envscaler_mcp.report.cli", "Print a run's summary table and write its self-contained HTML report."),
     "catalog": ("envscaler_mcp.catalog.cli", "Build and inspect the bundled environment catalog."),
     "scenarios": ("envscaler_mcp.qa.cli", "Check scenario sets with the QA gate."),
-    "import": ("envscaler_mcp.interop.cli", "Import environments and scenarios from other formats."),
+    "import": ("envscaler_mcp.cli.importing", "Import environments and scenarios from other formats."),
     "synth": ("envscaler_mcp.synth.cli",
               "Synthesize environments (envs) and scenarios from a task corpus with an LLM."),
     "export": ("envscaler_mcp.cli", "Export environments and scenarios in EnvScaler's format, or a run's trajectories."),

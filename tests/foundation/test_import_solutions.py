@@ -1,0 +1,102 @@
+"""`import envscaler --trajectories`: reference solutions from EnvScaler trajectories, attached only when a replay
+reproduces them. The trajectory file (tests/fixtures/envscaler/trajectories.json) is hand-written in the shapes
+EnvScaler's code writes; it is not EnvScaler data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.catalog.store import load_scenarios, scenario_index
+from envscaler_mcp.cli import main
+from envscaler_mcp.interop.trajectories import iter_trajectories, trajectory_from_item
+
+ES = Path(__file__).resolve().parents[1] / "fixtures" / "envscaler"
+ENVS, SCENARIOS, TRAJECTORIES = ES / "env_metadata.json", ES / "scenario_metadata.json", ES / "trajectories.json"
+
+
+def _import(out: Path, trajectories: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    args = ["import", "envscaler", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(out),
+            "--trajectories", str(trajectories), "--transport", "memory"]
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out_text, err = capsys.readouterr()
+    return code, out_text, err
+
+
+def _by_task(out: Path, env: str) -> dict[str, list[tuple[str, dict[str, object]]]]:
+    return {s.task: [(c.tool, c.arguments) for c in s.reference_solution]
+            for s in load_scenarios(out / "scenarios" / f"{env}.jsonl")}
+
+
+def test_verified_solutions_are_attached_and_the_rest_reported(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "data"
+    code, text, err = _import(out, TRAJECTORIES, capsys)
+    assert code == 0, err
+    assert "2 attached" in text and "2 not verified" in text and "1 trajectory(ies) of no imported scenario" in text
+    library = _by_task(out, "env_1")
+    (solution,) = library.values()
+    # the first trajectory (borrow only) fails the checklist's fine item; the second is attached without its
+    # failed call (M2 has fines)
+    assert solution == [("get_book", {"book_id": "B1"}), ("borrow_book", {"member_id": "M1", "book_id": "B1"}),
+                        ("add_fine", {"member_id": "M2", "amount": 1.5})]
+    parking = _by_task(out, "env_2")
+    assert parking["Park car CD-456 in S1."] == [("list_free_spots", {}),
+                                                 ("park", {"spot_id": "S1", "plate": "CD-456"})]
+    assert parking["Park the car with plate AB-123 in a free spot."] == []
+    lines = [line for line in text.splitlines() if line.startswith("  not attached:")]
+    assert len(lines) == 2
+    assert "trajectory #0 (task_id 0923-141502)" in lines[0] and "the final state fails c2" in lines[0]
+    assert "trajectory #2" in lines[1] and "Spot taken" in lines[1]
+    rows = {r["title"]: r["solution_calls"] for r in scenario_index(out / "scenarios" / "env_2.jsonl")}
+    assert rows == {"Park the car with plate AB-123 in a free spot.": 0, "Park car CD-456 in S1.": 2}
+    assert json.loads((out / "scenarios" / "env_2.index.json").read_text())["scenarios"]  # the index was rewritten
+    assert not list(out.rglob(".*.tmp"))
+
+
+def test_a_recorded_result_the_replay_does_not_reproduce_is_not_attached(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = json.loads(TRAJECTORIES.read_text(encoding="utf-8"))
+    item = items[3]
+    item["trajectory"][1]["observation"]["content"] = "{'success': True, 'data': ['S1', 'S9']}"
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([item]), encoding="utf-8")
+    code, text, err = _import(tmp_path / "data", path, capsys)
+    assert code == 0, err
+    assert "0 attached" in text
+    assert "call 1 list_free_spots returned" in text and "'S9'" in text
+    assert all(not calls for calls in _by_task(tmp_path / "data", "env_2").values())
+
+
+def test_an_item_that_is_not_a_trajectory_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.jsonl"
+    good = json.loads(TRAJECTORIES.read_text(encoding="utf-8"))[3]
+    path.write_text(json.dumps({"messages": []}) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    code, text, err = _import(tmp_path / "data", path, capsys)
+    assert code == 1
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {path}: item #0: no task_info.env_id"]
+    assert "1 attached" in text  # the good line still counts
+
+
+def test_trajectory_shapes() -> None:
+    parsed = dict(iter_trajectories(TRAJECTORIES))
+    assert [c.tool for c in parsed[1].calls] == ["get_book", "borrow_book", "borrow_book", "add_fine"]  # type: ignore[union-attr]
+    assert parsed[1].calls[2].result == "{'success': True, 'message': 'Book borrowed'}"  # type: ignore[union-attr]
+    conversation = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "messages": [
+        {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "chat_with_user",
+                                                                      "arguments": {"content": "hi"}}}]},
+        {"role": "assistant", "tool_calls": [{"id": "b", "function": {"name": "f", "arguments": "{}"}}]}]})
+    assert not isinstance(conversation, str)
+    assert [(c.tool, c.result) for c in conversation.calls] == [("f", None)]
+    assert trajectory_from_item(0, {"task_info": {"env_id": "e"}}) == "neither 'messages' nor 'trajectory' holds the calls"
+    bad_args = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "trajectory": [
+        {"action": {"name": "f", "arguments": "not json"}}]})
+    assert bad_args == "step 0 has an action without a name or with arguments that are not an object"
