@@ -145,3 +145,24 @@ def test_a_scenario_file_that_is_not_a_list_is_one_line(tmp_path: Path) -> None:
     path.write_text('{"env_id": "env_1"}', encoding="utf-8")
     with pytest.raises(InputFileError, match="expected a list of scenario items, got dict"):
         stream_import(ENVS, path, tmp_path / "out")
+
+
+def test_a_failed_environment_is_one_error_line_from_the_command(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    bad_envs = ES / "env_metadata_bad.json"
+    scenarios = tmp_path / "s.json"
+    scenarios.write_text(json.dumps([{"env_id": "env_3", "task": f"t{i}", "init_config": {}} for i in range(7)]
+                                    + [{"env_id": "env_404", "task": f"u{i}", "init_config": {}} for i in range(4)]
+                                    + [{"env_id": "env_9", "task": "park", "init_config": {}}]))
+    with pytest.raises(SystemExit) as exit_:
+        main(["import", "envscaler", "--envs", str(bad_envs), "--scenarios", str(scenarios),
+              "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 1
+    out, err = capsys.readouterr()
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    about_env_3 = [line for line in errors if "env 'env_3'" in line]
+    assert len(about_env_3) == 1 and "its 7 scenario(s) were skipped" in about_env_3[0]
+    assert len([line for line in errors if "env_404" in line]) == 1
+    assert "Traceback" not in err
+    assert "imported 1 environment(s) and 1 scenario(s)" in out  # the good environment is still imported
+    assert (tmp_path / "out" / "scenarios" / "env_9.jsonl").is_file()
