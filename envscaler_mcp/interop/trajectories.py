@@ -3,9 +3,10 @@
 Two item shapes are read, in a JSON list or a JSONL file:
 
 * an SFT trajectory item: `{traj_type, task_info: {env_id, task_id, task}, tools, messages, user_messages,
-  steps}`, `messages` being the FC-style conversation (a list, or a JSON string of one): assistant turns with
+  steps}`, `messages` being the conversation (a list, or a JSON string of one). FC style: assistant turns with
   `tool_calls: [{id, function: {name, arguments}}]` (arguments a JSON string or an object), each answered by
-  a `{"role": "tool", "tool_call_id", "content"}` turn;
+  a `{"role": "tool", "tool_call_id", "content"}` turn. Prompt mode: `<tool_call>{"name", "arguments"}
+  </tool_call>` in an assistant turn's text, answered by a user turn with `<tool_response>...</tool_response>`;
 * a rollout record: `{task_info, ..., trajectory: [{step, action: {name, arguments}, observation: {type,
   content}}, ...]}`.
 
@@ -16,6 +17,7 @@ kept as that text. Calls to `chat_with_user` (the simulated user of conversation
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,26 +81,45 @@ def _text(content: Any) -> str | None:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_TOOL_RESPONSE = re.compile(r"<tool_response>(.*?)</tool_response>", re.DOTALL)
+
+
 def _from_messages(messages: list[Any]) -> list[RecordedCall] | str:
+    """Calls of an FC conversation (`tool_calls`, answered by `role: tool` turns) or a prompt-mode one
+    (`<tool_call>{"name", "arguments"}</tool_call>` in the assistant's text, answered by a user turn holding
+    `<tool_response>...</tool_response>`)."""
     calls: list[RecordedCall] = []
     by_id: dict[str, RecordedCall] = {}
+    unanswered: list[RecordedCall] = []  # prompt-mode calls waiting for their <tool_response>, in order
     for n, message in enumerate(messages):
         if not isinstance(message, dict):
             return f"message {n} is not an object"
-        if message.get("role") == "assistant":
-            for tc in message.get("tool_calls") or []:
-                named = _named_call(tc.get("function") if isinstance(tc, dict) else None)
+        role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            fc = [tc.get("function") if isinstance(tc, dict) else None for tc in message.get("tool_calls") or []]
+            prompted = [] if fc or not isinstance(content, str) else _TOOL_CALL.findall(content)
+            for k, holder in enumerate(fc + [_decoded(text.strip()) for text in prompted]):
+                named = _named_call(holder)
                 if named is None:
                     return f"message {n} has a tool call without a name or with arguments that are not an object"
                 if named[0] == USER_ACTION:
                     continue
                 call = RecordedCall(tool=named[0], arguments=named[1])
                 calls.append(call)
-                by_id[str(tc.get("id", len(by_id)))] = call
-        elif message.get("role") == "tool":
+                if k < len(fc):
+                    tc = message["tool_calls"][k]
+                    by_id[str(tc.get("id", len(by_id)))] = call
+                else:
+                    unanswered.append(call)
+        elif role == "tool":
             answered = by_id.get(str(message.get("tool_call_id")))
             if answered is not None:
-                answered.result = _text(message.get("content"))
+                answered.result = _text(content)
+        elif role == "user" and isinstance(content, str) and unanswered:
+            for text in _TOOL_RESPONSE.findall(content):
+                if unanswered:
+                    unanswered.pop(0).result = text.strip()
     return calls
 
 

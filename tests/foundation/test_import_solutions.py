@@ -100,3 +100,24 @@ def test_trajectory_shapes() -> None:
     bad_args = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "trajectory": [
         {"action": {"name": "f", "arguments": "not json"}}]})
     assert bad_args == "step 0 has an action without a name or with arguments that are not an object"
+
+
+def test_prompt_mode_conversation() -> None:
+    # hand-written, in the shape EnvScaler's agent writes in prompt mode
+    item = {"task_info": {"env_id": "env_2", "task": "Park car CD-456 in S1."}, "messages": [
+        {"role": "user", "content": "Park car CD-456 in S1."},
+        {"role": "assistant", "content": 'Free spots first.\n<tool_call>\n{"name": "list_free_spots", '
+                                         '"arguments": {}}\n</tool_call>'},
+        {"role": "user", "content": "<tool_response>\n{'success': True, 'data': ['S1']}\n</tool_response>"},
+        {"role": "assistant", "content": '<tool_call>{"name": "park", "arguments": {"spot_id": "S1", '
+                                         '"plate": "CD-456"}}</tool_call>'},
+        {"role": "user", "content": "<tool_response>\n{'success': True, 'message': 'Parked'}\n</tool_response>"},
+        {"role": "assistant", "content": "Task Completed"}]}
+    parsed = trajectory_from_item(0, item)
+    assert not isinstance(parsed, str)
+    assert [(c.tool, c.arguments, c.result) for c in parsed.calls] == [
+        ("list_free_spots", {}, "{'success': True, 'data': ['S1']}"),
+        ("park", {"spot_id": "S1", "plate": "CD-456"}, "{'success': True, 'message': 'Parked'}")]
+    broken = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "messages": [
+        {"role": "assistant", "content": "<tool_call>{not json}</tool_call>"}]})
+    assert broken == "message 0 has a tool call without a name or with arguments that are not an object"
