@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
@@ -31,7 +31,7 @@ from envscaler_mcp.qa.reference import ReferenceCache
 
 try:
     import ray
-    from ray.exceptions import RayActorError, WorkerCrashedError
+    from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 except ImportError:  # pragma: no cover - reported by connect()
     ray = None  # type: ignore[assignment]
 
@@ -156,6 +156,19 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+def _from_worker(exc: RayTaskError) -> Exception:
+    """What an episode raised on a worker: a known error as its own one line (naming the worker, whose
+    environment may differ from the driver's), anything else as is (a harness bug, with the worker's traceback)."""
+    cause = exc.cause
+    if not isinstance(cause, EnvScalerError):
+        return exc
+    try:
+        return type(cause)(f"{cause} (on a Ray worker: a worker's environment is the one `ray start` had on "
+                           "its node, see docs/ray.md)")
+    except TypeError:  # an error class with another constructor: its own message
+        return cause
+
+
 @dataclass
 class _Slot:
     handle: Any
@@ -221,6 +234,8 @@ class RayDispatch:
                         replacements -= 1
                         self.slots.append(self._new_actor())
                     continue
+                except RayTaskError as exc:
+                    raise _from_worker(exc) from None
                 result = EpisodeResult.model_validate(record)
                 if result.status == "infra_error" and pair not in moved and len(self.slots) > 1:
                     moved.add(pair)
