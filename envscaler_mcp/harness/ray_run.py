@@ -18,8 +18,10 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+from envscaler_mcp.catalog.paths import data_root, package_root, set_home
 from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
@@ -41,7 +43,10 @@ Pair = tuple[str, str, int]  # (env id, scenario id, trial)
 class EpisodeWorker:
     """A Ray actor: opens the run's servers and a validator sandbox on its node once, then runs episodes."""
 
-    def __init__(self, config: dict[str, Any], plans: list[dict[str, Any]], run_id: str) -> None:
+    def __init__(self, config: dict[str, Any], plans: list[dict[str, Any]], run_id: str,
+                 home: str | None = None) -> None:
+        if home is not None:  # the driver's data home (--home): environment ids resolve there, as in the driver
+            set_home(Path(home))
         self.config = RunConfig.model_validate(config)
         self.plans = {p["env_id"]: EnvPlan.model_validate(p) for p in plans}
         self.run_id = run_id
@@ -197,6 +202,7 @@ class RayDispatch:
             self.config.model_dump(mode="json"),
             [p.model_dump(mode="json") for p in self.plans],
             self.run_id,
+            None if data_root() == package_root() else str(data_root()),
         )
         return _Slot(handle)
 
