@@ -16,10 +16,10 @@ import pytest
 
 from envscaler_mcp.catalog.paths import package_root, set_home
 from envscaler_mcp.harness.config import RunConfig
-from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.rundir import RunDir
+from tests.cluster.conftest import local_ray
 
-ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 SOURCE, COPY = "ecommerce_orders", "shop_only_in_the_home"
 
 
@@ -44,12 +44,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 @pytest.fixture
 def cluster() -> Iterator[None]:
-    ray.init(num_cpus=1, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    try:
+    with local_ray(num_cpus=1):
         yield
-    finally:
-        ray.shutdown()
 
 
 def test_workers_run_the_environments_of_the_data_home(home: Path, cluster: None, tmp_path: Path) -> None:

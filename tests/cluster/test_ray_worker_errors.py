@@ -14,20 +14,19 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
+from tests.cluster.conftest import local_ray
+
 KEY = "OPENAI_API_KEY"
 
 
 @pytest.fixture(scope="module")
 def keyless_workers() -> Iterator[None]:
     saved = os.environ.pop(KEY, None)
-    ray.init(num_cpus=1, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    os.environ[KEY] = "sk-only-on-the-driver"  # after the workers' environment is fixed
     try:
-        yield
+        with local_ray(num_cpus=1):
+            os.environ[KEY] = "sk-only-on-the-driver"  # after the workers' environment is fixed
+            yield
     finally:
-        ray.shutdown()
         os.environ.pop(KEY, None)
         if saved is not None:
             os.environ[KEY] = saved
