@@ -1,22 +1,33 @@
-"""An error raised on a Ray worker reaches the command line as one line, as in a local run.
+"""eval --ray: an error raised on a worker reaches the command line as one line, as in a local run; the
+workers resolve environment ids in the driver's data home (--home).
 
 The workers of a cluster get their environment from `ray start`, not from the driver: a provider key set
 only where the driver runs is missing on the workers (the driver's own check passes, the workers' fails).
-A bug on a worker stops the run like a bug in a local run: one line, the traceback in error.log.
+A bug on a worker stops the run like a bug in a local run: one line, the traceback in error.log. The home
+holds a copy of a bundled environment under an id the bundled catalog does not have, so a worker that
+looked the id up anywhere else could not run it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from envscaler_mcp.catalog.paths import package_root, set_home
+from envscaler_mcp.harness.config import RunConfig
+from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.rundir import RunDir
 from tests.cluster.conftest import local_ray
 
 KEY = "OPENAI_API_KEY"
+SOURCE, COPY = "ecommerce_orders", "shop_only_in_the_home"
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +77,32 @@ def test_a_bug_on_a_worker_is_one_line_and_error_log(keyless_workers: None, tmp_
     assert code != 0, err
     assert len(err.splitlines()) == 1 and "internal error" in err, err
     assert "a bug on the worker" in (out / "error.log").read_text()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.delenv("ENVSCALER_MCP_HOME", raising=False)
+    root, out = package_root(), tmp_path / "home"
+    skeleton = json.loads((root / "environments" / SOURCE / "skeleton.json").read_text())
+    skeleton["id"] = COPY
+    (out / "environments" / COPY).mkdir(parents=True)
+    (out / "environments" / COPY / "skeleton.json").write_text(json.dumps(skeleton))
+    (out / "scenarios").mkdir()
+    lines = [json.loads(line) for line in (root / "scenarios" / f"{SOURCE}.jsonl").read_text().splitlines() if line]
+    (out / "scenarios" / f"{COPY}.jsonl").write_text("".join(json.dumps({**s, "env_id": COPY}) + "\n" for s in lines))
+    set_home(out)
+    try:
+        yield out
+    finally:
+        set_home(None)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_workers_run_the_environments_of_the_data_home(home: Path, keyless_workers: None,
+                                                     tmp_path: Path) -> None:
+    config = RunConfig.model_validate({"envs": [COPY], "agent": "oracle", "transport": "memory", "progress": False,
+                                       "limit": 2, "ray": "auto", "ray_workers": 1})
+    out = tmp_path / "run"
+    anyio.run(run_eval, config, out)
+    records = RunDir(out).read_results()
+    assert [(r.env_id, r.status, r.score) for r in records] == [(COPY, "completed", 1.0)] * 2
