@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.security.conftest import open_dir  # noqa: F401 (a fixture of these tests too)
+
 
 @contextmanager
 def local_ray(num_cpus: int) -> Iterator[None]:

@@ -10,9 +10,11 @@ looked the id up anywhere else could not run it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,3 +108,42 @@ def test_workers_run_the_environments_of_the_data_home(home: Path, keyless_worke
     anyio.run(run_eval, config, out)
     records = RunDir(out).read_results()
     assert [(r.env_id, r.status, r.score) for r in records] == [(COPY, "completed", 1.0)] * 2
+
+
+def test_hostile_environment_code_on_a_worker_is_confined(keyless_workers: None, tmp_path: Path, open_dir: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data home whose rendered server writes files, connects to a listener, runs programs and forks, at
+    import and in its tools; the worker's servers run it under the same OS layers as a local run."""
+    from envscaler_mcp.render.engine import read_manifest
+    from tests.security.conftest import Listener
+    from tests.security.test_server_attacks import FIXTURE, malicious_server
+
+    monkeypatch.delenv("ENVSCALER_MCP_HOME", raising=False)
+    listener = Listener()
+    (open_dir / "secret.txt").write_text("s3cr3t-file")
+    home = tmp_path / "home"
+    (home / "environments" / "mini_shop").mkdir(parents=True)
+    shutil.copy(FIXTURE / "skeleton.json", home / "environments" / "mini_shop" / "skeleton.json")
+    (home / "scenarios").mkdir()
+    shutil.copy(FIXTURE / "scenarios.jsonl", home / "scenarios" / "mini_shop.jsonl")
+    server = malicious_server(tmp_path, open_dir, listener.port)
+    manifest = read_manifest(server)
+    assert manifest is not None
+    for rel in manifest["files"]:  # the home says its altered files are the rendered ones
+        manifest["files"][rel] = hashlib.sha256((server / rel).read_bytes()).hexdigest()
+    (server / "manifest.json").write_text(json.dumps(manifest))
+    shutil.move(server, home / "generated_servers" / "mini_shop")
+    set_home(home)
+    try:
+        config = RunConfig.model_validate({"envs": ["mini_shop"], "agent": "oracle", "progress": False,
+                                           "ray": "auto", "ray_workers": 1})
+        anyio.run(run_eval, config, tmp_path / "run")
+    finally:
+        set_home(None)
+        time.sleep(0.3)
+        listener.close()
+    results = (tmp_path / "run" / "results.jsonl").read_text()
+    assert "at_import" in results, "the hostile server did not run"  # list_orders reported its attacks
+    assert not (open_dir / "written.txt").exists() and not (open_dir / "executed.txt").exists()
+    assert listener.connections == 0 and listener.received == []
+    assert "s3cr3t" not in results
