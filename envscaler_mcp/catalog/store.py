@@ -113,8 +113,16 @@ def _fresh_index(path: Path) -> list[dict[str, object]] | None:
     except UsageError:
         return None
     if isinstance(data, dict) and data.get("file") == _stamp(path) and isinstance(data.get("scenarios"), list):
-        return list(data["scenarios"])
-    return None
+        rows = list(data["scenarios"])
+        if all(_is_row(row) for row in rows):
+            return rows
+    return None  # missing, stale or malformed (an imported folder's index is not trusted): parse the file
+
+
+def _is_row(row: object) -> bool:
+    """A row as write_index writes it: id and title text, checks and solution_calls counts."""
+    return (isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("title"), str)
+            and all(type(row.get(k)) is int and row[k] >= 0 for k in ("checks", "solution_calls")))
 
 
 def scenario_index(path: Path) -> list[dict[str, object]]:

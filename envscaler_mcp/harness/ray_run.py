@@ -18,9 +18,11 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.catalog.paths import data_root, package_root, set_home
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
@@ -31,7 +33,7 @@ from envscaler_mcp.qa.reference import ReferenceCache
 
 try:
     import ray
-    from ray.exceptions import RayActorError, WorkerCrashedError
+    from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 except ImportError:  # pragma: no cover - reported by connect()
     ray = None  # type: ignore[assignment]
 
@@ -41,7 +43,10 @@ Pair = tuple[str, str, int]  # (env id, scenario id, trial)
 class EpisodeWorker:
     """A Ray actor: opens the run's servers and a validator sandbox on its node once, then runs episodes."""
 
-    def __init__(self, config: dict[str, Any], plans: list[dict[str, Any]], run_id: str) -> None:
+    def __init__(self, config: dict[str, Any], plans: list[dict[str, Any]], run_id: str,
+                 home: str | None = None) -> None:
+        if home is not None:  # the driver's data home (--home): environment ids resolve there, as in the driver
+            set_home(Path(home))
         self.config = RunConfig.model_validate(config)
         self.plans = {p["env_id"]: EnvPlan.model_validate(p) for p in plans}
         self.run_id = run_id
@@ -156,6 +161,19 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+def _from_worker(exc: RayTaskError) -> Exception:
+    """What an episode raised on a worker: a known error as its own one line (naming the worker, whose
+    environment may differ from the driver's), anything else as is (a harness bug, with the worker's traceback)."""
+    cause = exc.cause
+    if not isinstance(cause, EnvScalerError):
+        return exc
+    try:
+        return type(cause)(f"{cause} (on a Ray worker: a worker's environment is the one `ray start` had on "
+                           "its node, see docs/ray.md)")
+    except TypeError:  # an error class with another constructor: its own message
+        return cause
+
+
 @dataclass
 class _Slot:
     handle: Any
@@ -184,6 +202,7 @@ class RayDispatch:
             self.config.model_dump(mode="json"),
             [p.model_dump(mode="json") for p in self.plans],
             self.run_id,
+            None if data_root() == package_root() else str(data_root()),
         )
         return _Slot(handle)
 
@@ -221,6 +240,8 @@ class RayDispatch:
                         replacements -= 1
                         self.slots.append(self._new_actor())
                     continue
+                except RayTaskError as exc:
+                    raise _from_worker(exc) from None
                 result = EpisodeResult.model_validate(record)
                 if result.status == "infra_error" and pair not in moved and len(self.slots) > 1:
                     moved.add(pair)

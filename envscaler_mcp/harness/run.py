@@ -153,7 +153,12 @@ async def _run_prepared(
                       highlight=False)
     planned = sum(len(p.scenarios) for p in plans) * config.trials
     if config.ray:
-        await _run_on_ray(config, plans, todo, run_dir, manifest, planned, len(done), console)
+        try:
+            await _run_on_ray(config, plans, todo, run_dir, manifest, planned, len(done), console)
+        except Exception as exc:  # a bug on a worker or here: error.log and one line, as a local run
+            if isinstance(exc, EnvScalerError):
+                raise
+            raise _harness_bug(run_dir, manifest, exc) from exc
         return run_dir
     try:
         async with AsyncExitStack() as stack:

@@ -1,7 +1,7 @@
 """Run a Python module under the OS layers, in this process (nothing is executed after them):
 
-    python -s -m envscaler_mcp.isolation.confined --read DIR [--read DIR ...] [--report FILE] [--off]
-           -- -m PACKAGE [ARGS ...]
+    python -s -P -m envscaler_mcp.isolation.confined --read DIR [--read DIR ...] [--path DIR ...]
+           [--report FILE] [--off] -- -m PACKAGE [ARGS ...]
 
 How launched environment servers start. Before PACKAGE is imported, this process gives itself:
 
@@ -12,6 +12,8 @@ How launched environment servers start. Before PACKAGE is imported, this process
   own folders and the system's shared libraries; no TCP bind or connect; no signal beyond the sandbox.
 * seccomp: no exec, no new processes (threads are fine), no new sockets, no tracing, signals to itself only.
 
+`--path DIR` is put first on the module search path only after the layers, so that nothing in DIR is
+imported before them (start Python with `-P` and keep DIR out of PYTHONPATH for the same reason).
 `--report FILE` receives {layer: [active, detail]} once the layers are in place (opened before them).
 A layer the kernel refuses is recorded there and the server still starts. Standard library + pyseccomp.
 """
@@ -84,6 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     split = args.index("--")
     parser = argparse.ArgumentParser(prog="envscaler_mcp.isolation.confined")
     parser.add_argument("--read", action="append", default=[], help="a folder the module may read")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a folder put on the module search path once the layers are in place")
     parser.add_argument("--report", default=None, help="where to write the layers in force (JSON)")
     parser.add_argument("--off", action="store_true", help="apply no layer (to measure their cost)")
     options = parser.parse_args(args[:split])
@@ -100,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     if report is not None:
         with report:
             report.write(json.dumps(table))
+    sys.path[:0] = [os.path.realpath(p) for p in options.path]
     sys.argv = [rest[1], *rest[2:]]
     runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
 

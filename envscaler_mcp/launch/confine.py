@@ -24,7 +24,7 @@ _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
 
 def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
     """The whole environment of a server process: an allowlist, plus the admin token when given."""
-    env = {"PATH": os.defpath, "PYTHONPATH": os.pathsep.join([str(server.path), _PKG_PARENT]),
+    env = {"PATH": os.defpath, "PYTHONPATH": _PKG_PARENT,  # the server folder only once confined (--path)
            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
     env.update({k: os.environ[k] for k in _PASSED_THROUGH if k in os.environ})
     if token is not None:
@@ -33,9 +33,14 @@ def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
 
 
 def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str]) -> list[str]:
-    """argv that starts the server package under the OS layers (or with none, `isolation=False`)."""
-    confined = [sys.executable, "-s", "-m", "envscaler_mcp.isolation.confined", "--read", str(server.path),
-                "--report", str(report), *([] if isolation else ["--off"])]
+    """argv that starts the server package under the OS layers (or with none, `isolation=False`).
+
+    The server folder is untrusted as a whole: it joins the module search path only once the layers are in
+    place (`--path`), and `-P` keeps the working directory (the server folder) off it while Python starts,
+    so no file beside the package (sitecustomize.py, a module named like one the launcher imports) runs
+    before them."""
+    confined = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--read", str(server.path),
+                "--path", str(server.path), "--report", str(report), *([] if isolation else ["--off"])]
     return [*confined, "--", "-m", server.package, *server_args]
 
 

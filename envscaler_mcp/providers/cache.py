@@ -45,9 +45,18 @@ def request_body(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef
 
 def request_key(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef], settings: GenerationSettings) -> str:
     """SHA-256 hex of the canonical JSON of a request."""
-    body = request_body(spec, messages, tools, settings)
+    return _body_key(request_body(spec, messages, tools, settings))
+
+
+def _body_key(body: dict[str, Any]) -> str:
     text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _answers(entry: CacheEntry, key: str) -> bool:
+    """The entry is the answer to `key`: it says so, and the request it holds (if any) hashes to it. A file
+    copied under another request's name is not served."""
+    return entry.key == key and (entry.request is None or _body_key(entry.request) == key)
 
 
 class ResponseCache:
@@ -61,22 +70,20 @@ class ResponseCache:
 
     def get(self, key: str) -> AssistantTurn | None:
         """The cached turn (marked cached, usage zero: no call was made), or None on a miss or a torn file."""
-        path = self._path(key)
-        if not path.exists():
-            return None
-        try:
-            entry = CacheEntry.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValidationError, OSError):
+        entry = self.entry(key)
+        if entry is None:
             return None
         return entry.turn.model_copy(update={"cached": True, "usage": Usage(cost_usd=0.0), "latency_s": 0.0})
 
     def entry(self, key: str) -> CacheEntry | None:
-        """The stored entry as written (original usage and latency), or None."""
+        """The stored entry as written (original usage and latency), or None (a miss, a torn file, or an entry
+        that is not the answer to `key`)."""
         path = self._path(key)
         try:
-            return CacheEntry.model_validate_json(path.read_text(encoding="utf-8"))
+            entry = CacheEntry.model_validate_json(path.read_text(encoding="utf-8"))
         except (ValidationError, OSError):
             return None
+        return entry if _answers(entry, key) else None
 
     def put(self, key: str, spec: str, turn: AssistantTurn, request: dict[str, Any] | None = None,
             label: str | None = None) -> None:

@@ -21,7 +21,7 @@ def render_command(
     home: HomeOption = None,
 ) -> None:
     """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
-    from envscaler_mcp.catalog.paths import generated_servers_dir
+    from envscaler_mcp.catalog.paths import data_root, generated_servers_dir
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_of
     from envscaler_mcp.render.engine import is_current, render_server
     from envscaler_mcp.render.naming import safe_env_id
@@ -32,6 +32,9 @@ def render_command(
     if not ids:
         raise UsageError("name at least one environment, or pass --all (see `envscaler-mcp list`)")
     root = out or generated_servers_dir()
+    if out is None and not root.resolve().is_relative_to(data_root()):
+        raise UsageError(f"{root} leads out of the data home (to {root.resolve()}); rendering there would replace "
+                         "folders outside it. Remove the link, or pass --out")
     stale = []
     for env in ids:
         skeleton = get_skeleton(env)

@@ -80,3 +80,32 @@ def test_the_sandbox_contains_an_escape_when_run_by_a_normal_user(open_dir: Path
         assert layers[name], layers
     if layers.get("user-namespace"):
         assert layers["network-namespace"] and layers["pid-namespace"] and layers["empty-root"]
+
+
+def test_a_normal_user_without_user_namespaces_keeps_landlock_and_seccomp(open_dir: Path) -> None:
+    """docs/scoring.md: without user namespaces there is no network, IPC or PID namespace and no empty root,
+    but Landlock still denies files and TCP and seccomp still denies sockets, exec and fork."""
+    listener = Listener()
+    (open_dir / "secret.txt").write_text("s3cr3t-of-root")
+    (open_dir / "secret.txt").chmod(0o644)
+    probe_argv = [sys.executable, "-m", "tests.security.as_user_probe", str(open_dir), str(listener.port)]
+    command = as_nobody([sys.executable, "-m", "tests.security.no_userns", *probe_argv])
+    if command is None:
+        pytest.skip("cannot run a process as an unprivileged user here (needs setpriv and unshare as root)")
+    try:
+        done = subprocess.run(command, cwd=REPO, env={"PATH": os.defpath, "PYTHONPATH": str(REPO)},
+                              capture_output=True, text=True, timeout=120)
+        time.sleep(0.3)
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    layers = probe["layers"]
+    assert probe["uid"] != 0
+    assert not layers.get("user-namespace") and not layers["network-namespace"], layers  # the restriction held
+    assert layers["landlock-fs"] and layers["seccomp"], layers
+    assert not (open_dir / "created.txt").exists() and not (open_dir / "executed.txt").exists()
+    assert listener.connections == 0 and listener.received == []
+    assert "s3cr3t-of-root" not in json.dumps(probe["results"])
+    assert probe["results"]["plain"] == [True, None]
+    assert probe["results"]["fork"][0] is False
