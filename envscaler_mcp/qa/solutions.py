@@ -113,8 +113,15 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
             path = Path(out) / "scenarios" / f"{env_id}.jsonl"
             if not candidates or not path.is_file():
                 continue
-            async with launch_server(skeleton, transport=transport) as server:
-                await _attach_env(path, candidates, server.episode, sandbox, report, used)
+            try:
+                async with launch_server(skeleton, transport=transport) as server:
+                    await _attach_env(path, candidates, server.episode, sandbox, report, used)
+            except Exception as exc:  # the server did not start or died: this env's file is left as it was
+                while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                    exc = exc.exceptions[0]
+                report.unverified.append(f"environment {env_id}: its trajectories were not replayed "
+                                         f"({type(exc).__name__}: {str(exc)[:300]})")
+                used.update(id(t) for ts in candidates.values() for t in ts)
     seen = {id(t) for keys in by_env.values() for ts in keys.values() for t in ts}
     report.unmatched = len(seen) - len(used)
     return report
