@@ -95,28 +95,40 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
                            timeout_s: float = 2.0) -> SolutionReport:
     """Attach verified solutions from `trajectories_path` to the scenarios of `env_ids` imported into `out`."""
     report = SolutionReport()
+    environments = Path(out) / "environments"
+    ours = {str(load_skeleton(skeleton_file(environments, env_id)).provenance.source_id): env_id
+            for env_id in env_ids}  # EnvScaler env_id -> ours; only their trajectories are kept in memory
     by_env: dict[str, dict[str, list[Trajectory]]] = {}
     for position, trajectory in iter_trajectories(trajectories_path):
         if isinstance(trajectory, str):
             report.unusable.append(f"{trajectories_path}: item #{position}: {trajectory}")
             continue
-        keys = by_env.setdefault(trajectory.env_id, {})
+        if trajectory.env_id not in ours:
+            report.unmatched += 1
+            continue
+        keys = by_env.setdefault(ours[trajectory.env_id], {})
         if trajectory.task_id:
             keys.setdefault(f"id:{trajectory.task_id}", []).append(trajectory)
         if trajectory.task:
             keys.setdefault(f"task:{trajectory.task}", []).append(trajectory)
     used: set[int] = set()
     async with ValidatorSandbox(timeout_s=timeout_s, workers=1) as sandbox:
-        for env_id in env_ids:
-            skeleton = load_skeleton(skeleton_file(Path(out) / "environments", env_id))
-            candidates = by_env.get(str(skeleton.provenance.source_id), {})
+        for env_id, candidates in by_env.items():
             path = Path(out) / "scenarios" / f"{env_id}.jsonl"
-            if not candidates or not path.is_file():
+            if not path.is_file():
                 continue
-            async with launch_server(skeleton, transport=transport) as server:
-                await _attach_env(path, candidates, server.episode, sandbox, report, used)
+            try:
+                skeleton = load_skeleton(skeleton_file(environments, env_id))
+                async with launch_server(skeleton, transport=transport) as server:
+                    await _attach_env(path, candidates, server.episode, sandbox, report, used)
+            except Exception as exc:  # the server did not start or died: this env's file is left as it was
+                while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                    exc = exc.exceptions[0]
+                report.unverified.append(f"environment {env_id}: its trajectories were not replayed "
+                                         f"({type(exc).__name__}: {str(exc)[:300]})")
+                used.update(id(t) for ts in candidates.values() for t in ts)
     seen = {id(t) for keys in by_env.values() for ts in keys.values() for t in ts}
-    report.unmatched = len(seen) - len(used)
+    report.unmatched += len(seen) - len(used)
     return report
 
 

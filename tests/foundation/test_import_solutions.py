@@ -121,3 +121,28 @@ def test_prompt_mode_conversation() -> None:
     broken = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "messages": [
         {"role": "assistant", "content": "<tool_call>{not json}</tool_call>"}]})
     assert broken == "message 0 has a tool call without a name or with arguments that are not an object"
+
+
+def test_a_server_that_does_not_start_leaves_the_files_and_is_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from envscaler_mcp.interop.stream_import import stream_import
+    from envscaler_mcp.qa import solutions
+
+    out = tmp_path / "data"
+    stream_import(ENVS, SCENARIOS, out)
+    before = {p: p.read_bytes() for p in sorted((out / "scenarios").iterdir())}
+
+    def no_server(*_args: object, **_kwargs: object) -> object:
+        raise RuntimeError("port in use")
+
+    monkeypatch.setattr(solutions, "launch_server", no_server)
+    report = anyio.run(lambda: solutions.attach_solutions(out, ["env_1", "env_2"], TRAJECTORIES,
+                                                          transport="memory"))
+    assert report.attached == []
+    assert report.unverified == [
+        "environment env_1: its trajectories were not replayed (RuntimeError: port in use)",
+        "environment env_2: its trajectories were not replayed (RuntimeError: port in use)"]
+    assert report.unmatched == 1  # only the trajectory of an environment that was not imported
+    assert {p: p.read_bytes() for p in sorted((out / "scenarios").iterdir())} == before
