@@ -49,6 +49,8 @@ def render_command(
         if is_current(target, skeleton, scenarios):
             typer.echo(f"up to date  {target}")
             continue
+        if target.is_symlink():  # replace the link itself, never the folder it points to
+            target.unlink()
         render_server(skeleton, scenarios, target)
         typer.echo(f"rendered    {target}  ({len(skeleton.tools)} tools, {len(scenarios)} scenarios)")
     if stale:

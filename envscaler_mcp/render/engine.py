@@ -173,9 +173,8 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
 
 
 def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
-    """Replace `out_dir` with exactly `files` (written to a sibling temp folder, then swapped in). A symlink at
-    `out_dir` is replaced itself: the folder it points to is left as it was."""
-    out_dir = Path(out_dir).parent.resolve() / Path(out_dir).name
+    """Replace `out_dir` with exactly `files` (written to a sibling temp folder, then swapped in)."""
+    out_dir = Path(out_dir).resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
     try:
@@ -184,13 +183,11 @@ def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         old = None
-        if out_dir.exists() or out_dir.is_symlink():
+        if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{tmp.name[-8:]}"
             out_dir.rename(old)
         tmp.rename(out_dir)
-        if old is not None and old.is_symlink():
-            old.unlink()
-        elif old is not None:
+        if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
