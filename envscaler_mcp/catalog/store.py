@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -152,3 +156,72 @@ def scenarios_of(target: str | Path, env_id: str, root: Path | None = None) -> l
     """The scenarios of an environment named by id or skeleton path ([] when it has none)."""
     path = scenarios_path(target, env_id, root)
     return load_scenarios(path) if path.is_file() else []
+
+
+@dataclass(frozen=True)
+class ScenarioLine:
+    """Where a scenario sits in its JSONL file (byte offset and length of its line) and the line's sha256."""
+
+    offset: int
+    length: int
+    digest: str
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of each non-empty line, without decoding or parsing anything."""
+    offset = 0
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if raw.strip():
+                yield number, offset, raw
+            offset += len(raw)
+
+
+def scenario_headers(
+    path: Path, wanted: set[str] | None = None, limit: int | None = None
+) -> list[tuple[Scenario, ScenarioLine]]:
+    """The scenarios of a JSONL file without their initial states (left empty), each with where its line is,
+    for loading it in full later (`load_scenario_line`). Only the lines selected are parsed: `wanted` ids (in
+    file order) and then the first `limit`, chosen from the catalog index when it is current."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFileError(path, "file not found")
+    rows = _fresh_index(path)
+    ids = [str(r.get("id") or "") for r in rows] if rows is not None else None
+    if ids is not None and not all(ids):
+        ids = None  # scenarios without ids get theirs from their content: parse them
+    out: list[tuple[Scenario, ScenarioLine]] = []
+    position = -1
+    for number, offset, raw in _lines(path):
+        position += 1
+        if limit is not None and len(out) >= limit:
+            break
+        if ids is not None and position < len(ids) and wanted is not None and ids[position] not in wanted:
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
+        scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
+        scenario = scenario if scenario.id else scenario.with_id()
+        if wanted is not None and scenario.id not in wanted:
+            continue
+        line = ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())
+        out.append((scenario.model_copy(update={"initial_state": {}}), line))
+    return out
+
+
+def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scenario:
+    """The scenario at `line` of `path`, in full; UsageError when the file changed since it was read."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            f.seek(line.offset)
+            raw = f.read(line.length)
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read it ({exc.strerror or exc})") from exc
+    if hashlib.sha256(raw).hexdigest() != line.digest:
+        raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
+                         "where it was); run again")
+    scenario = validate_model(Scenario, json.loads(raw), path=path)
+    return scenario if scenario.id else scenario.with_id()

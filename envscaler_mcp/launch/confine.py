@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from envscaler_mcp.isolation.report import IsolationReport, Layer, from_layers
@@ -32,10 +33,13 @@ def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
     return env
 
 
-def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str]) -> list[str]:
-    """argv that starts the server package under the OS layers (or with none, `isolation=False`)."""
+def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str],
+                   read: Sequence[Path] = ()) -> list[str]:
+    """argv that starts the server package under the OS layers (or with none, `isolation=False`). The server
+    may read its package and the `read` paths (the launcher's state files), nothing else of the user's."""
+    extra = [arg for path in read for arg in ("--read", str(path))]
     confined = [sys.executable, "-s", "-m", "envscaler_mcp.isolation.confined", "--read", str(server.path),
-                "--report", str(report), *([] if isolation else ["--off"])]
+                *extra, "--report", str(report), *([] if isolation else ["--off"])]
     return [*confined, "--", "-m", server.package, *server_args]
 
 
