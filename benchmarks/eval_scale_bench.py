@@ -14,11 +14,14 @@ with the project's Python and a private render cache (ENVSCALER_MCP_CACHE), and 
 * the render cache's size after the run (what the run left in the user's cache);
 * the whole command's wall time.
 
+`--before DIR` runs an older checkout's package the same way (PYTHONPATH=DIR, its own cache), interleaved
+with this one, and prints the ratios: make DIR with `git archive OLD_COMMIT | tar -x -C DIR`.
+
 `--work DIR` keeps the set, the home and the cache there and reuses them on the next run (making the full set
 takes minutes). `--profile FILE` runs the command under cProfile (its numbers are then slower).
 
 Usage: python benchmarks/eval_scale_bench.py [--env ecommerce_orders] [--scenarios 115] [--state-kb 1300]
-       [--episodes 4] [--limit N] [--concurrency 1] [--work DIR] [--profile FILE]
+       [--limit N] [--concurrency 1] [--first-only] [--before OLD_CHECKOUT] [--work DIR] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -81,8 +85,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_eval(home: Path, env_id: str, limit: int, concurrency: int, cache: Path, out: Path,
-             profile: Path | None) -> dict[str, float]:
-    """Run `eval` once; the numbers of this run."""
+             profile: Path | None, first_only: bool = False, source: Path | None = None) -> dict[str, float]:
+    """Run `eval` once (with the package in `source` when given: an older checkout); the numbers of this run."""
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else []),
                "-m", "envscaler_mcp", "eval", "--home", str(home), "--env", env_id, "--agent", "oracle",
@@ -90,16 +94,19 @@ def run_eval(home: Path, env_id: str, limit: int, concurrency: int, cache: Path,
     results = out / "results.jsonl"
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "ENVSCALER_MCP_CACHE": str(cache), "COLUMNS": "200"})
+                            env={**os.environ, "ENVSCALER_MCP_CACHE": str(cache), "COLUMNS": "200",
+                                 **({"PYTHONPATH": str(source)} if source else {})})
     first_written = None
     while proc.poll() is None:
         if first_written is None and results.is_file() and results.stat().st_size:
             first_written = time.perf_counter() - start
+            if first_only:
+                proc.send_signal(signal.SIGINT)  # the run stops cleanly, its finished episode kept
         time.sleep(0.05)
     total = time.perf_counter() - start
     assert proc.stderr is not None
     err = proc.stderr.read().decode(errors="replace")
-    if proc.returncode not in (0, 3):
+    if proc.returncode not in (0, 3) and not first_only:
         raise SystemExit(f"eval failed ({proc.returncode}): {err[-3000:]}")
     records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
     if first_written is None:
@@ -129,6 +136,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=8, help="Scenarios the eval runs (default 8).")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--work", type=Path, default=None, help="Keep (and reuse) the set, home and cache here.")
+    parser.add_argument("--first-only", action="store_true",
+                        help="Stop each eval once its first result is written (for the time to the first episode "
+                        "with a large --limit).")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="Also run an older checkout's package (a folder holding its envscaler_mcp/ and "
+                        "templates/, e.g. from `git archive`), interleaved, and print the ratios.")
     parser.add_argument("--profile", type=Path, default=None, help="Write a cProfile of the eval command here.")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="eval-scale-"))
@@ -136,15 +149,21 @@ def main() -> None:
     try:
         home, env_id = make_home(args.env, args.scenarios, args.state_kb, work)
         scenario_file = home / "scenarios" / f"{env_id}.jsonl"
-        cache = work / "cache"
-        shutil.rmtree(cache, ignore_errors=True)
         print(f"set: {args.scenarios} scenarios of {env_id}, {args.state_kb} kB states, "
               f"{scenario_file.stat().st_size / 1e6:.1f} MB scenario file; load average "
               f"{os.getloadavg()[0]:.1f}", flush=True)
+        versions: list[tuple[str, Path | None]] = [("this checkout", None)]
+        if args.before:
+            versions.insert(0, ("before", args.before.resolve()))
         runs = []
         for label in ("cold cache", "warm cache"):
-            numbers = run_eval(home, env_id, args.limit, args.concurrency, cache, work / "run", args.profile)
-            runs.append((label, numbers))
+            for version, source in versions:
+                cache = work / f"cache-{version.replace(' ', '-')}"
+                if label == "cold cache":
+                    shutil.rmtree(cache, ignore_errors=True)
+                numbers = run_eval(home, env_id, args.limit, args.concurrency, cache, work / "run", args.profile,
+                                   args.first_only, source)
+                runs.append((f"{version}, {label}", numbers))
         print(f"| eval --agent oracle --limit {args.limit} --concurrency {args.concurrency} | first episode "
               "started | first result written | set-up median | state-changing step p50 / p90 (n) | whole command "
               "| render cache after |")
@@ -154,6 +173,14 @@ def main() -> None:
                   f"| {n['first_written']:.2f} s | {n['setup_median'] * 1000:.1f} ms "
                   f"| {n['step_p50'] * 1000:.2f} / {n['step_p90'] * 1000:.2f} ms ({n['steps']:.0f}) "
                   f"| {n['total']:.1f} s | {n['cache_bytes'] / 1e6:.1f} MB |")
+        if args.before:
+            for label in ("cold cache", "warm cache"):
+                old_n = dict(runs)[f"before, {label}"]
+                new_n = dict(runs)[f"this checkout, {label}"]
+                ratios = ", ".join(f"{key} {old_n[key] / new_n[key]:.1f}x" for key in
+                                   ("first_started", "setup_median", "step_p50", "total", "cache_bytes")
+                                   if new_n[key] > 0)
+                print(f"before / this checkout, {label}: {ratios}")
         print("(goals: first episode <=10 s, set-up <=50 ms median, state-changing step <=10 ms p50 at load <=4; "
               f"load average now {os.getloadavg()[0]:.1f})")
     finally:
