@@ -93,7 +93,7 @@ def run_eval(home: Path, env_id: str, limit: int, concurrency: int, cache: Path,
                "--limit", str(limit), "--concurrency", str(concurrency), "--out", str(out), "--no-progress"]
     results = out / "results.jsonl"
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=source,
                             env={**os.environ, "ENVSCALER_MCP_CACHE": str(cache), "COLUMNS": "200",
                                  **({"PYTHONPATH": str(source)} if source else {})})
     first_written = None
