@@ -83,12 +83,14 @@ def _stamp(path: Path) -> list[int]:
 
 def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:
     return [{"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
-             "solution_calls": len(s.reference_solution)} for s in scenarios]
+             "solution_calls": len(s.reference_solution),
+             "header": s.model_dump(mode="json", exclude={"initial_state"})} for s in scenarios]
 
 
 def write_index(path: Path, scenarios: list[Scenario]) -> None:
-    """Write the index of a scenario file just written: one small row per scenario and the file's size and
-    modification time, so that `list` and `show` never parse the (possibly large) scenarios."""
+    """Write the index of a scenario file just written: one row per scenario (id, title, counts, and the
+    scenario without its initial state) and the file's size and modification time, so that `list`, `show`
+    and a run's plan never parse the (possibly large) scenarios."""
     atomic_write_json(index_path(path), {"file": _stamp(Path(path)), "scenarios": _index_rows(scenarios)})
 
 
@@ -181,8 +183,9 @@ def scenario_headers(
     path: Path, wanted: set[str] | None = None, limit: int | None = None
 ) -> list[tuple[Scenario, ScenarioLine]]:
     """The scenarios of a JSONL file without their initial states (left empty), each with where its line is,
-    for loading it in full later (`load_scenario_line`). Only the lines selected are parsed: `wanted` ids (in
-    file order) and then the first `limit`, chosen from the catalog index when it is current."""
+    for loading it in full later (`load_scenario_line`): `wanted` ids (in file order), then the first `limit`.
+    With a current catalog index the selection and the scenarios come from it and no line is parsed (each
+    selected line is only hashed); without one, the selected lines are parsed, their states dropped at once."""
     path = Path(path)
     if not path.exists():
         raise InputFileError(path, "file not found")
@@ -198,16 +201,21 @@ def scenario_headers(
             break
         if ids is not None and position < len(ids) and wanted is not None and ids[position] not in wanted:
             continue
-        try:
-            record = json.loads(raw)
-        except ValueError as exc:
-            raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
-        scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
-        scenario = scenario if scenario.id else scenario.with_id()
+        row = rows[position] if ids is not None and rows is not None and position < len(rows) else None
+        header = row.get("header") if row is not None else None
+        if isinstance(header, dict) and header.get("id"):  # the index has it: the line is not parsed
+            scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
+                                      where=f"row {position + 1}")
+        else:
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
+            scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
+            scenario = (scenario if scenario.id else scenario.with_id()).model_copy(update={"initial_state": {}})
         if wanted is not None and scenario.id not in wanted:
             continue
-        line = ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())
-        out.append((scenario.model_copy(update={"initial_state": {}}), line))
+        out.append((scenario, ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())))
     return out
 
 
@@ -223,5 +231,9 @@ def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scen
     if hashlib.sha256(raw).hexdigest() != line.digest:
         raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
                          "where it was); run again")
-    scenario = validate_model(Scenario, json.loads(raw), path=path)
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise InputFileError(path, f"the line of scenario {scenario_id} is not valid JSON: {exc}") from exc
+    scenario = validate_model(Scenario, record, path=path)
     return scenario if scenario.id else scenario.with_id()

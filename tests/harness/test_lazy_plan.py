@@ -3,6 +3,7 @@ starts; the lines it does not run are never parsed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
-from envscaler_mcp.catalog.store import load_scenarios, save_scenarios
+from envscaler_mcp.catalog.store import index_path, load_scenarios, save_scenarios
 from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.harness.config import RunConfig, build_plan
 
@@ -24,6 +25,11 @@ def skeleton_dir(tmp_path: Path) -> Path:
     shutil.copytree(environments_dir() / ENV, folder)
     save_scenarios(load_scenarios(scenarios_dir() / f"{ENV}.jsonl"), folder / "scenarios.jsonl", index=True)
     return folder
+
+
+def load_scenarios_from_index(path: Path) -> list[dict[str, object]]:
+    """The index's rows (its headers), in file order."""
+    return [dict(row["header"], id=row["id"]) for row in json.loads(index_path(path).read_text())["scenarios"]]
 
 
 def _garble_line(path: Path, number: int) -> None:
@@ -52,7 +58,12 @@ def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
     assert len(plan.scenarios) == 3
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", scenario_ids=[wanted]))
     assert [s.id for s in plan.scenarios] == [wanted]
-    with pytest.raises(InputFileError, match="line 4"):  # reading every line does reach it
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))  # the index has every header
+    assert [s.id for s in plan.scenarios] == [str(row["id"]) for row in load_scenarios_from_index(path)]
+    with pytest.raises(InputFileError):  # the garbled line is read only when its episode starts
+        plan.full(plan.scenarios[3])
+    index_path(path).unlink()
+    with pytest.raises(InputFileError, match="line 4"):  # without the index every line is parsed
         build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))
 
 
