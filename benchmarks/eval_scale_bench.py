@@ -144,6 +144,9 @@ def main() -> None:
                         "templates/, e.g. from `git archive`), interleaved, and print the ratios.")
     parser.add_argument("--profile", type=Path, default=None, help="Write a cProfile of the eval command here.")
     args = parser.parse_args()
+    # A command started in the background by a shell inherits SIGINT ignored, and so would each eval below:
+    # restore it, so that --first-only can stop them.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     work = args.work or Path(tempfile.mkdtemp(prefix="eval-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
