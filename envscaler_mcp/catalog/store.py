@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -85,7 +89,8 @@ def _stamp(path: Path) -> list[int]:
 def index_row(s: Scenario) -> dict[str, object]:
     """A scenario's row in the catalog index."""
     return {"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
-            "solution_calls": len(s.reference_solution)}
+            "solution_calls": len(s.reference_solution),
+            "header": s.model_dump(mode="json", exclude={"initial_state"})}
 
 
 def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:
@@ -93,8 +98,9 @@ def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:
 
 
 def write_index(path: Path, scenarios: list[Scenario]) -> None:
-    """Write the index of a scenario file just written: one small row per scenario and the file's size and
-    modification time, so that `list` and `show` never parse the (possibly large) scenarios."""
+    """Write the index of a scenario file just written: one row per scenario (id, title, counts, and the
+    scenario without its initial state) and the file's size and modification time, so that `list`, `show`
+    and a run's plan never parse the (possibly large) scenarios."""
     write_index_rows(path, _index_rows(scenarios))
 
 
@@ -175,3 +181,82 @@ def scenarios_of(target: str | Path, env_id: str, root: Path | None = None) -> l
     """The scenarios of an environment named by id or skeleton path ([] when it has none)."""
     path = scenarios_path(target, env_id, root)
     return load_scenarios(path) if path.is_file() else []
+
+
+@dataclass(frozen=True)
+class ScenarioLine:
+    """Where a scenario sits in its JSONL file (byte offset and length of its line) and the line's sha256."""
+
+    offset: int
+    length: int
+    digest: str
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of each non-empty line, without decoding or parsing anything."""
+    offset = 0
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if raw.strip():
+                yield number, offset, raw
+            offset += len(raw)
+
+
+def scenario_headers(
+    path: Path, wanted: set[str] | None = None, limit: int | None = None
+) -> list[tuple[Scenario, ScenarioLine]]:
+    """The scenarios of a JSONL file without their initial states (left empty), each with where its line is,
+    for loading it in full later (`load_scenario_line`): `wanted` ids (in file order), then the first `limit`.
+    With a current catalog index the selection and the scenarios come from it and no line is parsed (each
+    selected line is only hashed); without one, the selected lines are parsed, their states dropped at once."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFileError(path, "file not found")
+    rows = _fresh_index(path)
+    ids = [str(r.get("id") or "") for r in rows] if rows is not None else None
+    if ids is not None and not all(ids):
+        ids = None  # scenarios without ids get theirs from their content: parse them
+    out: list[tuple[Scenario, ScenarioLine]] = []
+    position = -1
+    for number, offset, raw in _lines(path):
+        position += 1
+        if limit is not None and len(out) >= limit:
+            break
+        if ids is not None and position < len(ids) and wanted is not None and ids[position] not in wanted:
+            continue
+        row = rows[position] if ids is not None and rows is not None and position < len(rows) else None
+        header = row.get("header") if row is not None else None
+        if isinstance(header, dict) and header.get("id"):  # the index has it: the line is not parsed
+            scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
+                                      where=f"row {position + 1}")
+        else:
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
+            scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
+            scenario = (scenario if scenario.id else scenario.with_id()).model_copy(update={"initial_state": {}})
+        if wanted is not None and scenario.id not in wanted:
+            continue
+        out.append((scenario, ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())))
+    return out
+
+
+def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scenario:
+    """The scenario at `line` of `path`, in full; UsageError when the file changed since it was read."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            f.seek(line.offset)
+            raw = f.read(line.length)
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read it ({exc.strerror or exc})") from exc
+    if hashlib.sha256(raw).hexdigest() != line.digest:
+        raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
+                         "where it was); run again")
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise InputFileError(path, f"the line of scenario {scenario_id} is not valid JSON: {exc}") from exc
+    scenario = validate_model(Scenario, record, path=path)
+    return scenario if scenario.id else scenario.with_id()

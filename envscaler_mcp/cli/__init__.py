@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Show one environment: summary, rules, tools with kinds and parameters, scenarios."),
     "render": ("envscaler_mcp.render.cli",
                "Render environments into standalone MCP servers (deterministic; one folder per environment)."),
+    "cache": ("envscaler_mcp.render.cli", "Show or clean the cache of servers rendered on demand (eval, serve)."),
     "serve": ("envscaler_mcp.launch.cli", "Run an environment's MCP server in the foreground (no install needed)."),
     "install": ("envscaler_mcp.launch.cli",
                 "Add an environment's server to a desktop client's MCP config (keeps a backup and other servers)."),

@@ -11,7 +11,14 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
-from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_of
+from envscaler_mcp.catalog.store import (
+    ScenarioLine,
+    get_skeleton,
+    list_env_ids,
+    load_scenario_line,
+    scenario_headers,
+    scenarios_path,
+)
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.oracle import ORACLE
@@ -80,7 +87,10 @@ def redact_url(url: str) -> str:
 
 
 class EnvPlan(BaseModel):
-    """One environment of a run: what the agent is told, its scenarios, and content hashes."""
+    """One environment of a run: what the agent is told, its scenarios, and content hashes.
+
+    Scenarios read from a file are held without their initial states (the large part): `full(scenario)`
+    reads one back from `scenario_file` when its episode starts."""
 
     env_id: str
     target: str = Field(
@@ -94,6 +104,19 @@ class EnvPlan(BaseModel):
     free_fields: list[FreeField] = Field(
         default_factory=list, description="The environment's free fields, for the state check."
     )
+    scenario_file: str | None = Field(
+        None, description="The JSONL file the scenarios are read from in full (None: `scenarios` are complete)."
+    )
+    lines: dict[str, ScenarioLine] = Field(
+        default_factory=dict, description="Per scenario id: where its line is in `scenario_file`."
+    )
+
+    def full(self, scenario: Scenario) -> Scenario:
+        """The scenario with its initial state (read from the scenario file when the plan holds only a header)."""
+        line = self.lines.get(scenario.id)
+        if self.scenario_file is None or line is None:
+            return scenario
+        return load_scenario_line(Path(self.scenario_file), line, scenario.id)
 
 
 class RunManifest(BaseModel):
@@ -131,6 +154,13 @@ def scenario_hashes(scenarios: list[Scenario]) -> dict[str, str]:
     }
 
 
+def line_hashes(scenarios: list[Scenario], lines: dict[str, ScenarioLine]) -> dict[str, str]:
+    """Content hashes of scenarios held as headers: the headers (validators included) and their lines' sha256."""
+    hashes = scenario_hashes(scenarios)
+    hashes["scenarios"] = canonical_hash([hashes["scenarios"], [lines[s.id].digest for s in scenarios]])
+    return hashes
+
+
 def build_plan(config: RunConfig) -> list[EnvPlan]:
     """Resolve environments and scenarios; raise UsageError naming what is missing."""
     external = config.server_cmd or config.url
@@ -141,13 +171,15 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
             "an external server (--server/--url) needs --scenarios FILE: the harness cannot know "
             "its tasks otherwise"
         )
-    file_scenarios = load_scenarios(Path(config.scenarios_file)) if config.scenarios_file else None
+    wanted = set(config.scenario_ids) if config.scenario_ids is not None else None
+    file_path = Path(config.scenarios_file) if config.scenarios_file else None
+    file_scenarios = scenario_headers(file_path) if file_path else None
     if config.all_envs:
         env_ids = list_env_ids()
     elif config.envs:
         env_ids = list(config.envs)
     elif file_scenarios is not None:
-        env_ids = sorted({s.env_id for s in file_scenarios})
+        env_ids = sorted({s.env_id for s, _ in file_scenarios})
     else:
         raise UsageError("say which environments to evaluate: --env ENV (repeatable) or --all")
     if not env_ids:
@@ -156,15 +188,19 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     seen_ids: set[str] = set()
     for name in env_ids:
         env_id, env_info, env_hash, free = _env_info(name, config, strict=not external)
-        if file_scenarios is not None:
-            scenarios = [s for s in file_scenarios if s.env_id == env_id or (len(env_ids) == 1 and external)]
-        else:  # beside a skeleton folder, in its data home, or in the catalog
-            scenarios = scenarios_of(name, env_id)
-        if config.scenario_ids is not None:
-            wanted = set(config.scenario_ids)
-            seen_ids.update(s.id for s in scenarios)
-            scenarios = [s for s in scenarios if s.id in wanted]
-        scenarios = [s if s.id else s.with_id() for s in scenarios][: config.limit]
+        if file_scenarios is not None and file_path is not None:
+            source: Path | None = file_path
+            found = [(s, line) for s, line in file_scenarios
+                     if s.env_id == env_id or (len(env_ids) == 1 and external)]
+            if wanted is not None:
+                found = [(s, line) for s, line in found if s.id in wanted]
+        else:  # beside a skeleton folder, in its data home, or in the catalog; only the selected lines are read
+            source = scenarios_path(name, env_id)
+            found = scenario_headers(source, wanted, None if wanted else config.limit) if source.is_file() else []
+        seen_ids.update(s.id for s, _ in found)
+        found = found[: config.limit]
+        scenarios = [s for s, _ in found]
+        lines = {s.id: line for s, line in found}
         if scenarios:
             plans.append(
                 EnvPlan(
@@ -172,8 +208,10 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
                     target=name,
                     env_info=env_info,
                     scenarios=scenarios,
-                    hashes={"environment": env_hash, **scenario_hashes(scenarios)},
+                    hashes={"environment": env_hash, **line_hashes(scenarios, lines)},
                     free_fields=free,
+                    scenario_file=str(source),
+                    lines=lines,
                 )
             )
     unknown = [i for i in config.scenario_ids or [] if i not in seen_ids]

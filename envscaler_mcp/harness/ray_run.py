@@ -94,7 +94,7 @@ class EpisodeWorker:
             self._holder = asyncio.create_task(self._hold())
         pool, checker = await asyncio.shield(self._ready)
         plan = self.plans[env_id]
-        scenario = next(s for s in plan.scenarios if s.id == scenario_id)
+        scenario = plan.full(next(s for s in plan.scenarios if s.id == scenario_id))
         source = pool.source(env_id)
         reference = await reference_for(self._references, plan, scenario, source)
         result = await run_episode(

@@ -48,10 +48,12 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
         return
     from envscaler_mcp.launch import launch_server
 
+    # Rendered without scenarios: every episode is opened at its scenario's state, handed over as a state file
+    # (launch/servers.py), so the server copy holds no initial states.
     async with launch_server(
         plan.target or plan.env_id,
         transport=config.transport,
-        scenarios=plan.scenarios,
+        scenarios=(),
         client_timeout=config.episode.server_timeout_s,
     ) as server:
         yield server
@@ -182,6 +184,7 @@ async def _run_prepared(
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 async with limiter:
                     assert checker is not None and agent is not None
+                    scenario = plan.full(scenario)  # its initial state is read only now
                     reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
                     result = await run_episode(
                         scenario,

@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from envscaler_mcp.isolation.report import IsolationReport, Layer, from_layers
@@ -32,15 +33,18 @@ def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
     return env
 
 
-def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str]) -> list[str]:
-    """argv that starts the server package under the OS layers (or with none, `isolation=False`).
+def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str],
+                   read: Sequence[Path] = ()) -> list[str]:
+    """argv that starts the server package under the OS layers (or with none, `isolation=False`). The server
+    may read its package and the `read` paths (the launcher's state files), nothing else of the user's.
 
     The server folder is untrusted as a whole: it joins the module search path only once the layers are in
     place (`--path`), and `-P` keeps the working directory (the server folder) off it while Python starts,
     so no file beside the package (sitecustomize.py, a module named like one the launcher imports) runs
     before them."""
+    extra = [arg for path in read for arg in ("--read", str(path))]
     confined = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--read", str(server.path),
-                "--path", str(server.path), "--report", str(report), *([] if isolation else ["--off"])]
+                *extra, "--path", str(server.path), "--report", str(report), *([] if isolation else ["--off"])]
     return [*confined, "--", "-m", server.package, *server_args]
 
 

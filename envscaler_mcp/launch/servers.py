@@ -32,6 +32,7 @@ from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
 from envscaler_mcp.launch.episodes import Episode, WarmCache, stdio_get_state
+from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
@@ -83,10 +84,12 @@ class HttpServer(LaunchedServer):
     pid: int | None = None
     log_path: Path | None = None
 
-    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float, warm: bool = True) -> None:
+    def __init__(self, server: ServerDir, url: str, token: str, client_timeout: float, warm: bool = True,
+                 state_files: StateFileWriter | None = None) -> None:
         self.server_dir = server
         self.warm = WarmCache(warm, target_id=url)
         self._encoded = EncodedCache(size=256 if warm else 0)
+        self.state_files = state_files
         self.url = url
         self.token = token
         self.client_timeout = client_timeout
@@ -101,9 +104,12 @@ class HttpServer(LaunchedServer):
                                                                 max_keepalive_connections=MCP_CONNECTIONS))
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
-        """POST /admin/episodes; returns {"episode_id", "path"}."""
+        """POST /admin/episodes; returns {"episode_id", "path"}. A state goes as a state file the server reads
+        (written once per state) when the server was started with a state folder, else in the request."""
         body = json.dumps({"scenario_id": scenario_id} if scenario_id else {}).encode()
-        if state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
+        if state is not None and self.state_files is not None:
+            body = json.dumps({"state_file": self.state_files.name_for(state)}).encode()
+        elif state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
             body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
             response = await self.admin.post("/admin/episodes", content=body,
@@ -158,6 +164,7 @@ class StdioServer(LaunchedServer):
         self.client_timeout = client_timeout
         self.os_isolation = isolation
         self._count = itertools.count()
+        self.state_files = StateFileWriter(workdir / "states")
 
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None, *,
@@ -166,17 +173,15 @@ class StdioServer(LaunchedServer):
         n = next(self._count)
         args = list(self.extra_args)
         report = self.workdir / f"isolation-{n}.json"
-        readable: list[str] = []
-        if initial_state is not None:
-            state_file = self.workdir / f"state-{n}.json"
-            state_file.write_text(json.dumps(initial_state), encoding="utf-8")
+        readable: list[Path] = []
+        if initial_state is not None:  # one file per distinct state, read by the server itself
+            state_file = self.state_files.path_for(initial_state)
             args += ["--state", str(state_file)]
-            readable = ["--read", str(state_file)]
+            readable = [state_file]
         elif scenario_id:
             args += ["--scenario", scenario_id]
         token = secrets.token_hex(16)
-        command = server_command(self.server_dir, report, self.os_isolation, args)
-        command[command.index("--"):command.index("--")] = readable
+        command = server_command(self.server_dir, report, self.os_isolation, args, read=readable)
         params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
                                        env=server_env(self.server_dir, token))
         log_path = self.workdir / f"stderr-{n}.log"
@@ -198,10 +203,13 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     token = secrets.token_hex(16)
     log_path = workdir / "http-server.log"
     report = workdir / "isolation.json"
+    states = workdir / "states"
+    states.mkdir(exist_ok=True)
     listener = loopback_listener()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     args = server_command(server, report, isolation,
-                          ["--http", "--listen-fd", str(listener.fileno()), *extra_args])
+                          ["--http", "--listen-fd", str(listener.fileno()), "--state-dir", str(states), *extra_args],
+                          read=[states])
     try:
         with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
             process = await anyio.open_process(args, cwd=str(server.path), env=server_env(server, token),
@@ -209,7 +217,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                                                pass_fds=[listener.fileno()])
     finally:
         listener.close()  # the server holds it now
-    http = HttpServer(server, url, token, client_timeout, warm)
+    http = HttpServer(server, url, token, client_timeout, warm, state_files=StateFileWriter(states))
     http.pid = process.pid
     http.log_path = log_path
     try:

@@ -1,4 +1,5 @@
-"""Render on demand into a cache folder keyed by content hash."""
+"""Render on demand into a cache folder keyed by content hash, kept under a size cap (least recently used
+folders go first)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envscaler_mcp.render.engine import (
@@ -22,6 +25,10 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
 CACHE_ENV = "ENVSCALER_MCP_CACHE"
+CACHE_MAX_ENV = "ENVSCALER_MCP_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 500
+# Automatic pruning leaves alone what was used this recently: a run may still be starting servers from it.
+IN_USE_S = 600.0
 
 
 def cache_root() -> Path:
@@ -44,6 +51,7 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
     scenarios = list(scenarios)
     out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios)}"
     if is_current(out, skeleton, scenarios):
+        _touch(out)
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
@@ -56,4 +64,94 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
                 render_server(skeleton, scenarios, out)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
+    _touch(out)
+    prune_cache(keep=out)
     return out
+
+
+def _touch(path: Path) -> None:
+    """Mark a cached server as used now (its folder's mtime is the cache's LRU clock)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def max_cache_bytes() -> int:
+    """The cache's size cap: $ENVSCALER_MCP_CACHE_MAX_MB megabytes (default 500); 0 keeps nothing unused."""
+    text = os.environ.get(CACHE_MAX_ENV, "").strip()
+    try:
+        megabytes = float(text) if text else DEFAULT_MAX_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    return max(0, int(megabytes * 1_000_000))
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+@dataclass
+class CachedServer:
+    """One folder of the cache: its size and when it was last used."""
+
+    path: Path
+    size: int
+    used: float
+
+
+@dataclass
+class Pruned:
+    """What a pruning removed and what it kept."""
+
+    removed: list[CachedServer] = field(default_factory=list)
+    kept: list[CachedServer] = field(default_factory=list)
+
+    @property
+    def freed(self) -> int:
+        return sum(c.size for c in self.removed)
+
+
+def cached_servers() -> list[CachedServer]:
+    """The cache's server folders (staging leftovers included), least recently used first."""
+    root = cache_root()
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.iterdir():
+        try:
+            used = path.stat().st_mtime
+        except OSError:
+            continue
+        if path.is_dir():
+            found.append(CachedServer(path, _size(path), used))
+    return sorted(found, key=lambda c: c.used)
+
+
+def prune_cache(max_bytes: int | None = None, *, keep: Path | None = None, in_use_s: float = IN_USE_S) -> Pruned:
+    """Remove the least recently used cached servers until the cache holds at most `max_bytes` (default:
+    max_cache_bytes()). Never removes `keep` nor a folder used in the last `in_use_s` seconds."""
+    limit = max_cache_bytes() if max_bytes is None else max_bytes
+    servers = cached_servers()
+    total = sum(c.size for c in servers)
+    now = time.time()
+    result = Pruned()
+    for cached in servers:
+        protected = (keep is not None and cached.path == keep) or now - cached.used < in_use_s
+        if total <= limit or protected:
+            result.kept.append(cached)
+            continue
+        shutil.rmtree(cached.path, ignore_errors=True)
+        if not cached.path.exists():
+            total -= cached.size
+            result.removed.append(cached)
+        else:
+            result.kept.append(cached)
+    return result

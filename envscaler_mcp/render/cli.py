@@ -1,7 +1,9 @@
-"""CLI commands of the render stage: `envscaler-mcp render`."""
+"""CLI commands of the render stage: `envscaler-mcp render` and `envscaler-mcp cache` (servers rendered on
+demand)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -59,6 +61,43 @@ def render_command(
         raise typer.Exit(1)
 
 
+cache_app = typer.Typer(help="Show or clean the cache of servers rendered on demand (eval, serve).",
+                        no_args_is_help=True)
+
+
+@cache_app.command("list")
+def cache_list_command() -> None:
+    """List the cached servers, least recently used first, with their sizes and the cache's cap."""
+    from envscaler_mcp.render.cache import cache_root, cached_servers, max_cache_bytes
+
+    servers = cached_servers()
+    for cached in servers:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(cached.used))
+        typer.echo(f"{cached.size / 1e6:8.1f} MB  {used}  {cached.path.name}")
+    total = sum(c.size for c in servers)
+    typer.echo(f"{len(servers)} server(s), {total / 1e6:.1f} MB in {cache_root()} "
+               f"(cap {max_cache_bytes() / 1e6:.0f} MB, ENVSCALER_MCP_CACHE_MAX_MB)")
+
+
+@cache_app.command("clean")
+def cache_clean_command(
+    max_mb: Annotated[float, typer.Option("--max-mb", min=0.0, help="Keep at most this many MB (the most "
+                                          "recently used servers).")] = 0.0,
+    force: Annotated[bool, typer.Option("--force", help="Also remove servers used in the last 10 minutes "
+                                        "(a running eval or serve may still need them).")] = False,
+) -> None:
+    """Remove cached servers, least recently used first, down to --max-mb (default: all of them)."""
+    from envscaler_mcp.render.cache import IN_USE_S, cache_root, prune_cache
+
+    pruned = prune_cache(int(max_mb * 1_000_000), in_use_s=0.0 if force else IN_USE_S)
+    left = sum(c.size for c in pruned.kept)
+    typer.echo(f"removed {len(pruned.removed)} server(s) ({pruned.freed / 1e6:.1f} MB) from {cache_root()}; "
+               f"{len(pruned.kept)} left ({left / 1e6:.1f} MB)")
+    if left > max_mb * 1_000_000 and not force:
+        typer.echo("some were used in the last 10 minutes and were kept (--force removes them too)")
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
     app.command("render")(render_command)
+    app.add_typer(cache_app, name="cache")

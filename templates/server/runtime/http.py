@@ -11,6 +11,7 @@ import ipaddress
 import json
 import logging
 import secrets
+from pathlib import Path
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .server import EPISODE_SCOPE_KEY, EnvServer
+from .states import StateFiles
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,9 @@ class HttpApp:
     """ASGI application: MCP endpoints per episode + /admin REST + /healthz."""
 
     def __init__(self, env_server: EnvServer, *, host: str = "127.0.0.1", admin_token: str | None = None,
-                 allow_remote_admin: bool = False, max_episodes: int = 1000) -> None:
+                 allow_remote_admin: bool = False, max_episodes: int = 1000, state_dir: Path | None = None) -> None:
         self.env = env_server
+        self.state_files = StateFiles(state_dir)
         self.admin_token = admin_token
         self.allow_remote_admin = allow_remote_admin
         self.max_episodes = max_episodes
@@ -134,8 +137,14 @@ class HttpApp:
         except ValueError:
             return _json({"error": "request body is not valid JSON"}, 400)
         if not isinstance(payload, dict):
-            return _json({"error": 'body must be {"state": {...}} or {"scenario_id": "..."} or {}'}, 400)
+            return _json({"error": 'body must be {"state": {...}}, {"state_file": "NAME"}, {"scenario_id": "..."} '
+                                   'or {}'}, 400)
         state = payload.get("state")
+        if payload.get("state_file") is not None:
+            try:
+                state = self.state_files.read(str(payload["state_file"]))
+            except ValueError as exc:
+                return _json({"error": str(exc)}, 400)
         if payload.get("scenario_id") is not None:
             try:
                 state = self.env.package.scenario_state(str(payload["scenario_id"]))

@@ -32,6 +32,8 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
                    help=f"bearer token of the HTTP admin API (default: ${ADMIN_TOKEN_ENV}; none = admin off)")
     p.add_argument("--allow-remote-admin", action="store_true",
                    help="accept admin requests from non-loopback clients (default: loopback only)")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="HTTP: folder of state files episodes may be created from (admin API: {\"state_file\": NAME})")
     p.add_argument("--max-episodes", type=int, default=1000, help="HTTP: most episodes alive at once")
     p.add_argument("--call-timeout", type=float, default=10.0,
                    help="seconds one tool call may run before it is stopped (default 10; 0 = no limit)")
@@ -131,7 +133,7 @@ def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | No
             " (--allow-remote-admin is set: remote clients with the token are accepted)"
             if args.allow_remote_admin else "")
     app = HttpApp(env_server, host=args.host, admin_token=token, allow_remote_admin=args.allow_remote_admin,
-                  max_episodes=args.max_episodes)
+                  max_episodes=args.max_episodes, state_dir=args.state_dir)
     port = sock.getsockname()[1]
     # A long keep-alive: clients that pool connections (one admin client driving hundreds of episodes)
     # must not reuse a connection the server has just closed as idle.

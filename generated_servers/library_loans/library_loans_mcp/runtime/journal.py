@@ -40,10 +40,12 @@ def wrap(value: Any, memo: dict[int, Any] | None = None) -> Any:
         return done
     if t is dict:
         new_d = JDict()
+        dict.update(new_d, value)  # every item copied at C speed, then only the containers replaced (same order)
         memo[key] = new_d
         for k, v in value.items():
             tv = type(v)
-            dict.__setitem__(new_d, k, wrap(v, memo) if tv is dict or tv is list else v)
+            if tv is dict or tv is list:
+                dict.__setitem__(new_d, k, wrap(v, memo))
         return new_d
     new_l = JList()
     memo[key] = new_l

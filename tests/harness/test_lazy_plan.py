@@ -1,0 +1,86 @@
+"""A run plans from the scenario file's index and reads each scenario's initial state only when its episode
+starts; the lines it does not run are never parsed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
+from envscaler_mcp.catalog.store import index_path, load_scenarios, save_scenarios
+from envscaler_mcp.errors import InputFileError, UsageError
+from envscaler_mcp.harness.config import RunConfig, build_plan
+
+ENV = "library_loans"
+
+
+@pytest.fixture
+def skeleton_dir(tmp_path: Path) -> Path:
+    """A skeleton folder with its scenarios beside it, and the scenario file's index."""
+    folder = tmp_path / ENV
+    shutil.copytree(environments_dir() / ENV, folder)
+    save_scenarios(load_scenarios(scenarios_dir() / f"{ENV}.jsonl"), folder / "scenarios.jsonl", index=True)
+    return folder
+
+
+def load_scenarios_from_index(path: Path) -> list[dict[str, object]]:
+    """The index's rows (its headers), in file order."""
+    return [dict(row["header"], id=row["id"]) for row in json.loads(index_path(path).read_text())["scenarios"]]
+
+
+def _garble_line(path: Path, number: int) -> None:
+    """Replace line `number` (1-based) with invalid JSON of the same length, keeping the file's size and mtime
+    (so the index still describes it)."""
+    stat = path.stat()
+    lines = path.read_bytes().split(b"\n")
+    lines[number - 1] = b"{" * len(lines[number - 1])
+    path.write_bytes(b"\n".join(lines))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_plan_holds_headers_and_reads_full_scenarios_on_demand(skeleton_dir: Path) -> None:
+    full = load_scenarios(skeleton_dir / "scenarios.jsonl")
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    assert [s.id for s in plan.scenarios] == [s.id for s in full[:3]]
+    assert all(s.initial_state == {} for s in plan.scenarios)  # the large part is not held
+    assert [plan.full(s) for s in plan.scenarios] == full[:3]
+
+
+def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
+    path = skeleton_dir / "scenarios.jsonl"
+    wanted = load_scenarios(path)[1].id
+    _garble_line(path, 4)
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    assert len(plan.scenarios) == 3
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", scenario_ids=[wanted]))
+    assert [s.id for s in plan.scenarios] == [wanted]
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))  # the index has every header
+    assert [s.id for s in plan.scenarios] == [str(row["id"]) for row in load_scenarios_from_index(path)]
+    with pytest.raises(InputFileError):  # the garbled line is read only when its episode starts
+        plan.full(plan.scenarios[3])
+    index_path(path).unlink()
+    with pytest.raises(InputFileError, match="line 4"):  # without the index every line is parsed
+        build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))
+
+
+def test_a_file_changed_during_the_run_is_an_error_not_another_scenario(skeleton_dir: Path) -> None:
+    path = skeleton_dir / "scenarios.jsonl"
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=2))
+    scenarios = load_scenarios(path)
+    save_scenarios([scenarios[1], scenarios[0], *scenarios[2:]], path)
+    with pytest.raises(UsageError, match="changed while the run was using it"):
+        plan.full(plan.scenarios[0])
+
+
+def test_plan_hashes_follow_the_initial_states(skeleton_dir: Path) -> None:
+    path = skeleton_dir / "scenarios.jsonl"
+    before = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))[0].hashes
+    scenarios = load_scenarios(path)
+    changed = scenarios[0].model_copy(update={"initial_state": {**scenarios[0].initial_state, "extra": 1}})
+    save_scenarios([changed, *scenarios[1:]], path)
+    after = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))[0].hashes
+    assert after["scenarios"] != before["scenarios"] and after["validators"] == before["validators"]

@@ -1,0 +1,53 @@
+"""Episodes start from state files the server reads itself: each distinct state is written once, the admin
+API takes a file name (a content hash) and nothing else, and the stdio server reads its state file directly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envscaler_mcp.launch import launch_server
+from envscaler_mcp.launch.servers import HttpServer, StdioServer
+from tests.render.fixture_env import scenarios, skeleton
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_http_episodes_share_one_state_file_and_stay_isolated() -> None:
+    state = scenarios()[0].initial_state
+    async with launch_server(skeleton(), "http", scenarios=()) as server:
+        assert isinstance(server, HttpServer) and server.state_files is not None
+        folder = server.state_files.folder
+        async with server.episode(state) as first, server.episode(dict(state)) as second:
+            assert await first.get_state() == state
+            assert await second.get_state() == state
+            files = sorted(folder.iterdir())
+            assert len(files) == 1 and json.loads(files[0].read_bytes()) == state  # one file for equal states
+            added = await first.call_tool("add_item", {"item_id": "zz", "name": "new", "price": 1.0})
+            assert not added.is_error
+            assert "zz" in (await first.get_state())["items"]
+            assert "zz" not in (await second.get_state())["items"]  # the server's parse is not shared state
+        async with server.episode(state) as third:
+            assert await third.get_state() == state
+
+
+async def test_admin_api_opens_only_named_state_files() -> None:
+    async with launch_server(skeleton(), "http", scenarios=()) as server:
+        assert isinstance(server, HttpServer)
+        before = (await server.admin.get("/admin/episodes")).json()["episodes"]
+        for name in ("../manifest.json", "/etc/passwd", "0123456789abcdef.txt", "0" * 32 + ".json"):
+            response = await server.admin.post("/admin/episodes", json={"state_file": name})
+            assert response.status_code == 400, name
+        assert (await server.admin.get("/admin/episodes")).json()["episodes"] == before  # none was created
+
+
+async def test_stdio_server_reads_its_state_file() -> None:
+    state = scenarios()[1].initial_state
+    async with launch_server(skeleton(), "stdio", scenarios=()) as server:
+        assert isinstance(server, StdioServer)
+        async with server.episode(state) as ep:
+            assert await ep.get_state() == state
+        async with server.episode(state) as ep:
+            assert await ep.get_state() == state
+        assert len(list(server.state_files.folder.glob("*.json"))) == 1

@@ -1,0 +1,86 @@
+"""The render cache: a size cap (least recently used first), `cache clean`, and servers without states."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.cli import main
+from envscaler_mcp.harness.config import RunConfig, build_plan
+from envscaler_mcp.harness.run import open_source
+from envscaler_mcp.render.cache import cache_root, ensure_rendered, prune_cache
+from tests.render.fixture_env import scenarios, skeleton
+
+DAY = 86400.0
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path))
+    root = cache_root()
+    root.mkdir(parents=True)
+    return root
+
+
+def _server(root: Path, name: str, size: int, age_s: float) -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / "data.bin").write_bytes(b"x" * size)
+    used = time.time() - age_s
+    os.utime(folder, (used, used))
+    return folder
+
+
+def test_prune_removes_least_recently_used_first_down_to_the_cap(cache: Path) -> None:
+    old = _server(cache, "old", 400_000, 3 * DAY)
+    middle = _server(cache, "middle", 400_000, 2 * DAY)
+    recent = _server(cache, "recent", 400_000, DAY)
+    pruned = prune_cache(900_000)
+    assert [c.path for c in pruned.removed] == [old]
+    assert not old.exists() and middle.exists() and recent.exists()
+    assert pruned.freed == 400_000
+
+
+def test_prune_keeps_folders_in_use(cache: Path) -> None:
+    in_use = _server(cache, "in-use", 400_000, 10)
+    kept = _server(cache, "kept", 400_000, DAY)
+    stale = _server(cache, "stale", 400_000, 2 * DAY)
+    prune_cache(0, keep=kept)
+    assert in_use.exists() and kept.exists() and not stale.exists()
+
+
+def test_rendering_prunes_to_the_configured_cap(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE_MAX_MB", "0.5")
+    stale = _server(cache, "stale", 600_000, DAY)
+    out = ensure_rendered(skeleton(), scenarios())
+    assert out.is_dir() and not stale.exists()
+    assert ensure_rendered(skeleton(), scenarios()) == out  # a hit keeps it
+
+
+def test_cache_clean_command(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stale = _server(cache, "stale", 1000, DAY)
+    in_use = _server(cache, "in-use", 1000, 10)
+    for args, code in ((["cache", "clean"], 0), (["cache", "clean", "--force"], 0),
+                       (["cache", "clean", "--max-mb", "-1"], 2)):
+        with pytest.raises(SystemExit) as exc:
+            main(args)
+        assert exc.value.code == code
+        if args == ["cache", "clean"]:
+            assert not stale.exists() and in_use.exists()
+            assert "removed 1 server(s)" in capsys.readouterr().out
+    assert not in_use.exists()
+
+
+@pytest.mark.anyio
+async def test_eval_server_copy_holds_no_initial_states(cache: Path, tmp_path: Path) -> None:
+    (plan,) = build_plan(RunConfig(envs=["library_loans"], agent="mock", limit=2))
+    config = RunConfig(envs=["library_loans"], agent="mock", transport="stdio")
+    async with open_source(plan, config) as source:
+        server_dir = source.server_dir  # type: ignore[attr-defined]
+        assert server_dir is not None and server_dir.path.parent == cache
+        bundled = json.loads((server_dir.path / server_dir.package / "data" / "scenarios.json").read_text())
+        assert bundled == []
