@@ -1,7 +1,9 @@
 """Episodes on a Ray cluster: one actor per worker slot, each with its own server pool and validator sandbox.
 
 Only the driver writes the run folder: each finished episode comes back as a record and is appended to
-results.jsonl by the caller (the same file, resume rule and summary as a local run). A lost actor (its
+results.jsonl by the caller (the same file, resume rule and summary as a local run), with the isolation in
+force on the worker that ran it ('worker:<node ip>:<pid>/validators', '.../server:<env>'), which the caller
+writes into run.json before the record. A lost actor (its
 process or node gone) loses only the episodes in flight on it; they are queued again on another actor. An
 episode that ends on an infra error after its own retries is tried once more on another actor.
 
@@ -27,6 +29,7 @@ from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.seats import seat_for
+from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.qa.reference import ReferenceCache
 
 try:
@@ -81,8 +84,9 @@ class EpisodeWorker:
             raise
 
     async def run(self, env_id: str, scenario_id: str, trial: int) -> dict[str, Any]:
-        """Run one (scenario, trial) episode here and return its record (JSON)."""
-        from envscaler_mcp.harness.run import reference_for
+        """Run one (scenario, trial) episode here: {"result": its record, "isolation": this worker's reports}
+        (JSON)."""
+        from envscaler_mcp.harness.run import isolation_reports, reference_for
 
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
@@ -104,7 +108,10 @@ class EpisodeWorker:
             run_id=self.run_id,
             trial=trial,
         )
-        return result.model_dump(mode="json")
+        name = f"worker:{ray.util.get_node_ip_address()}:{os.getpid()}"  # type: ignore[no-untyped-call]
+        isolation = {f"{name}/{key}": report.model_dump(mode="json")
+                     for key, report in isolation_reports(checker, pool).items()}
+        return {"result": result.model_dump(mode="json"), "isolation": isolation}
 
     async def close(self) -> None:
         """Stop this actor's servers and sandbox."""
@@ -171,7 +178,7 @@ class RayDispatch:
     run_id: str
     workers: int
     per_worker: int
-    on_result: Callable[[EpisodeResult], None]
+    on_result: Callable[[EpisodeResult, dict[str, IsolationReport]], None]
     on_lost: Callable[[str], None] = lambda _message: None
     max_replacements: int = 0
     lost_workers: int = 0
@@ -221,13 +228,13 @@ class RayDispatch:
                         replacements -= 1
                         self.slots.append(self._new_actor())
                     continue
-                result = EpisodeResult.model_validate(record)
+                result = EpisodeResult.model_validate(record["result"])
                 if result.status == "infra_error" and pair not in moved and len(self.slots) > 1:
                     moved.add(pair)
                     self.moved += 1
                     queue.append((pair, slot))  # once more, on another worker
                     continue
-                self.on_result(result)
+                self.on_result(result, {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()})
         finally:
             self.close()
 
