@@ -213,7 +213,7 @@ async def _run_prepared(
 async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[EnvPlan, Scenario, int]],
                       run_dir: RunDir, manifest: RunManifest, planned: int, done: int, console: Console) -> None:
     """The todo pairs as Ray actors' episodes; the driver appends each finished one here, as a local run does."""
-    from envscaler_mcp.harness.ray_run import RayDispatch, cluster_cpus, connect
+    from envscaler_mcp.harness.ray_run import cluster_cpus, connect, episode_dispatch
 
     if config.server_cmd or config.url:
         raise UsageError("--ray runs the bundled or generated environments; --server/--url are local only")
@@ -226,10 +226,8 @@ async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[
             run_dir.append(result)
             progress.add(result)
 
-        dispatch = RayDispatch(
-            config=config, plans=plans, run_id=manifest.run_id, workers=workers, per_worker=config.concurrency,
-            on_result=finished, on_lost=lambda message: console.print(f"[yellow]warning:[/] {message}"),
-        )
+        dispatch = episode_dispatch(config, plans, manifest.run_id, workers, finished,
+                                    lambda message: console.print(f"[yellow]warning:[/] {message}"))
         await anyio.to_thread.run_sync(dispatch.run, [(p.env_id, s.id, t) for p, s, t in todo])
 
 

@@ -7,7 +7,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -19,16 +18,6 @@ from envscaler_mcp.harness.run import run_eval
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
 ENVS = ["ecommerce_orders", "library_loans"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def scored(out: Path) -> list[tuple[str, int, float | None, str]]:
