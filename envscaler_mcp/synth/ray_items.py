@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -155,6 +156,7 @@ async def run_items(job: ItemJob, items: list[Any], out: Path, address: str, *, 
     """ItemRun.run in a worker thread (the driver's event loop stays free)."""
     import anyio
 
-    runner = ItemRun(job=job, out=out, address=address, workers=workers, per_worker=per_worker, on_item=on_item)
+    runner = ItemRun(job=job, out=out, address=address, workers=workers, per_worker=per_worker, on_item=on_item,
+                     on_lost=lambda message: print(f"warning: {message}", file=sys.stderr))
     await anyio.to_thread.run_sync(runner.run, items)
     return runner
