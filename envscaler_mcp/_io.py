@@ -6,6 +6,8 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +16,33 @@ from pydantic import BaseModel, ValidationError
 from envscaler_mcp.errors import InputFileError
 
 M = TypeVar("M", bound=BaseModel)
+
+# ("write", path, text) for an atomic write, ("append", path, record) for a JSONL append
+WriteOp = tuple[str, Path, Any]
+_journal: ContextVar[list[WriteOp] | None] = ContextVar("envscaler_write_journal", default=None)
+
+
+@contextmanager
+def journal_writes() -> Iterator[list[WriteOp]]:
+    """Record, in order, every atomic write and JSONL append made in this context (and the tasks it starts),
+    so the same writes can be made again elsewhere (a Ray worker's finished item, written by the driver)."""
+    ops: list[WriteOp] = []
+    token = _journal.set(ops)
+    try:
+        yield ops
+    finally:
+        _journal.reset(token)
+
+
+def replay_writes(ops: Iterable[WriteOp], root: Path) -> None:
+    """Make recorded writes under `root` (paths relative to it), in their order."""
+    for kind, rel, payload in ops:
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise ValueError(f"a recorded write outside its folder: {rel}")
+        if kind == "write":
+            atomic_write_text(root / rel, payload)
+        else:
+            append_jsonl(root / rel, payload)
 
 
 def _umask() -> int:
@@ -41,6 +70,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` via a temporary file and rename, creating parent folders. The file keeps its
     mode when it exists, else gets the one the user's umask gives (not the temporary file's 0600)."""
     path = Path(path)
+    if (ops := _journal.get()) is not None:
+        ops.append(("write", path, text))
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -131,6 +162,8 @@ class PendingFiles:
 def append_jsonl(path: Path, record: Any) -> None:
     """Append one JSON record and flush it to disk (fsync), so finished work survives a crash."""
     path = Path(path)
+    if (ops := _journal.get()) is not None:
+        ops.append(("append", path, record))
     path.parent.mkdir(parents=True, exist_ok=True)
     line = jsonl_line(record)
     with open(path, "a", encoding="utf-8") as f:

@@ -7,7 +7,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
 fi
-"$VENV/bin/pip" install -q -e '.[dev,local,ray]'
+# ray and openenv-core: optional extras whose tests run in CI (each installs in well under a minute)
+"$VENV/bin/pip" install -q -e '.[dev,local,ray,openenv]'
 # An independent MCP client for the conformance tests (skipped with a reason when npm is missing).
 if ! command -v mcp-inspector >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   npm install -g --silent @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \

@@ -7,9 +7,17 @@
     await env.close()
 
 An action is a tool call ({"name", "arguments"}; arguments may be a JSON string) or a text answer (str).
-Tool calls go through MCP; the reward is the checklist score of the final state and of the transcript (the
-calls and text answers so far), computed by the validators when the episode ends (terminated: a text answer in task mode or ###STOP### from the simulated user;
-truncated: the step limit). Every other step has reward 0.0.
+Tool calls go through MCP. The episode ends on a text answer in task mode or ###STOP### from the simulated
+user (terminated), or at the step limit (truncated); every other step has reward 0.0. The final reward is the
+checklist score of the final state and of the transcript (the calls and text answers so far), computed by the
+validators in the sandbox, and the state check compares the final state with the reference solution's
+(replayed once per scenario, as eval does): a change the reference did not make (kind collateral or extra)
+sets the reward to 0.0. `info` holds the checks, the score, the diff, the state check and `success` (every
+item passes and the state check does not fail). Pass state_check=False for the checklist score alone.
+
+An episode must be reset, stepped and closed from one task (its MCP session lives in that task): callers
+that run each call in a task of its own (Ray actors, web servers) give the environment one owner task, as
+harness.openenv_env does.
 """
 
 from __future__ import annotations
@@ -20,18 +28,22 @@ from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_transcript
-from envscaler_mcp.harness.episode import call_tool_safely, score_state
+from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_success, episode_transcript
+from envscaler_mcp.harness.episode import call_tool_safely, score_state, state_verdict
+from envscaler_mcp.harness.models import EpisodeStatus
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource
+from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs
+from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import FreeField
 
 Action = dict[str, Any] | str
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+UNEXPECTED = ("collateral", "extra")  # changes the reference did not make: they void the reward
 
 
 class EnvScalerMCPEnv:
@@ -47,6 +59,8 @@ class EnvScalerMCPEnv:
         max_steps: int = 30,
         user: Provider | None = None,
         stack: AsyncExitStack | None = None,
+        state_check: bool = True,
+        free_fields: list[FreeField] | None = None,
     ) -> None:
         if mode == "conversation" and user is None:
             raise UsageError("conversation mode needs a simulated-user provider (user=...)")
@@ -56,6 +70,9 @@ class EnvScalerMCPEnv:
         self.mode = mode
         self.max_steps = max_steps
         self.user_provider = user
+        self.state_check = state_check
+        self.free_fields = list(free_fields or [])
+        self.references = ReferenceCache()
         self._stack = stack or AsyncExitStack()
         self._episode_stack: AsyncExitStack | None = None
         self._ep: EpisodeHandle | None = None
@@ -77,6 +94,7 @@ class EnvScalerMCPEnv:
         max_steps: int = 30,
         user: Provider | None = None,
         validator_timeout_s: float = 2.0,
+        state_check: bool = True,
     ) -> EnvScalerMCPEnv:
         """Launch the environment's server (bundled env id, folder or skeleton) and a validator sandbox."""
         from envscaler_mcp.catalog.store import get_skeleton
@@ -91,7 +109,8 @@ class EnvScalerMCPEnv:
             await stack.aclose()
             raise
         info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
-        return cls(server, checker, env_info=info, mode=mode, max_steps=max_steps, user=user, stack=stack)
+        return cls(server, checker, env_info=info, mode=mode, max_steps=max_steps, user=user, stack=stack,
+                   state_check=state_check, free_fields=list(skeleton.free_fields))
 
     async def reset(self, scenario: Scenario) -> tuple[str, dict[str, Any]]:
         """Open a fresh episode at the scenario's initial state. Returns (observation, info): the observation
@@ -150,13 +169,21 @@ class EnvScalerMCPEnv:
         answers = [m.content for m in self._log if m.role == "assistant" and m.content]
         transcript = episode_transcript(self._log, answers[-1] if answers else "")
         checks, score, diff = await score_state(self._scenario, final_state, self.checker, transcript)
+        reference = None
+        if self.state_check and has_admin_plane(self.source):
+            reference = await self.references.get(self._scenario, self.source.episode, self.free_fields)
+        verdict = state_verdict(reference, final_state)
+        unexpected = any(c.kind in UNEXPECTED for c in verdict.changes)
+        status: EpisodeStatus = "completed" if terminated else "max_steps"
         info.update(
             checks=[c.model_dump(mode="json") for c in checks],
             score=score,
             diff=[c.model_dump(mode="json") for c in diff],
-            success=score == 1.0 and terminated,
+            state_check=verdict.model_dump(mode="json"),
+            success=episode_success("both", score, status, verdict.status) is True,
         )
-        return obs, float(score or 0.0), terminated, not terminated, info
+        reward = 0.0 if unexpected else float(score or 0.0)
+        return obs, reward, terminated, not terminated, info
 
     async def _close_episode(self) -> None:
         if self._episode_stack is not None:

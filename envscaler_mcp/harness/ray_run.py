@@ -1,7 +1,9 @@
 """Episodes on a Ray cluster: one actor per worker slot, each with its own server pool and validator sandbox.
 
 Only the driver writes the run folder: each finished episode comes back as a record and is appended to
-results.jsonl by the caller (the same file, resume rule and summary as a local run). A lost actor (its
+results.jsonl by the caller (the same file, resume rule and summary as a local run), with the isolation in
+force on the worker that ran it ('worker:<node ip>:<pid>/validators', '.../server:<env>'), which the caller
+writes into run.json before the record. A lost actor (its
 process or node gone) loses only the episodes in flight on it; they are queued again on another actor. An
 episode that ends on an infra error after its own retries is tried once more on another actor.
 
@@ -29,6 +31,7 @@ from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.seats import seat_for
+from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.qa.reference import ReferenceCache
 
 try:
@@ -36,9 +39,6 @@ try:
     from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 except ImportError:  # pragma: no cover - reported by connect()
     ray = None  # type: ignore[assignment]
-
-Pair = tuple[str, str, int]  # (env id, scenario id, trial)
-
 
 class EpisodeWorker:
     """A Ray actor: opens the run's servers and a validator sandbox on its node once, then runs episodes."""
@@ -86,8 +86,9 @@ class EpisodeWorker:
             raise
 
     async def run(self, env_id: str, scenario_id: str, trial: int) -> dict[str, Any]:
-        """Run one (scenario, trial) episode here and return its record (JSON)."""
-        from envscaler_mcp.harness.run import reference_for
+        """Run one (scenario, trial) episode here: {"result": its record, "isolation": this worker's reports}
+        (JSON)."""
+        from envscaler_mcp.harness.run import isolation_reports, reference_for
 
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
@@ -109,7 +110,10 @@ class EpisodeWorker:
             run_id=self.run_id,
             trial=trial,
         )
-        return result.model_dump(mode="json")
+        name = f"worker:{ray.util.get_node_ip_address()}:{os.getpid()}"  # type: ignore[no-untyped-call]
+        isolation = {f"{name}/{key}": report.model_dump(mode="json")
+                     for key, report in isolation_reports(checker, pool).items()}
+        return {"result": result.model_dump(mode="json"), "isolation": isolation}
 
     async def close(self) -> None:
         """Stop this actor's servers and sandbox."""
@@ -177,96 +181,88 @@ def _from_worker(exc: RayTaskError) -> Exception:
 @dataclass
 class _Slot:
     handle: Any
-    in_flight: dict[Any, Pair] = field(default_factory=dict)
+    in_flight: dict[Any, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass
 class RayDispatch:
-    """Runs the pairs on `workers` actors, calling `on_result` in the driver for each finished episode."""
+    """Runs work items (argument tuples of the actors' `run`) on `workers` actors made by `start_actor`,
+    calling `on_result(item, record)` in the driver for each one, in the order they finish.
 
-    config: RunConfig
-    plans: list[EnvPlan]
-    run_id: str
+    A lost actor's items in flight are queued again (a replacement actor is started, up to twice the worker
+    count); a record for which `retry_elsewhere(record)` is true is run once more on another actor first."""
+
+    start_actor: Callable[[], Any]
     workers: int
     per_worker: int
-    on_result: Callable[[EpisodeResult], None]
+    on_result: Callable[[tuple[Any, ...], Any], None]
+    retry_elsewhere: Callable[[Any], bool] = lambda _record: False
     on_lost: Callable[[str], None] = lambda _message: None
     max_replacements: int = 0
     lost_workers: int = 0
     moved: int = 0
     slots: list[_Slot] = field(default_factory=list)
 
-    def _new_actor(self) -> _Slot:
-        actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(EpisodeWorker)
-        handle = actor.remote(
-            self.config.model_dump(mode="json"),
-            [p.model_dump(mode="json") for p in self.plans],
-            self.run_id,
-            None if data_root() == package_root() else str(data_root()),
-        )
-        return _Slot(handle)
-
     def pids(self) -> list[int]:
         """The process ids of the live actors."""
         return [int(ray.get(s.handle.pid.remote())) for s in self.slots]
 
-    def run(self, todo: list[Pair]) -> None:
-        """Run every pair once (blocking; call from a worker thread)."""
-        queue: deque[tuple[Pair, _Slot | None]] = deque((pair, None) for pair in todo)
-        moved: set[Pair] = set()
+    def run(self, todo: list[tuple[Any, ...]]) -> None:
+        """Run every item once (blocking; call from a worker thread)."""
+        queue: deque[tuple[tuple[Any, ...], _Slot | None]] = deque((item, None) for item in todo)
+        moved: set[int] = set()  # id() of the items run once more (items may hold unhashable payloads)
         replacements = self.max_replacements or self.workers * 2
         if not self.slots:
-            self.slots = [self._new_actor() for _ in range(max(1, self.workers))]
+            self.slots = [_Slot(self.start_actor()) for _ in range(max(1, self.workers))]
         try:
             while queue or any(s.in_flight for s in self.slots):
                 self._fill(queue)
                 refs = [ref for s in self.slots for ref in s.in_flight]
                 if not refs:
-                    raise UsageError("every Ray worker was lost; the finished episodes are kept (--resume)")
+                    raise UsageError("every Ray worker was lost; the finished work is kept (--resume)")
                 ready, _ = ray.wait(refs, num_returns=1)
                 ref = ready[0]
                 slot_index, slot = next((i, s) for i, s in enumerate(self.slots) if ref in s.in_flight)
-                pair = slot.in_flight.pop(ref)
+                item = slot.in_flight.pop(ref)
                 try:
                     record = ray.get(ref)
                 except (RayActorError, WorkerCrashedError) as exc:
                     lost = list(slot.in_flight.values())
                     self.slots.pop(slot_index)
                     self.lost_workers += 1
-                    queue.extendleft((p, None) for p in [pair, *lost])
+                    queue.extendleft((i, None) for i in [item, *lost])
                     self.on_lost(f"a Ray worker was lost ({type(exc).__name__}); {1 + len(lost)} "
-                                 "episode(s) in flight on it queued again")
+                                 "item(s) in flight on it queued again")
                     if replacements > 0:
                         replacements -= 1
-                        self.slots.append(self._new_actor())
+                        self.slots.append(_Slot(self.start_actor()))
                     continue
                 except RayTaskError as exc:
                     raise _from_worker(exc) from None
-                result = EpisodeResult.model_validate(record)
-                if result.status == "infra_error" and pair not in moved and len(self.slots) > 1:
-                    moved.add(pair)
+                if id(item) not in moved and len(self.slots) > 1 and self.retry_elsewhere(record):
+                    moved.add(id(item))
                     self.moved += 1
-                    queue.append((pair, slot))  # once more, on another worker
+                    queue.append((item, slot))  # once more, on another worker
                     continue
-                self.on_result(result)
+                self.on_result(item, record)
         finally:
             self.close()
 
-    def _fill(self, queue: deque[tuple[Pair, _Slot | None]]) -> None:
+    def _fill(self, queue: deque[tuple[tuple[Any, ...], _Slot | None]]) -> None:
         """Give each actor up to `per_worker` episodes, keeping a moved episode off the actor it failed on."""
-        skipped: list[tuple[Pair, _Slot | None]] = []
+        skipped: list[tuple[tuple[Any, ...], _Slot | None]] = []
         while queue:
-            pair, avoid = queue.popleft()
+            item, avoid = queue.popleft()
             free = [i for i, s in enumerate(self.slots) if len(s.in_flight) < self.per_worker]
             choices = [i for i in free if self.slots[i] is not avoid] or (free if len(self.slots) == 1 else [])
             if not free:
-                queue.appendleft((pair, avoid))
+                queue.appendleft((item, avoid))
                 break
             if not choices:
-                skipped.append((pair, avoid))
+                skipped.append((item, avoid))
                 continue
             slot = self.slots[min(choices, key=lambda i: len(self.slots[i].in_flight))]
-            slot.in_flight[slot.handle.run.remote(*pair)] = pair
+            slot.in_flight[slot.handle.run.remote(*item)] = item
         queue.extendleft(reversed(skipped))
 
     def close(self) -> None:
@@ -278,3 +274,23 @@ class RayDispatch:
                 pass
             ray.kill(slot.handle)
         self.slots = []
+
+
+def episode_dispatch(config: RunConfig, plans: list[EnvPlan], run_id: str, workers: int,
+                     on_result: Callable[[EpisodeResult, dict[str, IsolationReport]], None],
+                     on_lost: Callable[[str], None]) -> RayDispatch:
+    """The dispatch of an eval run: (env id, scenario id, trial) items on EpisodeWorker actors; an episode
+    that ends on an infra error is run once more on another worker."""
+    actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(EpisodeWorker)
+    config_json, plans_json = config.model_dump(mode="json"), [p.model_dump(mode="json") for p in plans]
+    home = None if data_root() == package_root() else str(data_root())  # workers resolve ids in the same home
+
+    def finished(_item: tuple[Any, ...], record: dict[str, Any]) -> None:
+        on_result(EpisodeResult.model_validate(record["result"]),
+                  {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()})
+
+    return RayDispatch(
+        start_actor=lambda: actor.remote(config_json, plans_json, run_id, home),
+        workers=workers, per_worker=config.concurrency, on_result=finished, on_lost=on_lost,
+        retry_elsewhere=lambda record: record["result"]["status"] == "infra_error",
+    )

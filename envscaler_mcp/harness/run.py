@@ -198,7 +198,7 @@ async def _run_prepared(
                         run_id=manifest.run_id,
                         trial=trial,
                     )
-                _record_isolation(run_dir, manifest, checker, pool)  # before the result: a run killed
+                record_isolation(run_dir, manifest, isolation_reports(checker, pool))  # before the result: a run killed
                 run_dir.append(result)  # at any point says which layers each finished episode ran under
                 progress.add(result)
 
@@ -207,7 +207,7 @@ async def _run_prepared(
                     for plan, scenario, trial in todo:
                         tg.start_soon(one, plan, scenario, trial)
             finally:
-                _record_isolation(run_dir, manifest, checker, pool)
+                record_isolation(run_dir, manifest, isolation_reports(checker, pool))
     except BaseException as exc:
         error = _first_error(exc)
         if isinstance(error, Exception) and not isinstance(error, EnvScalerError):
@@ -221,7 +221,7 @@ async def _run_prepared(
 async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[EnvPlan, Scenario, int]],
                       run_dir: RunDir, manifest: RunManifest, planned: int, done: int, console: Console) -> None:
     """The todo pairs as Ray actors' episodes; the driver appends each finished one here, as a local run does."""
-    from envscaler_mcp.harness.ray_run import RayDispatch, cluster_cpus, connect
+    from envscaler_mcp.harness.ray_run import cluster_cpus, connect, episode_dispatch
 
     if config.server_cmd or config.url:
         raise UsageError("--ray runs the bundled or generated environments; --server/--url are local only")
@@ -229,14 +229,13 @@ async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[
     workers = config.ray_workers or cluster_cpus()
     with RunProgress(planned, done=done, enabled=config.progress, console=console) as progress:
 
-        def finished(result: EpisodeResult) -> None:
+        def finished(result: EpisodeResult, isolation: dict[str, IsolationReport]) -> None:
+            record_isolation(run_dir, manifest, isolation)  # the worker's, before its first result
             run_dir.append(result)
             progress.add(result)
 
-        dispatch = RayDispatch(
-            config=config, plans=plans, run_id=manifest.run_id, workers=workers, per_worker=config.concurrency,
-            on_result=finished, on_lost=lambda message: console.print(f"[yellow]warning:[/] {message}"),
-        )
+        dispatch = episode_dispatch(config, plans, manifest.run_id, workers, finished,
+                                    lambda message: console.print(f"[yellow]warning:[/] {message}"))
         await anyio.to_thread.run_sync(dispatch.run, [(p.env_id, s.id, t) for p, s, t in todo])
 
 
@@ -249,12 +248,17 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
     return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id)
 
 
-def _record_isolation(run_dir: RunDir, manifest: RunManifest, checker: object, pool: SourcePool) -> None:
-    """Write the isolation in force (validator sandbox, each environment's servers) into run.json."""
+def isolation_reports(checker: object, pool: SourcePool) -> dict[str, IsolationReport]:
+    """The isolation in force: 'validators' (the sandbox) and 'server:<env>' (each environment's servers)."""
     reports = {f"server:{env}": report for env, report in pool.isolation().items()}
     validators = getattr(checker, "isolation", None)
     if isinstance(validators, IsolationReport):
         reports["validators"] = validators
+    return reports
+
+
+def record_isolation(run_dir: RunDir, manifest: RunManifest, reports: dict[str, IsolationReport]) -> None:
+    """Write isolation reports into run.json (before the results they cover)."""
     merged = {**manifest.isolation, **reports}
     if merged != manifest.isolation:  # only when something new is known: one rewrite per environment
         manifest.isolation = merged

@@ -1,22 +1,57 @@
-"""A private Ray on loopback for the cluster tests."""
+"""A private Ray on loopback for the cluster tests: one cluster (2 CPUs) shared by the tests that take the
+`cluster` fixture, and `local_ray` for a module that needs its own (e.g. workers started without a key)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tests.security.conftest import open_dir  # noqa: F401 (a fixture of these tests too)
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(num_cpus: int) -> None:
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
+    if ray.is_initialized():  # another module's cluster: each cluster is set up for its own tests
+        ray.shutdown()
+    # the workers import test fixtures (scripted providers) by module name: they need the checkout's root
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+             configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+
 
 @contextmanager
 def local_ray(num_cpus: int) -> Iterator[None]:
-    """Ray on 127.0.0.1 with `num_cpus` CPUs, shut down on exit."""
-    ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
-    ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+    """A cluster of its own on 127.0.0.1 with `num_cpus` CPUs, shut down on exit."""
+    _start(num_cpus)
     try:
         yield
     finally:
+        import ray
+
+        ray.shutdown()
+
+
+@pytest.fixture
+def cluster() -> Iterator[None]:
+    """The shared cluster: started by the first test that needs it (again after a module's own cluster)."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
+    if not ray.is_initialized():
+        _start(2)
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ray_down_at_the_end() -> Iterator[None]:
+    yield
+    try:
+        import ray
+    except ImportError:
+        return
+    if ray.is_initialized():
         ray.shutdown()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -18,16 +18,6 @@ from envscaler_mcp.harness.run import run_eval
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
 ENVS = ["ecommerce_orders", "library_loans"]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def scored(out: Path) -> list[tuple[str, int, float | None, str]]:
@@ -48,6 +38,15 @@ def test_oracle_on_ray_scores_like_the_local_run(cluster: None, tmp_path: Path) 
     assert len(local) == 2 * 4 * len(ENVS)
     assert on_ray == local
     assert all(status == "completed" for *_, status in on_ray)
+    # run.json: each worker's own isolation reports, the same layers as the local run's
+    local_iso = json.loads((tmp_path / "local" / "run.json").read_text())["isolation"]
+    ray_iso = json.loads((tmp_path / "ray" / "run.json").read_text())["isolation"]
+    workers = {key.split("/")[0] for key in ray_iso}
+    assert len(workers) == 2 and all(w.startswith("worker:") for w in workers)
+    for worker in workers:
+        assert ray_iso[f"{worker}/validators"] == local_iso["validators"]
+    servers = {key.split("/")[1]: report for key, report in ray_iso.items() if "/server:" in key}
+    assert set(servers) == {f"server:{env}" for env in ENVS} and all(servers[k] == local_iso[k] for k in servers)
 
 
 def _worker_pids() -> list[int]:

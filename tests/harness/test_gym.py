@@ -70,3 +70,33 @@ async def test_create_launches_the_server_itself() -> None:
         assert terminated and reward == 0.0
     finally:
         await env.close()
+
+
+async def test_a_collateral_change_voids_the_reward(server: Any, checker: SandboxChecker) -> None:
+    """Bob's whole task plus a cancellation nobody asked for: every checklist item passes, the state check
+    (against the replayed reference) finds the collateral change and the reward is 0."""
+    async with EnvScalerMCPEnv(server, checker) as env:
+        await env.reset(BOB)
+        for call in BOB.reference_solution:
+            await env.step({"name": call.tool, "arguments": call.arguments})
+        _, reward, *_, info = await env.step("done")
+        assert reward == 1.0 and info["state_check"]["status"] == "pass" and info["success"] is True
+        await env.reset(BOB)
+        for call in BOB.reference_solution:
+            await env.step({"name": call.tool, "arguments": call.arguments})
+        await env.step({"name": "cancel_order", "arguments": {"order_id": "O-1001"}})
+        _, reward, terminated, _, info = await env.step("done")
+    assert terminated and info["score"] == 1.0 and info["success"] is False and reward == 0.0
+    verdict = info["state_check"]
+    assert verdict["status"] == "fail"
+    assert [c["kind"] for c in verdict["changes"]] == ["collateral"] and "O-1001" in verdict["changes"][0]["path"]
+
+
+async def test_state_check_off_gives_the_checklist_score(server: Any, checker: SandboxChecker) -> None:
+    async with EnvScalerMCPEnv(server, checker, state_check=False) as env:
+        await env.reset(BOB)
+        for call in BOB.reference_solution:
+            await env.step({"name": call.tool, "arguments": call.arguments})
+        await env.step({"name": "cancel_order", "arguments": {"order_id": "O-1001"}})
+        _, reward, _, _, info = await env.step("done")
+    assert reward == 1.0 and info["state_check"]["status"] == "not_available"

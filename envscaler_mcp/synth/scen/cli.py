@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import importlib
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
 
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
+from envscaler_mcp.synth.skel.cli import RAY_HELP
+
+if TYPE_CHECKING:
+    from envscaler_mcp.synth.scen.pipeline import Providers
+
+
+def make_providers(model: str, solver_model: str | None) -> Providers:
+    """Generator and solver from their specs (on the driver, and again on each Ray worker)."""
+    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
+    return get_provider(model), get_provider(solver_model) if solver_model else None
 
 
 def scenarios(
@@ -41,6 +52,10 @@ def scenarios(
         "--questions", min=0.0, max=1.0, help="Share of items that are read-only questions, checked on what the "
         "agent looks up and answers (transcript checks) instead of on the final state.")] = 0.0,
     home: HomeOption = None,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP + " Each worker runs its own server per "
+                                            "environment and its own validator sandbox.")] = None,
+    ray_workers: Annotated[int | None, typer.Option(
+        "--ray-workers", min=1, help="Ray workers (default: the cluster's CPUs).")] = None,
 ) -> None:
     """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
@@ -57,15 +72,14 @@ def scenarios(
     skeletons = [get_skeleton(name) for name in names]
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, temperature=temperature,
-                          validator_workers=min(2, concurrency), questions=questions)
-    get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
-
-    generator = get_provider(model)
-    solver = get_provider(solver_model) if solver_model else None
+                          validator_workers=min(2, concurrency), questions=questions, ray=ray,
+                          ray_workers=ray_workers)
+    generator, solver = make_providers(model, solver_model)
 
     async def main() -> None:
         try:
-            summary = await run_scenarios(skeletons, generator, solver, options)
+            summary = await run_scenarios(skeletons, generator, solver, options,
+                                          make_providers=partial(make_providers, model, solver_model))
         finally:
             await generator.aclose()
             if solver is not None:

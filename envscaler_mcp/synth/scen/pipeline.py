@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
@@ -21,7 +22,7 @@ from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
-from envscaler_mcp.synth._common_store import run_bounded
+from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
@@ -54,6 +55,48 @@ class ScenOptions:
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
     questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)
+    ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
+    ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
+
+
+Providers = tuple[Provider, Provider | None]  # generator, solver (None: the generator)
+
+
+@dataclass
+class ScenJob:
+    """Scenario items on a Ray worker (synth.ray_items): one server per environment and one validator sandbox
+    per worker, kept open for all its items."""
+
+    skeletons: dict[str, EnvSkeleton]
+    make_providers: Callable[[], Providers]
+    options: ScenOptions
+    open_server: ServerOpener = http_server
+    state: dict[str, Any] = field(default_factory=dict)
+
+    async def open(self, resources: Any) -> None:
+        self.state["resources"] = resources
+        self.state["providers"] = self.make_providers()
+        self.state["sandbox"] = await resources.get("sandbox", lambda: ValidatorSandbox(
+            timeout_s=self.options.validator_timeout_s, workers=self.options.validator_workers))
+
+    async def run(self, out: Path, on_item: ItemCallback, item: tuple[str, int, dict[str, Any] | None]) -> None:
+        env_id, index, state = item
+        skeleton = self.skeletons[env_id]
+        if state is not None:  # the item's initial state, finished in an earlier run: not generated again
+            path = EnvWork(out, env_id).states.path(f"s{index + 1:03d}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(state), encoding="utf-8")
+        server = await self.state["resources"].get(f"server:{env_id}", lambda: self.open_server(skeleton))
+        generator, solver = self.state["providers"]
+        ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver or generator,
+                          retries=self.options.retries, temperature=self.options.temperature)
+        await EnvRun(skeleton, ctx, server, self.state["sandbox"], replace(self.options, out=out)).item(index)
+
+    async def close(self) -> None:
+        generator, solver = self.state.get("providers", (None, None))
+        for provider in (generator, solver):
+            if provider is not None:
+                await provider.aclose()
 
 
 def is_question(index: int, share: float) -> bool:
@@ -148,14 +191,42 @@ class EnvRun:
         return merge(self.work, self.options.similarity)
 
 
+async def _run_on_ray(skeletons: Sequence[EnvSkeleton], options: ScenOptions, open_server: ServerOpener,
+                      make_providers: Callable[[], Providers]) -> dict[str, MergeResult]:
+    """Every unfinished item of every environment on Ray; the driver writes them, then merges each set."""
+    from envscaler_mcp.harness.ray_run import connect
+    from envscaler_mcp.synth.ray_items import run_items
+
+    assert options.ray is not None
+    connect(options.ray)
+
+    items: list[tuple[str, int, dict[str, Any] | None]] = []
+    for skeleton in skeletons:
+        work = EnvWork(options.out, skeleton.id)
+        for index, item_id in enumerate(item_ids(options.n)):
+            if not work.finished(item_id):
+                items.append((skeleton.id, index, work.states.read(item_id) if work.states.done(item_id) else None))
+    job = ScenJob({sk.id: sk for sk in skeletons}, make_providers, options, open_server)
+    await run_items(job, items, options.out, options.ray, workers=options.ray_workers,
+                    per_worker=options.concurrency)
+    return {sk.id: merge(EnvWork(options.out, sk.id), options.similarity) for sk in skeletons}
+
+
 async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, solver: Provider | None,
-                        options: ScenOptions, open_server: ServerOpener = http_server) -> ScenSummary:
-    """Generate scenarios for each environment in turn; returns the totals (also in OUT/_work/summary.json)."""
+                        options: ScenOptions, open_server: ServerOpener = http_server,
+                        make_providers: Callable[[], Providers] | None = None) -> ScenSummary:
+    """Generate scenarios for each environment in turn; returns the totals (also in OUT/_work/summary.json).
+    With options.ray the items run on Ray workers, each building its providers with `make_providers`."""
     if not options.resume:
         busy = [sk.id for sk in skeletons if EnvWork(options.out, sk.id).has_work()]
         if busy:
             raise UsageError(f"{options.out / '_work'} already holds work for {', '.join(busy)}; pass --resume to "
                              "continue it (finished items are skipped) or choose another --out")
+    if options.ray:
+        if make_providers is None:
+            raise UsageError("a Ray run needs make_providers: the worker builds its own providers")
+        merges_on_ray = await _run_on_ray(skeletons, options, open_server, make_providers)
+        return collect_summary(options.out, [sk.id for sk in skeletons], merges_on_ray)
     solver = solver or generator
     merges: dict[str, MergeResult] = {}
     sandbox = ValidatorSandbox(timeout_s=options.validator_timeout_s, workers=options.validator_workers)

@@ -169,6 +169,13 @@ async def check_environment(
     return check_record, result
 
 
+def check_todo(records: list[ModelRecord], out: Path) -> list[ModelRecord]:
+    """The modelled environments not finished (checked or dropped) in an earlier run."""
+    done = ItemDir(out / "check" / "envs")
+    dropped = JsonlLedger(out / "check" / "dropped.jsonl", "env_id")
+    return [r for r in records if not done.done(r.env_id) and r.env_id not in dropped]
+
+
 async def run_check(records: list[ModelRecord], out: Path, generator: Provider, tester: Provider, checker: Provider,
                     options: CheckOptions, episode_factory: EpisodeFactory = mcp_episode) -> None:
     """Run the check stage for every modelled environment not finished in an earlier run."""
@@ -199,5 +206,4 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
             score = check_record.final_report.score if check_record.final_report else None
             options.on_item("check", record.env_id, f"{'kept' if check_record.kept else 'not kept'} (score {score})")
 
-    todo = [r for r in records if not done.done(r.env_id) and r.env_id not in dropped]
-    await run_bounded(todo, work, concurrency=options.concurrency)
+    await run_bounded(check_todo(records, out), work, concurrency=options.concurrency)

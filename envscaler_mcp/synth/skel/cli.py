@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 import typer
 
+if TYPE_CHECKING:
+    from envscaler_mcp.synth.skel.pipeline import Seats
+
 Stage = Literal["mine", "model", "check", "all"]
+
+RAY_HELP = ("Run the per-item work on a Ray cluster: auto (the running one), local (a private one here) or an "
+            "address; --concurrency is then per worker. Needs the extra: pip install 'envscaler-mcp[ray]'.")
+
+
+def make_seats(model: str, checker_model: str | None, cache_dir: Path | None) -> Seats:
+    """The seats from their provider specs (on the driver, and again on each Ray worker)."""
+    from envscaler_mcp.providers import get_provider
+    from envscaler_mcp.synth.skel.pipeline import Seats
+
+    generator = get_provider(model, cache_dir=cache_dir)
+    judge = get_provider(checker_model, cache_dir=cache_dir) if checker_model else generator
+    return Seats(generator=generator, tester=judge, checker=judge)
 
 
 def envs(
@@ -43,20 +60,23 @@ def envs(
         "retries instead of dropping the environment.")] = 0,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP + " The model and check stages (per "
+                                            "topic) run there; mine runs here.")] = None,
+    ray_workers: Annotated[int | None, typer.Option(
+        "--ray-workers", min=1, help="Ray workers (default: the cluster's CPUs).")] = None,
 ) -> None:
     """Synthesize environment skeletons from a task corpus and check each as a live MCP server."""
-    from envscaler_mcp.providers import get_provider
     from envscaler_mcp.synth.skel.checkstage import CheckOptions
     from envscaler_mcp.synth.skel.mine import MineOptions
     from envscaler_mcp.synth.skel.modeling import ModelOptions
-    from envscaler_mcp.synth.skel.pipeline import Seats, SkelConfig, run_skel
+    from envscaler_mcp.synth.skel.pipeline import SkelConfig, run_skel
     from envscaler_mcp.synth.skel.quality import QualityOptions
     from envscaler_mcp.synth.skel.summary import print_summary
 
-    generator = get_provider(model, cache_dir=cache_dir)
-    judge = get_provider(checker_model, cache_dir=cache_dir) if checker_model else generator
+    seats = make_seats(model, checker_model, cache_dir)
     config = SkelConfig(
-        out=out, tasks=tasks, stage=stage, resume=resume,
+        out=out, tasks=tasks, stage=stage, resume=resume, ray=ray, ray_workers=ray_workers,
+        make_seats=partial(make_seats, model, checker_model, cache_dir),
         mine=MineOptions(limit=limit, min_usefulness=min_usefulness, min_modelability=min_modelability,
                          similarity=similarity, retries=retries, concurrency=concurrency),
         model=ModelOptions(retries=retries, concurrency=concurrency, max_failed_methods=max_failed_methods),
@@ -72,11 +92,9 @@ def envs(
 
     async def main() -> None:
         try:
-            summary = await run_skel(config, Seats(generator=generator, tester=judge, checker=judge))
+            summary = await run_skel(config, seats)
         finally:
-            await generator.aclose()
-            if judge is not generator:
-                await judge.aclose()
+            await seats.aclose()
         print_summary(summary)
         typer.echo(f"environments: {out / 'environments'}")
 

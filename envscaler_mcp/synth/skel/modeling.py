@@ -134,6 +134,13 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
                        usage_by_seat=meter.by_seat)
 
 
+def model_todo(topics: list[SelectedTopic], out: Path) -> list[SelectedTopic]:
+    """The topics not finished (written or dropped) in an earlier run."""
+    done = ItemDir(out / "model" / "envs")
+    dropped = JsonlLedger(out / "model" / "dropped.jsonl", "env_id")
+    return [t for t in topics if not done.done(t.env_id) and t.env_id not in dropped]
+
+
 async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, options: ModelOptions) -> None:
     """Run the model stage for every topic not finished (written or dropped) in an earlier run."""
     done = ItemDir(out / "model" / "envs")
@@ -153,5 +160,4 @@ async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, 
         if options.on_item:
             options.on_item("model", topic.env_id, f"{len(record.skeleton.tools)} tools")
 
-    todo = [t for t in topics if not done.done(t.env_id) and t.env_id not in dropped]
-    await run_bounded(todo, work, concurrency=options.concurrency)
+    await run_bounded(model_todo(topics, out), work, concurrency=options.concurrency)
