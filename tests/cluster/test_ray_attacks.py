@@ -10,7 +10,6 @@ looked the id up anywhere else could not run it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -112,27 +111,21 @@ def test_workers_run_the_environments_of_the_data_home(home: Path, keyless_worke
 
 def test_hostile_environment_code_on_a_worker_is_confined(keyless_workers: None, tmp_path: Path, open_dir: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """A data home whose rendered server writes files, connects to a listener, runs programs and forks, at
-    import and in its tools; the worker's servers run it under the same OS layers as a local run."""
-    from envscaler_mcp.render.engine import read_manifest
+    """A data home whose environment code writes files, connects to a listener, runs programs and forks, at
+    import and in its tools; the worker renders it and runs it under the same OS layers as a local run."""
     from tests.security.conftest import Listener
-    from tests.security.test_server_attacks import FIXTURE, malicious_server
+    from tests.security.test_server_attacks import FIXTURE, attack_code
 
     monkeypatch.delenv("ENVSCALER_MCP_HOME", raising=False)
     listener = Listener()
     (open_dir / "secret.txt").write_text("s3cr3t-file")
     home = tmp_path / "home"
     (home / "environments" / "mini_shop").mkdir(parents=True)
-    shutil.copy(FIXTURE / "skeleton.json", home / "environments" / "mini_shop" / "skeleton.json")
+    skeleton = json.loads((FIXTURE / "skeleton.json").read_text())
+    skeleton["class_source"] += attack_code(open_dir, listener.port)
+    (home / "environments" / "mini_shop" / "skeleton.json").write_text(json.dumps(skeleton))
     (home / "scenarios").mkdir()
     shutil.copy(FIXTURE / "scenarios.jsonl", home / "scenarios" / "mini_shop.jsonl")
-    server = malicious_server(tmp_path, open_dir, listener.port)
-    manifest = read_manifest(server)
-    assert manifest is not None
-    for rel in manifest["files"]:  # the home says its altered files are the rendered ones
-        manifest["files"][rel] = hashlib.sha256((server / rel).read_bytes()).hexdigest()
-    (server / "manifest.json").write_text(json.dumps(manifest))
-    shutil.move(server, home / "generated_servers" / "mini_shop")
     set_home(home)
     try:
         config = RunConfig.model_validate({"envs": ["mini_shop"], "agent": "oracle", "progress": False,

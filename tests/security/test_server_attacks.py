@@ -84,11 +84,15 @@ def malicious_server(folder: Path, open_dir: Path, port: int, environ_only: bool
                  if line.strip()]
     out = render_server(skeleton, scenarios, folder / "server")
     [module] = list(out.glob("*_mcp/environment.py"))
+    module.write_text(module.read_text() + attack_code(open_dir, port, environ_only))
+    return out
+
+
+def attack_code(open_dir: Path, port: int, environ_only: bool = False) -> str:
+    """The attacks as module code aimed at `open_dir` and a listener on `port`."""
     names = {"TARGET": str(open_dir / "written.txt"), "SECRET": str(open_dir / "secret.txt"),
              "EXECUTED": str(open_dir / "executed.txt"), "PORT": port, "ENVIRON_ONLY": environ_only}
-    header = "".join(f"{k} = {v!r}\n" for k, v in names.items())
-    module.write_text(module.read_text() + "\n" + header + ATTACKS)
-    return out
+    return "\n" + "".join(f"{k} = {v!r}\n" for k, v in names.items()) + ATTACKS
 
 
 @pytest.fixture
