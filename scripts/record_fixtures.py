@@ -1,7 +1,8 @@
 """Turn the response cache of a real `synth envs` run into labelled replay fixtures.
 
     .venv/bin/python scripts/record_fixtures.py runs/cache tests/fixtures/recorded/envs-qwen2.5-coder-1.5b \
-        --tasks /path/to/api-bank-lv3-train.json --limit 3 --spec local/qwen2.5-coder-1.5b --date 2026-11-25
+        --tasks /path/to/api-bank-lv3-train.json --limit 3 --spec local/qwen2.5-coder-1.5b --date 2026-11-25 \
+        --max-failed-methods 2
 
 Replays the run offline (every answer comes from CACHE; nothing reaches a model), writes each answer served
 with its full request and the label 'recorded from SPEC on DATE' into DEST, and DEST/manifest.json with the
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("--date", required=True)
+    parser.add_argument("--max-failed-methods", type=int, default=0, help="as given to the recorded run")
     args = parser.parse_args()
     label = f"recorded from {args.spec} on {args.date}"
     answers = args.dest / "answers"
@@ -40,8 +42,9 @@ def main() -> None:
         shutil.rmtree(answers)
     provider = ReplayProvider(args.spec, args.cache, record_to=answers, label=label)
     with tempfile.TemporaryDirectory() as tmp:
-        result = anyio.run(replay_envs, provider, args.tasks, Path(tmp), args.limit)
-    manifest = {"label": label, "spec": args.spec, "limit": args.limit, "tasks": "tasks.json", **result}
+        result = anyio.run(replay_envs, provider, args.tasks, Path(tmp), args.limit, args.max_failed_methods)
+    manifest = {"label": label, "spec": args.spec, "limit": args.limit, "max_failed_methods": args.max_failed_methods,
+                "tasks": "tasks.json", **result}
     (args.dest / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(manifest, indent=1))
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import jinja2
 
+from envscaler_mcp._json import JSONObject
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, SynthesisError
 from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
@@ -98,6 +99,7 @@ async def ask(
     retries: int = 2,
     settings: GenerationSettings | None = None,
     template: str | None = None,
+    schema: JSONObject | None = None,
 ) -> T:
     """Ask the model for step `step` and return `accept(answer text)`.
 
@@ -107,12 +109,18 @@ async def ask(
     one exchange. A ModelFault (context overflow, refusal) also ends the step with StepFailed: the item is
     dropped, the run goes on. Other provider errors propagate unchanged (the item is not finished and a
     rerun will try it again).
+
+    `schema` asks for structured output: the answer is constrained to this JSON schema where the provider
+    can (constrained decoding, `json_schema` response format, a forced tool); `accept` still reads and
+    validates it, so a provider that ignores the schema falls back to the tolerant reader.
     """
     messages = render_prompt(template or step, **context)
     # Long generations (a class, a rich state) can take minutes on slow or local models. Real answers of
     # every step stay well under 2,048 tokens (a class skeleton of the 1.5B local model: ~450); longer
     # output is a model repeating itself, which costs a small local model ~10 minutes per 2,000 tokens.
     settings = settings or GenerationSettings(temperature=0.0, max_tokens=2048, timeout_s=600.0)
+    if schema is not None:
+        settings = settings.model_copy(update={"json_schema": schema})
     first = messages
     last_error = ""
     for attempt in range(retries + 1):

@@ -351,3 +351,19 @@ def test_runtimes_without_llguidance_get_the_same_schema_as_response_format(fake
     p.server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime="llama-server")
     body = p.decision_body(history, TOOLS, GenerationSettings())
     assert "grammar" not in body and sent_schema(body) == decision_schema(TOOLS)
+
+
+@pytest.mark.anyio
+async def test_a_json_schema_answer_is_constrained_by_the_schema(fake: FakeServer) -> None:
+    schema = {"type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"},
+                                                         "maxItems": 3}}, "required": ["names"]}
+    fake.answers.append((200, llama_stream('{"names": ["a", "b"]}')))
+    p = _local(fake)
+    turn = await p.complete([Message(role="system", content="List."), Message(role="user", content="names?")],
+                            None, GenerationSettings(max_tokens=300, json_schema=schema))
+    assert turn.message.content == '{"names": ["a", "b"]}' and turn.usage.output_tokens > 0
+    sent = fake.requests[0]
+    assert sent_schema(sent) == schema and sent["max_tokens"] == 300 and "tools" not in sent
+    p.server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime="llama-server")
+    body = p.structured_body([Message(role="user", content="names?")], GenerationSettings(json_schema=schema))
+    assert "grammar" not in body and sent_schema(body) == schema  # no llguidance: response_format

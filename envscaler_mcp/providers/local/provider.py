@@ -176,7 +176,9 @@ class LocalProvider(OpenAIChatProvider):
 
     async def _send(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
         client = await self._client()
-        if not tools or settings.json_schema is not None:
+        if settings.json_schema is not None and not tools:
+            return await self._send_structured(client, messages, settings)
+        if not tools:
             self.server.current_prefix = None
             return await super()._send(messages, tools, settings)
         if self.mode == "native":
@@ -208,6 +210,29 @@ class LocalProvider(OpenAIChatProvider):
         finish = "tool_calls" if calls else answer.finish_reason
         usage = self.prices.usage(self.spec, answer.prompt_tokens, answer.completion_tokens, answer.cached_tokens)
         return AssistantTurn(message=message, usage=usage, finish_reason=finish, model=self.spec)
+
+    def structured_body(self, messages: list[Message], settings: GenerationSettings) -> dict[str, Any]:
+        """Chat-completions body of an answer constrained to `settings.json_schema`: llguidance's compact
+        one-line JSON where the runtime has it (no tokens spent on indentation), else `response_format`."""
+        assert settings.json_schema is not None
+        body: dict[str, Any] = {"model": self.model, "messages": to_openai_messages(messages, ToolNames()),
+                                **answer_constraint(settings.json_schema, llguidance=self.server.llguidance)}
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            body["max_tokens"] = settings.max_tokens
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        return body
+
+    async def _send_structured(self, client: Any, messages: list[Message], settings: GenerationSettings) -> AssistantTurn:
+        self.server.current_prefix = None
+        answer = await stream_chat(client, self.structured_body(messages, settings), self.server.activity,
+                                   settings.timeout_s)
+        self._prompt_tokens = answer.prompt_tokens
+        usage = self.prices.usage(self.spec, answer.prompt_tokens, answer.completion_tokens, answer.cached_tokens)
+        return AssistantTurn(message=Message(role="assistant", content=answer.content), usage=usage,
+                             finish_reason=answer.finish_reason, model=self.spec)
 
     async def _restore(self, entry: CacheEntry | None) -> bool:
         """Load the saved KV cache of this system prompt unless the slot holds it; True when a valid file

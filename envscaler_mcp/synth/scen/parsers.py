@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 
+from envscaler_mcp._json import JSON, JSONObject
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.scoring._restrict import _FORBIDDEN_CALLS, ALLOWED_MODULES, static_problem
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -29,9 +30,49 @@ _ITEM_RE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 _MARK_RE = re.compile(r"^\[(change|keep|changes?|unchanged|no change)\]\s*", re.I)
 
 
+TASK_SCHEMA: JSONObject = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"analysis": {"type": "string", "maxLength": 600}, "title": {"type": "string", "maxLength": 80},
+                   "task": {"type": "string", "maxLength": 1500}},
+    "required": ["analysis", "title", "task"]}
+
+CHECKLIST_SCHEMA: JSONObject = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"analysis": {"type": "string", "maxLength": 600},
+                   "items": {"type": "array", "minItems": 2, "maxItems": 8, "items": {
+                       "type": "object", "additionalProperties": False,
+                       "properties": {"change": {"type": "boolean"}, "fact": {"type": "string", "maxLength": 240}},
+                       "required": ["change", "fact"]}}},
+    "required": ["analysis", "items"]}
+
+
+def solution_schema(skeleton: EnvSkeleton) -> JSONObject:
+    """Structured-output schema of a solution: calls of the environment's tools, each with its argument schema."""
+    variants: list[JSON] = [{"type": "object", "additionalProperties": False,
+                 "properties": {"tool": {"const": t.name}, "arguments": t.input_schema or {"type": "object"}},
+                 "required": ["tool", "arguments"]} for t in skeleton.tools]
+    return {"type": "object", "additionalProperties": False,
+            "properties": {"analysis": {"type": "string", "maxLength": 600},
+                           "calls": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"anyOf": variants}}},
+            "required": ["analysis", "calls"]}
+
+
+def _json_answer(text: str) -> dict[str, Any] | None:
+    """The answer as a JSON object when it is one (structured output); None for a sectioned text answer."""
+    if not text.lstrip().startswith("{"):
+        return None
+    data = extract_json(text, what="JSON object")
+    return data if isinstance(data, dict) else None
+
+
 def parse_task(text: str) -> tuple[str, str]:
-    """'# Title' and '# Task' -> (title, task). The task must be a real paragraph."""
-    sections = require_sections(text, ["Task"], optional=("Title", "Analysis"))
+    """A JSON object {analysis, title, task} (structured output), or the sections '# Title' and '# Task' ->
+    (title, task). The task must be a real paragraph."""
+    data = _json_answer(text)
+    if data is not None:
+        sections = {"Task": str(data.get("task") or ""), "Title": str(data.get("title") or "")}
+    else:
+        sections = require_sections(text, ["Task"], optional=("Title", "Analysis"))
     task = sections["Task"].strip().strip('"').strip()
     if len(task.split()) < MIN_TASK_WORDS:
         raise AnswerFormatError(f"the task has {len(task.split())} words; write at least {MIN_TASK_WORDS} words "
@@ -43,10 +84,18 @@ def parse_task(text: str) -> tuple[str, str]:
 
 
 def parse_checklist(text: str) -> list[ChecklistItem]:
-    """'# Checklist' bullets '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two)."""
-    sections = require_sections(text, ["Checklist"], optional=("Analysis",))
+    """A JSON object {analysis, items: [{change, fact}]} (structured output), or '# Checklist' bullets
+    '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two)."""
+    data = _json_answer(text)
+    if data is not None:
+        raw = data.get("items")
+        if not isinstance(raw, list) or not all(isinstance(i, dict) for i in raw):
+            raise AnswerFormatError("'items' must be a list of {\"change\": true|false, \"fact\": \"Has …?\"}")
+        lines = [f"- [{'change' if i.get('change', True) else 'keep'}] {i.get('fact', '')}" for i in raw]
+    else:
+        lines = require_sections(text, ["Checklist"], optional=("Analysis",))["Checklist"].splitlines()
     items: list[ChecklistItem] = []
-    for line in sections["Checklist"].splitlines():
+    for line in lines:
         match = _ITEM_RE.match(line)
         if not match:
             continue
@@ -134,9 +183,16 @@ def parse_validator_answer(text: str, item_ids: list[str]) -> tuple[dict[str, st
 
 
 def parse_solution(text: str, skeleton: EnvSkeleton) -> list[ToolCall]:
-    """'# Solution' JSON list of {tool, arguments}; every tool exists and every argument fits its schema."""
-    sections = split_sections(text, ["Solution", "Analysis"])
-    raw: Any = extract_json(sections.get("Solution") or text, expect=list, what="JSON list of tool calls")
+    """A JSON object {analysis, calls} (structured output) or a '# Solution' JSON list of {tool, arguments};
+    every tool exists and every argument fits its schema."""
+    data = _json_answer(text)
+    if data is not None:
+        raw: Any = data.get("calls")
+        if not isinstance(raw, list):
+            raise AnswerFormatError("'calls' must be a JSON list of {\"tool\": ..., \"arguments\": {...}}")
+    else:
+        sections = split_sections(text, ["Solution", "Analysis"])
+        raw = extract_json(sections.get("Solution") or text, expect=list, what="JSON list of tool calls")
     if not raw:
         raise AnswerFormatError("the solution is empty; list every tool call the task needs")
     tools = {t.name: t for t in skeleton.tools}

@@ -22,7 +22,7 @@ from envscaler_mcp.scoring.transcript_checks import stated
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth._common_parse import AnswerFormatError, require_sections
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
-from envscaler_mcp.synth.scen.parsers import parse_task
+from envscaler_mcp.synth.scen.parsers import TASK_SCHEMA, parse_task
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import STATE_LIMIT, StepContext, gen_solution
 from envscaler_mcp.synth.skel.quality import dump_state
@@ -38,7 +38,7 @@ async def gen_question(ctx: StepContext, state: dict[str, Any], meter: UsageMete
     context = {"summary": sk.summary, "introduction": sk.introduction, "tools": ctx.tools(),
                "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback}
     return await ask(ctx.generator, "question", context, parse_task, meter=meter, seat="task",
-                     retries=ctx.retries, settings=ctx.settings(), template="scen/question")
+                     retries=ctx.retries, settings=ctx.settings(), template="scen/question", schema=TASK_SCHEMA)
 
 
 def _says(spec: str, answer: str) -> str:

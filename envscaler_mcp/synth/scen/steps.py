@@ -18,12 +18,15 @@ from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.parsers import (
+    CHECKLIST_SCHEMA,
+    TASK_SCHEMA,
     parse_checklist,
     parse_solution,
     parse_task,
     parse_validator_answer,
+    solution_schema,
 )
-from envscaler_mcp.synth.skel.checkstage import accept_initial_state
+from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
 from envscaler_mcp.synth.skel.quality import dump_state
 
 PROMPT_GROUP = "scen"
@@ -86,7 +89,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                "theme": THEMES[index % len(THEMES)],
                "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1), "example": example}
     return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
-                     settings=ctx.settings(), template="scen/state")
+                     settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton))
 
 
 async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = ""
@@ -96,7 +99,7 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
                "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback}
     return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
-                     settings=ctx.settings(), template="scen/task")
+                     settings=ctx.settings(), template="scen/task", schema=TASK_SCHEMA)
 
 
 async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
@@ -104,7 +107,8 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[
     change_tools = ", ".join(t.name for t in ctx.skeleton.tools if t.kind == "state_change")
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
     return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
-                     retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist")
+                     retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist",
+                     schema=CHECKLIST_SCHEMA)
 
 
 async def gen_validators(ctx: StepContext, state: State, task: str, checklist: list[ChecklistItem],
@@ -134,4 +138,5 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
                "feedback": feedback, "question": question,
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
-                     seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution")
+                     seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution",
+                     schema=solution_schema(sk))

@@ -68,6 +68,12 @@ def accept_initial_state(skeleton: EnvSkeleton, text: str) -> State:
     return state
 
 
+def initial_state_schema(skeleton: EnvSkeleton) -> dict[str, Any]:
+    """Structured-output schema of an initial state: the state schema with every attribute required."""
+    schema = state_schema(skeleton)
+    return {**schema, "required": [a.name for a in skeleton.state]}
+
+
 async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int, meter: UsageMeter) -> State:
     """Ask for a rich initial state and validate it against the state schema (errors go back to the model)."""
     def accept(text: str) -> dict[str, Any]:
@@ -77,7 +83,8 @@ async def initial_state(skeleton: EnvSkeleton, provider: Provider, retries: int,
                      {"summary": skeleton.summary, "class_source": skeleton.class_source,
                       "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1)},
                      accept, meter=meter, retries=retries,
-                     settings=GenerationSettings(temperature=0.5, max_tokens=6000, timeout_s=600.0))
+                     settings=GenerationSettings(temperature=0.5, max_tokens=3000, timeout_s=600.0),
+                     schema=initial_state_schema(skeleton))
 
 
 async def repair_methods(skeleton: EnvSkeleton, checks: list[QualityCheck], provider: Provider, retries: int,

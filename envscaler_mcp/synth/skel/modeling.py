@@ -1,4 +1,8 @@
-"""Stage 2 (model): topic -> entities and rules -> class skeleton -> operations -> one method each -> assembly.
+"""Stage 2 (model): topic -> entities and rules -> one entity's attributes at a time -> class skeleton (written
+from the design) -> operations -> one method each -> assembly.
+
+The design steps ask for structured output (a JSON schema per step, see `structured`); a method is code,
+asked one at a time and checked on its own against the class (AST, static checks) before the next.
 
 Each environment is written to OUT/model/envs/<env_id>.json when it passes, or appended to
 OUT/model/dropped.jsonl with the failing step and its last error.
@@ -14,21 +18,24 @@ from pathlib import Path
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
-from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
+from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, Provenance
+from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.skel import PROMPT_VERSION
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, static_problems
-from envscaler_mcp.synth.skel.codefix import explicit_star_imports
-from envscaler_mcp.synth.skel.parsers import (
-    ClassAnswer,
-    OperationsAnswer,
-    parse_class,
-    parse_method,
-    parse_operations,
-    parse_state,
-)
+from envscaler_mcp.synth.skel.parsers import ClassAnswer, parse_method
 from envscaler_mcp.synth.skel.records import DroppedRecord, ModelRecord, Operation, SelectedTopic, StateDesign
+from envscaler_mcp.synth.skel.structured import (
+    AttributesAnswer,
+    EntitiesAnswer,
+    OperationsPlan,
+    accept_attributes,
+    accept_entities,
+    accept_operations,
+    answer_schema,
+    class_source,
+)
 
 
 @dataclass
@@ -65,27 +72,26 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
                             meter: UsageMeter) -> ModelRecord:
     """Run every model step for one topic. Raises StepFailed naming the step that gave up."""
     base_ctx = {"summary": topic.summary, "introduction": topic.introduction, "task": topic.task}
-    design: StateDesign = await ask(provider, "skel/state", base_ctx, parse_state, meter=meter, retries=options.retries)
-
-    fixes: list[str] = []
-
-    def accept_class(text: str) -> ClassAnswer:
-        answer = parse_class(text)
-        source, changed = explicit_star_imports(answer.source)
-        accept_skeleton(source, answer.class_name)
-        fixes[:] = changed
-        return answer.model_copy(update={"source": source})
-
-    cls: ClassAnswer = await ask(
-        provider, "skel/class", {**base_ctx, "entities": design.entities, "rules": design.rules}, accept_class,
-        meter=meter, retries=options.retries)
-    planned: OperationsAnswer = await ask(
+    named: EntitiesAnswer = await ask(provider, "skel/entities", base_ctx, accept_entities, meter=meter,
+                                      retries=options.retries, schema=answer_schema(EntitiesAnswer))
+    entities: list[Entity] = []
+    for entity in named.entities:  # one small call per entity
+        attributes = await ask(
+            provider, "skel/attributes", {**base_ctx, "entity": entity, "entity_names": [e.name for e in named.entities]},
+            accept_attributes, meter=meter, retries=options.retries, schema=answer_schema(AttributesAnswer))
+        entities.append(Entity(name=entity.name, description=entity.description, attributes=attributes))
+    design = StateDesign(entities=entities, rules=named.rules)
+    skeleton_source = class_source(named.class_name, entities, named.rules)
+    try:
+        accept_skeleton(skeleton_source, named.class_name)
+    except AnswerFormatError as exc:  # the design itself is unusable (e.g. an entity named like a builtin)
+        raise StepFailed("skel/class", str(exc), 1) from exc
+    cls = ClassAnswer(class_name=named.class_name, source=skeleton_source)
+    operations: list[Operation] = await ask(
         provider, "skel/operations", {**base_ctx, "rules": design.rules, "class_source": cls.source},
-        parse_operations, meter=meter, retries=options.retries)
-    operations = planned.operations
-
+        accept_operations, meter=meter, retries=options.retries, schema=answer_schema(OperationsPlan))
     source = cls.source
-    notes: list[str] = [f"mechanical fix: {fix}" for fix in fixes]
+    notes: list[str] = []
     failed: list[Operation] = []
     names = [op.name for op in operations]
     for op in operations:

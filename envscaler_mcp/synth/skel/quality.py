@@ -19,7 +19,14 @@ from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.assemble import method_with_helpers
-from envscaler_mcp.synth.skel.parsers import CheckerAnswer, TesterAnswer, parse_checker, parse_tester
+from envscaler_mcp.synth.skel.parsers import (
+    CHECKER_SCHEMA,
+    CheckerAnswer,
+    TesterAnswer,
+    parse_checker,
+    parse_tester,
+    tester_schema,
+)
 
 
 class Episode(Protocol):
@@ -153,7 +160,8 @@ async def dual_agent_check(
                      "must_cover": must_cover, "blocked": blocked, "state": dump_state(before), "round": round_no,
                      "rounds": rounds, "per_tool_cap": options.per_tool_cap},
                     accept, meter=meter, seat="tester", retries=options.retries,
-                    settings=GenerationSettings(temperature=0.5, max_tokens=1024, timeout_s=300.0))
+                    settings=GenerationSettings(temperature=0.5, max_tokens=1024, timeout_s=300.0),
+                    schema=tester_schema(must_cover or [n for n in offered if n not in blocked] or offered))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
             raw = await episode.call_tool(pick.tool, pick.arguments)
@@ -169,7 +177,7 @@ async def dual_agent_check(
                      "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
                      "state_before": dump_state(before), "state_after": dump_state(after),
                      "diff": "\n".join(state_diff(before, after)) or "(no change)"},
-                    parse_checker, meter=meter, seat="checker", retries=options.retries)
+                    parse_checker, meter=meter, seat="checker", retries=options.retries, schema=CHECKER_SCHEMA)
             except StepFailed:
                 continue  # no usable verdict: the call is not counted either way
             checks.append(QualityCheck(tool=pick.tool, arguments=pick.arguments,

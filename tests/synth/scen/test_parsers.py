@@ -125,3 +125,33 @@ def test_validator_headings_may_carry_a_mark() -> None:
     text = f"# c1\n```python\n{GOOD}```\n# c2 [keep]\n```python\n{GOOD}```\n### c3 [change]\n```python\n{GOOD}```"
     sources, marks = parse_validator_answer(text, ["c1", "c2", "c3"])
     assert set(sources) == {"c1", "c2", "c3"} and marks == {"c2": False, "c3": True}
+
+
+def test_structured_answers_are_read_like_the_sectioned_ones(skeletons: dict[str, Any]) -> None:
+    import json
+
+    import jsonschema
+
+    from envscaler_mcp.synth.scen.parsers import CHECKLIST_SCHEMA, TASK_SCHEMA, solution_schema
+
+    task = {"analysis": "a", "title": "Cancel and note", "task": TASK}
+    jsonschema.validate(task, TASK_SCHEMA)
+    assert parse_task(json.dumps(task)) == ("Cancel and note", TASK)
+    with pytest.raises(AnswerFormatError, match="at least 20"):
+        parse_task(json.dumps({**task, "task": "too short"}))
+    checklist = {"analysis": "a", "items": [{"change": True, "fact": "Has O-2001 been cancelled?"},
+                                            {"change": False, "fact": "Is O-2003 still pending?"}]}
+    jsonschema.validate(checklist, CHECKLIST_SCHEMA)
+    items = parse_checklist(json.dumps(checklist))
+    assert [(i.id, i.claims_change) for i in items] == [("c1", True), ("c2", False)]
+    with pytest.raises(AnswerFormatError, match="'Has'"):
+        parse_checklist(json.dumps({"analysis": "", "items": [{"change": True, "fact": "Cancel it"}] * 2}))
+    shop = skeletons["mini_shop"]
+    solution = {"analysis": "a", "calls": [{"tool": "cancel_order", "arguments": {"order_id": "O-1", "reason": "x"}}]}
+    schema = solution_schema(shop)
+    jsonschema.validate(solution, schema)
+    with pytest.raises(jsonschema.ValidationError):  # the constraint admits only real tools with valid arguments
+        jsonschema.validate({"analysis": "", "calls": [{"tool": "refund", "arguments": {}}]}, schema)
+    assert [c.tool for c in parse_solution(json.dumps(solution), shop)] == ["cancel_order"]
+    with pytest.raises(AnswerFormatError, match="unknown tool"):  # a provider that ignored the schema
+        parse_solution(json.dumps({"analysis": "", "calls": [{"tool": "refund", "arguments": {}}]}), shop)

@@ -9,9 +9,9 @@ import pytest
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.skel.assemble import assemble_class, method_source, parse_method_snippet
 from envscaler_mcp.synth.skel.codecheck import accept_method, accept_skeleton, contract_problems
-from envscaler_mcp.synth.skel.parsers import parse_class, parse_method
+from envscaler_mcp.synth.skel.parsers import parse_method
 
-from ..fixtures.skel_router import ANSWERS
+from ..fixtures.skel_router import ANSWERS, fixture_class
 
 BASE = '''"""Module doc."""
 from typing import Dict
@@ -95,7 +95,7 @@ def test_contract_problems():
 
 
 def test_accept_skeleton_and_methods_from_fixtures():
-    cls = parse_class((ANSWERS / "library/class.md").read_text())
+    cls = fixture_class("library")
     state = accept_skeleton(cls.source, cls.class_name)
     assert [a.name for a in state] == ["books", "members", "loans"]
     with pytest.raises(AnswerFormatError, match="only __init__"):
@@ -119,7 +119,7 @@ def test_accept_skeleton_and_methods_from_fixtures():
 
 
 def test_forbidden_import_is_refused_with_the_static_check_message():
-    cls = parse_class((ANSWERS / "parking/class.md").read_text())
+    cls = fixture_class("parking")
     code = parse_method((ANSWERS / "parking/method_renew_permit.md").read_text()).code
     with pytest.raises(AnswerFormatError, match="os"):
         accept_method(code, "renew_permit", cls.source, cls.class_name)

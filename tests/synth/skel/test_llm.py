@@ -9,6 +9,7 @@ from envscaler_mcp.skeleton.models import Attribute, Entity
 from envscaler_mcp.synth.llm import PROMPTS_DIR, StepFailed, UsageMeter, ask, render_prompt, templates_digest
 from envscaler_mcp.synth.skel.parsers import parse_judge
 from envscaler_mcp.synth.skel.records import Operation
+from envscaler_mcp.synth.skel.structured import EntitiesAnswer, accept_entities, answer_schema
 
 CONTEXT = {
     "task": "t", "summary": "s", "introduction": "i", "rules": ["r"], "class_source": "class A: pass",
@@ -17,7 +18,7 @@ CONTEXT = {
     "state_schema": "{}", "tools": [], "must_cover": [], "blocked": [], "state": "{}", "round": 1, "rounds": 2,
     "per_tool_cap": 10, "tool": "op", "case": "positive", "method_source": "def op(self): pass",
     "arguments": "{}", "result": "{}", "is_error": False, "state_before": "{}", "state_after": "{}",
-    "diff": "", "failures": [],
+    "diff": "", "failures": [], "entity": Entity(name="E", description="e"), "entity_names": ["E"],
 }
 
 
@@ -75,5 +76,18 @@ async def test_a_model_fault_ends_the_step_with_its_kind():
 
     provider = MockProvider(["bad", overflow])
     with pytest.raises(StepFailed) as info:
-        await ask(provider, "skel/class", CONTEXT, parse_judge, meter=UsageMeter(), retries=2)
+        await ask(provider, "skel/operations", CONTEXT, parse_judge, meter=UsageMeter(), retries=2)
     assert info.value.kind == "context_overflow" and info.value.attempts == 2 and len(provider.requests) == 2
+
+
+@pytest.mark.anyio
+async def test_a_schema_is_sent_as_the_structured_output_constraint_of_every_attempt():
+    schema = answer_schema(EntitiesAnswer)
+    provider = MockProvider(["not json", '{"class_name": "Shop", "entities": [{"name": "Order", "description": "x"}], '
+                                         '"rules": []}', "# Answer\nYES"])
+    answer = await ask(provider, "skel/entities", CONTEXT, accept_entities, meter=UsageMeter(), schema=schema)
+    assert answer.class_name == "Shop"
+    assert [settings.json_schema for _, _, settings in provider.requests] == [schema, schema]
+    assert "no JSON" in provider.requests[1][0][-1].content  # the concrete error fed back
+    await ask(provider, "skel/judge", {"task": "x"}, lambda text: text, meter=UsageMeter())
+    assert provider.requests[-1][2].json_schema is None  # free-text steps ask for no schema

@@ -11,7 +11,7 @@ from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth.llm import UsageMeter
 from envscaler_mcp.synth.skel.assemble import method_with_helpers
 from envscaler_mcp.synth.skel.codecheck import accept_method
-from envscaler_mcp.synth.skel.parsers import parse_class, parse_initial_state, parse_method
+from envscaler_mcp.synth.skel.parsers import parse_initial_state, parse_method
 from envscaler_mcp.synth.skel.quality import (
     QualityOptions,
     dual_agent_check,
@@ -21,13 +21,13 @@ from envscaler_mcp.synth.skel.quality import (
 )
 
 from ..fixtures.fake_episode import FakeLauncher
-from ..fixtures.skel_router import ANSWERS
+from ..fixtures.skel_router import ANSWERS, fixture_class
 
 pytestmark = pytest.mark.anyio
 
 
 def library():
-    cls = parse_class((ANSWERS / "library/class.md").read_text())
+    cls = fixture_class("library")
     source = cls.source
     for op in ("get_book", "list_member_loans", "checkout_book", "return_book"):
         _, source, _ = accept_method(parse_method((ANSWERS / f"library/method_{op}.md").read_text()).code, op, source,

@@ -36,8 +36,10 @@ def test_every_recorded_answer_is_labelled_with_its_request(run):
 async def test_the_recorded_run_replays_to_the_same_outcomes(run, tmp_path):
     manifest = json.loads((run / "manifest.json").read_text())
     provider = ReplayProvider(manifest["spec"], run / "answers")
-    result = await replay_envs(provider, run / manifest["tasks"], tmp_path, manifest["limit"])
+    result = await replay_envs(provider, run / manifest["tasks"], tmp_path, manifest["limit"],
+                               manifest.get("max_failed_methods", 0))
     assert result["outcomes"] == manifest["outcomes"] and result["tools"] == manifest["tools"]
+    assert result["steps"] == manifest["steps"]  # every step's recorded answers were served and accepted the same
     assert (result["calls"], result["input_tokens"], result["output_tokens"]) == (
         manifest["calls"], manifest["input_tokens"], manifest["output_tokens"])
     topics = [json.loads(line) for line in (tmp_path / "mine" / "topics.jsonl").read_text().splitlines()]
