@@ -338,7 +338,9 @@ def _side(args: argparse.Namespace, code: str, out: Path) -> dict[str, Any]:
            *[a for k in args.skip for a in ("--skip", k)], *[a for e in args.env or [] for a in ("--env", e)]]
     env = {**os.environ, "ENVSCALER_MCP_CACHE_DIR": str(out / "cache")}
     with open(out / "output.txt", "w", encoding="utf-8") as log:
-        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+        status = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    if status != 0:
+        raise SystemExit(f"the measurement of {code} failed (exit {status}); its output: {out / 'output.txt'}")
     return dict(json.loads(rows_file.read_text(encoding="utf-8")))
 
 
@@ -346,13 +348,14 @@ def compare(args: argparse.Namespace) -> None:
     """`--against OLD`: the same measurements of the older checkout and of this one, alternated (`--repeat`
     rounds) so that both see the same machine, printed side by side."""
     sides: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-    with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
-        for n in range(args.repeat):
-            for label, code in (("before", args.against), ("after", _CODE)):
-                out = Path(tmp) / f"{label}-{n}"
-                out.mkdir()
-                sides[label].append(_side(args, code, out))
-                print(f"round {n + 1}, {label} ({code}) done, load {os.getloadavg()[0]:.1f}", flush=True)
+    tmp = tempfile.mkdtemp(prefix="eval-bench-")  # kept: each side's full output is in <side>/output.txt
+    print(f"outputs in {tmp}", flush=True)
+    for n in range(args.repeat):
+        for label, code in (("before", args.against), ("after", _CODE)):
+            out = Path(tmp) / f"{label}-{n}"
+            out.mkdir()
+            sides[label].append(_side(args, code, out))
+            print(f"round {n + 1}, {label} ({code}) done, load {os.getloadavg()[0]:.1f}", flush=True)
     print(f"\nbefore: {args.against}; after: {_CODE}\n")
     if "harness" not in args.skip:
         print("| round | pass | code | concurrency | load | episodes | episodes/s | CPU/episode "
