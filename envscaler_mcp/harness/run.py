@@ -239,7 +239,9 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
     server has no admin plane: no state to compare)."""
     if not has_admin_plane(source):
         return None
-    server_dir = getattr(source, "server_dir", None)  # a generated server's code: the key of stored references
+    launched = getattr(source, "launched", None)  # a pool slot: the server behind it
+    server = await launched() if launched is not None else source
+    server_dir = getattr(server, "server_dir", None)  # a generated server's code: the key of stored references
     code = None
     if server_dir is not None:
         if server_dir.path not in references.code_hashes:

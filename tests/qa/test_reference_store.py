@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
+from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.qa.reference_store import ReferenceStore
 from envscaler_mcp.scenario.models import ToolCall
-from tests.harness.shop import BOB, SCENARIOS, SKELETON
+from tests.harness.shop import BOB, ENV_INFO, SCENARIOS, SKELETON
 
 pytestmark = pytest.mark.anyio
 
@@ -83,3 +86,35 @@ async def test_an_unreadable_entry_is_replayed_and_rewritten(tmp_path: Path, cou
     again, loaded = await _get(store, factory)
     assert loaded == 0 and opened[0] == 4 and again.final_state == built.final_state
     assert ReferenceStore(tmp_path).load(entry, BOB, []) is not None
+
+
+async def test_a_second_run_reads_the_stored_references_and_writes_the_same_results(tmp_path: Path,
+                                                                                     monkeypatch: Any) -> None:
+    from tests.harness.test_warm_sessions import _comparable
+
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE_DIR", str(tmp_path / "cache"))
+    opened: list[int] = []
+
+    @asynccontextmanager
+    async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
+        async with launch_server(SKELETON, transport="memory", scenarios=SCENARIOS) as server:
+            real = server.episode
+
+            def counted(state: Any = None, **kw: Any) -> Any:
+                opened.append(1)
+                return real(state, **kw)
+
+            server.episode = counted  # type: ignore[method-assign]
+            yield server
+
+    plan = EnvPlan(env_id=SKELETON.id, env_info=ENV_INFO, scenarios=SCENARIOS,
+                   hashes={"environment": SKELETON.content_hash(), **scenario_hashes(SCENARIOS)})
+    config = RunConfig(envs=[SKELETON.id], agent="oracle", trials=1, transport="memory", progress=False)  # type: ignore[arg-type]
+    for n in (1, 2):
+        await run_eval(config, tmp_path / f"run{n}", plans=[plan], agent=Seat.oracle(), source_factory=source)
+        if n == 1:
+            first = len(opened)
+    assert first == 3 * len(SCENARIOS)  # an episode and two reference replays per scenario
+    assert len(opened) - first == len(SCENARIOS)  # the episodes only: the references were read back
+    assert len(list((tmp_path / "cache" / "references").glob("*.json"))) == len(SCENARIOS)
+    assert _comparable(tmp_path / "run1") == _comparable(tmp_path / "run2")
