@@ -44,7 +44,6 @@ class _Started:
     client: Client
     token: str
     number: int
-    report: Path
     done: anyio.Event
 
 
@@ -113,7 +112,7 @@ class StdioServer(LaunchedServer):
                 n, token = next(self._count), secrets.token_hex(16)
                 try:
                     async with self._process(n, token, [], []) as client:
-                        started = _Started(client, token, n, self.workdir / f"isolation-{n}.json", anyio.Event())
+                        started = _Started(client, token, n, anyio.Event())
                         await send.send(started)
                         await started.done.wait()
                 except ServerStartError as exc:
