@@ -215,6 +215,7 @@ async def harness(
                     "path": "new" if warm else "old",
                     "load": os.getloadavg()[0],
                     "cpu_per_episode": cpu_used / g.episodes,
+                    "calls_per_cpu_s": calls / cpu_used,
                     "breakdown": dict(kinds),
                 }
             )
@@ -305,7 +306,7 @@ def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int, thin
             for transport, episodes, n, think in plan for warm in paths]
 
 
-def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> None:
+def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> list[dict[str, Any]]:
     """Print tool-call latency under load and calls per CPU second for each transport, old and new path."""
     rows = _load_rows(env_id, paths, concurrent, calls, think_s)
     print(f"\ntool calls ({env_id}, one server; the load generator on the same machine):\n")
@@ -321,6 +322,71 @@ def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, th
     for r in big:
         print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes, think time "
               f"0-{2 * r['think_s']:g} s: {1000 * r['p50']:.1f} ms (goal <= 50 ms), load {r['load']:.1f}")
+    return rows
+
+
+def _side(args: argparse.Namespace, code: str, out: Path) -> dict[str, Any]:
+    """One invocation of this script measuring `code`'s package (new path), with an empty cache folder of its
+    own (stored references start empty); returns its rows."""
+    import subprocess
+
+    rows_file = out / "rows.json"
+    cmd = [sys.executable, __file__, "--code", code, "--rows-json", str(rows_file), "--paths", "new",
+           "--transport", args.transport, "--concurrency", args.concurrency, "--episodes", str(args.episodes),
+           "--load-env", args.load_env, "--load-episodes", str(args.load_episodes),
+           "--load-calls", str(args.load_calls), "--load-think", str(args.load_think), "--skip", "sandbox",
+           *[a for k in args.skip for a in ("--skip", k)], *[a for e in args.env or [] for a in ("--env", e)]]
+    env = {**os.environ, "ENVSCALER_MCP_CACHE_DIR": str(out / "cache")}
+    with open(out / "output.txt", "w", encoding="utf-8") as log:
+        status = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    if status != 0:
+        raise SystemExit(f"the measurement of {code} failed (exit {status}); its output: {out / 'output.txt'}")
+    return dict(json.loads(rows_file.read_text(encoding="utf-8")))
+
+
+def compare(args: argparse.Namespace) -> None:
+    """`--against OLD`: the same measurements of the older checkout and of this one, alternated (`--repeat`
+    rounds) so that both see the same machine, printed side by side."""
+    sides: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    tmp = tempfile.mkdtemp(prefix="eval-bench-")  # kept: each side's full output is in <side>/output.txt
+    print(f"outputs in {tmp}", flush=True)
+    for n in range(args.repeat):
+        for label, code in (("before", args.against), ("after", _CODE)):
+            out = Path(tmp) / f"{label}-{n}"
+            out.mkdir()
+            sides[label].append(_side(args, code, out))
+            print(f"round {n + 1}, {label} ({code}) done, load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\nbefore: {args.against}; after: {_CODE}\n")
+    if "harness" not in args.skip:
+        print("| round | pass | code | concurrency | load | episodes | episodes/s | CPU/episode "
+              "| tool calls per CPU s | success |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for n in range(args.repeat):
+            for label in ("before", "after"):
+                for k, r in enumerate(sides[label][n]["harness"]):
+                    print(f"| {n + 1} | {k + 1} | {label} | {r['concurrency']} | {r['load']:.1f} | {r['episodes']} | "
+                          f"{r['episodes_per_s']:.1f} | {1000 * r['cpu_per_episode']:.1f} ms | "
+                          f"{r['calls_per_cpu_s']:.0f} | {100 * (r['success_rate'] or 0):.0f}% |")
+        for n in range(args.repeat):
+            for k, (old, new) in enumerate(zip(sides["before"][n]["harness"], sides["after"][n]["harness"],
+                                               strict=True)):
+                base = sides["after"][n]["baseline"]["exec_per_episode"]
+                print(f"round {n + 1}, pass {k + 1} (concurrency {new['concurrency']}): "
+                      f"{old['cpu_per_episode'] / new['cpu_per_episode']:.2f}x less CPU per episode, "
+                      f"{new['calls_per_cpu_s'] / old['calls_per_cpu_s']:.2f}x tool calls per CPU s; "
+                      f"after: {new['episodes_per_s'] * base:.2f}x the in-process baseline's episodes/s "
+                      f"(goal >= 1.5x), CPU per episode {new['cpu_per_episode'] / base:.2f}x the baseline's time")
+    if "load" not in args.skip:
+        print("\n| round | transport | concurrent episodes | think time | code | load | call p50 | call p95 "
+              "| calls/s | calls per CPU s | errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for n in range(args.repeat):
+            for i in range(len(sides["after"][n]["load"])):
+                for label in ("before", "after"):
+                    r = sides[label][n]["load"][i]
+                    print(f"| {n + 1} | {r['transport']} | {r['episodes']} | 0-{2 * r['think_s']:g} s | {label} | "
+                          f"{r['load']:.1f} | {1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | "
+                          f"{r['calls_per_s']:.0f} | {r['calls_per_cpu_s']:.0f} | {r['errors']} |")
 
 
 def main() -> None:
@@ -342,7 +408,14 @@ def main() -> None:
                         help="mean seconds an episode waits before each call in the first load row")
     parser.add_argument("--skip", action="append", default=[], choices=["harness", "load", "sandbox"],
                         help="leave a section out")
+    parser.add_argument("--against", default=None, metavar="OLD_CHECKOUT",
+                        help="measure an older checkout (e.g. a `git archive` export) and this one, alternated")
+    parser.add_argument("--repeat", type=int, default=2, help="with --against: rounds of before/after")
+    parser.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # used by --against
     args = parser.parse_args()
+    if args.against:
+        compare(args)
+        return
     modes = {"both": [False, True], "on": [True], "off": [False]}[args.isolation]
     paths = {"both": [False, True], "old": [False], "new": [True]}[args.paths]
     env_ids = args.env or list_env_ids()
@@ -357,9 +430,12 @@ def main() -> None:
         f"in-process replay baseline: {1000 * base['exec_per_episode']:.2f} ms/episode EnvScaler-style (exec "
         f"the class per episode), {1000 * base['calls_only']:.2f} ms/episode calls only"
     )
+    load_rows: list[dict[str, Any]] = []
     if "load" not in args.skip:
-        load_section(args.load_env, paths, args.load_episodes, args.load_calls, args.load_think)
+        load_rows = load_section(args.load_env, paths, args.load_episodes, args.load_calls, args.load_think)
     if "harness" in args.skip:
+        if args.rows_json:
+            Path(args.rows_json).write_text(json.dumps({"baseline": base, "load": load_rows, "harness": []}))
         return
     rows = [row for level in levels for mode in modes for warm in paths
             for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode, warm)]
@@ -393,6 +469,8 @@ def main() -> None:
                   f"{100 * (off['episodes_per_s'] / on['episodes_per_s'] - 1):+.1f} % wall time and "
                   f"{100 * (on['cpu_per_episode'] / off['cpu_per_episode'] - 1):+.1f} % CPU time per episode "
                   "(harness, servers and validators)")
+    if args.rows_json:
+        Path(args.rows_json).write_text(json.dumps({"baseline": base, "load": load_rows, "harness": rows}))
     first = rows[0]
     parts = ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in first["breakdown"].items())
     print(f"\nwhere an episode's time goes at concurrency {first['concurrency']}: {parts}")

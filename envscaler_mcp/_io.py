@@ -221,3 +221,12 @@ def write_jsonl_atomic(path: Path, records: Iterable[Any]) -> None:
     """Atomically replace `path` with one JSON record per line."""
     text = "".join(jsonl_line(r) for r in records)
     atomic_write_text(path, text)
+
+
+def user_cache_dir() -> Path:
+    """This program's cache folder: $ENVSCALER_MCP_CACHE_DIR, else <$XDG_CACHE_HOME or ~/.cache>/envscaler-mcp.
+    Everything in it can be deleted at any time; it is rebuilt when needed."""
+    explicit = os.environ.get("ENVSCALER_MCP_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envscaler-mcp"

@@ -26,6 +26,31 @@ State: TypeAlias = dict[str, JSON]
 """An environment's state: public attribute name -> JSON value (see docs/architecture.md)."""
 
 
+class ParsedState(dict[str, Any]):
+    """A state parsed from JSON text that keeps the text (UTF-8 bytes): what is handed on to another process
+    (the validators) is then the bytes as read, not a fresh encoding. `json.loads` then `json.dumps` gives
+    the same text back, so nothing changes for the reader; do not modify a ParsedState (the text would no
+    longer match; a plain `dict(...)` copy is free to change)."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, value: dict[str, Any], encoded: bytes) -> None:
+        super().__init__(value)
+        self.encoded = encoded
+
+
+def parse_state(encoded: bytes) -> ParsedState | None:
+    """A ParsedState of JSON text, or None when the text is not a JSON object."""
+    value = json.loads(encoded)
+    return ParsedState(value, encoded) if isinstance(value, dict) else None
+
+
+def encode_json(value: Any) -> bytes:
+    """UTF-8 JSON text of `value` (`ensure_ascii=False`); a ParsedState's own bytes as they were read."""
+    if isinstance(value, ParsedState):
+        return value.encoded
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
 
 def valid_text(value: JSON) -> JSON:
     """`value` with every lone surrogate in its strings (keys too) replaced by U+FFFD.
@@ -72,4 +97,4 @@ class EncodedCache:
         return text
 
 
-__all__ = ["JSON", "EncodedCache", "JSONObject", "State", "valid_text"]
+__all__ = ["JSON", "EncodedCache", "JSONObject", "ParsedState", "State", "encode_json", "parse_state", "valid_text"]

@@ -39,3 +39,10 @@ def _default_home() -> object:
 
     yield
     set_home(None)
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets an empty cache folder of its own (stored references): nothing is read from or written to
+    the user's cache, and no test sees another's."""
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -151,6 +151,12 @@ class _Pooled:
         current = self._pool._slots[self._key].source
         return has_admin_plane(current) if current is not None else True
 
+    async def launched(self) -> object | None:
+        """The source behind this slot once it has started (None when it is down)."""
+        slot = self._pool._slots[self._key]
+        await slot.ready.wait()
+        return slot.source
+
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None) -> AsyncIterator[EpisodeHandle]:
         slot = self._pool._slots[self._key]

@@ -28,6 +28,7 @@ from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
+from envscaler_mcp.qa.reference_store import ReferenceStore
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
@@ -176,7 +177,7 @@ async def _run_prepared(
             }
             pool = await stack.enter_async_context(open_pool(needed))
             limiter = anyio.CapacityLimiter(config.concurrency)
-            references = ReferenceCache()
+            references = ReferenceCache(store=ReferenceStore())
             progress = stack.enter_context(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
@@ -245,7 +246,15 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
     server has no admin plane: no state to compare)."""
     if not has_admin_plane(source):
         return None
-    return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id)
+    launched = getattr(source, "launched", None)  # a pool slot: the server behind it
+    server = await launched() if launched is not None else source
+    server_dir = getattr(server, "server_dir", None)  # a generated server's code: the key of stored references
+    code = None
+    if server_dir is not None:
+        if server_dir.path not in references.code_hashes:
+            references.code_hashes[server_dir.path] = server_dir.code_hash()
+        code = references.code_hashes[server_dir.path]
+    return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id, env_hash=code)
 
 
 def isolation_reports(checker: object, pool: SourcePool) -> dict[str, IsolationReport]:

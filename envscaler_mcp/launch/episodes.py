@@ -8,7 +8,18 @@ from typing import Any, Literal
 
 from mcp import Client, MCPError
 from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
-from mcp.types import CallToolResult, DiscoverResult, Request, RequestParams, Result, Tool
+from mcp.types import (
+    CallToolResult,
+    DiscoverResult,
+    GetPromptResult,
+    ListPromptsResult,
+    ListToolsResult,
+    ReadResourceResult,
+    Request,
+    RequestParams,
+    Result,
+    Tool,
+)
 from pydantic import ConfigDict
 
 from envscaler_mcp._json import JSONObject, State
@@ -16,6 +27,7 @@ from envscaler_mcp.errors import ServerStartError
 
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
+EPISODE_META_KEY = "envscaler/episode"  # where a request on a server's shared endpoint names its episode
 
 
 class NoAdminPlane(ServerStartError):
@@ -87,10 +99,48 @@ class WarmCache:
             self.discover, self.version = client.session.discover_result, client.protocol_version
 
 
+class RoutedClient:
+    """A server's one shared client as one episode sees it: every request about the episode's state names the
+    episode in `_meta` (generated HTTP servers' /admin/mcp endpoint, behind the admin token). The tool and
+    prompt lists are the same for every episode and go unnamed, through the client's response cache."""
+
+    def __init__(self, client: Client, episode_id: str) -> None:
+        self.shared = client
+        self.episode_id = episode_id
+
+    @property
+    def session(self) -> Any:
+        """The shared client's session."""
+        return self.shared.session
+
+    def _meta(self) -> dict[str, Any]:
+        return {EPISODE_META_KEY: self.episode_id}  # a fresh dict: the SDK adds trace fields to it
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of the tool list."""
+        return await self.shared.list_tools(cursor=cursor)
+
+    async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
+        """Call a tool in this episode."""
+        return await self.shared.call_tool(name, arguments, meta=self._meta())  # type: ignore[arg-type]
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        """Read a resource of this episode (`state://current`)."""
+        return await self.shared.read_resource(uri, meta=self._meta())  # type: ignore[arg-type]
+
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        """One page of the prompt list (the bundled scenarios)."""
+        return await self.shared.list_prompts(cursor=cursor)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """One prompt."""
+        return await self.shared.get_prompt(name, arguments)
+
+
 class Episode:
     """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
 
-    def __init__(self, client: Client, *, episode_id: str, transport: str,
+    def __init__(self, client: Client | RoutedClient, *, episode_id: str, transport: str,
                  state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None) -> None:
         self.client = client
         self.episode_id = episode_id
@@ -98,7 +148,7 @@ class Episode:
         self._state_reader = state_reader
         self._warm = warm
         self._listed = False
-        if warm is not None:
+        if warm is not None and isinstance(client, Client):
             warm.learn(client)
 
     async def list_tools(self) -> list[Tool]:

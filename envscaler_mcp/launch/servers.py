@@ -1,43 +1,43 @@
 """Start generated MCP servers and open isolated episodes on them (external servers: launch/external.py).
 
 `launch_server(target, transport)`:
-* "http": one server process; each episode is created through the admin REST API and reached at
-  its own URL. Cheap episodes, the default.
-* "stdio": one process per episode (state handed over with --state, read back with the stdio admin
-  request). What desktop clients do; about 1 s per episode.
+* "http": one server process; each episode is created through the admin REST API. Cheap episodes, the
+  default. Every episode has its own URL; the harness itself drives them all through one shared client on
+  the admin-guarded /admin/mcp, each request naming its episode in `_meta` (warm path).
+* "stdio" (launch/stdio.py): one process per episode (state handed over with --state or the stdio admin
+  reset, read back with the stdio admin request), a few started ahead. What desktop clients do.
 * "memory" (launch/memory.py): the generated package is imported into this process, reached with `Client(server)`.
   For tests and trusted code only: the environment code runs inside the caller's process.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypedDict
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from envscaler_mcp._json import EncodedCache, State
+from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
-from envscaler_mcp.launch.episodes import Episode, WarmCache, stdio_get_state
+from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
 Transport = Literal["http", "stdio", "memory"]
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
+_STATE_PREFIX = b'{"state": '  # how a generated server starts its state answer
 
 
 class LaunchedServer:
@@ -63,7 +63,8 @@ def _server_args(call_timeout: float | None, max_memory_mb: int | None) -> list[
     return args
 
 
-def _log_tail(path: Path, lines: int = 20) -> str:
+def log_tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a server's log (for error messages)."""
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
@@ -88,6 +89,7 @@ class HttpServer(LaunchedServer):
                  state_files: StateFileWriter | None = None) -> None:
         self.server_dir = server
         self.warm = WarmCache(warm, target_id=url)
+        self.shared: Client | None = None  # the one client of every episode (connect_shared), on the warm path
         self._encoded = EncodedCache(size=256 if warm else 0)
         self.state_files = state_files
         self.url = url
@@ -99,9 +101,31 @@ class HttpServer(LaunchedServer):
         # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy;
         # more only cost time, as the pool checks every idle connection on each request. Requests wait for
         # a free connection without a limit of their own (the harness's per-call deadline applies).
-        self.mcp_http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
+        # It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
+        self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                           timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
                                            limits=httpx2.Limits(max_connections=MCP_CONNECTIONS,
                                                                 max_keepalive_connections=MCP_CONNECTIONS))
+
+    @asynccontextmanager
+    async def connect_shared(self) -> AsyncIterator[None]:
+        """Open the client every episode shares (warm path): one protocol handshake and one tool list for the
+        server's lifetime, each request naming its episode in `_meta` on the admin-guarded /admin/mcp."""
+        if not self.warm.enabled:
+            yield
+            return
+        transport = streamable_http_client(self.url + "/admin/mcp", http_client=self.mcp_http, terminate_on_close=False)
+        async with Client(transport, read_timeout_seconds=self.client_timeout, **self.warm.client_options()) as client:
+            cursor: str | None = None
+            while True:  # into the response cache, before any episode asks
+                cursor = (await client.list_tools(cursor=cursor)).next_cursor
+                if not cursor:
+                    break
+            self.shared = client
+            try:
+                yield
+            finally:
+                self.shared = None
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}. A state goes as a state file the server reads
@@ -115,7 +139,7 @@ class HttpServer(LaunchedServer):
             response = await self.admin.post("/admin/episodes", content=body,
                                              headers={"Content-Type": "application/json"})
         except httpx2.HTTPError as exc:
-            tail = _log_tail(self.log_path) if self.log_path else ""
+            tail = log_tail(self.log_path) if self.log_path else ""
             raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
                                    f"it may have crashed:\n{tail}") from exc
         if response.status_code != 201:
@@ -124,10 +148,19 @@ class HttpServer(LaunchedServer):
         return CreatedEpisode(episode_id=str(data["episode_id"]), path=str(data["path"]))
 
     async def read_state(self, episode_id: str) -> State:
-        """GET /admin/episodes/{id}/state."""
+        """GET /admin/episodes/{id}/state. The server answers `{"state": <the state's JSON>}`; the state comes
+        back as a ParsedState holding that JSON's bytes, which the validators then get as they are."""
         response = await self.admin.get(f"/admin/episodes/{episode_id}/state")
         if response.status_code != 200:
             raise ServerStartError(f"reading episode {episode_id} failed ({response.status_code}): {response.text}")
+        body = response.content
+        if body.startswith(_STATE_PREFIX) and body.endswith(b"}"):
+            try:
+                state = parse_state(body[len(_STATE_PREFIX):-1])
+            except ValueError:
+                state = None
+            if state is not None:
+                return state
         return dict(response.json()["state"])
 
     @asynccontextmanager
@@ -136,6 +169,10 @@ class HttpServer(LaunchedServer):
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
         try:
+            if self.shared is not None:
+                yield Episode(RoutedClient(self.shared, episode_id), episode_id=episode_id, transport="http",
+                              state_reader=lambda: self.read_state(episode_id))
+                return
             transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
                                                terminate_on_close=False)
             async with Client(transport, read_timeout_seconds=self.client_timeout,
@@ -148,54 +185,6 @@ class HttpServer(LaunchedServer):
                     await self.admin.delete(f"/admin/episodes/{episode_id}")
                 except httpx2.HTTPError:
                     pass
-
-
-class StdioServer(LaunchedServer):
-    """A process per episode over stdio."""
-
-    transport = "stdio"
-
-    def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
-                 isolation: bool = True, warm: bool = True) -> None:
-        self.server_dir = server
-        self.warm = WarmCache(warm, target_id=f"stdio:{server.path}")
-        self.workdir = workdir
-        self.extra_args = extra_args
-        self.client_timeout = client_timeout
-        self.os_isolation = isolation
-        self._count = itertools.count()
-        self.state_files = StateFileWriter(workdir / "states")
-
-    @asynccontextmanager
-    async def episode(self, initial_state: State | None = None, *,
-                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
-        assert self.server_dir is not None
-        n = next(self._count)
-        args = list(self.extra_args)
-        report = self.workdir / f"isolation-{n}.json"
-        readable: list[Path] = []
-        if initial_state is not None:  # one file per distinct state, read by the server itself
-            state_file = self.state_files.path_for(initial_state)
-            args += ["--state", str(state_file)]
-            readable = [state_file]
-        elif scenario_id:
-            args += ["--scenario", scenario_id]
-        token = secrets.token_hex(16)
-        command = server_command(self.server_dir, report, self.os_isolation, args, read=readable)
-        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
-                                       env=server_env(self.server_dir, token))
-        log_path = self.workdir / f"stderr-{n}.log"
-        with open(log_path, "w", encoding="utf-8") as errlog:
-            async with AsyncExitStack() as stack:
-                try:
-                    client = await stack.enter_async_context(
-                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
-                               **self.warm.client_options()))
-                except Exception as exc:
-                    raise ServerStartError(f"the stdio server did not start: {exc}\n{_log_tail(log_path)}") from exc
-                self.isolation = read_report(report) or self.isolation
-                yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
-                              state_reader=lambda: stdio_get_state(client, token), warm=self.warm)
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
@@ -239,10 +228,10 @@ async def _wait_ready(http: HttpServer, process: anyio.abc.Process, startup_time
     while True:
         if process.returncode is not None:
             raise ServerStartError(f"the HTTP server exited with code {process.returncode} before it was "
-                                   f"ready:\n{_log_tail(http.log_path) if http.log_path else ''}")
+                                   f"ready:\n{log_tail(http.log_path) if http.log_path else ''}")
         if time.monotonic() > deadline:
             raise ServerStartError(f"the HTTP server was not ready after {startup_timeout:g} s:\n"
-                                   f"{_log_tail(http.log_path) if http.log_path else ''}")
+                                   f"{log_tail(http.log_path) if http.log_path else ''}")
         try:
             response = await http.admin.get("/admin/episodes", timeout=max(0.1, deadline - time.monotonic()))
         except httpx2.HTTPError:
@@ -269,14 +258,16 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                         scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
                         client_timeout: float = 120.0, isolation: bool = True,
-                        warm: bool = True) -> AsyncIterator[LaunchedServer]:
+                        warm: bool = True, stdio_prestart: int = 2) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
     Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
     `isolation=False` leaves the layers out (to measure their cost). With `warm` (the default) episodes
-    after the first skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache); every
-    episode still has its own server-side state. The memory transport runs the
+    skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache): over HTTP every episode
+    goes through the server's one shared client, over stdio `stdio_prestart` processes are started ahead;
+    every episode still has its own server-side state (its own process on stdio). `warm=False` is the
+    path without these (a client, a handshake and a tool list per episode). The memory transport runs the
     environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
@@ -289,12 +280,18 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)
         if transport == "stdio":
-            yield StdioServer(server, workdir, extra, client_timeout, isolation, warm)
+            from envscaler_mcp.launch.stdio import StdioServer
+
+            stdio = StdioServer(server, workdir, extra, client_timeout, isolation, warm,
+                                prestart=stdio_prestart if warm else 0)
+            async with stdio.running():
+                yield stdio
         elif transport == "http":
             http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation,
                                               warm)
             try:
-                yield http
+                async with http.connect_shared():
+                    yield http
             finally:
                 await http.admin.aclose()
                 await http.mcp_http.aclose()

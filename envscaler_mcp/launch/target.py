@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,15 @@ class ServerDir:
     @property
     def env_id(self) -> str:
         return self.package.removesuffix("_mcp")
+
+    def code_hash(self) -> str:
+        """sha256 over the package's Python files (environment and runtime, as they are on disk now): what
+        the server runs, so anything that could change a replay changes it."""
+        digest = hashlib.sha256()
+        root = self.path / self.package
+        for file in sorted(root.rglob("*.py")):
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+        return digest.hexdigest()
 
 
 def server_dir_info(path: Path) -> ServerDir:

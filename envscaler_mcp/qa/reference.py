@@ -156,10 +156,16 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
 
 
 class ReferenceCache:
-    """References by scenario, computed once each (concurrent requests for one scenario wait for the first)."""
+    """References by scenario, computed once each (concurrent requests for one scenario wait for the first).
 
-    def __init__(self, replays: int = _REPLAYS) -> None:
+    With a `store` (qa.reference_store) references also outlive the run: one asked for with the environment's
+    content hash is read from the store when an earlier run kept it, and kept there once replayed."""
+
+    def __init__(self, replays: int = _REPLAYS, store: Any = None) -> None:
         self.replays = replays
+        self.store = store
+        self.loaded = 0  # how many came from the store
+        self.code_hashes: dict[Any, str] = {}  # servers' code hashes, worked out once per run
         self._done: dict[tuple[str, str, str], Reference] = {}
         self._locks: dict[tuple[str, str, str], anyio.Lock] = {}
 
@@ -172,16 +178,30 @@ class ReferenceCache:
         return env_key, scenario.id or scenario.compute_id(), canonical_hash([body, options])
 
     async def get(self, scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
-                  env_key: str = "") -> Reference:
-        """The scenario's Reference, replayed through `factory` the first time it is asked for."""
+                  env_key: str = "", env_hash: str | None = None) -> Reference:
+        """The scenario's Reference, replayed through `factory` the first time it is asked for (or read from
+        the store, given the environment's content hash)."""
         key = self.key(scenario, env_key)
         if key in self._done:
             return self._done[key]
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
             if key not in self._done:
-                self._done[key] = await build_reference(scenario, factory, env_free, replays=self.replays)
+                self._done[key] = await self._stored_or_built(key, scenario, factory, env_free, env_hash)
         return self._done[key]
+
+    async def _stored_or_built(self, key: tuple[str, str, str], scenario: Scenario, factory: EpisodeFactory,
+                               env_free: Sequence[FreeField], env_hash: str | None) -> Reference:
+        if self.store is None or not env_hash:
+            return await build_reference(scenario, factory, env_free, replays=self.replays)
+        path = self.store.path(env_hash, key[1:], env_free)
+        stored: Reference | None = self.store.load(path, scenario, env_free)
+        if stored is not None:
+            self.loaded += 1
+            return stored
+        built = await build_reference(scenario, factory, env_free, replays=self.replays)
+        self.store.save(path, built)
+        return built
 
     def __len__(self) -> int:
         return len(self._done)

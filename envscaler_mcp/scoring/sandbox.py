@@ -17,7 +17,6 @@ validators' doing: the batch is retried once on a fresh worker, and a second fai
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from envscaler_mcp._json import EncodedCache, JSONObject, State
+from envscaler_mcp._json import EncodedCache, JSONObject, State, encode_json
 from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
@@ -148,8 +147,8 @@ class ValidatorSandbox:
             if any(kind == "transcript" for _, _, kind in runnable):
                 texts.append(transcript)
             # The initial state is the scenario's, the same object for every episode: encoded once.
-            states = (self._encoded.encode(initial_state),
-                      *(json.dumps(t, ensure_ascii=False).encode("utf-8") for t in texts[1:]))
+            # A final state read from a server (ParsedState) goes on as the bytes the server sent.
+            states = (self._encoded.encode(initial_state), *(encode_json(t) for t in texts[1:]))
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.

@@ -40,6 +40,8 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--max-memory-mb", type=int, default=None, help="address-space limit of this process (MB)")
     p.add_argument("--ready-file", type=Path, default=None,
                    help="HTTP: write {\"url\", \"port\"} to this file once the server accepts connections")
+    p.add_argument("--otel-spans", action="store_true",
+                   help="wrap every request in an OpenTelemetry span (needs an exporter configured; off: faster)")
     p.add_argument("--log-level", default="WARNING", help="log level on stderr (default WARNING)")
     p.add_argument("--list-scenarios", action="store_true", help="print the bundled scenarios and exit")
     return p
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from .server import EnvServer
 
-    env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state)
+    env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state,
+                           otel_spans=args.otel_spans)
     if args.http:
         _serve_http(env_server, args, token)
     else:

@@ -40,6 +40,10 @@ from .package import EnvPackage
 log = logging.getLogger(__name__)
 
 EPISODE_SCOPE_KEY = "envscaler.episode"
+# Set in the ASGI scope by the HTTP router for the admin-token-guarded shared endpoint (/routed/mcp) only:
+# there, and nowhere else, a request names its episode in `_meta` under EPISODE_META_KEY.
+ROUTED_SCOPE_KEY = "envscaler.routed"
+EPISODE_META_KEY = "envscaler/episode"
 STATE_URI = "state://current"
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
@@ -72,8 +76,10 @@ class EnvServer:
     """Holds the episodes of one process and the MCP `Server` that serves them."""
 
     def __init__(self, package: EnvPackage, *, call_timeout: float | None = 10.0,
-                 admin_token: str | None = None, initial_state: dict[str, Any] | None = None) -> None:
+                 admin_token: str | None = None, initial_state: dict[str, Any] | None = None,
+                 otel_spans: bool = False) -> None:
         self.package = package
+        self.otel_spans = otel_spans
         self.call_timeout = call_timeout
         self.admin_token = admin_token
         self.tools = [_tool(t) for t in package.tools]
@@ -92,10 +98,19 @@ class EnvServer:
         return Episode(self.package.env_class, self.package.state_names, state, episode_id)
 
     def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
-        """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one."""
+        """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
+
+        On the shared endpoint (ROUTED_SCOPE_KEY, reached only with the admin token) the request names an
+        episode the admin plane created, in `_meta`; it can never create one or reach the default episode.
+        Everywhere else `_meta` is not read: the endpoint alone decides."""
         episode_id = "default"
         request = ctx.request
         if request is not None:
+            if request.scope.get(ROUTED_SCOPE_KEY):
+                named = (ctx.meta or {}).get(EPISODE_META_KEY)
+                if not isinstance(named, str) or named == "default" or named not in self.episodes:
+                    raise MCPError(INVALID_REQUEST, f"name an existing episode in _meta['{EPISODE_META_KEY}']")
+                return self.episodes[named]
             episode_id = request.scope.get(EPISODE_SCOPE_KEY, "default")
         episode = self.episodes.get(episode_id)
         if episode is None:
@@ -187,6 +202,10 @@ class EnvServer:
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
             on_list_resources=self._list_resources, on_read_resource=self._read_resource)
+        if not self.otel_spans:
+            # The SDK wraps every request in an OpenTelemetry span (a no-op without an exporter that still
+            # costs tens of microseconds per request); the SDK documents removing it from this list to opt out.
+            server.middleware.clear()
         server.add_request_handler(ADMIN_GET_STATE, AdminParams, self._admin_get_state)
         server.add_request_handler(ADMIN_RESET, AdminParams, self._admin_reset)
         return server

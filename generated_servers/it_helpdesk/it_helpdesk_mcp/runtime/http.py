@@ -2,6 +2,9 @@
 
 One MCP `Server` serves every episode; this router writes the episode id into the ASGI scope, and
 the server's handlers read it back from `ctx.request.scope` (set by the SDK for both protocol eras).
+/admin/mcp serves every episode at one endpoint, each request naming its episode in `_meta`: one client
+can drive many episodes. It is part of the admin plane (loopback, bearer token), so whoever holds only an
+episode's own endpoint cannot name another episode; episode ids are minted by POST /admin/episodes.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .server import EPISODE_SCOPE_KEY, EnvServer
+from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer
 from .states import StateFiles
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,12 @@ class HttpApp:
                 await _json({"error": f"unknown episode '{parts[1]}'"}, 404)(scope, receive, send)
                 return
             await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: parts[1]}, receive, send)
+        elif path == "/admin/mcp":
+            refusal = self._refusal(Request(scope, receive))
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+            await self.manager.handle_request({**scope, ROUTED_SCOPE_KEY: True}, receive, send)
         elif parts[0] == "admin":
             response = await self._admin(Request(scope, receive), parts[1:])
             await response(scope, receive, send)
@@ -152,7 +161,7 @@ class HttpApp:
                 return _json({"error": str(exc.args[0])}, 404)
         if state is not None and not isinstance(state, dict):
             return _json({"error": "state must be a JSON object keyed by state attribute names"}, 400)
-        episode_id = secrets.token_hex(8)
+        episode_id = secrets.token_hex(16)  # 128 bits: an episode id is also the key to its endpoint
         try:
             self.env.episodes[episode_id] = self.env.new_episode(state, episode_id)
         except Exception as exc:
