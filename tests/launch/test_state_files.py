@@ -8,7 +8,8 @@ import json
 import pytest
 
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.launch.servers import HttpServer, StdioServer
+from envscaler_mcp.launch.servers import HttpServer
+from envscaler_mcp.launch.stdio import StdioServer
 from tests.render.fixture_env import scenarios, skeleton
 
 pytestmark = pytest.mark.anyio
@@ -43,8 +44,10 @@ async def test_admin_api_opens_only_named_state_files() -> None:
 
 
 async def test_stdio_server_reads_its_state_file() -> None:
+    """A process started for its episode (none started ahead) reads its state from a file, one per state;
+    processes started ahead get theirs through the admin reset instead (tests/harness/test_warm_sessions.py)."""
     state = scenarios()[1].initial_state
-    async with launch_server(skeleton(), "stdio", scenarios=()) as server:
+    async with launch_server(skeleton(), "stdio", scenarios=(), stdio_prestart=0) as server:
         assert isinstance(server, StdioServer)
         async with server.episode(state) as ep:
             assert await ep.get_state() == state
