@@ -88,7 +88,7 @@ class EncodedCache:
         if hit is not None and hit[0] is value:
             self._texts.move_to_end(key)
             return hit[1]
-        text = json.dumps(value, ensure_ascii=False).encode("utf-8")
+        text = encode_json(value)
         if self._size <= 0:
             return text
         self._texts[key] = (value, text)

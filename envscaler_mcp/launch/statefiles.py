@@ -11,7 +11,7 @@ import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
-from envscaler_mcp._json import EncodedCache, State
+from envscaler_mcp._json import State, encode_json
 
 
 class StateFileWriter:
@@ -20,7 +20,6 @@ class StateFileWriter:
 
     def __init__(self, folder: Path, remember: int = 8) -> None:
         self.folder = folder
-        self._encoded = EncodedCache(size=0)
         self._remember = remember
         self._names: OrderedDict[int, tuple[State, str]] = OrderedDict()
         self._written: set[str] = set()
@@ -31,7 +30,7 @@ class StateFileWriter:
         if hit is not None and hit[0] is state:
             self._names.move_to_end(id(state))
             return hit[1]
-        text = self._encoded.encode(state)
+        text = encode_json(state)
         name = hashlib.sha256(text).hexdigest()[:32] + ".json"
         if name not in self._written:
             self.folder.mkdir(parents=True, exist_ok=True)
