@@ -35,6 +35,7 @@ from envscaler_mcp.launch.episodes import (
 from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
+from envscaler_mcp.render.cache import mark_used
 
 
 @dataclass
@@ -74,6 +75,8 @@ class StdioServer(LaunchedServer):
 
     @asynccontextmanager
     async def _process(self, n: int, token: str, args: list[str], readable: list[Path]) -> AsyncIterator[Client]:
+        assert self.server_dir is not None
+        mark_used(self.server_dir.path)  # each process starts from the folder: a long run keeps it out of pruning
         params, report = self._params(n, token, args, readable)
         log_path = self.workdir / f"stderr-{n}.log"
         with open(log_path, "w", encoding="utf-8") as errlog:

@@ -51,7 +51,7 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
     scenarios = list(scenarios)
     out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios)}"
     if is_current(out, skeleton, scenarios):
-        _touch(out)
+        mark_used(out)
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
@@ -64,13 +64,16 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
                 render_server(skeleton, scenarios, out)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
-    _touch(out)
+    mark_used(out)
     prune_cache(keep=out)
     return out
 
 
-def _touch(path: Path) -> None:
-    """Mark a cached server as used now (its folder's mtime is the cache's LRU clock)."""
+def mark_used(path: Path) -> None:
+    """Mark a cached server as used now (its folder's mtime is the cache's LRU clock); a folder outside the
+    cache is left alone."""
+    if path.parent != cache_root():
+        return
     try:
         os.utime(path)
     except OSError:

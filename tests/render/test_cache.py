@@ -84,3 +84,21 @@ async def test_eval_server_copy_holds_no_initial_states(cache: Path, tmp_path: P
         assert server_dir is not None and server_dir.path.parent == cache
         bundled = json.loads((server_dir.path / server_dir.package / "data" / "scenarios.json").read_text())
         assert bundled == []
+
+
+@pytest.mark.anyio
+async def test_a_long_stdio_run_keeps_its_cached_server(cache: Path) -> None:
+    """A stdio run starts a process from the cached folder for each episode: a run longer than the in-use
+    window must not see its folder pruned under it (the next episode could not start)."""
+    from envscaler_mcp.launch import launch_server
+
+    folder = ensure_rendered(skeleton(), [])
+    async with launch_server(folder, "stdio", scenarios=(), stdio_prestart=0) as server:
+        hour_ago = time.time() - 3600
+        os.utime(folder, (hour_ago, hour_ago))  # the run has been going for an hour
+        async with server.episode(scenarios()[0].initial_state) as ep:
+            assert not (await ep.call_tool("list_items", {})).is_error
+        prune_cache(0)
+        assert folder.is_dir()
+        async with server.episode(scenarios()[0].initial_state) as ep:
+            assert await ep.get_state() == scenarios()[0].initial_state
