@@ -94,13 +94,14 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
     notes: list[str] = []
     failed: list[Operation] = []
     names = [op.name for op in operations]
+    writes: set[str] = set()  # planned as queries, but the accepted code writes: they are state changes
     for op in operations:
         base = source
 
         def accept(text: str, op: Operation = op, base: str = base) -> str:
-            _, assembled, spec = accept_method(parse_method(text).code, op.name, base, cls.class_name, kind=op.kind)
-            if spec.kind != op.kind:
-                notes.append(f"{op.name}: planned as {op.kind}, the code makes it {spec.kind}")
+            _, assembled, spec = accept_method(parse_method(text).code, op.name, base, cls.class_name)
+            if op.kind == "query" and spec.kind == "state_change":
+                writes.add(op.name)
             return assembled
 
         try:
@@ -115,6 +116,10 @@ async def build_environment(provider: Provider, topic: SelectedTopic, options: M
                 raise
             notes.append(f"{op.name}: left out, its method failed: {exc.reason[:300]}")
     operations = [op for op in operations if op not in failed]
+    for i, op in enumerate(operations):  # (a planned state change whose code only reads is left to the check)
+        if op.name in writes:
+            notes.append(f"{op.name}: planned as a query, its code changes the state: kept as a state change")
+            operations[i] = op.model_copy(update={"kind": "state_change"})
     for kind in ("query", "state_change"):
         if failed and not any(op.kind == kind for op in operations):
             raise StepFailed("skel/method", f"no {kind} operation is left after leaving out "

@@ -175,7 +175,7 @@ async def dual_agent_check(
                     {"summary": skeleton.summary, "rules": skeleton.rules, "tool": pick.tool, "case": pick.case,
                      "method_source": method_with_helpers(skeleton.class_source, skeleton.class_name, pick.tool),
                      "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
-                     "state_before": dump_state(before), "state_after": dump_state(after),
+                     "state_before": dump_state(before),
                      "diff": "\n".join(state_diff(before, after)) or "(no change)"},
                     parse_checker, meter=meter, seat="checker", retries=options.retries, schema=CHECKER_SCHEMA)
             except StepFailed:

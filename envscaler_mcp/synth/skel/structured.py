@@ -69,8 +69,8 @@ class PlannedOperation(BaseModel):
 class OperationsPlan(BaseModel):
     """skel/operations: queries first, then state changes."""
 
-    queries: list[PlannedOperation] = Field(min_length=1, max_length=3)
-    state_changes: list[PlannedOperation] = Field(min_length=1, max_length=2)
+    queries: list[PlannedOperation] = Field(min_length=1, max_length=4)
+    state_changes: list[PlannedOperation] = Field(min_length=1, max_length=3)
 
 
 def answer_schema(model: type[BaseModel]) -> JSONObject:
