@@ -131,11 +131,11 @@ def baseline(plans: list[EnvPlan], rounds: int) -> dict[str, float]:
     return {"exec_per_episode": exec_each, "calls_only": (time.perf_counter() - t) / n}
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """CPU time of this process, of the children it has reaped (stdio servers), and of `pids` (with the
-    children they have reaped), in seconds."""
+def _cpu_seconds(pids: list[int], *, own: bool = True) -> float:
+    """CPU time of this process and of the children it has reaped (stdio servers) (`own`), and of `pids` (with
+    the children they have reaped), in seconds."""
     total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) if own else ():
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
     ticks = os.sysconf("SC_CLK_TCK")
@@ -149,6 +149,13 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def _cpu_split(servers: list[int], validators: list[int]) -> dict[str, float]:
+    """CPU seconds so far of the harness (this process and the children it reaped), the servers and the
+    validator zygotes (with their batch processes)."""
+    return {"harness": _cpu_seconds([]), "servers": _cpu_seconds(servers, own=False),
+            "validators": _cpu_seconds(validators, own=False)}
+
+
 async def harness(
     plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True,
     warm: bool = True,
@@ -158,7 +165,7 @@ async def harness(
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
-        checker = await stack.enter_async_context(SandboxChecker(workers=2, isolation=isolation))
+        checker = await stack.enter_async_context(SandboxChecker(workers=int(os.environ.get("BENCH_VALIDATOR_WORKERS", "2")), isolation=isolation))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
             servers[plan.env_id] = await stack.enter_async_context(_launch(plan.env_id, transport, isolation, warm))
@@ -177,9 +184,11 @@ async def harness(
                 transport=transport,
                 progress=False,
             )  # type: ignore[arg-type]
-            pids = [getattr(server, "pid", None) for server in servers.values()]
-            pids += checker._sandbox.worker_pids()  # zygotes: their own CPU and their batch processes'
+            server_pids = [p for p in (getattr(server, "pid", None) for server in servers.values()) if p]
+            zygotes = checker._sandbox.worker_pids()  # zygotes: their own CPU and their batch processes'
+            pids = server_pids + zygotes
             cpu_before = _cpu_seconds([p for p in pids if p])
+            split_before = _cpu_split(server_pids, zygotes)
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
                 run_dir = await run_eval(
@@ -192,6 +201,7 @@ async def harness(
                 )
                 elapsed = time.perf_counter() - t
                 cpu_used = _cpu_seconds([p for p in pids if p]) - cpu_before
+                split = {k: v - split_before[k] for k, v in _cpu_split(server_pids, zygotes).items()}
                 records = run_dir.read_results()
                 summary = finish_run(run_dir.path)
             kinds: dict[str, float] = defaultdict(float)
@@ -215,6 +225,7 @@ async def harness(
                     "path": "new" if warm else "old",
                     "load": os.getloadavg()[0],
                     "cpu_per_episode": cpu_used / g.episodes,
+                    "cpu_split": {k: v / g.episodes for k, v in split.items()},
                     "calls_per_cpu_s": calls / cpu_used,
                     "breakdown": dict(kinds),
                 }
@@ -300,10 +311,17 @@ async def calls_under_load(env_id: str, transport: str, episodes: int, calls: in
 
 
 def _load_rows(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> list[dict[str, Any]]:
-    plan = [("http", concurrent, calls, think_s), ("http", concurrent, calls, 0.0), ("http", 8, 50, 0.0),
-            ("memory", 8, 50, 0.0), ("stdio", 4, 50, 0.0)]
+    plan = [("pipe", concurrent, calls, think_s), ("http", concurrent, calls, think_s),
+            ("pipe", concurrent, calls, 0.0), ("http", concurrent, calls, 0.0),
+            ("pipe", 8, 50, 0.0), ("http", 8, 50, 0.0), ("memory", 8, 50, 0.0), ("stdio", 4, 50, 0.0)]
+    from typing import get_args
+
+    from envscaler_mcp.launch import Transport
+
+    known = get_args(Transport)  # an older checkout measured with --code may not have the pipe
     return [anyio.run(calls_under_load, env_id, transport, episodes, n, warm, think)
-            for transport, episodes, n, think in plan for warm in paths]
+            for transport, episodes, n, think in plan for warm in paths
+            if transport in known and (warm or transport != "pipe")]  # the pipe has no old path
 
 
 def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, think_s: float) -> list[dict[str, Any]]:
@@ -318,9 +336,9 @@ def load_section(env_id: str, paths: list[bool], concurrent: int, calls: int, th
               f"{r['load']:.1f} | "
               f"{1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | {r['calls_per_s']:.0f} | "
               f"{r['calls_per_cpu_s']:.0f} | {r['errors']} |")
-    big = [r for r in rows if r["episodes"] == concurrent and r["transport"] == "http"]
+    big = [r for r in rows if r["episodes"] == concurrent and r["transport"] in ("http", "pipe")]
     for r in big:
-        print(f"{r['path']} path: tool-call p50 at {concurrent} concurrent HTTP episodes, think time "
+        print(f"{r['transport']}, {r['path']} path: tool-call p50 at {concurrent} concurrent episodes, think time "
               f"0-{2 * r['think_s']:g} s: {1000 * r['p50']:.1f} ms (goal <= 50 ms), load {r['load']:.1f}")
     return rows
 
@@ -332,7 +350,8 @@ def _side(args: argparse.Namespace, code: str, out: Path) -> dict[str, Any]:
 
     rows_file = out / "rows.json"
     cmd = [sys.executable, __file__, "--code", code, "--rows-json", str(rows_file), "--paths", "new",
-           "--transport", args.transport, "--concurrency", args.concurrency, "--episodes", str(args.episodes),
+           "--transport", args.against_transport if code == args.against and args.against_transport else args.transport,
+           "--concurrency", args.concurrency, "--episodes", str(args.episodes),
            "--load-env", args.load_env, "--load-episodes", str(args.load_episodes),
            "--load-calls", str(args.load_calls), "--load-think", str(args.load_think), "--skip", "sandbox",
            *[a for k in args.skip for a in ("--skip", k)], *[a for e in args.env or [] for a in ("--env", e)]]
@@ -380,10 +399,15 @@ def compare(args: argparse.Namespace) -> None:
         print("\n| round | transport | concurrent episodes | think time | code | load | call p50 | call p95 "
               "| calls/s | calls per CPU s | errors |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
+        def key(r: dict[str, Any]) -> tuple[Any, ...]:
+            return r["transport"], r["episodes"], r["think_s"], r["path"]
+
         for n in range(args.repeat):
-            for i in range(len(sides["after"][n]["load"])):
-                for label in ("before", "after"):
-                    r = sides[label][n]["load"][i]
+            before = {key(r): r for r in sides["before"][n]["load"]}
+            for after in sides["after"][n]["load"]:  # rows of a transport the older code lacks: after only
+                for label, r in (("before", before.get(key(after))), ("after", after)):
+                    if r is None:
+                        continue
                     print(f"| {n + 1} | {r['transport']} | {r['episodes']} | 0-{2 * r['think_s']:g} s | {label} | "
                           f"{r['load']:.1f} | {1000 * r['p50']:.1f} ms | {1000 * r['p95']:.1f} ms | "
                           f"{r['calls_per_s']:.0f} | {r['calls_per_cpu_s']:.0f} | {r['errors']} |")
@@ -391,7 +415,7 @@ def compare(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transport", default="http", choices=["http", "memory", "stdio"])
+    parser.add_argument("--transport", default="http", choices=["http", "pipe", "memory", "stdio"])
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--episodes", type=int, default=96, help="episodes per concurrency level (about)")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
@@ -411,6 +435,8 @@ def main() -> None:
     parser.add_argument("--against", default=None, metavar="OLD_CHECKOUT",
                         help="measure an older checkout (e.g. a `git archive` export) and this one, alternated")
     parser.add_argument("--repeat", type=int, default=2, help="with --against: rounds of before/after")
+    parser.add_argument("--against-transport", default=None,
+                        help="with --against: the older checkout's transport (default: --transport)")
     parser.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # used by --against
     args = parser.parse_args()
     if args.against:
@@ -453,6 +479,10 @@ def main() -> None:
             f"{100 * (r['success_rate'] or 0):.0f}% | "
             f"{r['infra_errors']} |"
         )
+    for r in rows:
+        if r.get("cpu_split"):
+            print(f"concurrency {r['concurrency']}, {r['path']} path: CPU per episode "
+                  + ", ".join(f"{k} {1000 * v:.1f} ms" for k, v in r["cpu_split"].items()))
     base_rate = 1 / base["exec_per_episode"]
     for r in rows:
         print(f"concurrency {r['concurrency']}, OS layers {r['isolation']}, {r['path']} path: "

@@ -72,13 +72,19 @@ def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     if (ops := _journal.get()) is not None:
         ops.append(("write", path, text))
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """atomic_write_text for bytes (not journaled: for caches, never for a stage's output)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -164,10 +170,14 @@ def append_jsonl(path: Path, record: Any) -> None:
     path = Path(path)
     if (ops := _journal.get()) is not None:
         ops.append(("append", path, record))
+    append_lines(path, [jsonl_line(record)])
+
+
+def append_lines(path: Path, lines: list[str]) -> None:
+    """Append whole lines (each ending in a newline) in one write, then fsync."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = jsonl_line(record)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line)
+    with open(path, "ab") as f:
+        f.write("".join(lines).encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
 

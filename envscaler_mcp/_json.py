@@ -73,12 +73,14 @@ def valid_text(value: JSON) -> JSON:
 
 class EncodedCache:
     """UTF-8 JSON text of values that are encoded again and again unchanged (a scenario's initial state, sent
-    to a server and to the validators for every episode), remembered by identity for the last `size` values.
-    Only for values nobody changes after handing them in: the cache never looks inside again. `size=0`
-    remembers nothing."""
+    to a server and to the validators for every episode), remembered by identity for the last `size` values
+    holding at most `max_bytes` of text between them (remembering keeps a value alive). Only for values nobody
+    changes after handing them in: the cache never looks inside again. `size=0` remembers nothing."""
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 256, max_bytes: int = 64 << 20) -> None:
         self._size = size
+        self._max_bytes = max_bytes
+        self._held = 0
         self._texts: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()  # id -> (the value, kept alive; text)
 
     def encode(self, value: Any) -> bytes:
@@ -91,10 +93,23 @@ class EncodedCache:
         text = encode_json(value)
         if self._size <= 0:
             return text
+        if hit is not None:  # another value (now gone) had this id
+            self._held -= len(self._texts.pop(key)[1])
         self._texts[key] = (value, text)
-        if len(self._texts) > self._size:
-            self._texts.popitem(last=False)
+        self._held += len(text)
+        while self._texts and (len(self._texts) > self._size or self._held > self._max_bytes):
+            self._held -= len(self._texts.popitem(last=False)[1][1])
         return text
 
 
-__all__ = ["JSON", "EncodedCache", "JSONObject", "ParsedState", "State", "encode_json", "parse_state", "valid_text"]
+_initial_states = EncodedCache()
+
+
+def initial_states() -> EncodedCache:
+    """The process's one EncodedCache of initial states: a scenario's state is encoded once, whether it goes to
+    a server (a state file, a request) or to the validators."""
+    return _initial_states
+
+
+__all__ = ["JSON", "EncodedCache", "JSONObject", "ParsedState", "State", "encode_json", "initial_states",
+           "parse_state", "valid_text"]

@@ -16,7 +16,7 @@ from envscaler_mcp.errors import EnvScalerError, UsageError
 # to harness.models.SuccessRule and launch.Transport (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
 SuccessRule = Literal["checklist", "state", "both"]
-Transport = Literal["http", "stdio", "memory"]
+Transport = Literal["pipe", "http", "stdio", "memory"]
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:
@@ -68,9 +68,10 @@ def eval_command(
         Transport,
         typer.Option(
             "--transport",
-            help="http (shared server per environment) | stdio (process per episode) | memory (in process).",
+            help="pipe (one server per environment over its stdin/stdout; the fastest) | http (one shared HTTP "
+            "server per environment) | stdio (a process per episode) | memory (in process, trusted code only).",
         ),
-    ] = "http",
+    ] = "pipe",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default runs/<run id>).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
     retry_infra: Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
-Transport = Literal["http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
+Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 

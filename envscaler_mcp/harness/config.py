@@ -52,9 +52,10 @@ class RunConfig(BaseModel):
     trials: int = Field(1, ge=1, description="Trials per scenario (for pass@k and pass^k).")
     concurrency: int = Field(4, ge=1, description="Episodes run at the same time.")
     transport: Transport = Field(
-        "http",
-        description="'http': one shared server per environment; 'stdio': one "
-        "server process per episode; 'memory': in process (tests, benchmarks).",
+        "pipe",
+        description="'pipe': one server process per environment over its stdin/stdout, every episode named per "
+        "request; 'http': one shared HTTP server per environment; 'stdio': one server process per episode; "
+        "'memory': in process (tests, benchmarks).",
     )
     validator_timeout_s: float = Field(2.0, gt=0, description="Time limit of one validator.")
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")

@@ -191,7 +191,7 @@ async def _attempt(
             status = "timeout"
         t = time.perf_counter()
         try:
-            final_state = await ep.get_state()
+            final_state = await ep.final_state()
         except NoAdminPlane:
             final_state = None
         rec.time("state", t)
@@ -352,6 +352,10 @@ class _Watched:
 
     async def get_state(self) -> State:
         return await self._call("the state request", self._ep.get_state)
+
+    async def final_state(self) -> State:
+        """The state read for the last time (launched servers close the episode in the same request)."""
+        return await self._call("the state request", getattr(self._ep, "final_state", self._ep.get_state))
 
 
 def _error_result(text: str) -> CallToolResult:

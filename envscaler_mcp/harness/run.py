@@ -178,6 +178,7 @@ async def _run_prepared(
             pool = await stack.enter_async_context(open_pool(needed))
             limiter = anyio.CapacityLimiter(config.concurrency)
             references = ReferenceCache(store=ReferenceStore())
+            results = run_dir.appender()
             progress = stack.enter_context(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
@@ -200,7 +201,10 @@ async def _run_prepared(
                         trial=trial,
                     )
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool))  # before the result: a run killed
-                run_dir.append(result)  # at any point says which layers each finished episode ran under
+                # at any point says which layers each finished episode ran under. A finished episode is written
+                # even when the run is being cancelled (Ctrl-C): shielded.
+                with anyio.CancelScope(shield=True):
+                    await results.append(result.model_dump(mode="json"))
                 progress.add(result)
 
             try:

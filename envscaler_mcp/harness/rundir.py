@@ -1,4 +1,5 @@
-"""The run folder: run.json, results.jsonl (append-only, fsync'd per episode), summary.json; resume rules."""
+"""The run folder: run.json, results.jsonl (append-only, every record fsync'd before it counts as finished),
+summary.json; resume rules."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from envscaler_mcp._io import append_jsonl, atomic_write_json, read_json, validate_model, write_jsonl_atomic
+import anyio
+
+from envscaler_mcp._io import (
+    append_jsonl,
+    append_lines,
+    atomic_write_json,
+    jsonl_line,
+    read_json,
+    validate_model,
+    write_jsonl_atomic,
+)
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
@@ -17,6 +28,35 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 ERROR_LOG = "error.log"
+
+
+class GroupAppender:
+    """Appends records to a JSONL file off the event loop, every finished record on disk (fsync'd) before
+    `append` returns. Records handed in while a write is running go out together in the next one (group
+    commit): one fsync for many episodes, and the loop never waits on the disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._pending: list[str] = []
+        self._queued = 0  # lines handed in so far
+        self._flushed = 0  # of which on disk
+        self._lock = anyio.Lock()
+
+    async def append(self, record: Any) -> None:
+        """Append one record; returns once it is on disk (raises what the write raised)."""
+        self._pending.append(jsonl_line(record))
+        self._queued += 1
+        mine = self._queued
+        async with self._lock:
+            if self._flushed >= mine:  # an earlier holder wrote it with its batch
+                return
+            batch, self._pending, upto = self._pending, [], self._queued
+            try:
+                await anyio.to_thread.run_sync(append_lines, self.path, batch)
+            except BaseException:
+                self._pending[:0] = batch  # not written: the next holder tries them again
+                raise
+            self._flushed = upto
 
 
 class RunDir:
@@ -50,6 +90,10 @@ class RunDir:
     def append(self, result: EpisodeResult) -> None:
         """Append one episode record and fsync it."""
         append_jsonl(self.results_path, result.model_dump(mode="json"))
+
+    def appender(self) -> GroupAppender:
+        """Appends episode records from async code, off the event loop, many per fsync."""
+        return GroupAppender(self.results_path)
 
     def read_results(self, *, repair: bool = False) -> list[EpisodeResult]:
         """Every finished episode. A torn last line (a write cut short by a crash) is ignored, and with

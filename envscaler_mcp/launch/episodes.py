@@ -99,14 +99,27 @@ class WarmCache:
             self.discover, self.version = client.session.discover_result, client.protocol_version
 
 
+async def all_tools(client: Client | RoutedClient) -> list[Tool]:
+    """Every page of a client's tool list."""
+    tools: list[Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
 class RoutedClient:
     """A server's one shared client as one episode sees it: every request about the episode's state names the
     episode in `_meta` (generated HTTP servers' /admin/mcp endpoint, behind the admin token). The tool and
     prompt lists are the same for every episode and go unnamed, through the client's response cache."""
 
-    def __init__(self, client: Client, episode_id: str) -> None:
+    def __init__(self, client: Client, episode_id: str, tools: list[Tool] | None = None) -> None:
         self.shared = client
         self.episode_id = episode_id
+        self.tools = tools  # the server's whole tool list, listed once by the launcher (None: ask)
 
     @property
     def session(self) -> Any:
@@ -117,7 +130,9 @@ class RoutedClient:
         return {EPISODE_META_KEY: self.episode_id}  # a fresh dict: the SDK adds trace fields to it
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
-        """One page of the tool list."""
+        """One page of the tool list (the whole list, when the launcher listed it once for every episode)."""
+        if self.tools is not None and cursor is None:
+            return ListToolsResult(tools=list(self.tools))
         return await self.shared.list_tools(cursor=cursor)
 
     async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
@@ -141,11 +156,13 @@ class Episode:
     """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
 
     def __init__(self, client: Client | RoutedClient, *, episode_id: str, transport: str,
-                 state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None) -> None:
+                 state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None,
+                 final_reader: Callable[[], Awaitable[State]] | None = None) -> None:
         self.client = client
         self.episode_id = episode_id
         self.transport = transport
         self._state_reader = state_reader
+        self._final_reader = final_reader
         self._warm = warm
         self._listed = False
         if warm is not None and isinstance(client, Client):
@@ -153,15 +170,9 @@ class Episode:
 
     async def list_tools(self) -> list[Tool]:
         """The tools the agent sees (all pages; the first page from the server's WarmCache once learnt)."""
-        tools: list[Tool] = []
-        cursor: str | None = None
-        while True:
-            page = await self.client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                self._listed = True
-                return tools
+        tools = await all_tools(self.client)
+        self._listed = True
+        return tools
 
     async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
         """Call one tool. Tool failures come back as `is_error=True` results, not exceptions."""
@@ -173,10 +184,18 @@ class Episode:
 
     async def get_state(self) -> State:
         """The episode's current state (a plain dict). Raises NoAdminPlane for external servers."""
-        if self._state_reader is None:
+        return await self._read(self._state_reader)
+
+    async def final_state(self) -> State:
+        """The episode's state, read for the last time: where the server can, the episode is closed by the same
+        request (no call may follow). Raises NoAdminPlane for external servers."""
+        return await self._read(self._final_reader or self._state_reader)
+
+    async def _read(self, reader: Callable[[], Awaitable[State]] | None) -> State:
+        if reader is None:
             raise NoAdminPlane("this server has no admin plane (it is an external server), so its state "
                                "cannot be read; score it with a generated server or give it a state resource")
         try:
-            return await self._state_reader()
+            return await reader()
         except MCPError as exc:
             raise ServerStartError(f"reading the episode state failed: {exc}") from exc

@@ -4,6 +4,8 @@
 * "http": one server process; each episode is created through the admin REST API. Cheap episodes, the
   default. Every episode has its own URL; the harness itself drives them all through one shared client on
   the admin-guarded /admin/mcp, each request naming its episode in `_meta` (warm path).
+* "pipe" (launch/pipe.py): one server process over its stdin/stdout serving every episode, each request naming
+  its episode; the harness's cheapest path (no HTTP on either side).
 * "stdio" (launch/stdio.py): one process per episode (state handed over with --state or the stdio admin
   reset, read back with the stdio admin request), a few started ahead. What desktop clients do.
 * "memory" (launch/memory.py): the generated package is imported into this process, reached with `Client(server)`.
@@ -25,17 +27,18 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Tool
 
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
-from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache
+from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
-Transport = Literal["http", "stdio", "memory"]
+Transport = Literal["pipe", "http", "stdio", "memory"]
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 _STATE_PREFIX = b'{"state": '  # how a generated server starts its state answer
 
@@ -90,6 +93,7 @@ class HttpServer(LaunchedServer):
         self.server_dir = server
         self.warm = WarmCache(warm, target_id=url)
         self.shared: Client | None = None  # the one client of every episode (connect_shared), on the warm path
+        self.tools: list[Tool] | None = None  # the tool list, listed once by the shared client
         self._encoded = EncodedCache(size=256 if warm else 0)
         self.state_files = state_files
         self.url = url
@@ -116,12 +120,7 @@ class HttpServer(LaunchedServer):
             return
         transport = streamable_http_client(self.url + "/admin/mcp", http_client=self.mcp_http, terminate_on_close=False)
         async with Client(transport, read_timeout_seconds=self.client_timeout, **self.warm.client_options()) as client:
-            cursor: str | None = None
-            while True:  # into the response cache, before any episode asks
-                cursor = (await client.list_tools(cursor=cursor)).next_cursor
-                if not cursor:
-                    break
-            self.shared = client
+            self.shared, self.tools = client, await all_tools(client)  # into the response cache, before any episode
             try:
                 yield
             finally:
@@ -150,7 +149,10 @@ class HttpServer(LaunchedServer):
     async def read_state(self, episode_id: str) -> State:
         """GET /admin/episodes/{id}/state. The server answers `{"state": <the state's JSON>}`; the state comes
         back as a ParsedState holding that JSON's bytes, which the validators then get as they are."""
-        response = await self.admin.get(f"/admin/episodes/{episode_id}/state")
+        return self._state_answer(await self.admin.get(f"/admin/episodes/{episode_id}/state"), episode_id)
+
+    @staticmethod
+    def _state_answer(response: httpx2.Response, episode_id: str) -> State:
         if response.status_code != 200:
             raise ServerStartError(f"reading episode {episode_id} failed ({response.status_code}): {response.text}")
         body = response.content
@@ -163,15 +165,29 @@ class HttpServer(LaunchedServer):
                 return state
         return dict(response.json()["state"])
 
+    async def close_with_state(self, episode_id: str) -> State:
+        """DELETE /admin/episodes/{id}?state=1: the final state and the close in one round trip."""
+        response = await self.admin.delete(f"/admin/episodes/{episode_id}", params={"state": "1"})
+        return self._state_answer(response, episode_id)
+
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
+        closed = False
+
+        async def read_and_close() -> State:
+            nonlocal closed
+            state = await self.close_with_state(episode_id)
+            closed = True
+            return state
+
         try:
             if self.shared is not None:
-                yield Episode(RoutedClient(self.shared, episode_id), episode_id=episode_id, transport="http",
-                              state_reader=lambda: self.read_state(episode_id))
+                yield Episode(RoutedClient(self.shared, episode_id, self.tools), episode_id=episode_id,
+                              transport="http", state_reader=lambda: self.read_state(episode_id),
+                              final_reader=read_and_close)
                 return
             transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
                                                terminate_on_close=False)
@@ -180,11 +196,12 @@ class HttpServer(LaunchedServer):
                 yield Episode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self.admin.delete(f"/admin/episodes/{episode_id}")
-                except httpx2.HTTPError:
-                    pass
+            if not closed:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self.admin.delete(f"/admin/episodes/{episode_id}")
+                    except httpx2.HTTPError:
+                        pass
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
@@ -286,6 +303,12 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                                 prestart=stdio_prestart if warm else 0)
             async with stdio.running():
                 yield stdio
+        elif transport == "pipe":
+            from envscaler_mcp.launch.pipe import PipeServer
+
+            pipe = PipeServer(server, workdir, extra, client_timeout, isolation)
+            async with pipe.running():
+                yield pipe
         elif transport == "http":
             http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation,
                                               warm)
@@ -297,4 +320,4 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                 await http.mcp_http.aclose()
                 await _stop(process)
         else:
-            raise UsageError(f"unknown transport '{transport}': use http, stdio or memory")
+            raise UsageError(f"unknown transport '{transport}': use pipe, http, stdio or memory")

@@ -8,29 +8,30 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections import OrderedDict
 from pathlib import Path
 
-from envscaler_mcp._json import State, encode_json
+from envscaler_mcp._json import State, initial_states
+
+_REMEMBER_BYTES = 64 << 20
 
 
 class StateFileWriter:
-    """Writes states into `folder` as <sha256>.json, each content once; remembers the names of the last
-    `remember` state objects by identity (a scenario's state is handed in again for each of its episodes)."""
+    """Writes states into `folder` as <sha256>.json, each content once, encoding through the process's cache of
+    initial states (`_json.initial_states`, shared with the validators); remembers the name of each encoded
+    text it has seen."""
 
-    def __init__(self, folder: Path, remember: int = 8) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._remember = remember
-        self._names: OrderedDict[int, tuple[State, str]] = OrderedDict()
+        self._names: dict[bytes, str] = {}  # by the cache's text object (its hash is computed once)
+        self._held = 0
         self._written: set[str] = set()
 
     def name_for(self, state: State) -> str:
         """The file name of `state` in `folder`, writing the file the first time its content is seen."""
-        hit = self._names.get(id(state))
-        if hit is not None and hit[0] is state:
-            self._names.move_to_end(id(state))
-            return hit[1]
-        text = encode_json(state)
+        text = initial_states().encode(state)
+        name = self._names.get(text)
+        if name is not None:
+            return name
         name = hashlib.sha256(text).hexdigest()[:32] + ".json"
         if name not in self._written:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -43,9 +44,11 @@ class StateFileWriter:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             self._written.add(name)
-        self._names[id(state)] = (state, name)
-        if len(self._names) > self._remember:
-            self._names.popitem(last=False)
+        if self._held + len(text) > _REMEMBER_BYTES:  # the texts are kept alive as keys: bound them
+            self._names.clear()
+            self._held = 0
+        self._names[text] = name
+        self._held += len(text)
         return name
 
     def path_for(self, state: State) -> Path:

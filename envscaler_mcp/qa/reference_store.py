@@ -2,10 +2,13 @@
 (initial state, reference solution, state-check options, free fields) give the same replays, so a run reuses
 an earlier run's instead of replaying twice per scenario.
 
-One JSON file per reference under <user cache>/references/ (`_io.user_cache_dir`), named by the hash of
-everything the replays depend on, the package version included (it fixes the server runtime). Any change
-to the environment or the scenario changes the name, so a stale entry is never read; only references whose
-replays succeeded and agreed are written (a failure may be the machine's, not the scenario's).
+Two files per reference under <user cache>/references/ (`_io.user_cache_dir`), named by the hash of
+everything the replays depend on, the package version included (it fixes the server runtime): `<name>.state`
+holds the final state's JSON exactly as the server wrote it (so a run compares an agent's final state with it
+byte for byte first, `Reference.check`), then `<name>.json` the calls and the nondeterministic fields, written
+last (a reference is there when that file is). Any change to the environment or the scenario changes the
+name, so a stale entry is never read; only references whose replays succeeded and agreed are written (a
+failure may be the machine's, not the scenario's).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from envscaler_mcp import __version__
-from envscaler_mcp._io import atomic_write_json, read_json, user_cache_dir
+from envscaler_mcp._io import atomic_write_bytes, atomic_write_json, read_json, user_cache_dir
+from envscaler_mcp._json import encode_json, parse_state
 from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.qa.reference import Reference, scenario_free_fields
 from envscaler_mcp.qa.replay import ReplayCall
@@ -25,7 +29,11 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.freefields import FreeFields
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
-FORMAT = 1
+FORMAT = 2
+
+
+def _state_path(path: Path) -> Path:
+    return path.with_suffix(".state")
 
 
 class ReferenceStore:
@@ -44,10 +52,11 @@ class ReferenceStore:
         try:
             data = read_json(path)
             calls = [ReplayCall.model_validate(c) for c in data["calls"]]
-            final, nondeterministic = data["final_state"], [(str(p), str(r)) for p, r in data["nondeterministic"]]
+            nondeterministic = [(str(p), str(r)) for p, r in data["nondeterministic"]]
+            final = parse_state(_state_path(path).read_bytes())
         except (InputFileError, OSError, KeyError, TypeError, ValueError, ValidationError):
             return None
-        if not isinstance(final, dict):
+        if final is None:
             return None
         free = scenario_free_fields(scenario, env_free)
         return Reference(scenario=scenario, final_state=final, calls=calls, nondeterministic=nondeterministic,
@@ -59,8 +68,8 @@ class ReferenceStore:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(path, {"final_state": reference.final_state,
-                                     "nondeterministic": [list(p) for p in reference.nondeterministic],
+            atomic_write_bytes(_state_path(path), encode_json(reference.final_state))
+            atomic_write_json(path, {"nondeterministic": [list(p) for p in reference.nondeterministic],
                                      "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text,
                                                 "is_error": c.is_error} for c in reference.calls]}, indent=None)
         except OSError:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from envscaler_mcp._json import EncodedCache, JSONObject, State, encode_json
+from envscaler_mcp._json import JSONObject, State, encode_json, initial_states
 from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
@@ -69,7 +69,7 @@ class ValidatorSandbox:
         self.grace_s = grace_s
         self.os_isolation = isolation
         self._test_seam = _test_seam
-        self._encoded = EncodedCache()
+        self._encoded = initial_states()
         self.restarts = 0  # workers replaced after a fault
         self.faults: list[str] = []  # every fault seen, retried or not
         self._workers: list[Worker] = []

@@ -9,7 +9,7 @@ import pytest
 from envscaler_mcp.launch import LaunchedServer, launch_server
 from tests.conformance.subjects import Subject, get_subject, subject_names
 
-TRANSPORTS = ["memory", "stdio", "http"]
+TRANSPORTS = ["memory", "stdio", "http", "pipe"]
 CALL_TIMEOUT = 1.5
 
 

@@ -1,4 +1,4 @@
-"""Conformance of every generated server (and the fixture) over memory, stdio and HTTP.
+"""Conformance of every generated server (and the fixture) over memory, stdio, HTTP and the pipe.
 
 Each test opens at most one episode per (server, transport) so the stdio runs stay few.
 """

@@ -3,6 +3,7 @@ server code and the scenario are the same, replayed again when either changes, n
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp._json import ParsedState, encode_json, parse_state
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.seats import Seat
@@ -86,6 +88,37 @@ async def test_an_unreadable_entry_is_replayed_and_rewritten(tmp_path: Path, cou
     again, loaded = await _get(store, factory)
     assert loaded == 0 and opened[0] == 4 and again.final_state == built.final_state
     assert ReferenceStore(tmp_path).load(entry, BOB, []) is not None
+
+
+async def test_a_torn_state_file_is_replayed_and_rewritten(tmp_path: Path, counted: Any) -> None:
+    factory, opened = counted
+    store = ReferenceStore(tmp_path)
+    built, _ = await _get(store, factory)
+    (state_file,) = tmp_path.glob("*.state")
+    state_file.write_bytes(state_file.read_bytes()[:-5])
+    again, loaded = await _get(store, factory)
+    assert loaded == 0 and opened[0] == 4 and again.final_state == built.final_state
+    assert json.loads(state_file.read_bytes()) == built.final_state
+
+
+async def test_the_byte_equal_final_state_passes_and_any_other_is_walked(tmp_path: Path, counted: Any) -> None:
+    """The state check's shortcut: a final state whose JSON is the stored reference's byte for byte passes at
+    once; any other text (the same value with its keys in another order, or another value) goes through the
+    walk, which passes the first and fails the second."""
+    factory, _ = counted
+    store = ReferenceStore(tmp_path)
+    await _get(store, factory)
+    stored, loaded = await _get(store, factory)
+    assert loaded == 1 and isinstance(stored.final_state, ParsedState)
+    assert stored.check(parse_state(stored.final_state.encoded)).status == "pass"
+    reordered = {**stored.final_state, "orders": dict(reversed(list(stored.final_state["orders"].items())))}
+    assert encode_json(reordered) != stored.final_state.encoded
+    assert stored.check(parse_state(encode_json(reordered))).status == "pass"
+    orders = stored.final_state["orders"]
+    first = next(iter(orders))
+    other = {**stored.final_state, "orders": {**orders, first: {**orders[first], "status": "lost"}}}
+    verdict = stored.check(parse_state(encode_json(other)))
+    assert verdict.status == "fail" and any("status" in c.path for c in verdict.changes)
 
 
 async def test_a_second_run_reads_the_stored_references_and_writes_the_same_results(tmp_path: Path,

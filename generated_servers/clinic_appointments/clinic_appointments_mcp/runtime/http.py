@@ -13,8 +13,6 @@ import hmac
 import ipaddress
 import json
 import logging
-import secrets
-from pathlib import Path
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -22,8 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer
-from .states import StateFiles
+from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer, EpisodeRefused
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +41,10 @@ class HttpApp:
     """ASGI application: MCP endpoints per episode + /admin REST + /healthz."""
 
     def __init__(self, env_server: EnvServer, *, host: str = "127.0.0.1", admin_token: str | None = None,
-                 allow_remote_admin: bool = False, max_episodes: int = 1000, state_dir: Path | None = None) -> None:
+                 allow_remote_admin: bool = False) -> None:
         self.env = env_server
-        self.state_files = StateFiles(state_dir)
         self.admin_token = admin_token
         self.allow_remote_admin = allow_remote_admin
-        self.max_episodes = max_episodes
         security = None
         if is_loopback(host):
             security = TransportSecuritySettings(
@@ -134,12 +129,12 @@ class HttpApp:
                 if parts[1] == "default":
                     return _json({"error": "the default episode cannot be deleted"}, 400)
                 del self.env.episodes[parts[1]]
+                if request.query_params.get("state") == "1":  # the final state and the close in one round trip
+                    return _raw('{"state": ' + episode.state_json() + "}")
                 return _json({"deleted": parts[1]})
         return _json({"error": f"no admin route {method} /admin/{'/'.join(parts)}"}, 404)
 
     async def _create(self, request: Request) -> JSONResponse:
-        if len(self.env.episodes) > self.max_episodes:
-            return _json({"error": f"too many episodes (limit {self.max_episodes}); delete some first"}, 429)
         body = await request.body()
         try:
             payload = json.loads(body) if body else {}
@@ -148,24 +143,13 @@ class HttpApp:
         if not isinstance(payload, dict):
             return _json({"error": 'body must be {"state": {...}}, {"state_file": "NAME"}, {"scenario_id": "..."} '
                                    'or {}'}, 400)
-        state = payload.get("state")
-        if payload.get("state_file") is not None:
-            try:
-                state = self.state_files.read(str(payload["state_file"]))
-            except ValueError as exc:
-                return _json({"error": str(exc)}, 400)
-        if payload.get("scenario_id") is not None:
-            try:
-                state = self.env.package.scenario_state(str(payload["scenario_id"]))
-            except KeyError as exc:
-                return _json({"error": str(exc.args[0])}, 404)
-        if state is not None and not isinstance(state, dict):
-            return _json({"error": "state must be a JSON object keyed by state attribute names"}, 400)
-        episode_id = secrets.token_hex(16)  # 128 bits: an episode id is also the key to its endpoint
+        state_file, scenario_id = payload.get("state_file"), payload.get("scenario_id")
         try:
-            self.env.episodes[episode_id] = self.env.new_episode(state, episode_id)
-        except Exception as exc:
-            return _json({"error": f"could not create the episode: {type(exc).__name__}: {exc}"}, 400)
+            episode_id = self.env.create_episode(payload.get("state"),
+                                                 state_file=None if state_file is None else str(state_file),
+                                                 scenario_id=None if scenario_id is None else str(scenario_id))
+        except EpisodeRefused as exc:
+            return _json({"error": exc.message}, exc.status)
         return _json({"episode_id": episode_id, "path": _path(episode_id)}, 201)
 
 

@@ -33,8 +33,9 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--allow-remote-admin", action="store_true",
                    help="accept admin requests from non-loopback clients (default: loopback only)")
     p.add_argument("--state-dir", type=Path, default=None,
-                   help="HTTP: folder of state files episodes may be created from (admin API: {\"state_file\": NAME})")
-    p.add_argument("--max-episodes", type=int, default=1000, help="HTTP: most episodes alive at once")
+                   help="folder of state files episodes may be created from (admin API: {\"state_file\": NAME})")
+    p.add_argument("--max-episodes", type=int, default=1000,
+                   help="most episodes alive at once (HTTP, or stdio with the admin plane on)")
     p.add_argument("--call-timeout", type=float, default=10.0,
                    help="seconds one tool call may run before it is stopped (default 10; 0 = no limit)")
     p.add_argument("--max-memory-mb", type=int, default=None, help="address-space limit of this process (MB)")
@@ -100,16 +101,19 @@ def main(argv: list[str] | None = None) -> None:
     from .server import EnvServer
 
     env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state,
-                           otel_spans=args.otel_spans)
+                           otel_spans=args.otel_spans, state_dir=args.state_dir, max_episodes=args.max_episodes)
     if args.http:
         _serve_http(env_server, args, token)
     else:
         import anyio
         from mcp.server.stdio import stdio_server
 
+        from .pipeio import pipe_streams
+
         async def _run() -> None:
-            async with stdio_server() as (read, write):
-                await env_server.server.run(read, write, env_server.server.create_initialization_options())
+            async with pipe_streams() as streams:  # pipes without threads; else the SDK's own streams
+                async with stdio_server(*(streams or ())) as (read, write):
+                    await env_server.server.run(read, write, env_server.server.create_initialization_options())
 
         anyio.run(_run)
 
@@ -135,8 +139,7 @@ def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | No
             "serving on %s: the admin API still answers loopback clients only%s", args.host,
             " (--allow-remote-admin is set: remote clients with the token are accepted)"
             if args.allow_remote_admin else "")
-    app = HttpApp(env_server, host=args.host, admin_token=token, allow_remote_admin=args.allow_remote_admin,
-                  max_episodes=args.max_episodes, state_dir=args.state_dir)
+    app = HttpApp(env_server, host=args.host, admin_token=token, allow_remote_admin=args.allow_remote_admin)
     port = sock.getsockname()[1]
     # A long keep-alive: clients that pool connections (one admin client driving hundreds of episodes)
     # must not reuse a connection the server has just closed as idle.

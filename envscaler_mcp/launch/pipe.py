@@ -1,0 +1,186 @@
+"""The pipe transport: one server process per environment, many episodes, reached over the process's stdin
+and stdout.
+
+The server is the generated stdio server with its admin plane on (a token only this launcher knows, handed
+over in the process's environment) and a folder of state files. Episodes are created, read and closed with the
+stdio admin requests (`envscaler/admin/create_episode`, `get_state`, `close_episode`); every tool call names
+its episode in `_meta`, as the harness's requests do on an HTTP server's admin-guarded /admin/mcp. The pipes
+are private to this process and the server it started (no port, no listener), and the agent never talks to the
+server: the harness forwards only tool names and arguments. Each episode still has its own state objects in
+the server, rolled back per call as on every transport.
+
+Compared with HTTP, a request costs no HTTP framing on either side (no httpx, no ASGI, no h11): what is left is
+JSON-RPC over a pipe, a few times cheaper for the harness's single process (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import Request, Tool
+from pydantic import ConfigDict
+
+from envscaler_mcp._json import State, parse_state
+from envscaler_mcp.errors import ServerStartError
+from envscaler_mcp.launch.confine import read_report, server_command, server_env
+from envscaler_mcp.launch.episodes import (
+    AdminParams,
+    AdminResult,
+    Episode,
+    RoutedClient,
+    WarmCache,
+    all_tools,
+)
+from envscaler_mcp.launch.servers import LaunchedServer, log_tail
+from envscaler_mcp.launch.statefiles import StateFileWriter
+from envscaler_mcp.launch.target import ServerDir
+from envscaler_mcp.render.cache import mark_used
+
+
+class PipeParams(AdminParams):
+    """Params of the pipe's admin requests (the stdio ones plus an episode, a state file and `with_state`)."""
+
+    model_config = ConfigDict(extra="allow")
+    state_file: str | None = None
+    episode_id: str | None = None
+    with_state: bool = False
+
+
+class _Create(Request[PipeParams, Literal["envscaler/admin/create_episode"]]):
+    method: Literal["envscaler/admin/create_episode"] = "envscaler/admin/create_episode"
+
+
+class _GetState(Request[PipeParams, Literal["envscaler/admin/get_state"]]):
+    method: Literal["envscaler/admin/get_state"] = "envscaler/admin/get_state"
+
+
+class _Close(Request[PipeParams, Literal["envscaler/admin/close_episode"]]):
+    method: Literal["envscaler/admin/close_episode"] = "envscaler/admin/close_episode"
+
+
+def child_pid(marker: str) -> int | None:
+    """The pid of this process's child whose command line holds `marker` (Linux /proc; None elsewhere)."""
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return int(pid)
+            except OSError:
+                continue
+    return None
+
+
+def _state_of(result: AdminResult) -> State:
+    text = (result.model_extra or {}).get("state_json")
+    state = parse_state(text.encode("utf-8")) if isinstance(text, str) else None
+    if state is None:
+        raise ServerStartError("the server answered without the episode's state")
+    return state
+
+
+class PipeServer(LaunchedServer):
+    """One server process over stdin/stdout serving every episode (use inside `running()`)."""
+
+    transport = "pipe"
+
+    def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
+                 isolation: bool = True) -> None:
+        self.server_dir = server
+        self.workdir = workdir
+        self.extra_args = extra_args
+        self.client_timeout = client_timeout
+        self.os_isolation = isolation
+        self.token = secrets.token_hex(16)
+        self.state_files = StateFileWriter(workdir / "states")
+        self.warm = WarmCache(True, target_id=f"pipe:{server.path}")
+        self.client: Client | None = None
+        self.tools: list[Tool] | None = None
+        self.pid: int | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Start the process, connect, list the tools once (into the shared response cache); stop it on exit."""
+        assert self.server_dir is not None
+        mark_used(self.server_dir.path)
+        states = self.state_files.folder
+        states.mkdir(parents=True, exist_ok=True)
+        report = self.workdir / "isolation.json"
+        command = server_command(self.server_dir, report, self.os_isolation,
+                                 [*self.extra_args, "--state-dir", str(states)], read=[states])
+        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
+                                       env=server_env(self.server_dir, self.token))
+        log_path = self.workdir / "pipe-server.log"
+        with open(log_path, "w", encoding="utf-8") as errlog:
+            try:
+                client = Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                                **self.warm.client_options())
+                await client.__aenter__()
+            except Exception as exc:
+                raise ServerStartError(f"the server did not start: {exc}\n{log_tail(log_path)}") from exc
+            try:
+                self.warm.learn(client)
+                self.isolation = read_report(report)
+                self.pid = child_pid(str(report))
+                self.client, self.tools = client, await all_tools(client)
+                yield
+            finally:
+                self.client = None
+                await client.__aexit__(None, None, None)
+
+    def _params(self, **fields: Any) -> PipeParams:
+        return PipeParams(token=self.token, **fields)
+
+    async def _admin(self, request: _Create | _GetState | _Close) -> AdminResult:
+        if self.client is None:
+            raise ServerStartError("the pipe server is not running")
+        try:
+            return await self.client.session.send_request(request, AdminResult)
+        except MCPError as exc:
+            raise ServerStartError(f"the server refused {request.method}: {exc}") from exc
+
+    @asynccontextmanager
+    async def episode(self, initial_state: State | None = None, *,
+                      scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        if initial_state is not None:
+            params = self._params(state_file=self.state_files.name_for(initial_state))
+        else:
+            params = self._params(scenario_id=scenario_id)
+        created = await self._admin(_Create(params=params))
+        episode_id = str((created.model_extra or {}).get("episode_id", ""))
+        assert self.client is not None
+        closed = False
+
+        async def read() -> State:
+            return _state_of(await self._admin(_GetState(params=self._params(episode_id=episode_id))))
+
+        async def read_and_close() -> State:
+            nonlocal closed
+            result = await self._admin(_Close(params=self._params(episode_id=episode_id, with_state=True)))
+            closed = True
+            return _state_of(result)
+
+        try:
+            yield Episode(RoutedClient(self.client, episode_id, self.tools), episode_id=episode_id, transport="pipe",
+                          state_reader=read, final_reader=read_and_close)
+        finally:
+            if not closed and self.client is not None:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self._admin(_Close(params=self._params(episode_id=episode_id)))
+                    except ServerStartError:
+                        pass  # the process is gone: nothing is left to close
