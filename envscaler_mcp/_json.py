@@ -10,6 +10,7 @@ where it enters (JSON files, the server's admin plane, the skeleton's state chec
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -43,6 +44,53 @@ def parse_state(encoded: bytes) -> ParsedState | None:
     """A ParsedState of JSON text, or None when the text is not a JSON object."""
     value = json.loads(encoded)
     return ParsedState(value, encoded) if isinstance(value, dict) else None
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    """The index of the first non-whitespace character at or after `i`."""
+    match = _WS.match(text, i)
+    return match.end() if match else i
+
+
+def object_keeping(text: str, key: str) -> dict[str, Any]:
+    """`json.loads(text)` of a JSON object, where the value of `key` (when it is an object) comes back as a
+    ParsedState holding its own text as it stands in `text`: handed on later (a state file, the validators), it
+    is not encoded again. Each top-level value is decoded once, by the json module."""
+    decoder = json.JSONDecoder()
+    i = _skip(text, 0)
+    if not text.startswith("{", i):
+        raise ValueError("not a JSON object")
+    out: dict[str, Any] = {}
+    i = _skip(text, i + 1)
+    if text.startswith("}", i):
+        i += 1
+    else:
+        while True:
+            if not text.startswith('"', i):
+                raise ValueError(f"a key was expected at character {i}")
+            name, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            i = _skip(text, i)
+            if not text.startswith(":", i):
+                raise ValueError(f"':' was expected at character {i}")
+            i = _skip(text, i + 1)
+            value, end = decoder.raw_decode(text, i)
+            if name == key and isinstance(value, dict):
+                value = ParsedState(value, text[i:end].encode("utf-8"))
+            out[name] = value
+            i = _skip(text, end)
+            if text.startswith(",", i):
+                i = _skip(text, i + 1)
+                continue
+            if text.startswith("}", i):
+                i += 1
+                break
+            raise ValueError(f"',' or '}}' was expected at character {i}")
+    if _skip(text, i) != len(text):
+        raise ValueError(f"extra data at character {i}")
+    return out
 
 
 def encode_json(value: Any) -> bytes:
@@ -112,4 +160,4 @@ def initial_states() -> EncodedCache:
 
 
 __all__ = ["JSON", "EncodedCache", "JSONObject", "ParsedState", "State", "encode_json", "initial_states",
-           "parse_state", "valid_text"]
+           "object_keeping", "parse_state", "valid_text"]

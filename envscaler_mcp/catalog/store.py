@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
+from envscaler_mcp._json import object_keeping
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
 from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.scenario.models import Scenario
@@ -254,8 +255,8 @@ def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scen
     if hashlib.sha256(raw).hexdigest() != line.digest:
         raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
                          "where it was); run again")
-    try:
-        record = json.loads(raw)
+    try:  # the initial state keeps its text: sent to the server and the validators as read, not encoded again
+        record = object_keeping(raw.decode("utf-8"), "initial_state")
     except ValueError as exc:
         raise InputFileError(path, f"the line of scenario {scenario_id} is not valid JSON: {exc}") from exc
     scenario = validate_model(Scenario, record, path=path)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from envscaler_mcp._json import EncodedCache, ParsedState, encode_json, parse_state
+import pytest
+
+from envscaler_mcp._json import EncodedCache, ParsedState, encode_json, object_keeping, parse_state
 
 
 def test_same_text_as_json_dumps_and_encoded_once() -> None:
@@ -36,3 +38,23 @@ def test_a_parsed_state_is_handed_on_as_the_bytes_read() -> None:
     assert parse_state(b"[1, 2]") is None
     crafted = ParsedState({"a": 1}, b'{"a": 2}')  # what is sent is the text, not a new encoding
     assert encode_json(crafted) == b'{"a": 2}'
+
+
+def test_the_cache_holds_at_most_its_bytes() -> None:
+    cache = EncodedCache(size=100, max_bytes=1000)
+    big = [{"k": "x" * 400} for _ in range(3)]
+    texts = [cache.encode(v) for v in big]
+    assert cache.encode(big[2]) is texts[2]  # the newest is kept
+    assert cache.encode(big[0]) is not texts[0]  # the oldest went out when the third came in (3 x 410 > 1000)
+
+
+def test_a_line_keeps_the_text_of_its_initial_state() -> None:
+    line = '{"id": "sc-1", "initial_state": {"orders": {"O-1": {"note": "cr\\u00e8me", "n": [1, 2.5]}}}, "task": "}{"}'
+    record = object_keeping(line, "initial_state")
+    assert record == json.loads(line)
+    state = record["initial_state"]
+    assert isinstance(state, ParsedState) and encode_json(state) == line[32:-15].encode()
+    assert json.loads(encode_json(state)) == state
+    for bad in ("[1]", '{"a" 1}', '{"a": 1,}', '{"a": 1} x', '{"a": 1'):
+        with pytest.raises(ValueError):
+            object_keeping(bad, "a")

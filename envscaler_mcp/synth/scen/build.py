@@ -104,11 +104,12 @@ class ScenarioBuilder:
     """Builds scenarios of one environment against one launched server and one validator sandbox."""
 
     def __init__(self, ctx: StepContext, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
-                 require_mutation: bool = True) -> None:
+                 require_mutation: bool = True, validators_only: bool = True) -> None:
         self.ctx = ctx
         self.episode_factory = episode_factory
         self.sandbox = sandbox
         self.require_mutation = require_mutation
+        self.validators_only = validators_only  # False: the catalog's gate (the state check catches probes too)
         self.kinds = {t.name: t.kind for t in ctx.skeleton.tools}
 
     async def evaluate(self, state: State, draft: Draft) -> Verdict:
@@ -123,7 +124,8 @@ class ScenarioBuilder:
             return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; the task must ask for "
                            "changes (create, update, cancel …), not only information")
         report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
-                                      free_fields=self.ctx.skeleton.free_fields, validators_only=True)
+                                      free_fields=self.ctx.skeleton.free_fields,
+                                      validators_only=self.validators_only)
         return diagnose(report, scenario, self.require_mutation)
 
     async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 import typer
@@ -16,6 +16,8 @@ from envscaler_mcp.synth.skel.cli import RAY_HELP
 
 if TYPE_CHECKING:
     from envscaler_mcp.synth.scen.pipeline import Providers
+
+Guard = Literal["validators", "state"]  # ScenOptions.guard, spelled here so that --help loads no pipeline
 
 
 def make_providers(model: str, solver_model: str | None) -> Providers:
@@ -46,6 +48,10 @@ def scenarios(
         "environment are duplicates.")] = 0.5,
     mutation: Annotated[bool, typer.Option(
         "--mutation/--no-mutation", help="Require every changed field to be guarded by a validator.")] = True,
+    guard: Annotated[Guard, typer.Option(
+        "--guard", help="Who must catch each mutation probe: 'validators' (the checklist alone, the default) or "
+        "'state' (the validators or the state check, as `scenarios check --mutation` gates the catalog).")
+    ] = "validators",
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, max=2.0,
                                                help="Temperature of the state and task steps.")] = 0.7,
     questions: Annotated[float, typer.Option(
@@ -71,7 +77,7 @@ def scenarios(
         raise UsageError("name at least one environment (id or skeleton path), or pass --all")
     skeletons = [get_skeleton(name) for name in names]
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
-                          similarity=similarity, require_mutation=mutation, temperature=temperature,
+                          similarity=similarity, require_mutation=mutation, guard=guard, temperature=temperature,
                           validator_workers=min(2, concurrency), questions=questions, ray=ray,
                           ray_workers=ray_workers)
     generator, solver = make_providers(model, solver_model)

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
@@ -52,6 +52,7 @@ class ScenOptions:
     temperature: float = 0.7
     similarity: float = DEFAULT_SIMILARITY
     require_mutation: bool = True
+    guard: Literal["validators", "state"] = "validators"  # who must catch each mutation probe (build.py)
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
     questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)
@@ -135,7 +136,8 @@ class EnvRun:
         self.server = server
         self.options = options
         self.work = EnvWork(options.out, skeleton.id)
-        self.builder = ScenarioBuilder(ctx, server.episode, sandbox, require_mutation=options.require_mutation)
+        self.builder = ScenarioBuilder(ctx, server.episode, sandbox, require_mutation=options.require_mutation,
+                                       validators_only=options.guard == "validators")
         self.total = options.n
 
     def drop(self, item_id: str, step: str, reason: str, usage: dict[str, Usage]) -> None:
@@ -176,6 +178,9 @@ class EnvRun:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
+        if self.options.require_mutation and self.options.guard == "state":
+            notes.append("gated as the catalog is (--guard state): a mutation probe counts as caught when the "
+                         "validators or the state check catch it")
         provenance = Provenance(
             source="synthesized", source_id=f"{self.skeleton.id}/{item_id}",
             models={"generator": self.ctx.generator.spec, "solver": self.ctx.solver.spec},

@@ -109,6 +109,21 @@ async def test_without_mutation_testing_an_existence_check_is_kept(run: Any) -> 
     assert len(load_scenarios(out / "scen_todo.jsonl")) == 1
 
 
+async def test_with_the_state_check_guarding_an_existence_check_passes_the_catalog_gate(
+        run: Any, skeletons: dict[str, Any]) -> None:
+    """--guard state: the probes the checklist misses are caught by the state check (the reference's final
+    state), as `scenarios check --mutation` gates the catalog; the kept scenario passes that gate again and
+    its provenance says how it was gated."""
+    from envscaler_mcp.qa.batch import check_groups
+
+    _, router, out = await run("scen_todo", "existence", guard="state")
+    [sc] = load_scenarios(out / "scen_todo.jsonl")
+    assert router.calls["validators"] == 1  # no repair was needed
+    assert any("--guard state" in note for note in sc.provenance.notes)
+    [report] = await check_groups([(skeletons["scen_todo"], [sc])], transport="memory", mutation=True)
+    assert report.passed and report.mutation is not None and report.mutation.uncaught == []
+
+
 async def test_resume_skips_finished_items_and_is_idempotent(run: Any, tmp_path: Path) -> None:
     out = tmp_path / "resumable"
     await run("mini_shop", "already_true", out=out)  # s001 dropped
