@@ -72,6 +72,10 @@ class QualityCheck(BaseModel):
     result: JSON = Field(None, description="The tool's result.")
     verdict: Literal["pass", "warning", "fail"] = Field(description="The checker's verdict.")
     reason: str = Field("", description="The checker's reason.")
+    expected: Literal["success", "refusal"] | None = Field(
+        None, description="What the checker said these arguments should get (None: not asked, older reports).")
+    outcome: Literal["succeeded", "refused", "crashed"] | None = Field(
+        None, description="What the call did: the method answered success, a refusal, or failed with an error.")
 
 
 class QualityReport(BaseModel):

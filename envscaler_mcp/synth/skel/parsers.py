@@ -108,11 +108,12 @@ def tester_schema(tools: list[str]) -> JSONObject:
             "required": ["thought", "tool", "arguments", "case"]}
 
 
+EXPECTATIONS = ("success", "refusal")
 CHECKER_SCHEMA: JSONObject = {
     "type": "object", "additionalProperties": False,
-    "properties": {"analysis": {"type": "string", "maxLength": 500}, "verdict": {"enum": list(VERDICTS)},
-                   "reason": {"type": "string", "maxLength": 300}},
-    "required": ["analysis", "verdict", "reason"]}
+    "properties": {"expected": {"enum": list(EXPECTATIONS)}, "analysis": {"type": "string", "maxLength": 500},
+                   "verdict": {"enum": list(VERDICTS)}, "reason": {"type": "string", "maxLength": 300}},
+    "required": ["expected", "analysis", "verdict", "reason"]}
 
 
 def parse_tester(text: str) -> TesterAnswer:
@@ -140,6 +141,8 @@ def parse_tester(text: str) -> TesterAnswer:
 class CheckerAnswer(BaseModel):
     """The checker's verdict on one call."""
 
+    expected: str | None = Field(None, description="'success' or 'refusal': what these arguments should get "
+                                 "(None: the answer did not say).")
     analysis: str = Field("", description="The checker's reasoning.")
     verdict: str = Field(description="'pass', 'warning' or 'fail'.")
     reason: str = Field("", description="Why (required for warning and fail).")
@@ -151,11 +154,13 @@ def parse_checker(text: str) -> CheckerAnswer:
     data = _json_answer(text)
     if data is not None:
         sections = {"Verdict": str(data.get("verdict") or ""), "Reason": str(data.get("reason") or ""),
-                    "Analysis": str(data.get("analysis") or "")}
+                    "Analysis": str(data.get("analysis") or ""), "Expected": str(data.get("expected") or "")}
     else:
-        sections = require_sections(text, ["Verdict"], optional=("Analysis", "Reason"))
+        sections = require_sections(text, ["Verdict"], optional=("Analysis", "Reason", "Expected"))
     verdict = parse_choice(sections["Verdict"], ("pass", "warning", "fail"), what="verdict")
+    expected = sections.get("Expected", "").strip()
     reason = sections.get("Reason", "").strip()
     if verdict != "pass" and not reason:
         raise AnswerFormatError("a Warning or Fail verdict needs a '# Reason' section saying what is wrong")
-    return CheckerAnswer(analysis=sections.get("Analysis", ""), verdict=verdict, reason=reason)
+    return CheckerAnswer(expected=parse_choice(expected, EXPECTATIONS, what="expected") if expected else None,
+                         analysis=sections.get("Analysis", ""), verdict=verdict, reason=reason)

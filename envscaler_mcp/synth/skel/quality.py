@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
@@ -110,6 +110,47 @@ def dump_state(state: State, limit: int = 20000) -> str:
     return text if len(text) <= limit else text[:limit] + "\n... (truncated)"
 
 
+Outcome = Literal["succeeded", "refused", "crashed", "invalid"]
+_SCHEMA_REFUSAL = "Invalid arguments for tool"  # the server's own argument check: the method never ran
+
+
+def call_outcome(payload: Any, is_error: bool) -> Outcome:
+    """What a call observably did: the method answered success, answered a refusal ({"success": false}),
+    failed (an exception or a timeout: an error result), or never ran (arguments the tool's schema refuses)."""
+    if is_error:
+        return "invalid" if isinstance(payload, str) and payload.startswith(_SCHEMA_REFUSAL) else "crashed"
+    return "succeeded" if isinstance(payload, dict) and payload.get("success") is True else "refused"
+
+
+def call_facts(case: str, outcome: Outcome, payload: Any, changed: bool) -> str:
+    """The observable facts of one call, in words, for the checker."""
+    did = {"succeeded": "succeeded (success: true)",
+           "refused": f"was refused ({_line(payload)[:300]})",
+           "crashed": f"failed with an error instead of answering ({str(payload)[:300]})"}[outcome]
+    wanted = "success" if case == "positive" else "a refusal"
+    return (f"The tester meant this as a {case} test (it expected {wanted}; it may be wrong). The method {did}. "
+            f"The state {'changed (the diff above)' if changed else 'did not change'}.")
+
+
+def verdict_of(answer: CheckerAnswer, outcome: Outcome) -> tuple[str, str]:
+    """(verdict, reason) from the checker's expectation and what the call did. A crash fails whatever was
+    expected; an expected refusal that came is a pass and one that did not come a fail, as is an expected
+    success that was refused; only a call that should succeed and did is judged on its content by the checker's
+    verdict. An answer without an expectation keeps its own verdict."""
+    if outcome == "crashed":
+        return "fail", answer.reason if answer.verdict == "fail" and answer.reason else \
+            "the method failed with an error instead of returning a result"
+    if answer.expected is None:
+        return answer.verdict, answer.reason
+    if answer.expected == "refusal":
+        if outcome == "refused":
+            return "pass", answer.reason or "refused as it should be"
+        return "fail", f"these arguments should have been refused, but the call succeeded. {answer.reason}".strip()
+    if outcome == "refused":
+        return "fail", f"these arguments should have succeeded, but the call was refused. {answer.reason}".strip()
+    return answer.verdict, answer.reason
+
+
 def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] | None = None) -> QualityReport:
     """Count verdicts into a QualityReport with score (pass + warning) / total."""
     passed = sum(c.verdict == "pass" for c in checks)
@@ -169,19 +210,24 @@ async def dual_agent_check(
             after = await episode.get_state()
             counts[pick.tool]["total"] += 1
             counts[pick.tool][pick.case] += 1
+            outcome = call_outcome(payload, is_error)
+            if outcome == "invalid":
+                continue  # the server refused the arguments before the method ran: nothing of it to judge
+            diff = state_diff(before, after)
             try:
-                verdict: CheckerAnswer = await ask(
+                answer: CheckerAnswer = await ask(
                     checker, "skel/checker",
                     {"summary": skeleton.summary, "rules": skeleton.rules, "tool": pick.tool, "case": pick.case,
                      "method_source": method_with_helpers(skeleton.class_source, skeleton.class_name, pick.tool),
                      "arguments": _dump(pick.arguments), "result": _dump(payload), "is_error": is_error,
-                     "state_before": dump_state(before),
-                     "diff": "\n".join(state_diff(before, after)) or "(no change)"},
+                     "state_before": dump_state(before), "diff": "\n".join(diff) or "(no change)",
+                     "facts": call_facts(pick.case, outcome, payload, bool(diff))},
                     parse_checker, meter=meter, seat="checker", retries=options.retries, schema=CHECKER_SCHEMA)
             except StepFailed:
                 continue  # no usable verdict: the call is not counted either way
+            verdict, reason = verdict_of(answer, outcome)
             checks.append(QualityCheck(tool=pick.tool, arguments=pick.arguments,
                                        case="negative" if pick.case == "negative" else "positive",
-                                       result=payload, verdict=verdict.verdict,
-                                       reason=verdict.reason))
+                                       result=payload, verdict=verdict, reason=reason,
+                                       expected=answer.expected, outcome=outcome))
     return checks

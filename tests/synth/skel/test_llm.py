@@ -17,7 +17,7 @@ CONTEXT = {
     "operation": Operation(name="op", description="d", kind="query"), "operation_names": ["op"],
     "state_schema": "{}", "tools": [], "must_cover": [], "blocked": [], "state": "{}", "round": 1, "rounds": 2,
     "per_tool_cap": 10, "tool": "op", "case": "positive", "method_source": "def op(self): pass",
-    "arguments": "{}", "result": "{}", "is_error": False, "state_before": "{}", "state_after": "{}",
+    "arguments": "{}", "result": "{}", "is_error": False, "state_before": "{}", "facts": "f",
     "diff": "", "failures": [], "entity": Entity(name="E", description="e"), "entity_names": ["E"],
 }
 

@@ -147,3 +147,25 @@ async def test_a_repair_that_scores_worse_is_reverted(tmp_path, router, provider
     assert record.final_report.repaired_tools == [] and record.final_report.score == 0.75
     assert not record.kept and skeleton is None
     assert any("reverted" in n for n in record.notes)
+
+
+def test_the_verdict_combines_the_checkers_expectation_with_what_the_call_did() -> None:
+    from envscaler_mcp.synth.skel.parsers import CheckerAnswer
+    from envscaler_mcp.synth.skel.quality import call_outcome, verdict_of
+
+    refused = {"success": False, "error": "no such order"}
+    assert call_outcome(refused, False) == "refused" and call_outcome({"success": True}, False) == "succeeded"
+    assert call_outcome("Tool 'x' failed with KeyError: 'a'. The state was left unchanged.", True) == "crashed"
+    assert call_outcome("Invalid arguments for tool 'x': 'a' is a required property. Nothing was changed.",
+                        True) == "invalid"
+
+    def answer(expected: str | None, verdict: str = "fail") -> CheckerAnswer:
+        return CheckerAnswer(expected=expected, verdict=verdict, reason="r")
+
+    # a small model's "Fail" on a correctly refused call does not stand: it expected the refusal that came
+    assert verdict_of(answer("refusal"), "refused")[0] == "pass"
+    assert verdict_of(answer("refusal", "pass"), "succeeded")[0] == "fail"
+    assert verdict_of(answer("success", "pass"), "refused")[0] == "fail"
+    assert verdict_of(answer("success", "warning"), "succeeded")[0] == "warning"  # content: the checker's call
+    assert verdict_of(answer("success", "pass"), "crashed")[0] == "fail"  # a method must never raise
+    assert verdict_of(answer(None, "pass"), "refused")[0] == "pass"  # no expectation given: its own verdict
