@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 Guard = Literal["validators", "state"]  # ScenOptions.guard, spelled here so that --help loads no pipeline
 
 
-def make_providers(model: str, solver_model: str | None) -> Providers:
+def make_providers(model: str, solver_model: str | None, cache_dir: Path | None = None) -> Providers:
     """Generator and solver from their specs (on the driver, and again on each Ray worker)."""
     get_provider = importlib.import_module("envscaler_mcp.providers").get_provider  # the provider registry
-    return get_provider(model), get_provider(solver_model) if solver_model else None
+    return (get_provider(model, cache_dir=cache_dir),
+            get_provider(solver_model, cache_dir=cache_dir) if solver_model else None)
 
 
 def scenarios(
@@ -57,6 +58,8 @@ def scenarios(
     questions: Annotated[float, typer.Option(
         "--questions", min=0.0, max=1.0, help="Share of items that are read-only questions, checked on what the "
         "agent looks up and answers (transcript checks) instead of on the final state.")] = 0.0,
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
     home: HomeOption = None,
     ray: Annotated[str | None, typer.Option("--ray", help=RAY_HELP + " Each worker runs its own server per "
                                             "environment and its own validator sandbox.")] = None,
@@ -80,12 +83,12 @@ def scenarios(
                           similarity=similarity, require_mutation=mutation, guard=guard, temperature=temperature,
                           validator_workers=min(2, concurrency), questions=questions, ray=ray,
                           ray_workers=ray_workers)
-    generator, solver = make_providers(model, solver_model)
+    generator, solver = make_providers(model, solver_model, cache_dir)
 
     async def main() -> None:
         try:
             summary = await run_scenarios(skeletons, generator, solver, options,
-                                          make_providers=partial(make_providers, model, solver_model))
+                                          make_providers=partial(make_providers, model, solver_model, cache_dir))
         finally:
             await generator.aclose()
             if solver is not None:
