@@ -11,6 +11,7 @@ or appending to it writes nothing, while changing one of its records does.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 MUTATING_METHODS = frozenset(
@@ -313,17 +314,39 @@ def _helper_callees(
     them until nothing changes."""
     signatures = {f.name: (f, _params(f, method=False)) for f in functions}
     signatures |= {f"self.{m.name}": (m, _params(m, method=True)) for m in methods}
+    signatures = {key: sig for key, sig in signatures.items() if sig[1]}  # without parameters: nothing to change
+    # A function's changed parameters depend only on those of the functions it calls: after the first round,
+    # only the callers of an entry that changed are worked out again (until nothing changes).
+    calls = {key: _called(func, signatures) for key, (func, _) in signatures.items()}
     callees: Callees = {}
+    todo = set(signatures)
     for _ in range(len(signatures) + 1):
-        found: Callees = {}
-        for key, (func, params) in signatures.items():
-            changed = changed_params(method_effects(func, reads, callees, params)) if params else frozenset()
+        found: Callees = {key: entry for key, entry in callees.items() if key not in todo}
+        for key in todo:
+            func, params = signatures[key]
+            changed = changed_params(method_effects(func, reads, callees, params))
             if changed:
                 found[key] = (params, changed)
-        if found == callees:
-            break
+        moved = {key for key in signatures if found.get(key) != callees.get(key)}
         callees = found
+        todo = {key for key, called in calls.items() if called & moved}
+        if not todo:
+            break
     return callees
+
+
+def _called(func: ast.FunctionDef, signatures: Mapping[str, object]) -> set[str]:
+    """The module-level functions and `self.` methods among `signatures` that `func` calls."""
+    found = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call):
+            target = node.func
+            if isinstance(target, ast.Name) and target.id in signatures:
+                found.add(target.id)
+            elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                  and target.value.id == "self" and f"self.{target.attr}" in signatures):
+                found.add(f"self.{target.attr}")
+    return found
 
 
 def class_effects(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from typing import Any
@@ -22,14 +23,20 @@ TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 def parse_module(source: str, what: str = "environment source") -> ast.Module:
-    """Parse source, turning a syntax error into an EnvironmentCodeError with the line."""
+    """Parse source, turning a syntax error into an EnvironmentCodeError with the line. The tree of a source
+    parsed recently is shared (an import reads one class several times): treat it as read-only."""
     try:
-        return ast.parse(source)
+        return _parsed(source)
     except SyntaxError as exc:
         raise EnvironmentCodeError(
             f"{what}: syntax error at line {exc.lineno}: {exc.msg}. "
             "Fix the code so that it parses as Python 3.11."
         ) from exc
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(source: str) -> ast.Module:
+    return ast.parse(source)
 
 
 def find_class(tree: ast.Module, class_name: str) -> ast.ClassDef:

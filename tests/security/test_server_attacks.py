@@ -120,7 +120,7 @@ async def attacked(tmp_path: Path, open_dir: Path, monkeypatch: pytest.MonkeyPat
         listener.close()
 
 
-@pytest.mark.parametrize("attacked", ["http", "stdio"], indirect=True)
+@pytest.mark.parametrize("attacked", ["pipe", "http", "stdio"], indirect=True)
 async def test_environment_code_is_contained(attacked: dict) -> None:
     listed, open_dir = attacked["listed"], attacked["open_dir"]
     assert not listed.is_error, listed
