@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -65,6 +66,46 @@ def build_cmd(
             err=True,
         )
         raise typer.Exit(1)
+
+
+@catalog_app.command("add")
+def add_cmd(
+    skeleton: Annotated[Path, typer.Argument(help="A skeleton.json (e.g. synth/environments/<env>/skeleton.json).")],
+    scenarios: Annotated[Path | None, typer.Option(
+        "--scenarios", help="Its scenario set (JSONL), copied to scenarios/<env>.jsonl.")] = None,
+    home: HomeOption = None,
+) -> None:
+    """Add an environment (synthesized, imported) to the catalog as an authoring folder, keeping its provenance
+    and quality, and build it; the rebuilt skeleton must have the same tools and code."""
+    from envscaler_mcp._io import atomic_write_text, read_json, validate_model
+    from envscaler_mcp.catalog.store import load_scenarios, save_scenarios
+    from envscaler_mcp.errors import UsageError
+    from envscaler_mcp.skeleton.build import authoring_files, build_folder, build_skeleton_from_dir
+    from envscaler_mcp.skeleton.models import EnvSkeleton
+
+    given = validate_model(EnvSkeleton, read_json(skeleton), path=skeleton)
+    env_root, scen_root = _roots(home)
+    folder = env_root / given.id
+    if folder.exists():
+        raise UsageError(f"{folder} exists: the catalog already has an environment '{given.id}'")
+    kept = load_scenarios(scenarios) if scenarios is not None else []
+    if any(s.env_id != given.id for s in kept):
+        raise UsageError(f"{scenarios}: every scenario must be of environment '{given.id}'")
+    try:
+        for name, text in authoring_files(given).items():
+            atomic_write_text(folder / name, text)
+        rebuilt = build_skeleton_from_dir(folder)
+        if [t.model_dump() for t in rebuilt.tools] != [t.model_dump() for t in given.tools] \
+                or rebuilt.class_source != given.class_source:
+            raise UsageError(f"{skeleton}: rebuilt from an authoring folder, its tools or code differ")
+        build_folder(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing half-made is left in the catalog
+        raise
+    if kept:
+        save_scenarios(kept, scen_root / f"{given.id}.jsonl")
+    typer.echo(f"added {given.id} ({len(rebuilt.tools)} tools, {len(kept)} scenarios, origin "
+               f"{rebuilt.provenance.source}) to {env_root}; render it with `envscaler-mcp render {given.id}`")
 
 
 @catalog_app.command("schemas")

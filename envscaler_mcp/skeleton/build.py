@@ -46,6 +46,9 @@ class EnvMeta(BaseModel):
     )
     quality: QualityReport | None = Field(None, description="How the environment's quality was assessed.")
     notes: list[str] = Field(default_factory=list, description="Provenance notes.")
+    provenance: Provenance | None = Field(
+        None, description="Where the environment came from (synthesized: models per seat, prompt version, usage); "
+        "omitted: hand-authored, with `notes`.")
 
 
 def skeleton_json(skeleton: EnvSkeleton) -> str:
@@ -111,7 +114,7 @@ def build_skeleton(
         tools=tools,
         default_state=default_state,
         free_fields=meta.free_fields if meta.free_fields is not None else infer_free_fields(state),
-        provenance=provenance or Provenance(source="hand-authored", notes=meta.notes),
+        provenance=provenance or meta.provenance or Provenance(source="hand-authored", notes=meta.notes),
         quality=meta.quality,
     )
     state_problems = validate_state(skeleton, default_state, where="default_state")
@@ -168,6 +171,20 @@ def authoring_dirs(root: Path, env_ids: list[str] | None = None) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if (p / SOURCE_FILE).is_file())
+
+
+def authoring_files(skeleton: EnvSkeleton) -> dict[str, str]:
+    """The authoring folder of a skeleton (synthesized or imported), from which `build_skeleton_from_dir` builds
+    the same skeleton: environment.py, meta.json (provenance and quality kept) and default_state.json."""
+    derived = {t.name: t.kind for t in extract_tools(skeleton.class_source, skeleton.class_name)}
+    meta = EnvMeta(id=skeleton.id, name=skeleton.name, summary=skeleton.summary, introduction=skeleton.introduction,
+                   class_name=skeleton.class_name, entities=skeleton.entities, rules=skeleton.rules,
+                   tool_kinds={t.name: t.kind for t in skeleton.tools if derived.get(t.name) != t.kind},
+                   free_fields=skeleton.free_fields, quality=skeleton.quality, provenance=skeleton.provenance)
+    return {SOURCE_FILE: skeleton.class_source,
+            META_FILE: json.dumps(meta.model_dump(mode="json", exclude_defaults=True), indent=2,
+                                  ensure_ascii=False) + "\n",
+            DEFAULT_STATE_FILE: json.dumps(skeleton.default_state, indent=1, ensure_ascii=False) + "\n"}
 
 
 def build_folder(folder: Path, *, check: bool = False) -> str:
