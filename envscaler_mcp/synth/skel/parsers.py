@@ -100,11 +100,11 @@ TESTER_CASES = ("positive", "negative")
 VERDICTS = ("Pass", "Warning", "Fail")
 
 
-def tester_schema(tools: list[str]) -> JSONObject:
-    """Structured-output schema of a tester answer choosing among `tools`."""
+def tester_schema(tools: list[str], cases: tuple[str, ...] = TESTER_CASES) -> JSONObject:
+    """Structured-output schema of a tester answer choosing among `tools` (and `cases`)."""
     return {"type": "object", "additionalProperties": False,
             "properties": {"thought": {"type": "string", "maxLength": 240}, "tool": {"enum": list(tools)},
-                           "arguments": {"type": "object"}, "case": {"enum": list(TESTER_CASES)}},
+                           "arguments": {"type": "object"}, "case": {"enum": list(cases)}},
             "required": ["thought", "tool", "arguments", "case"]}
 
 

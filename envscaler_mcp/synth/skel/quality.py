@@ -21,6 +21,7 @@ from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.assemble import method_with_helpers
 from envscaler_mcp.synth.skel.parsers import (
     CHECKER_SCHEMA,
+    TESTER_CASES,
     CheckerAnswer,
     TesterAnswer,
     parse_checker,
@@ -143,8 +144,8 @@ def verdict_of(answer: CheckerAnswer, outcome: Outcome) -> tuple[str, str]:
     if answer.expected is None:
         return answer.verdict, answer.reason
     if answer.expected == "refusal":
-        if outcome == "refused":
-            return "pass", answer.reason or "refused as it should be"
+        if outcome == "refused":  # the checker's own words may contradict its expectation: state the facts
+            return "pass", "the checker expected these arguments to be refused, and they were"
         return "fail", f"these arguments should have been refused, but the call succeeded. {answer.reason}".strip()
     if outcome == "refused":
         return "fail", f"these arguments should have succeeded, but the call was refused. {answer.reason}".strip()
@@ -177,8 +178,11 @@ async def dual_agent_check(
         offered = [n for n in specs if n in listed]
         for round_no in range(1, rounds + 1):
             before = await episode.get_state()
-            uncovered = [n for n in offered if counts[n]["total"] == 0]
-            must_cover = uncovered if len(uncovered) >= rounds - round_no + 1 else []
+            # Every tool gets a positive test (valid arguments, meant to succeed): a tool only ever refusing
+            # bad arguments shows nothing of what it does. Once the rounds left only just suffice, the tester
+            # must pick a tool without one, as a positive case.
+            unproven = [n for n in offered if counts[n]["positive"] == 0]
+            must_cover = unproven if len(unproven) >= rounds - round_no + 1 else []
             blocked = [n for n in offered if counts[n]["total"] >= options.per_tool_cap]
 
             def accept(text: str, must_cover: list[str] = must_cover, blocked: list[str] = blocked) -> TesterAnswer:
@@ -187,8 +191,9 @@ async def dual_agent_check(
                     raise AnswerFormatError(f"unknown tool {answer.tool!r}; pick one of: {', '.join(offered)}")
                 if answer.tool in blocked:
                     raise AnswerFormatError(f"{answer.tool} has reached its cap of {options.per_tool_cap} tests")
-                if must_cover and answer.tool not in must_cover:
-                    raise AnswerFormatError("pick a tool not tested yet: " + ", ".join(must_cover))
+                if must_cover and (answer.tool not in must_cover or answer.case != "positive"):
+                    raise AnswerFormatError("pick a tool without a positive test yet, with valid arguments, as a "
+                                            "positive case: " + ", ".join(must_cover))
                 return answer
 
             tools_view = [{"name": n, "signature": _signature(specs[n]),
@@ -202,7 +207,8 @@ async def dual_agent_check(
                      "rounds": rounds, "per_tool_cap": options.per_tool_cap},
                     accept, meter=meter, seat="tester", retries=options.retries,
                     settings=GenerationSettings(temperature=0.5, max_tokens=1024, timeout_s=300.0),
-                    schema=tester_schema(must_cover or [n for n in offered if n not in blocked] or offered))
+                    schema=tester_schema(must_cover or [n for n in offered if n not in blocked] or offered,
+                                         ("positive",) if must_cover else TESTER_CASES))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
             raw = await episode.call_tool(pick.tool, pick.arguments)

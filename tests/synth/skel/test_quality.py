@@ -68,7 +68,35 @@ async def test_tester_must_cover_untested_tools_and_respect_the_cap(router):
     # round 1 may pick get_book; from then on 3 tools remain for 3 rounds, so get_book is refused each time
     # and the tester (always answering get_book) gives up after its retries
     assert [c.tool for c in checks] == ["get_book"]
-    assert any("pick a tool not tested yet" in p for p in prompts)
+    assert any("pick a tool without a positive test yet" in p for p in prompts)
+
+
+async def test_every_tool_gets_a_positive_test(router):
+    """A tester that only ever probes with bad arguments is sent back once the rounds left only just suffice
+    for a positive test of each tool; the schema then admits only positive cases of those tools."""
+    skeleton, state = library()
+    tools = [t.name for t in skeleton.tools]
+    negative = iter([f"# Tool\n{tools[0]}\n# Arguments\n{{}}\n# Case\nnegative"] * 100)
+    schemas: list[dict] = []
+
+    def script(messages, _tools, settings=None):
+        if "exploratory test engineer" in messages[0].content:
+            return next(negative)
+        return router(messages, _tools)
+
+    provider = MockProvider([script], repeat_last=True)
+    original = provider.complete
+
+    async def complete(messages, tools_=None, settings=None):
+        if "exploratory test engineer" in messages[0].content and settings is not None:
+            schemas.append(settings.json_schema)
+        return await original(messages, tools_, settings)
+
+    provider.complete = complete  # type: ignore[method-assign]
+    options = QualityOptions(calls=len(tools), per_tool_cap=10, retries=1)
+    checks = await dual_agent_check(skeleton, state, provider, provider, options, UsageMeter(), FakeLauncher())
+    assert checks == []  # from round 1 every tool still needs its positive test: every negative pick refused
+    assert schemas and all(s["properties"]["case"]["enum"] == ["positive"] for s in schemas)
 
 
 async def test_unknown_tool_is_sent_back_and_an_unjudged_call_is_not_counted(router):
