@@ -43,12 +43,18 @@ def is_number(value: Any) -> bool:
 
 
 def same(a: Any, b: Any) -> bool:
-    """JSON equality: numbers within 1e-9 (so 24 == 24.0 and float sums in another order agree), true != 1."""
+    """JSON equality: numbers within 1e-9 (so 24 == 24.0 and float sums in another order agree), true != 1.
+
+    Containers that Python calls equal are also compared as JSON text: Python's == takes True for 1 anywhere
+    inside them, JSON does not (a container holding 24 on one side and 24.0 on the other is then not `same`, and
+    the walk compares it element by element, where the numbers agree)."""
     if a is b:
         return True
     if is_number(a) and is_number(b):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    return type(a) is type(b) and a == b
+    if type(a) is not type(b) or a != b:
+        return False
+    return not isinstance(a, dict | list) or canonical(a) == canonical(b)
 
 
 def canonical(value: Any) -> str:

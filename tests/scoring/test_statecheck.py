@@ -205,3 +205,13 @@ def test_nondeterministic_fields_from_two_replays() -> None:
     assert kinds(compare_states(initial, first, agent, free)) == [("orders['6f1c'].item", "mismatch")]
     _, problems = nondeterministic_fields(initial, first, {"orders": {}})
     assert problems == ["orders['6f1c'] is missing in a second replay of the reference"]
+
+
+def test_true_is_not_one_anywhere_in_a_record() -> None:
+    """Python's == takes True for 1 and False for 0 inside containers; the state check does not (an agent writing
+    1 where the reference wrote true, in a field both added, is a mismatch), while 24 and 24.0 still agree."""
+    initial = {"orders": {"A": {"x": 1}}}
+    reference = {"orders": {"A": {"x": 1, "paid": True, "total": 24}}}
+    assert not compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": 1, "total": 24}}}).passed
+    assert not compare_states(initial, {"orders": {"A": {"x": 0}}}, {"orders": {"A": {"x": False}}}).passed
+    assert compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": True, "total": 24.0}}}).passed
