@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,9 +21,25 @@ from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 pytestmark = pytest.mark.anyio
 
-# About 0.1-0.3 s of CPU: under the 0.5 s limit alone, over it in wall time at a sixth of a CPU.
-SLOW = "def check_func(s):\n    n = 0\n    for i in range(3000000):\n        n += i\n    return n > 0\n"
+SLOW = "def check_func(s):\n    n = 0\n    for i in range({loops}):\n        n += i\n    return n > 0\n"
+
+
+def slow_check(cpu_s: float = 0.25) -> str:
+    """A check of about `cpu_s` of CPU on this machine (calibrated here): under the 0.5 s limit alone, over it
+    in wall time at a sixth of a CPU. A fixed loop count would prove nothing on a CPU fast enough to finish it
+    under the limit even when slowed six times."""
+    start = time.process_time()
+    n = 0
+    for i in range(1_000_000):
+        n += i
+    per_loop = (time.process_time() - start) / 1_000_000
+    return SLOW.format(loops=int(cpu_s / max(per_loop, 1e-9)))
 FOREVER = "def check_func(s):\n    while True:\n        pass\n"
+
+
+@pytest.fixture
+def calibrated() -> str:
+    return slow_check()  # before the load is made
 
 
 @pytest.fixture
@@ -40,8 +57,8 @@ def one_busy_cpu() -> Iterator[None]:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
-async def test_load_slows_checks_but_moves_no_blame(one_busy_cpu: None) -> None:
-    items = [ChecklistItem(id="slow", description="", validator=SLOW),
+async def test_load_slows_checks_but_moves_no_blame(calibrated: str, one_busy_cpu: None) -> None:
+    items = [ChecklistItem(id="slow", description="", validator=calibrated),
              ChecklistItem(id="forever", description="", validator=FOREVER)]
     async with ValidatorSandbox(timeout_s=0.5, memory_mb=256, grace_s=0.3) as sb:
         slow, forever = await sb.run(items, {}, {})
