@@ -51,7 +51,7 @@ class ReplayProvider:
         if self.target is not None:
             self.target.put(key, self.spec, entry.turn, entry.request or request_body(self.spec, messages, tool_list,
                                                                                      settings),
-                            label=self.label or entry.label)
+                            label=entry.label or self.label)  # an answer keeps the date it was recorded on
         return entry.turn.model_copy(update={"cached": True})
 
     async def aclose(self) -> None:

@@ -30,7 +30,8 @@ def test_every_recorded_answer_is_labelled_with_its_request(run: Path) -> None:
     manifest = json.loads((run / "manifest.json").read_text())
     entries = [CacheEntry.model_validate_json(p.read_text()) for p in (run / "answers").glob("*/*.json")]
     assert len(entries) == manifest["calls"] > 0
-    assert all(e.label == manifest["label"] and e.request and e.turn.usage.output_tokens > 0 for e in entries)
+    assert all(e.label and e.label.startswith(f"recorded from {manifest['spec']} on ") and e.request
+               and e.turn.usage.output_tokens > 0 for e in entries)
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
