@@ -8,6 +8,8 @@ asking for help or running a light command does not pay for the MCP SDK, the pro
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -121,9 +123,17 @@ def _root(
     pass
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its servers, sandbox workers and local model are stopped and
+    finished work is kept (the default action would end the process at once and leave its children running).
+    It is handed on as SIGINT, so an event loop cancels its tasks as it does for Ctrl-C."""
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def main(args: list[str] | None = None) -> None:
     """Console-script entry point: run the app; a user error (a bad option, file or setting) ends with one
     line on stderr and exit code 2, other known errors with their own code."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(args=args, standalone_mode=False)
     except NoArgsIsHelpError as exc:  # the help (rich help is printed while it is built)
@@ -136,7 +146,7 @@ def main(args: list[str] | None = None) -> None:
             hint = f" (see `{exc.ctx.command_path} --help`)"
         typer.secho(f"error: {exc.format_message()}{hint}", fg=typer.colors.RED, err=True)
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("aborted", err=True)
         sys.exit(130)
     except EnvScalerError as exc:

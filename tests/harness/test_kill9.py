@@ -41,3 +41,55 @@ def test_kill_9_keeps_finished_episodes_and_their_isolation(tmp_path: Path) -> N
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
     assert len(pairs) == len(set(pairs)) and len(pairs) >= kept
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (Linux /proc)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_child_and_keeps_finished_episodes(tmp_path: Path) -> None:
+    """`kill PID` (SIGTERM) of `eval` ends it as Ctrl-C does: exit 130, finished episodes kept, and no server or
+    sandbox process it started is left running (by default SIGTERM would end eval alone and orphan them)."""
+    out = tmp_path / "run"
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "stdio", "--trials", "30",
+            "--concurrency", "1", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "envscaler_mcp", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2])
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 90
+    while not (results.exists() and results.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    children = _descendants(proc.pid)
+    assert children, "eval started no server or sandbox process: this test proved nothing"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    time.sleep(0.5)
+    assert [pid for pid in children if _alive(pid)] == []
+    assert results.read_text().count("\n") >= 1
