@@ -70,6 +70,20 @@ class StepContext:
             out.append(entry)
         return out
 
+    def observed(self, limit: int = 8) -> list[str]:
+        """Calls the environment's dual-agent check saw succeed, as `tool(arguments)` (none for an environment
+        without that report): what is known to work, to build tasks and plans on."""
+        quality = self.skeleton.quality
+        if quality is None:
+            return []
+        seen: list[str] = []
+        for check in quality.checks:
+            if check.outcome == "succeeded" and check.verdict != "fail":
+                call = f"{check.tool}({json.dumps(check.arguments, ensure_ascii=False)[:200]})"
+                if call not in seen:
+                    seen.append(call)
+        return seen[:limit]
+
     def settings(self, temperature: float | None = None) -> GenerationSettings:
         """Generation settings of a step."""
         return GenerationSettings(temperature=self.temperature if temperature is None else temperature,
@@ -97,7 +111,7 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     """Stage 2: (title, task) grounded in `state`."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
-               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback}
+               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback, "observed": ctx.observed()}
     return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
                      settings=ctx.settings(), template="scen/task", schema=TASK_SCHEMA)
 
@@ -135,7 +149,7 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
     sk = ctx.skeleton
     context = {"summary": sk.summary, "rules": sk.rules, "class_source": sk.class_source,
                "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
-               "feedback": feedback, "question": question,
+               "feedback": feedback, "question": question, "observed": ctx.observed(),
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
                      seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution",

@@ -85,3 +85,18 @@ async def test_the_default_state_passes_the_state_step(skeleton: EnvSkeleton) ->
     answer = f"# Initial State\n```json\n{json.dumps(skeleton.default_state)}\n```"
     ctx = StepContext(skeleton=skeleton, generator=MockProvider([answer]), solver=MockProvider())
     assert await gen_state(ctx, 2, 5, UsageMeter()) == skeleton.default_state
+
+
+async def test_calls_the_environment_check_saw_succeed_are_shown_to_the_task_and_the_solver(
+        skeleton: EnvSkeleton) -> None:
+    from envscaler_mcp.skeleton.models import QualityCheck, QualityReport
+
+    tool = skeleton.tools[0].name
+    assert "Calls seen to succeed" not in (await prompt_of(skeleton, gen_task, skeleton.default_state))[1]
+    checks = [QualityCheck(tool=tool, arguments={"x": "ok"}, verdict="pass", outcome="succeeded"),
+              QualityCheck(tool=tool, arguments={"x": "refused"}, verdict="pass", outcome="refused"),
+              QualityCheck(tool=tool, arguments={"x": "wrong"}, verdict="fail", outcome="succeeded")]
+    checked = skeleton.model_copy(update={"quality": QualityReport(method="dual-agent", checks=checks)})
+    for step, args in ((gen_task, (checked.default_state,)), (gen_solution, (checked.default_state, "Do it."))):
+        _, user = await prompt_of(checked, step, *args)
+        assert f'- {tool}({{"x": "ok"}})' in user and '"refused"' not in user and '"wrong"' not in user
