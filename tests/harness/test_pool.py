@@ -84,8 +84,9 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
     assert sorted(r.attempts for r in records) == [1, 2]  # the crash restarts the server at once; the retry succeeds
 
 
-def _http_server_children() -> list[int]:
-    """PIDs of this test process's own child HTTP server processes."""
+def _server_children(flag: bytes) -> list[int]:
+    """PIDs of this test process's own child server processes started with `flag` (--http; --state-dir: the
+    pipe, whose server also has one)."""
     pids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -93,19 +94,20 @@ def _http_server_children() -> list[int]:
             cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if int(fields[1]) == os.getpid() and b"--http" in cmdline:
+        if int(fields[1]) == os.getpid() and flag in cmdline and (flag == b"--http" or b"--http" not in cmdline):
             pids.append(int(stat.parent.name))
     return pids
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the server's process through /proc")
-async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("transport", "flag"), [("http", b"--http"), ("pipe", b"--state-dir")])
+async def test_a_killed_shared_server_is_restarted(tmp_path: Path, transport: str, flag: bytes) -> None:
     killed: list[int] = []
 
     def agent(scenario: Scenario) -> Any:
         if len(created) == 2 and not killed:  # kill the shared server while the third episode starts
-            killed.extend(_http_server_children())
+            killed.extend(_server_children(flag))
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
         created.append(scenario.id)
@@ -116,7 +118,7 @@ async def test_a_killed_http_server_is_restarted(tmp_path: Path) -> None:
         {
             "envs": ["tests/fixtures/mini_shop"],
             "agent": "oracle",
-            "transport": "http",
+            "transport": transport,
             "trials": 3,
             "concurrency": 1,
             "progress": False,
