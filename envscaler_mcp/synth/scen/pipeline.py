@@ -178,6 +178,9 @@ class EnvRun:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
+        proven = self.ctx.proven()
+        if proven is not None and len(proven) < len(self.skeleton.tools):
+            notes.append("planned with the tools the environment's check saw succeed: " + ", ".join(proven))
         if self.options.require_mutation and self.options.guard == "state":
             notes.append("gated as the catalog is (--guard state): a mutation probe counts as caught when the "
                          "validators or the state check catch it")

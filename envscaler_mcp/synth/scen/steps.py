@@ -59,10 +59,31 @@ class StepContext:
     temperature: float = 0.7
     timeout_s: float = 300.0  # per model call: a rich initial state is a long answer
 
+    def proven(self) -> list[str] | None:
+        """The tools the environment's dual-agent check saw succeed (a call with success: true that the checker
+        did not fail), when that leaves a state-changing tool; None (every tool) for an environment without
+        such a report. Tasks and reference plans use only these: a tool never seen to work is no ground for a
+        scenario (an environment synthesized by a small model may have one that cannot succeed)."""
+        quality = self.skeleton.quality
+        if quality is None or not any(c.outcome for c in quality.checks):
+            return None
+        ok = {c.tool for c in quality.checks if c.outcome == "succeeded" and c.verdict != "fail"}
+        tools = [t.name for t in self.skeleton.tools if t.name in ok]
+        if not any(t.kind == "state_change" for t in self.skeleton.tools if t.name in ok):
+            return None
+        return tools
+
+    def planning_skeleton(self) -> EnvSkeleton:
+        """The skeleton as the task and solution steps see it: only the proven tools, when known."""
+        proven = self.proven()
+        if proven is None:
+            return self.skeleton
+        return self.skeleton.model_copy(update={"tools": [t for t in self.skeleton.tools if t.name in proven]})
+
     def tools(self, schemas: bool = False) -> list[dict[str, Any]]:
-        """The tools as the templates show them."""
+        """The tools as the templates show them (the proven ones, when known)."""
         out = []
-        for t in self.skeleton.tools:
+        for t in self.planning_skeleton().tools:
             entry: dict[str, Any] = {"name": t.name, "kind": t.kind,
                                      "summary": (t.description.strip().splitlines() or [""])[0]}
             if schemas:
@@ -151,6 +172,7 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
                "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
                "feedback": feedback, "question": question, "observed": ctx.observed(),
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
-    return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, sk), meter=meter,
+    planning = ctx.planning_skeleton()
+    return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, planning), meter=meter,
                      seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution",
-                     schema=solution_schema(sk))
+                     schema=solution_schema(planning))

@@ -100,3 +100,28 @@ async def test_calls_the_environment_check_saw_succeed_are_shown_to_the_task_and
     for step, args in ((gen_task, (checked.default_state,)), (gen_solution, (checked.default_state, "Do it."))):
         _, user = await prompt_of(checked, step, *args)
         assert f'- {tool}({{"x": "ok"}})' in user and '"refused"' not in user and '"wrong"' not in user
+
+
+async def test_tasks_and_plans_use_only_the_tools_seen_to_work(skeleton: EnvSkeleton) -> None:
+    """With a dual-agent report, a tool never seen to succeed is not offered to the task writer nor admitted in
+    a reference plan; while no state change is proven, every tool is offered."""
+    from envscaler_mcp.skeleton.models import QualityCheck, QualityReport
+    from envscaler_mcp.synth._common_parse import AnswerFormatError
+    from envscaler_mcp.synth.scen.parsers import parse_solution
+
+    change = next(t.name for t in skeleton.tools if t.kind == "state_change")
+    query = next(t.name for t in skeleton.tools if t.kind == "query")
+    unproven = next(t.name for t in skeleton.tools if t.name not in (change, query))
+    checks = [QualityCheck(tool=change, verdict="pass", outcome="succeeded"),
+              QualityCheck(tool=query, verdict="warning", outcome="succeeded"),
+              QualityCheck(tool=unproven, verdict="pass", outcome="refused")]
+    checked = skeleton.model_copy(update={"quality": QualityReport(method="dual-agent", checks=checks)})
+    ctx = StepContext(skeleton=checked, generator=Capture(), solver=Capture())
+    assert ctx.proven() == [t.name for t in skeleton.tools if t.name in (change, query)]
+    _, user = await prompt_of(checked, gen_task, checked.default_state)
+    assert f"- {change} (" in user and f"- {unproven} (" not in user
+    with pytest.raises(AnswerFormatError):
+        parse_solution(json.dumps({"calls": [{"tool": unproven, "arguments": {}}]}), ctx.planning_skeleton())
+    only_queries = [QualityCheck(tool=query, verdict="pass", outcome="succeeded")]
+    weak = skeleton.model_copy(update={"quality": QualityReport(method="dual-agent", checks=only_queries)})
+    assert StepContext(skeleton=weak, generator=Capture(), solver=Capture()).proven() is None
