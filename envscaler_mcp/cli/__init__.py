@@ -127,6 +127,10 @@ def _terminated(signum: int, frame: object) -> None:
     """SIGTERM ends a command as Ctrl-C does: its servers, sandbox workers and local model are stopped and
     finished work is kept (the default action would end the process at once and leave its children running).
     It is handed on as SIGINT, so an event loop cancels its tasks as it does for Ctrl-C."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started with SIGINT ignored (a script's background job): no event loop listens for it, so interrupt
+        # here, as the default SIGINT handler would.
+        raise KeyboardInterrupt
     os.kill(os.getpid(), signal.SIGINT)
 
 

@@ -74,14 +74,19 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_sigterm_stops_every_child_and_keeps_finished_episodes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_sigterm_stops_every_child_and_keeps_finished_episodes(tmp_path: Path, sigint: str) -> None:
     """`kill PID` (SIGTERM) of `eval` ends it as Ctrl-C does: exit 130, finished episodes kept, and no server or
-    sandbox process it started is left running (by default SIGTERM would end eval alone and orphan them)."""
+    sandbox process it started is left running (by default SIGTERM would end eval alone and orphan them). Also
+    when eval was started with SIGINT ignored, as a script's background job is."""
     out = tmp_path / "run"
     args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "stdio", "--trials", "30",
             "--concurrency", "1", "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen([sys.executable, "-m", "envscaler_mcp", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2])
+    command = [sys.executable, "-m", "envscaler_mcp", *args]
+    if sigint == "ignored":
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parents[2])
     results = out / "results.jsonl"
     deadline = time.monotonic() + 90
     while not (results.exists() and results.read_text().count("\n") >= 1) and time.monotonic() < deadline:
