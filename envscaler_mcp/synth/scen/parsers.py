@@ -39,7 +39,7 @@ TASK_SCHEMA: JSONObject = {
 CHECKLIST_SCHEMA: JSONObject = {
     "type": "object", "additionalProperties": False,
     "properties": {"analysis": {"type": "string", "maxLength": 600},
-                   "items": {"type": "array", "minItems": 2, "maxItems": 8, "items": {
+                   "items": {"type": "array", "minItems": 2, "maxItems": 6, "items": {
                        "type": "object", "additionalProperties": False,
                        "properties": {"change": {"type": "boolean"}, "fact": {"type": "string", "maxLength": 240}},
                        "required": ["change", "fact"]}}},
@@ -109,6 +109,8 @@ def parse_checklist(text: str) -> list[ChecklistItem]:
         if body.split(" ", 1)[0].lower() not in _QUESTION_WORDS:
             raise AnswerFormatError(f"checklist item {body[:60]!r} is not a yes/no fact; start every item "
                                     "with 'Has'")
+        if any(" ".join(body.lower().split()) == " ".join(i.description.lower().split()) for i in items):
+            continue  # the same fact twice (small models repeat items) is one item
         items.append(ChecklistItem(id=f"c{len(items) + 1}", description=body, claims_change=claims_change))
     if len(items) < 2:
         raise AnswerFormatError(f"the checklist has {len(items)} item(s); list at least two '- [change] Has …?' "

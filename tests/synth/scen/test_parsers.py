@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 import pytest
@@ -155,3 +157,13 @@ def test_structured_answers_are_read_like_the_sectioned_ones(skeletons: dict[str
     assert [c.tool for c in parse_solution(json.dumps(solution), shop)] == ["cancel_order"]
     with pytest.raises(AnswerFormatError, match="unknown tool"):  # a provider that ignored the schema
         parse_solution(json.dumps({"analysis": "", "calls": [{"tool": "refund", "arguments": {}}]}), shop)
+
+
+def test_a_fact_listed_twice_is_one_item() -> None:
+    from envscaler_mcp.synth.scen.parsers import parse_checklist
+
+    answer = {"analysis": "", "items": [{"change": True, "fact": "Has the order O-1 been cancelled?"},
+                                        {"change": True, "fact": "Has  the order O-1 been cancelled?"},
+                                        {"change": True, "fact": "Has a note been added to O-1?"}]}
+    items = parse_checklist(json.dumps(answer))
+    assert [i.id for i in items] == ["c1", "c2"] and items[1].description == "Has a note been added to O-1?"
