@@ -40,8 +40,12 @@ class ParsedState(dict[str, Any]):
         self.encoded = encoded
 
 
-def parse_state(encoded: bytes) -> ParsedState | None:
-    """A ParsedState of JSON text, or None when the text is not a JSON object."""
+def parse_state(encoded: bytes, like: Any = None) -> ParsedState | None:
+    """A ParsedState of JSON text, or None when the text is not a JSON object. `like`, a ParsedState of the very
+    same text (a reference final state an agent's final state is expected to equal), is returned as it is,
+    without parsing again."""
+    if isinstance(like, ParsedState) and like.encoded == encoded:
+        return like
     value = json.loads(encoded)
     return ParsedState(value, encoded) if isinstance(value, dict) else None
 

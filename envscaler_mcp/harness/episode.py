@@ -191,7 +191,7 @@ async def _attempt(
             status = "timeout"
         t = time.perf_counter()
         try:
-            final_state = await ep.final_state()
+            final_state = await ep.final_state(reference.final_state if reference is not None else None)
         except NoAdminPlane:
             final_state = None
         rec.time("state", t)
@@ -353,9 +353,11 @@ class _Watched:
     async def get_state(self) -> State:
         return await self._call("the state request", self._ep.get_state)
 
-    async def final_state(self) -> State:
-        """The state read for the last time (launched servers close the episode in the same request)."""
-        return await self._call("the state request", getattr(self._ep, "final_state", self._ep.get_state))
+    async def final_state(self, like: State | None = None) -> State:
+        """The state read for the last time (launched servers close the episode in the same request); `like` as
+        for launch.Episode.final_state."""
+        final = getattr(self._ep, "final_state", None)
+        return await self._call("the state request", self._ep.get_state if final is None else lambda: final(like))
 
 
 def _error_result(text: str) -> CallToolResult:

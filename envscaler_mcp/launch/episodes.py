@@ -157,7 +157,7 @@ class Episode:
 
     def __init__(self, client: Client | RoutedClient, *, episode_id: str, transport: str,
                  state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None,
-                 final_reader: Callable[[], Awaitable[State]] | None = None) -> None:
+                 final_reader: Callable[[State | None], Awaitable[State]] | None = None) -> None:
         self.client = client
         self.episode_id = episode_id
         self.transport = transport
@@ -186,10 +186,12 @@ class Episode:
         """The episode's current state (a plain dict). Raises NoAdminPlane for external servers."""
         return await self._read(self._state_reader)
 
-    async def final_state(self) -> State:
+    async def final_state(self, like: State | None = None) -> State:
         """The episode's state, read for the last time: where the server can, the episode is closed by the same
-        request (no call may follow). Raises NoAdminPlane for external servers."""
-        return await self._read(self._final_reader or self._state_reader)
+        request (no call may follow). `like`: a state it may well equal (the reference's), given back as it is
+        when the server's JSON is the same text. Raises NoAdminPlane for external servers."""
+        final = self._final_reader
+        return await self._read(self._state_reader if final is None else lambda: final(like))
 
     async def _read(self, reader: Callable[[], Awaitable[State]] | None) -> State:
         if reader is None:

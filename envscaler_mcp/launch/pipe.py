@@ -85,9 +85,9 @@ def child_pid(marker: str) -> int | None:
     return None
 
 
-def _state_of(result: AdminResult) -> State:
+def _state_of(result: AdminResult, like: State | None = None) -> State:
     text = (result.model_extra or {}).get("state_json")
-    state = parse_state(text.encode("utf-8")) if isinstance(text, str) else None
+    state = parse_state(text.encode("utf-8"), like) if isinstance(text, str) else None
     if state is None:
         raise ServerStartError("the server answered without the episode's state")
     return state
@@ -168,11 +168,11 @@ class PipeServer(LaunchedServer):
         async def read() -> State:
             return _state_of(await self._admin(_GetState(params=self._params(episode_id=episode_id))))
 
-        async def read_and_close() -> State:
+        async def read_and_close(like: State | None) -> State:
             nonlocal closed
             result = await self._admin(_Close(params=self._params(episode_id=episode_id, with_state=True)))
             closed = True
-            return _state_of(result)
+            return _state_of(result, like)
 
         try:
             yield Episode(RoutedClient(self.client, episode_id, self.tools), episode_id=episode_id, transport="pipe",

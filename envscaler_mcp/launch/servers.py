@@ -152,23 +152,23 @@ class HttpServer(LaunchedServer):
         return self._state_answer(await self.admin.get(f"/admin/episodes/{episode_id}/state"), episode_id)
 
     @staticmethod
-    def _state_answer(response: httpx2.Response, episode_id: str) -> State:
+    def _state_answer(response: httpx2.Response, episode_id: str, like: State | None = None) -> State:
         if response.status_code != 200:
             raise ServerStartError(f"reading episode {episode_id} failed ({response.status_code}): {response.text}")
         body = response.content
         if body.startswith(_STATE_PREFIX) and body.endswith(b"}"):
             try:
-                state = parse_state(body[len(_STATE_PREFIX):-1])
+                state = parse_state(body[len(_STATE_PREFIX):-1], like)
             except ValueError:
                 state = None
             if state is not None:
                 return state
         return dict(response.json()["state"])
 
-    async def close_with_state(self, episode_id: str) -> State:
+    async def close_with_state(self, episode_id: str, like: State | None = None) -> State:
         """DELETE /admin/episodes/{id}?state=1: the final state and the close in one round trip."""
         response = await self.admin.delete(f"/admin/episodes/{episode_id}", params={"state": "1"})
-        return self._state_answer(response, episode_id)
+        return self._state_answer(response, episode_id, like)
 
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None, *,
@@ -177,9 +177,9 @@ class HttpServer(LaunchedServer):
         episode_id = created["episode_id"]
         closed = False
 
-        async def read_and_close() -> State:
+        async def read_and_close(like: State | None) -> State:
             nonlocal closed
-            state = await self.close_with_state(episode_id)
+            state = await self.close_with_state(episode_id, like)
             closed = True
             return state
 

@@ -42,6 +42,14 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _close(a: Any, b: Any) -> bool:
+    """Python's == with numbers within 1e-9: enough to decide where to look (pairing, descending), never what to
+    report (`same`)."""
+    if is_number(a) and is_number(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return type(a) is type(b) and a == b
+
+
 def same(a: Any, b: Any) -> bool:
     """JSON equality: numbers within 1e-9 (so 24 == 24.0 and float sums in another order agree), true != 1.
 
@@ -90,7 +98,7 @@ def score_fields(r: Any, a: Any) -> int:
     """How many top-level fields two normalised records share (0 unless both are dicts)."""
     if not (isinstance(r, dict) and isinstance(a, dict)):
         return 0
-    return sum(1 for k, v in r.items() if k in a and same(v, a[k]))
+    return sum(1 for k, v in r.items() if k in a and _close(v, a[k]))
 
 
 def _containers(i: Any, r: Any, a: Any, path: list[PathPart], out: list[tuple[list[PathPart], list[str], list[str]]]
@@ -102,7 +110,7 @@ def _containers(i: Any, r: Any, a: Any, path: list[PathPart], out: list[tuple[li
     if new_r or new_a:
         out.append((path, new_r, new_a))
     for key, before in i.items():
-        if key in r and key in a and not (same(before, r[key]) and same(before, a[key])):
+        if key in r and key in a and not (_close(before, r[key]) and _close(before, a[key])):
             _containers(before, r[key], a[key], [*path, key], out)
 
 

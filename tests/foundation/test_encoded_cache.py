@@ -58,3 +58,12 @@ def test_a_line_keeps_the_text_of_its_initial_state() -> None:
     for bad in ("[1]", '{"a" 1}', '{"a": 1,}', '{"a": 1} x', '{"a": 1'):
         with pytest.raises(ValueError):
             object_keeping(bad, "a")
+
+
+def test_a_state_equal_to_the_one_expected_is_not_parsed_again() -> None:
+    expected = parse_state(b'{"a": {"b": [1, true]}}')
+    assert expected is not None
+    assert parse_state(b'{"a": {"b": [1, true]}}', like=expected) is expected
+    other = parse_state(b'{"a": {"b": [1, 1]}}', like=expected)
+    assert other is not expected and other == {"a": {"b": [1, 1]}}
+    assert parse_state(b'{"a": 1}', like={"a": 1}) is not None  # only a ParsedState's text is trusted
