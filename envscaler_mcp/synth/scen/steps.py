@@ -139,7 +139,7 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
 
 async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
     """Stage 3: independent 'Has …' items, each marked [change] or [keep]."""
-    change_tools = ", ".join(t.name for t in ctx.skeleton.tools if t.kind == "state_change")
+    change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
     return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
                      retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist",
