@@ -147,12 +147,18 @@ async def run_episode(
 
 async def score_state(
     scenario: Scenario, final_state: State | None, checker: Checker,
-    transcript: JSONObject | None = None,
+    transcript: JSONObject | None = None, reference: Reference | None = None,
 ) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
     """(checklist verdicts, checklist score, state diff) of a final state and a transcript. Without a final
-    state (no admin plane) state items are not scorable and transcript items still run."""
+    state (no admin plane) state items are not scorable and transcript items still run. A final state that is
+    the reference's own (launch gives it back when the JSON is the same) has the reference's diff."""
     checks = await checker.check(scenario.checklist, scenario.initial_state, final_state, transcript)
-    diff = [] if final_state is None else diff_states(scenario.initial_state, final_state)
+    if final_state is None:
+        diff = []
+    elif reference is not None and final_state is reference.final_state:
+        diff = reference.diff_from_initial()
+    else:
+        diff = diff_states(scenario.initial_state, final_state)
     return checks, checklist_score(checks), diff
 
 
@@ -197,7 +203,7 @@ async def _attempt(
         rec.time("state", t)
     t = time.perf_counter()
     transcript = episode_transcript(rec.messages, rec.final_answer)
-    checks, score, diff = await score_state(scenario, final_state, checker, transcript)
+    checks, score, diff = await score_state(scenario, final_state, checker, transcript, reference)
     rec.time("validate", t)
     t = time.perf_counter()
     verdict = state_verdict(reference, final_state)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from envscaler_mcp._json import ParsedState, State, encode_json
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring.diff import StateChange, diff_states
 from envscaler_mcp.scoring.freefields import FreeFields
 from envscaler_mcp.scoring.statecheck import (
     StateCheckStatus,
@@ -84,6 +85,13 @@ class Reference:
     nondeterministic: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
     _encoded: bytes | None = field(default=None, repr=False)
+    _diff: list[StateChange] | None = field(default=None, repr=False)
+
+    def diff_from_initial(self) -> list[StateChange]:
+        """The state diff of the scenario's initial state to this final state (worked out once)."""
+        if self._diff is None:
+            self._diff = diff_states(self.scenario.initial_state, self.final_state) if self.final_state else []
+        return list(self._diff)
 
     @property
     def reason(self) -> str:

@@ -33,6 +33,10 @@ _MAX_LINE = 1 << 16
 _STALL_CPU_SHARE = 0.05  # a batch process that used less of the CPU than this while overdue has stalled
 _PARSE_RATE = 20e6  # bytes of state JSON per second, pessimistic: time allowed for parsing before a check
 _SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
+# Initial states kept parsed for later batches of the same scenario (trials, the gate's probes): a few small
+# ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
+_RECENT_STATES = 16
+_RECENT_BYTES = 4 << 20
 
 
 class _Fault(Exception):
@@ -64,8 +68,8 @@ class Zygote:
         self.out = out
         self.null_fd = null_fd
         self.pid1 = os.getpid() == 1
-        self._recent: dict[bytes, Pristine] = {}
-        self._outbox: list[dict[str, Any]] = []  # initial-state text -> parsed, at most two
+        self._recent: dict[bytes, Pristine] = {}  # initial-state text -> parsed (_RECENT_STATES, _RECENT_BYTES)
+        self._outbox: list[dict[str, Any]] = []
         for sig in (signal.SIGALRM, signal.SIGPROF):  # the zygote has no handler a batch could trigger
             signal.signal(sig, signal.SIG_IGN)
 
@@ -94,11 +98,12 @@ class Zygote:
 
     def _initial(self, text: bytes) -> Pristine:
         """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations)."""
-        cached = self._recent.get(text)
+        cached = self._recent.pop(text, None)
         if cached is None:
-            if len(self._recent) >= 2:
-                self._recent.pop(next(iter(self._recent)))
-            cached = self._recent[text] = Pristine(text).parse(pristine_copy=True)
+            cached = Pristine(text).parse(pristine_copy=True)
+        self._recent[text] = cached  # the most recent last
+        while len(self._recent) > _RECENT_STATES or sum(map(len, self._recent)) > _RECENT_BYTES:
+            self._recent.pop(next(iter(self._recent)))
         return cached
 
     def _send(self, *messages: dict[str, Any]) -> None:
