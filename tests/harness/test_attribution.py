@@ -31,7 +31,7 @@ from envscaler_mcp.providers import get_provider
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import ALICE, BOB, ENV_INFO, MINI_SHOP, CrashingSource, shop_server
-from tests.harness.test_pool import _http_server_children
+from tests.harness.test_pool import _server_children
 
 pytestmark = pytest.mark.anyio
 
@@ -167,7 +167,7 @@ async def test_a_stopped_http_server_is_infra_twice_in_a_row_and_never_charged_t
     def agent(scenario: Scenario) -> Any:
         opened.append(scenario.id)
         if len(opened) in (2, 3):  # stop (SIGSTOP) the shared server as the 2nd and again as the 3rd episode start
-            for pid in _http_server_children():
+            for pid in _server_children(b"--http"):
                 os.kill(pid, signal.SIGSTOP)
                 stopped.append(pid)
         return OraclePolicy(scenario)
