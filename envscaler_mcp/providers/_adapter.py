@@ -182,7 +182,12 @@ class BaseProvider:
             check_allow_requests(self.spec)
         started = time.monotonic()
         async with self.limiter:
-            turn = await self._attempts(messages, tool_list, settings)
+            try:
+                turn = await self._attempts(messages, tool_list, settings)
+            except ModelFault as exc:  # the model's own failure: the same request fails the same way
+                if self.cache and key:
+                    self.cache.put_fault(key, self.spec, exc, request_body(self.spec, messages, tool_list, settings))
+                raise
         turn = turn.model_copy(update={"latency_s": time.monotonic() - started, "model": self.spec})
         if self.cache and key:
             self.cache.put(key, self.spec, turn, request_body(self.spec, messages, tool_list, settings))

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.errors import ModelFault
 from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, ToolDef
 
 
@@ -30,6 +31,15 @@ class CacheEntry(BaseModel):
         None, description="The request the key was made from: messages, tools, settings (absent in older entries).")
     label: str | None = Field(None, description="Where the answer came from, for recorded fixtures "
                               "(e.g. 'recorded from local/qwen2.5-coder-1.5b on 2026-11-25').")
+    fault: dict[str, str] | None = Field(
+        None, description="The model's own failure instead of an answer ({kind, message} of a ModelFault: a context "
+        "overflow, a refusal), served again as that failure; `turn` is then empty.")
+
+    def raise_fault(self) -> None:
+        """Raise the recorded ModelFault, if this entry is one."""
+        if self.fault is not None:
+            raise ModelFault(self.fault.get("message", "the model failed"),
+                             self.fault.get("kind", "invalid_request"))  # type: ignore[arg-type]
 
 
 def request_body(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef],
@@ -69,10 +79,12 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> AssistantTurn | None:
-        """The cached turn (marked cached, usage zero: no call was made), or None on a miss or a torn file."""
+        """The cached turn (marked cached, usage zero: no call was made), or None on a miss or a torn file; a
+        recorded ModelFault is raised again."""
         entry = self.entry(key)
         if entry is None:
             return None
+        entry.raise_fault()
         return entry.turn.model_copy(update={"cached": True, "usage": Usage(cost_usd=0.0), "latency_s": 0.0})
 
     def entry(self, key: str) -> CacheEntry | None:
@@ -86,7 +98,12 @@ class ResponseCache:
         return entry if _answers(entry, key) else None
 
     def put(self, key: str, spec: str, turn: AssistantTurn, request: dict[str, Any] | None = None,
-            label: str | None = None) -> None:
-        """Store a turn atomically, with the request it answers when given."""
-        entry = CacheEntry(key=key, spec=spec, turn=turn, request=request, label=label)
+            label: str | None = None, fault: dict[str, str] | None = None) -> None:
+        """Store a turn (or a ModelFault: `fault`) atomically, with the request it answers when given."""
+        entry = CacheEntry(key=key, spec=spec, turn=turn, request=request, label=label, fault=fault)
         atomic_write_text(self._path(key), entry.model_dump_json(indent=1) + "\n")
+
+    def put_fault(self, key: str, spec: str, fault: ModelFault, request: dict[str, Any] | None = None) -> None:
+        """Store a request's ModelFault: the same request fails the same way again without a call."""
+        self.put(key, spec, AssistantTurn(message=Message(role="assistant", content="")), request,
+                 fault={"kind": fault.kind, "message": str(fault)})

@@ -45,13 +45,16 @@ class ReplayProvider:
             raise NotRecorded(f"{self.spec}: no recorded answer for request {key[:12]} "
                               f"(prompt starts {first[:80]!r}); the recording does not match this code")
         if key in self.served:  # the recorded run got this one from its response cache: no call, no usage
+            entry.raise_fault()
             return entry.turn.model_copy(update={"cached": True, "usage": Usage(cost_usd=0.0)})
         self.served.append(key)
         self.recorded_usage = self.recorded_usage + entry.turn.usage
         if self.target is not None:
             self.target.put(key, self.spec, entry.turn, entry.request or request_body(self.spec, messages, tool_list,
                                                                                      settings),
-                            label=entry.label or self.label)  # an answer keeps the date it was recorded on
+                            label=entry.label or self.label,  # an answer keeps the date it was recorded on
+                            fault=entry.fault)
+        entry.raise_fault()  # a recorded ModelFault (context overflow, refusal) happens again
         return entry.turn.model_copy(update={"cached": True})
 
     async def aclose(self) -> None:

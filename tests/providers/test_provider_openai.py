@@ -132,6 +132,25 @@ async def test_cache_hit_does_not_touch_transport(fake: FakeServer, openai_clien
     assert other.message.content == "other" and len(fake.requests) == 2
 
 
+async def test_a_model_fault_is_cached_and_replayed_as_that_fault(fake: FakeServer, openai_client,
+                                                                   tmp_path: Path) -> None:
+    """A context overflow is the request's own: the same request fails the same way again, from the cache
+    (no call), and a replay of recorded fixtures raises it too."""
+    from envscaler_mcp.providers.replay import ReplayProvider
+
+    fake.answers.append((400, error_body("request (8261 tokens) exceeds the available context size (8192 tokens)")))
+    with pytest.raises(ModelFault) as first:
+        await provider(openai_client, cache_dir=tmp_path).complete(USER)
+    with pytest.raises(ModelFault) as again:
+        await provider(openai_client, cache_dir=tmp_path).complete(USER)
+    assert len(fake.requests) == 1 and again.value.kind == first.value.kind == "context_overflow"
+    replay = ReplayProvider("openai/gpt-4.1", tmp_path, record_to=tmp_path / "fixtures", label="recorded")
+    with pytest.raises(ModelFault, match="8261 tokens"):
+        await replay.complete(USER)
+    stored = json.loads(next((tmp_path / "fixtures").rglob("*.json")).read_text())
+    assert stored["fault"]["kind"] == "context_overflow" and stored["label"] == "recorded"
+
+
 async def test_reasoning_models_get_no_temperature(fake: FakeServer, openai_client) -> None:
     fake.answers.append((200, openai_completion("ok")))
     await provider(openai_client, "openai/o4-mini").complete(USER)
