@@ -31,7 +31,7 @@ def test_every_recorded_answer_is_labelled_with_its_request(run: Path) -> None:
     entries = [CacheEntry.model_validate_json(p.read_text()) for p in (run / "answers").glob("*/*.json")]
     assert len(entries) == manifest["calls"] > 0
     assert all(e.label and e.label.startswith(f"recorded from {manifest['spec']} on ") and e.request
-               and e.turn.usage.output_tokens > 0 for e in entries)
+               and (e.turn.usage.output_tokens > 0 or e.fault) for e in entries)  # a real answer, or its fault
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
@@ -42,7 +42,8 @@ async def test_the_recorded_run_replays_to_the_same_scenarios(run: Path, tmp_pat
     result = await replay_scenarios(provider, skeleton, tmp_path, manifest["options"])
     for key in ("kept", "dropped", "yields", "steps", "calls", "input_tokens", "output_tokens"):
         assert result[key] == manifest[key], key
-    kept = load_scenarios(tmp_path / f"{skeleton.id}.jsonl")
+    path = tmp_path / f"{skeleton.id}.jsonl"
+    kept = load_scenarios(path) if path.exists() else []
     assert sorted(s.id or "" for s in kept) == manifest["kept"]
     if kept:
         reports = await check_groups([(skeleton, kept)], transport="pipe", mutation=True)

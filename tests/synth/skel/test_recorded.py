@@ -34,7 +34,7 @@ def test_every_recorded_answer_is_labelled_with_its_request(run: Path) -> None:
         assert entry.label and re.fullmatch(rf"recorded from {re.escape(manifest['spec'])} on \d{{4}}-\d\d-\d\d",
                                             entry.label)
         assert entry.request is not None and entry.request["messages"] and entry.spec == manifest["spec"]
-        assert entry.turn.usage.output_tokens > 0  # a real call, with the usage the runtime reported
+        assert entry.turn.usage.output_tokens > 0 or entry.fault  # a real call with its usage, or its fault
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
