@@ -5,6 +5,14 @@ validator runs and returns a bool, at least one (and every [change] item) is Fal
 reference solution replays on a real server episode with every call succeeding, every validator is True
 after it, and each field the solution changed is guarded by some validator. A failing scenario gets ONE
 repair round aimed at the failing part, then is dropped with the reasons.
+
+Before it is dropped, a repaired draft whose reference solution replayed cleanly but some of whose
+items' validators disagree with it (raise, already hold on the initial state although the item claims a
+change, or do not hold after the plan) is tried without those items: kept when they are at most half of
+the checklist, at least `_MIN_ITEMS` different validators remain and the whole gate, mutation test included,
+passes on them; the dropped items are named in the
+scenario's provenance notes. No model call is spent on it; the repair goes first because it can keep the
+item (a validator rewritten, an item re-marked [keep]).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solut
 
 Part = Literal["task", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
+_MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 
 
 class Dropped(Exception):
@@ -100,6 +109,19 @@ def diagnose(report: GateReport, scenario: Scenario, require_mutation: bool) -> 
     return Verdict(reasons=reasons, part=part, feedback=feedback, report=report)
 
 
+def disagreeing_items(report: GateReport, scenario: Scenario) -> list[str]:
+    """Ids of the items whose validators disagree with a cleanly replayed reference solution (see the module
+    docstring); [] when the replay itself failed or something else than the validators failed."""
+    failing = {s.name for s in report.steps if s.status == "fail"}
+    if not failing or not failing <= {"validators", "initial_false", "final_true"} or report.final_state is None:
+        return []
+    bad = {r.item_id for r in report.initial_results if r.reason is not None}
+    bad |= {c.id for c, r in zip(scenario.checklist, report.initial_results, strict=False)
+            if c.kind == "state" and c.claims_change and r.passed}
+    bad |= {r.item_id for r in report.final_results if not r.passed}
+    return [c.id for c in scenario.checklist if c.id in bad]
+
+
 class ScenarioBuilder:
     """Builds scenarios of one environment against one launched server and one validator sandbox."""
 
@@ -127,6 +149,21 @@ class ScenarioBuilder:
                                       free_fields=self.ctx.skeleton.free_fields,
                                       validators_only=self.validators_only)
         return diagnose(report, scenario, self.require_mutation)
+
+    async def pruned(self, state: State, draft: Draft, verdict: Verdict) -> Draft | None:
+        """The draft without the items whose validators disagree with its reference solution, if they are at
+        most half of it, `_MIN_ITEMS` different validators are left and the whole gate passes; else None."""
+        if verdict.report is None:
+            return None
+        bad = disagreeing_items(verdict.report, draft_scenario(self.ctx.skeleton.id, state, draft))
+        kept = [c for c in draft.checklist if c.id not in bad]
+        distinct = {" ".join((c.validator or "").split()) for c in kept}
+        if not bad or len(bad) > len(draft.checklist) // 2 or len(distinct) < _MIN_ITEMS:
+            return None
+        candidate = draft.model_copy(update={"checklist": kept, "notes": [
+            *draft.notes, f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
+            "reference solution (" + "; ".join(verdict.reasons)[:300] + ")"]})
+        return candidate if not (await self.evaluate(state, candidate)).reasons else None
 
     async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:
         """Task, checklist, validators and solution for `state`."""
@@ -175,6 +212,8 @@ class ScenarioBuilder:
             raise Dropped(exc.step, f"repair of the {verdict.part} failed: {exc.reason} "
                           f"(gate: {'; '.join(verdict.reasons)})") from exc
         second = await self.evaluate(state, draft)
+        if second.reasons and (pruned := await self.pruned(state, draft, second)) is not None:
+            return pruned
         if second.reasons:
             raise Dropped("gate", f"failed after repairing the {verdict.part}: " + "; ".join(second.reasons))
         return draft

@@ -80,12 +80,19 @@ def merge(work: EnvWork, threshold: float = DEFAULT_SIMILARITY) -> MergeResult:
     added: list[Scenario] = []
     for record in work.kept():
         scenario = record.scenario
-        if scenario.id in present:
-            result.already.append(scenario.id)
-            continue
         previous = work.dropped.get(record.item_id)
         if previous is not None and previous.get("step") == "dedupe":
             result.duplicates.append(record.item_id)
+            continue
+        if scenario.id in result.added:  # another item of this run made the very same scenario
+            work.dropped.add(DroppedRecord(
+                item_id=record.item_id, step="dedupe", scenario_id=scenario.id, usage=record.usage,
+                reason=f"identical to {scenario.id} ({scenario.title!r}), made from another item").model_dump(
+                    mode="json"))
+            result.duplicates.append(record.item_id)
+            continue
+        if scenario.id in present:
+            result.already.append(scenario.id)
             continue
         same_env = [s for s in pool if s.env_id == scenario.env_id]
         if same_env:

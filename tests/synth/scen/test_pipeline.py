@@ -61,11 +61,21 @@ async def test_checks_already_true_on_the_initial_state_are_dropped(run: Any) ->
     assert "claims a change but is already True" in [t for s, t in router.prompts if s == "validators"][1]
 
 
-async def test_a_crashing_validator_is_dropped(run: Any) -> None:
-    _, router, out = await run("mini_shop", "crash")
+async def test_an_item_whose_validator_crashes_is_dropped_when_the_rest_guards_every_change(run: Any) -> None:
+    _, router, out = await run("mini_shop", "crash")  # c2 reads an order that does not exist
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.id for c in sc.checklist] == ["c1", "c3", "c4"] and dropped(out, "mini_shop") == []
+    [note] = [n for n in sc.provenance.notes if n.startswith("checklist items")]
+    assert note.startswith("checklist items c2 dropped") and "raised KeyError: 'O-9999'" in note
+    assert router.calls["validators"] == 2  # the repair (the same answer again) first: no call spent on the drop
+
+
+async def test_a_crashing_validator_is_not_dropped_when_its_field_would_go_unguarded(run: Any) -> None:
+    _, router, out = await run("mini_shop", "crash_status")  # c1, the only check of the cancelled status
     [record] = dropped(out, "mini_shop")
-    assert record["step"] == "gate" and "c2 on the initial state: raised KeyError" in record["reason"]
-    assert router.calls["validators"] == 2
+    assert record["step"] == "gate" and "c1 on the initial state: raised KeyError" in record["reason"]
+    assert router.calls["validators"] == 2  # the one repair (the same answer again), then dropped
+    assert not (out / "mini_shop.jsonl").exists()
 
 
 async def test_a_failing_solution_is_repaired_with_the_failure_as_feedback(run: Any) -> None:
@@ -203,6 +213,18 @@ async def test_near_duplicate_tasks_are_dropped(run: Any) -> None:
     env = summary.environments[0]
     assert (env.kept, env.in_file, env.dropped) == (1, 1, {"dedupe": 1})
     _, router, _ = await run("mini_shop", "dedupe", n=2, out=out, resume=True)
+    assert sum(router.calls.values()) == 0 and len(dropped(out, "mini_shop")) == 1
+
+
+async def test_the_same_scenario_made_from_two_items_is_kept_once_and_counted_once(run: Any) -> None:
+    summary, router, out = await run("mini_shop", "good", n=2, concurrency=1)  # the same answers for both
+    assert router.calls["states"] == 2 and len(load_scenarios(out / "mini_shop.jsonl")) == 1
+    [record] = dropped(out, "mini_shop")
+    assert record["item_id"] == "s002" and record["step"] == "dedupe" and "identical to" in record["reason"]
+    env = summary.environments[0]
+    assert (env.kept, env.in_file, env.dropped) == (1, 1, {"dedupe": 1})
+    assert [(r.step, r.entered, r.passed) for r in summary.yields][-1] == ("kept (not a duplicate)", 2, 1)
+    _, router, _ = await run("mini_shop", "good", n=2, out=out, resume=True)
     assert sum(router.calls.values()) == 0 and len(dropped(out, "mini_shop")) == 1
 
 
