@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from typing import Any
 
 import jsonschema
@@ -144,14 +145,39 @@ def validator_problem(source: str) -> str | None:
     return static_problem(tree)
 
 
+def unknown_state_keys(source: str, keys: Collection[str]) -> list[str]:
+    """Top-level keys a validator reads from the state (`final_state["x"]`, `initial_state.get("x")`, with
+    check_func's own parameter name too) that the state does not have. [] when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = {"final_state", "initial_state"}
+    names |= {a.arg for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check_func"
+              for a in n.args.args[:1]}
+    read: list[str] = []
+    for node in ast.walk(tree):
+        key: ast.expr | None = None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in names:
+            key = node.slice
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and isinstance(node.func.value, ast.Name) and node.func.value.id in names and node.args):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in keys:
+            read.append(key.value)
+    return sorted(set(read))
+
+
 def parse_validators(text: str, item_ids: list[str]) -> dict[str, str]:
     """One '# c<n>' section with a ```python block per item -> {item id: source}; each passes the static check."""
     return parse_validator_answer(text, item_ids)[0]
 
 
-def parse_validator_answer(text: str, item_ids: list[str]) -> tuple[dict[str, str], dict[str, bool]]:
+def parse_validator_answer(text: str, item_ids: list[str], state_keys: Collection[str] | None = None
+                           ) -> tuple[dict[str, str], dict[str, bool]]:
     """Like parse_validators, and also the marks a heading may carry ('# c4 [keep]' / '# c4 [change]'):
-    returns ({item id: source}, {item id: claims_change} for the items whose heading has a mark)."""
+    returns ({item id: source}, {item id: claims_change} for the items whose heading has a mark).
+    With `state_keys` (the state's top-level keys), a validator reading another top-level key is refused."""
     names = [f"{i} {mark}" for i in item_ids for mark in ("keep", "change")] + list(item_ids)
     sections: dict[str, str] = {}
     marks: dict[str, bool] = {}
@@ -176,6 +202,10 @@ def parse_validator_answer(text: str, item_ids: list[str]) -> tuple[dict[str, st
             problems.append(str(exc))
             continue
         problem = validator_problem(source)
+        unknown = unknown_state_keys(source, state_keys) if state_keys is not None and not problem else []
+        if unknown:
+            problem = (f"it reads {', '.join(repr(k) for k in unknown)} from the state, which has no such key "
+                       f"(its keys: {', '.join(sorted(state_keys or ()))})")
         if problem:
             problems.append(f"{item_id}: {problem}")
         out[item_id] = source.strip() + "\n"

@@ -151,11 +151,12 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
     """Stage 4: one statically checked `check_func` per item; returns the items with validators set."""
     ids = [c.id for c in checklist]
     previous = {c.id: c.validator or "" for c in checklist} if feedback else {}
+    state_keys = list(state)
     context = {"summary": ctx.skeleton.summary, "class_source": ctx.skeleton.class_source,
                "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist,
                "feedback": feedback, "previous": previous}
     sources, marks = await ask(ctx.generator, "validators", context,
-                               lambda text: parse_validator_answer(text, ids), meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
+                               lambda text: parse_validator_answer(text, ids, state_keys), meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
                                template="scen/validators")
     if not feedback:
         marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)

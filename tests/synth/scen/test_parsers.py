@@ -128,6 +128,20 @@ def test_validator_headings_may_carry_a_mark() -> None:
     assert set(sources) == {"c1", "c2", "c3"} and marks == {"c2": False, "c3": True}
 
 
+def test_a_validator_reading_a_key_the_state_lacks_is_sent_back_with_the_keys() -> None:
+    from envscaler_mcp.synth.scen.parsers import parse_validator_answer
+
+    invented = "def check_func(s):\n    return s['tasks'] and initial_state.get('tools') == []\n"
+    nested = "def check_func(final_state):\n    return final_state['orders'].get('tasks') is None\n"
+    text = f"# c1\n```python\n{invented}```\n# c2\n```python\n{nested}```"
+    with pytest.raises(AnswerFormatError) as refused:
+        parse_validator_answer(text, ["c1", "c2"], state_keys=["orders", "customers"])
+    assert str(refused.value) == ("validator(s) refused: c1: it reads 'tasks', 'tools' from the state, which has "
+                                  "no such key (its keys: customers, orders)")
+    sources, _ = parse_validator_answer(text, ["c1", "c2"])  # without the state's keys: not checked
+    assert set(sources) == {"c1", "c2"}
+
+
 def test_structured_answers_are_read_like_the_sectioned_ones(skeletons: dict[str, Any]) -> None:
     import json
 
