@@ -4,6 +4,7 @@
 * `landlock`: which paths may be read or executed, no TCP bind/connect, no signals beyond the sandbox.
 * `seccomp`: system calls denied by name (exec, new processes, sockets, opening files, tracing ...).
 * `report`: `IsolationReport`, the record of which layers are active on this machine and why others are not.
+* `lifeline`: a child process that ends when this process ends, however it ends (the local model server).
 
 Used by the validator sandbox (scoring/) and by launched environment servers (launch/). Every module but
 `report` uses the standard library only (plus `pyseccomp` for seccomp), so a freshly started sandboxed

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from envscaler_mcp.errors import ProviderNotConfigured, ServerStartError
+from envscaler_mcp.isolation.lifeline import spawn_tied
 from envscaler_mcp.providers._adapter import check_allow_requests
 from envscaler_mcp.providers.local.activity import ModelActivity
 from envscaler_mcp.providers.local.kvcache import CacheEntry, cache_entry, prompt_cache_dir
@@ -202,8 +203,7 @@ class LocalServer:
             self.log_path = Path(log)
             started = time.monotonic()
             try:
-                self.process = subprocess.Popen(self.command(), stdout=fd, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, env=env)
+                self.process = spawn_tied(self.command(), stdout=fd, stderr=subprocess.STDOUT, env=env)
             finally:
                 os.close(fd)
             try:
