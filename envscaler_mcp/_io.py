@@ -182,13 +182,22 @@ def append_lines(path: Path, lines: list[str]) -> None:
         os.fsync(f.fileno())
 
 
+def read_text(path: Path) -> str:
+    """A UTF-8 text file's text; a file that is not UTF-8 is an InputFileError naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(path, f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position "
+                                   f"{exc.start}): is it the right file?") from exc
+
+
 def read_json(path: Path) -> Any:
     """Read a JSON file, turning a syntax error into an error that names the file, line and column."""
     path = Path(path)
     if not path.exists():
         raise InputFileError(path, "file not found")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputFileError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
 
@@ -201,7 +210,7 @@ def iter_jsonl(path: Path, *, skip_torn_tail: bool = False) -> Iterator[tuple[in
     path = Path(path)
     if not path.exists():
         raise InputFileError(path, "file not found")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path).splitlines()
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue

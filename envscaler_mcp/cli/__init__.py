@@ -134,6 +134,17 @@ def _terminated(signum: int, frame: object) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
+def _first_known(group: BaseExceptionGroup[BaseException]) -> EnvScalerError | KeyboardInterrupt | None:
+    """The first error of a task group's that the CLI knows how to say in one line (a Ctrl-C first)."""
+    interrupted, rest = group.split(KeyboardInterrupt)
+    if interrupted is not None:
+        return KeyboardInterrupt()
+    known: BaseException | None = (rest or group).split(EnvScalerError)[0]
+    while isinstance(known, BaseExceptionGroup):
+        known = known.exceptions[0]
+    return known if isinstance(known, EnvScalerError) else None
+
+
 def main(args: list[str] | None = None) -> None:
     """Console-script entry point: run the app; a user error (a bad option, file or setting) ends with one
     line on stderr and exit code 2, other known errors with their own code."""
@@ -156,6 +167,15 @@ def main(args: list[str] | None = None) -> None:
     except EnvScalerError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         sys.exit(exc.exit_code)
+    except BaseExceptionGroup as group:  # concurrent work ended by a known error: say that one
+        known = _first_known(group)
+        if known is None:
+            raise
+        if isinstance(known, KeyboardInterrupt):
+            typer.echo("aborted", err=True)
+            sys.exit(130)
+        typer.secho(f"error: {known}", fg=typer.colors.RED, err=True)
+        sys.exit(known.exit_code)
     except OSError as exc:  # a path the user gave that cannot be read or written
         if exc.filename is None:
             raise

@@ -40,8 +40,11 @@ def import_envscaler_cmd(
     """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl.
 
     The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
+    from envscaler_mcp.errors import InputFileError
     from envscaler_mcp.interop.stream_import import stream_import
 
+    if trajectories is not None and not trajectories.is_file():  # found out before anything is written
+        raise InputFileError(trajectories, "file not found" if not trajectories.exists() else "not a file")
     result = stream_import(envs, scenarios, out, skip_checks=skip_checks)
     for skeleton in result.skeletons:
         queries = sum(t.kind == "query" for t in skeleton.tools)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
 from envscaler_mcp._io import (
     append_jsonl,
@@ -120,7 +121,12 @@ class RunDir:
                     f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
                     "the file was edited by hand? Fix or remove that line."
                 )
-            records.append(EpisodeResult.model_validate(record))
+            try:
+                records.append(EpisodeResult.model_validate(record))
+            except ValidationError:
+                line = data.count(b"\n", 0, offset)
+                validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}")  # raises
+                raise
             good_end = offset
         if repair and good_end < len(data):
             with open(self.results_path, "r+b") as f:

@@ -62,9 +62,15 @@ def serve_command(
 
 
 def _bound(host: str, port: int) -> socket.socket:
+    from envscaler_mcp.errors import UsageError
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:  # the port is in use, or below 1024 for a normal user
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     sock.listen(1024)
     return sock
 
@@ -82,6 +88,8 @@ def install_command(
     from envscaler_mcp.launch.target import resolve_target
 
     server = resolve_target(env)
+    if scenario:
+        _check_bundled(server.path / server.package / "data" / "scenarios.json", scenario)
     key = name or server.env_id.replace("_", "-")
     entry = server_entry(server, ["--scenario", scenario] if scenario else None)
     done = install_server(client, key, entry, config)
@@ -90,6 +98,18 @@ def install_command(
     if done.dropped_comments:
         typer.echo(f"note: the comments in {done.path} were not kept; the backup has them")
     typer.echo("restart the client to pick it up")
+
+
+def _check_bundled(scenarios_file: Path, scenario: str) -> None:
+    """A usage error unless the server bundles `scenario` (what `serve --scenario` would refuse at start)."""
+    from envscaler_mcp._io import read_json
+    from envscaler_mcp.errors import UsageError
+
+    bundled = read_json(scenarios_file) if scenarios_file.is_file() else []
+    known = [str(s.get("id")) for s in bundled if isinstance(s, dict)] if isinstance(bundled, list) else []
+    if scenario not in known:
+        shown = ", ".join(known[:5]) + (f" … ({len(known)} in all)" if len(known) > 5 else "")
+        raise UsageError(f"--scenario: the server bundles no scenario '{scenario}' ({shown or 'it bundles none'})")
 
 
 def register(app: typer.Typer) -> None:

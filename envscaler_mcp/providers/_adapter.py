@@ -208,7 +208,7 @@ class BaseProvider:
                 if attempt >= self.retries:
                     raise ProviderUnavailable(
                         f"{self.spec}: failed after {attempt + 1} attempts ({describe_error(exc)}). "
-                        "The service may be down or rate-limited: try again later or lower --max-concurrency."
+                        "The service may be down or rate-limited: try again later or lower --concurrency."
                     ) from exc
                 await anyio.sleep(self._backoff(attempt, exc))
         raise AssertionError("unreachable")

@@ -38,8 +38,8 @@ def render_command(
         raise UsageError(f"{root} leads out of the data home (to {root.resolve()}); rendering there would replace "
                          "folders outside it. Remove the link, or pass --out")
     stale = []
-    for env in ids:
-        skeleton = get_skeleton(env)
+    skeletons = [(env, get_skeleton(env)) for env in ids]  # every name checked before anything is written
+    for env, skeleton in skeletons:
         scenarios = scenarios_of(env, skeleton.id)
         target = root / safe_env_id(skeleton.id)
         if check:
@@ -56,7 +56,8 @@ def render_command(
         render_server(skeleton, scenarios, target)
         typer.echo(f"rendered    {target}  ({len(skeleton.tools)} tools, {len(scenarios)} scenarios)")
     if stale:
-        typer.secho(f"{len(stale)} server(s) are not current: run `envscaler-mcp render {' '.join(stale)}`",
+        typer.secho(f"{len(stale)} server(s) are not current: run `envscaler-mcp render {' '.join(stale)}"
+                    + (f" --out {out}" if out is not None else "") + "`",
                     fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 

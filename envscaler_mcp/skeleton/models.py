@@ -122,7 +122,8 @@ class EnvSkeleton(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description="Environment id: lowercase snake_case, also the server's directory name.")
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$",
+                    description="Environment id: lowercase snake_case, also the server's directory name.")
     name: str = Field(description="Human-readable name.")
     summary: str = Field(description="One-line summary (EnvScaler's environment_summary).")
     introduction: str = Field(description="About three sentences introducing the environment.")

@@ -130,3 +130,101 @@ def test_serve_refuses_a_malformed_state_file_before_starting(tmp_path: Path, ca
     code, out, err = run_main(["serve", "library_loans", "--state", str(bad)], capsys)
     assert code == 2 and str(bad) in err and "Traceback" not in out + err
     assert "serving" not in err  # refused before the server was started
+
+
+@pytest.mark.parametrize("command", [
+    ["show", "{f}"], ["render", "{f}", "--out", "{tmp}/out"], ["scenarios", "check", "{f}"],
+    ["eval", "--env", "{f}", "--agent", "oracle", "--out", "{tmp}/run", "--no-progress"],
+    ["scenarios", "check", str(MINI_SHOP / "skeleton.json"), "--scenarios", "{f}"],
+    ["synth", "scenarios", "{f}", "--model", "mock", "-n", "1", "--out", "{tmp}/synth"],
+])
+def test_a_file_that_is_not_utf8_text_is_named_in_one_line(command: list[str], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    args = [a.format(f=binary, tmp=tmp_path) for a in command]
+    code, out, err = run_main(args, capsys)
+    assert code == 2 and "Traceback" not in out + err, (out, err)
+    assert err.strip() == f"error: {binary}: not UTF-8 text (byte 0xff at position 0): is it the right file?"
+
+
+def test_a_skeleton_id_that_is_not_snake_case_is_refused_by_every_reader(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    skeleton = json.loads((MINI_SHOP / "skeleton.json").read_text())
+    escape = tmp_path / "skeleton.json"
+    escape.write_text(json.dumps({**skeleton, "id": "../escape"}))
+    home = tmp_path / "home"
+    home.mkdir()
+    for args in (["show", str(escape)], ["catalog", "add", str(escape), "--home", str(home)]):
+        code, out, err = run_main(args, capsys)
+        assert code == 2 and "Traceback" not in out + err and "field 'id'" in err, (args, out, err)
+    assert list(home.iterdir()) == []
+
+
+def test_a_results_file_of_the_wrong_shape_is_named_with_its_line(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    code, out, err = run_main(eval_args(tmp_path, "--agent", "oracle", "--transport", "memory", "--limit", "1"), capsys)
+    assert code == 0, (out, err)
+    (run / "results.jsonl").write_text('{"foo": 1}\n')
+    for args in (["report", str(run)], ["export", "run", str(run), "--format", "openai", "--out", str(tmp_path / "x")]):
+        code, out, err = run_main(args, capsys)
+        assert code == 2 and "Traceback" not in out + err, (args, out, err)
+        assert f"{run / 'results.jsonl'}: line 1: not a valid EpisodeResult" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_serve_on_a_port_in_use_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _out, err = run_main(["serve", "library_loans", "--http", "--port", str(port)], capsys)
+    assert code == 2 and err.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_the_server_itself_says_in_one_line_that_it_cannot_listen(tmp_path: Path) -> None:
+    server = Path(__file__).resolve().parents[2] / "generated_servers" / "library_loans"
+    result = subprocess.run([sys.executable, "-m", "library_loans_mcp", "--http", "--host", "nosuch.invalid",
+                             "--port", "0"], cwd=server, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: cannot listen on nosuch.invalid:0: ")
+
+
+def test_an_error_inside_concurrent_work_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The scripted provider has no answers: the first call fails inside the pipeline's task group.
+    code, out, err = run_main(["synth", "scenarios", str(MINI_SHOP / "skeleton.json"), "--model", "mock", "-n", "1",
+                               "--out", str(tmp_path / "out")], capsys)
+    assert "Traceback" not in out + err and code == 1, (out, err)
+    assert err.strip().splitlines() == ["error: mock provider: script has 0 turns, call 1 asked for more"]
+
+
+def test_install_refuses_a_scenario_the_server_does_not_bundle(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mcp.json"
+    args = ["install", "library_loans", "--client", "cursor", "--config", str(config), "--scenario", "nope"]
+    code, _out, err = run_main(args, capsys)
+    assert code == 2 and err.startswith("error: --scenario: the server bundles no scenario 'nope' (sc-")
+    assert not config.exists()  # nothing written
+
+
+def test_render_checks_every_name_before_writing_anything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "servers"
+    code, _, err = run_main(["render", "library_loans", "nope_env", "--out", str(out)], capsys)
+    assert code == 2 and "unknown environment 'nope_env'" in err
+    assert not out.exists()
+
+
+def test_import_checks_the_trajectory_file_before_writing_anything(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    es = Path(__file__).resolve().parents[1] / "fixtures" / "envscaler"
+    out = tmp_path / "imported"
+    code, _, err = run_main(["import", "envscaler", "--envs", str(es / "env_metadata.json"), "--scenarios",
+                             str(es / "scenario_metadata.json"), "--trajectories", str(tmp_path / "none.jsonl"),
+                             "--out", str(out)], capsys)
+    assert code == 2 and err.strip() == f"error: {tmp_path / 'none.jsonl'}: file not found"
+    assert not out.exists()

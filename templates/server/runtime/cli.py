@@ -132,7 +132,11 @@ def _serve_http(env_server: EnvServer, args: argparse.Namespace, token: str | No
         # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (else ~40 ms delayed-ACK stalls)
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((args.host, args.port))
+        try:
+            sock.bind((args.host, args.port))
+        except OSError as exc:  # a name that does not resolve, a port in use or not ours to take
+            print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+            sys.exit(2)
         sock.listen(1024)
     if not is_loopback(args.host) and token:
         logging.getLogger(__name__).warning(
