@@ -228,3 +228,13 @@ def test_import_checks_the_trajectory_file_before_writing_anything(tmp_path: Pat
                              "--out", str(out)], capsys)
     assert code == 2 and err.strip() == f"error: {tmp_path / 'none.jsonl'}: file not found"
     assert not out.exists()
+
+
+def test_synth_envs_on_a_corpus_without_tasks_says_so_and_writes_nothing(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text("[1, 2, 3]")
+    out = tmp_path / "out"
+    code, _, err = run_main(["synth", "envs", "--model", "mock", "--tasks", str(corpus), "--out", str(out)], capsys)
+    assert code == 2 and err.startswith(f"error: {corpus}: no usable task in the corpus (records 3, no-query 3)")
+    assert not (out / "mine").exists()

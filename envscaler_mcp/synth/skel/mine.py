@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._io import atomic_write_json, write_jsonl_atomic
+from envscaler_mcp.errors import UsageError
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.synth._common_store import ItemCallback, JsonlLedger, run_bounded, slugify
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
@@ -98,6 +99,10 @@ async def run_mine(tasks_file: Path, out: Path, provider: Provider, options: Min
     """Run the mine stage, skipping tasks already judged in an earlier run."""
     folder = out / "mine"
     tasks, stats = collect_tasks(tasks_file, limit=options.limit)
+    if not tasks:  # before anything is written
+        found = ", ".join(f"{k} {v}" for k, v in stats.items() if k != "kept") or "no records"
+        raise UsageError(f"{tasks_file}: no usable task in the corpus ({found}); it needs records with a "
+                         "user query (JSONL or a JSON list)")
     write_jsonl_atomic(folder / "tasks.jsonl", [t.model_dump() for t in tasks])
     atomic_write_json(folder / "filter_report.json", stats)
     ledger = JsonlLedger(folder / "judged.jsonl", "task_id")
