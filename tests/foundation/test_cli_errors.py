@@ -238,3 +238,14 @@ def test_synth_envs_on_a_corpus_without_tasks_says_so_and_writes_nothing(tmp_pat
     code, _, err = run_main(["synth", "envs", "--model", "mock", "--tasks", str(corpus), "--out", str(out)], capsys)
     assert code == 2 and err.startswith(f"error: {corpus}: no usable task in the corpus (records 3, no-query 3)")
     assert not (out / "mine").exists()
+
+
+def test_an_output_path_that_cannot_be_written_is_named_not_its_temporary_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(eval_args(tmp_path, "--agent", "oracle", "--transport", "memory", "--limit", "1"), capsys)
+    assert code == 0, (out, err)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    code, out, err = run_main(["report", str(tmp_path / "run"), "--out", str(folder)], capsys)
+    assert code == 2 and err.strip() == f"error: {folder}: Is a directory", err
+    assert list(folder.iterdir()) == []  # no temporary file left either
