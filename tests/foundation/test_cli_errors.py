@@ -249,3 +249,16 @@ def test_an_output_path_that_cannot_be_written_is_named_not_its_temporary_file(
     code, out, err = run_main(["report", str(tmp_path / "run"), "--out", str(folder)], capsys)
     assert code == 2 and err.strip() == f"error: {folder}: Is a directory", err
     assert list(folder.iterdir()) == []  # no temporary file left either
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--url", "notaurl"], "error: --url: 'notaurl' is not an http(s) URL"),
+    (["--url", "ftp://host/mcp"], "error: --url: 'ftp://host/mcp' is not an http(s) URL"),
+    (["--server", "/nonexistent/bin/serverx --stdio"], "error: --server: '/nonexistent/bin/serverx' is not a program"),
+    (["--server", "'unclosed"], "error: --server: ''unclosed' is not a command line"),
+])
+def test_an_external_server_that_cannot_be_reached_is_refused_before_the_run(
+        extra: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(eval_args(tmp_path, "--agent", "oracle", *extra), capsys)
+    assert code == 2 and err.startswith(says) and "Traceback" not in out + err, (out, err)
+    assert not (tmp_path / "run").exists()
