@@ -70,6 +70,13 @@ async def test_an_item_whose_validator_crashes_is_dropped_when_the_rest_guards_e
     assert router.calls["validators"] == 2  # the repair (the same answer again) first: no call spent on the drop
 
 
+async def test_items_are_not_dropped_when_the_rest_is_one_validator_twice(run: Any) -> None:
+    _, _, out = await run("mini_shop", "crash_same")  # c3, c4 crash; c1 and c2 are the same check
+    [record] = dropped(out, "mini_shop")
+    assert record["step"] == "gate" and "c3 on the initial state: raised KeyError" in record["reason"]
+    assert not (out / "mini_shop.jsonl").exists()
+
+
 async def test_a_crashing_validator_is_not_dropped_when_its_field_would_go_unguarded(run: Any) -> None:
     _, router, out = await run("mini_shop", "crash_status")  # c1, the only check of the cancelled status
     [record] = dropped(out, "mini_shop")
