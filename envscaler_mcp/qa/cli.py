@@ -32,6 +32,14 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
         if len(envs) > 1:
             raise UsageError("with --scenarios give at most one ENV (the server to check them on)")
         if envs:
+            try:
+                env_id = get_skeleton(envs[0]).id
+            except UsageError:  # not in the catalog: launching it says what it is
+                env_id = None
+            other = sorted({sc.env_id for sc in loaded if env_id is not None and sc.env_id != env_id})
+            if other:
+                raise UsageError(f"{scenarios_file}: scenarios of {', '.join(other)} cannot be checked on {env_id}; "
+                                 "give their own environment, or no ENV to check each on its own")
             groups = [(envs[0], loaded)]
         else:
             by_env: dict[str, list[Scenario]] = {}

@@ -262,3 +262,16 @@ def test_an_external_server_that_cannot_be_reached_is_refused_before_the_run(
     code, out, err = run_main(eval_args(tmp_path, "--agent", "oracle", *extra), capsys)
     assert code == 2 and err.startswith(says) and "Traceback" not in out + err, (out, err)
     assert not (tmp_path / "run").exists()
+
+
+def test_scenarios_of_another_environment_are_not_checked_on_the_one_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    line = json.loads((MINI_SHOP / "scenarios.jsonl").read_text().splitlines()[0])
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**line, "env_id": "nope_env"}) + "\n")
+    code, out, err = run_main(["scenarios", "check", str(MINI_SHOP / "skeleton.json"), "--scenarios", str(other)],
+                              capsys)
+    assert code == 2 and "scenarios of nope_env cannot be checked on mini_shop" in err, (out, err)
+    assert "passed the gate" not in out
