@@ -28,9 +28,12 @@ def serve_command(
 ) -> None:
     """Run an environment's MCP server in the foreground (no install needed)."""
     from envscaler_mcp._io import read_json
+    from envscaler_mcp.errors import UsageError
     from envscaler_mcp.launch.confine import loopback_listener, server_command, server_env
     from envscaler_mcp.launch.target import resolve_target
 
+    if state is not None and scenario:
+        raise UsageError("--state and --scenario both say where the server starts: give one of them")
     server = resolve_target(env)
     if state is not None:
         read_json(state)  # a missing or malformed state file: one line naming it, before the server starts

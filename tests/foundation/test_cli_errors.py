@@ -275,3 +275,11 @@ def test_scenarios_of_another_environment_are_not_checked_on_the_one_named(
                               capsys)
     assert code == 2 and "scenarios of nope_env cannot be checked on mini_shop" in err, (out, err)
     assert "passed the gate" not in out
+
+
+def test_serve_with_both_a_state_and_a_scenario_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    code, _, err = run_main(["serve", "library_loans", "--state", str(state), "--scenario", "x"], capsys)
+    assert code == 2 and err.strip() == "error: --state and --scenario both say where the server starts: give one of them"
+    assert "serving" not in err
