@@ -135,7 +135,6 @@ def eval_command(
         raise UsageError("--mode conversation needs a simulated user: pass --user PROVIDER/MODEL")
     if resume and out is None:
         raise UsageError("--resume needs --out RUN_DIR (the folder of the run to continue)")
-    _check_external(server, url)
     config = RunConfig(
         envs=_split_ids(env) or [],
         all_envs=all_envs,
@@ -241,23 +240,3 @@ def _check_writable(run_path: Path) -> None:
 def register(app: typer.Typer) -> None:
     """Add the `eval` command to the main app."""
     app.command("eval")(eval_command)
-
-
-def _check_external(server: str | None, url: str | None) -> None:
-    """An external server that cannot be reached at all is a usage error before the run, not a run of
-    infrastructure errors."""
-    import shlex
-    import shutil
-    from urllib.parse import urlsplit
-
-    if url is not None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"--url: '{url}' is not an http(s) URL (e.g. http://127.0.0.1:8000/mcp)")
-    if server is not None:
-        try:
-            program = shlex.split(server)[0]
-        except (ValueError, IndexError):
-            raise UsageError(f"--server: '{server}' is not a command line") from None
-        if shutil.which(program) is None:
-            raise UsageError(f"--server: '{program}' is not a program on PATH or an executable file")

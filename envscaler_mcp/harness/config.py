@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -162,11 +164,28 @@ def line_hashes(scenarios: list[Scenario], lines: dict[str, ScenarioLine]) -> di
     return hashes
 
 
+def _check_external(server: str | None, url: str | None) -> None:
+    """An external server that cannot be reached at all is a usage error before the run, not a run of
+    infrastructure errors."""
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"--url: '{url}' is not an http(s) URL (e.g. http://127.0.0.1:8000/mcp)")
+    if server is not None:
+        try:
+            program = shlex.split(server)[0]
+        except (ValueError, IndexError):
+            raise UsageError(f"--server: '{server}' is not a command line") from None
+        if shutil.which(program) is None:
+            raise UsageError(f"--server: '{program}' is not a program on PATH or an executable file")
+
+
 def build_plan(config: RunConfig) -> list[EnvPlan]:
     """Resolve environments and scenarios; raise UsageError naming what is missing."""
     external = config.server_cmd or config.url
     if config.server_cmd and config.url:
         raise UsageError("pass either --server or --url, not both")
+    _check_external(config.server_cmd, config.url)
     if external and not config.scenarios_file:
         raise UsageError(
             "an external server (--server/--url) needs --scenarios FILE: the harness cannot know "

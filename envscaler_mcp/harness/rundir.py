@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import ValidationError
 
 from envscaler_mcp._io import (
     append_jsonl,
@@ -104,7 +103,7 @@ class RunDir:
         data = self.results_path.read_bytes()
         records: list[EpisodeResult] = []
         offset = good_end = 0
-        for raw in data.splitlines(keepends=True):
+        for line, raw in enumerate(data.splitlines(keepends=True), start=1):
             offset += len(raw)
             if not raw.strip():
                 good_end = offset
@@ -121,12 +120,7 @@ class RunDir:
                     f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
                     "the file was edited by hand? Fix or remove that line."
                 )
-            try:
-                records.append(EpisodeResult.model_validate(record))
-            except ValidationError:
-                line = data.count(b"\n", 0, offset)
-                validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}")  # raises
-                raise
+            records.append(validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}"))
             good_end = offset
         if repair and good_end < len(data):
             with open(self.results_path, "r+b") as f:

@@ -36,7 +36,7 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
                 env_id = get_skeleton(envs[0]).id
             except UsageError:  # not in the catalog: launching it says what it is
                 env_id = None
-            other = sorted({sc.env_id for sc in loaded if env_id is not None and sc.env_id != env_id})
+            other = sorted({sc.env_id for sc in loaded} - {env_id}) if env_id is not None else []
             if other:
                 raise UsageError(f"{scenarios_file}: scenarios of {', '.join(other)} cannot be checked on {env_id}; "
                                  "give their own environment, or no ENV to check each on its own")

@@ -14,7 +14,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
-from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.parsers import (
@@ -67,11 +67,17 @@ class StepContext:
         quality = self.skeleton.quality
         if quality is None or not any(c.outcome for c in quality.checks):
             return None
-        ok = {c.tool for c in quality.checks if c.outcome == "succeeded" and c.verdict != "fail"}
+        ok = {c.tool for c in self._succeeded()}
         tools = [t.name for t in self.skeleton.tools if t.name in ok]
         if not any(t.kind == "state_change" for t in self.skeleton.tools if t.name in ok):
             return None
         return tools
+
+    def _succeeded(self) -> list[QualityCheck]:
+        """The dual-agent check's calls that succeeded and that the checker did not fail."""
+        quality = self.skeleton.quality
+        return [] if quality is None else [c for c in quality.checks
+                                           if c.outcome == "succeeded" and c.verdict != "fail"]
 
     def planning_skeleton(self) -> EnvSkeleton:
         """The skeleton as the task and solution steps see it: only the proven tools, when known."""
@@ -94,16 +100,8 @@ class StepContext:
     def observed(self, limit: int = 8) -> list[str]:
         """Calls the environment's dual-agent check saw succeed, as `tool(arguments)` (none for an environment
         without that report): what is known to work, to build tasks and plans on."""
-        quality = self.skeleton.quality
-        if quality is None:
-            return []
-        seen: list[str] = []
-        for check in quality.checks:
-            if check.outcome == "succeeded" and check.verdict != "fail":
-                call = f"{check.tool}({json.dumps(check.arguments, ensure_ascii=False)[:200]})"
-                if call not in seen:
-                    seen.append(call)
-        return seen[:limit]
+        calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self._succeeded()]
+        return list(dict.fromkeys(calls))[:limit]
 
     def settings(self, temperature: float | None = None) -> GenerationSettings:
         """Generation settings of a step."""
