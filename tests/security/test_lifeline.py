@@ -69,6 +69,50 @@ def test_the_command_dies_with_a_parent_killed_by_sigkill_after_its_starting_thr
         process.wait()
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_the_command_dies_with_its_parent_even_when_a_forked_child_still_holds_the_lifeline(
+        tmp_path: Path, pidfd: bool) -> None:
+    """Attack on the pipe alone: a child forked without exec (multiprocessing's default) inherits the write end
+    of the lifeline, so the keeper would never see EOF while that child lives. Also on a kernel without pidfds
+    (the keeper then polls its parent once a second)."""
+    pid_file, forked_file = tmp_path / "pid", tmp_path / "forked"
+    keeper = "" if pidfd else textwrap.dedent("""
+        import subprocess
+        def spawn_tied(command):  # the keeper as spawn_tied starts it, with os.pidfd_open taken away
+            code = ("import os, sys; del os.pidfd_open; from envscaler_mcp.isolation.lifeline import main; "
+                    "sys.exit(main(sys.argv[1:]))")
+            return subprocess.Popen([sys.executable, "-c", code, "--parent", str(os.getpid()), "--", *command],
+                                    stdin=subprocess.PIPE)
+    """)
+    parent = textwrap.dedent(f"""
+        import os, sys, time
+        from envscaler_mcp.isolation.lifeline import spawn_tied
+        {{keeper}}
+        keeper = spawn_tied([sys.executable, "-c", {SLEEPER!r}, {str(pid_file)!r}])
+        if os.fork() == 0:  # holds every fd of the parent, the lifeline's write end included
+            open({str(forked_file)!r}, "w").write(str(os.getpid()))
+            time.sleep(600)
+            os._exit(0)
+        print("ready", flush=True)
+        time.sleep(600)
+    """).replace("{keeper}", keeper)
+    process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parents[2])
+    forked = 0
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        command, forked = pid_from(pid_file), pid_from(forked_file)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert alive(forked), "the forked child is gone: this test proved nothing"
+        assert wait_for(lambda: not alive(command)), "the command outlived its parent while a fork held the pipe"
+    finally:
+        process.kill()
+        process.wait()
+        if forked:
+            os.kill(forked, signal.SIGKILL)
+
+
 def test_the_keeper_reports_the_commands_exit_and_passes_sigterm_on(tmp_path: Path) -> None:
     assert spawn_tied([sys.executable, "-c", "raise SystemExit(3)"]).wait(30) == 3
     keeper = spawn_tied([sys.executable, "-c", SLEEPER, str(tmp_path / "pid")])
