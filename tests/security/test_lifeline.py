@@ -152,3 +152,13 @@ def test_the_keeper_waits_without_polling(tmp_path: Path) -> None:
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+def test_a_keeper_whose_parent_is_already_gone_starts_nothing(tmp_path: Path) -> None:
+    # As if the parent died between starting the keeper and the keeper starting the command: the keeper's
+    # parent is not the one it was started for.
+    marker = tmp_path / "started"
+    keeper = subprocess.run([sys.executable, "-m", "envscaler_mcp.isolation.lifeline", "--parent", "1", "--",
+                             sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
+                            cwd=Path(__file__).resolve().parents[2], stdin=subprocess.PIPE, timeout=30, check=False)
+    assert keeper.returncode == 1 and not marker.exists()
