@@ -3,16 +3,15 @@ doing (loading, reading the prompt N/M tokens, generating) while it works, so a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    ProgressColumn,
-    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -31,16 +30,19 @@ def local_model_activity() -> str:
     return activity_line()
 
 
-class ActivityColumn(ProgressColumn):
-    """A column re-read at every refresh from a callable (the model's activity changes between episodes)."""
+class _ActivityProgress(Progress):
+    """The bar, and under it the model's activity re-read at every refresh (it changes between episodes): on a
+    line of its own, so an 80-column terminal does not squeeze it into a wrapped column beside the bar."""
 
-    def __init__(self, activity: Callable[[], str]) -> None:
-        super().__init__()
-        self.activity = activity
+    def __init__(self, *columns: Any, activity: Callable[[], str], **options: Any) -> None:
+        self.activity = activity  # before Progress sets up its display, which renders
+        super().__init__(*columns, **options)
 
-    def render(self, task: Task) -> Text:
-        """The current activity text, dimmed."""
-        return Text(self.activity(), style="dim")
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        line = self.activity()
+        if line:
+            yield Text(f"  {line}", style="dim", overflow="ellipsis", no_wrap=True)
 
 
 class RunProgress:
@@ -60,7 +62,7 @@ class RunProgress:
         self.score_sum = 0.0
         self.infra = 0
         self.usage = Usage()
-        self._progress = Progress(
+        self._progress = _ActivityProgress(
             TextColumn("[bold]eval"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -68,7 +70,7 @@ class RunProgress:
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            ActivityColumn(activity),
+            activity=activity,
             console=console or Console(stderr=True),
             disable=not enabled,
             transient=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import anyio
@@ -65,3 +66,15 @@ def test_progress_line_shows_the_model_activity() -> None:
     with RunProgress(3, console=console, activity=lambda: "local model: reading the prompt 256/1480 tokens"):
         pass
     assert "local model: reading the prompt 256/1480 tokens" in out.getvalue()
+
+
+def test_on_an_80_column_terminal_the_activity_has_a_line_of_its_own() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    with RunProgress(3, console=console, activity=lambda: "local model: generating 40 tokens, 6.2 tok/s"):
+        pass
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    lines = [line.rstrip() for line in plain.splitlines() if "local model" in line]
+    assert lines and lines[-1].strip().endswith("local model: generating 40 tokens, 6.2 tok/s")
+    assert "eval" not in lines[-1]  # not squeezed into a column beside the bar
+
