@@ -13,8 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import anyio
-
+from envscaler_mcp import _interrupt
 from envscaler_mcp._json import State
 from envscaler_mcp.authoring.specs import CallSpec, with_wrong_solutions
 from envscaler_mcp.catalog.store import save_scenarios
@@ -68,7 +67,7 @@ def main(env_dir: Path, scenarios: list[Scenario], wrong: Mapping[str, Sequence[
         return 1
     try:
         scenarios = with_wrong_solutions(scenarios, wrong or {}, require=require_wrong)
-        reports = anyio.run(lambda: gate_scenarios(env_dir, scenarios, transport=args.transport))
+        reports = _interrupt.run(lambda: gate_scenarios(env_dir, scenarios, transport=args.transport))
     except EnvScalerError as exc:
         print(f"error: {exc}")
         return 1

@@ -8,8 +8,6 @@ asking for help or running a light command does not pay for the MCP SDK, the pro
 from __future__ import annotations
 
 import importlib
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer._click.exceptions import UsageError as ClickUsageError
 from typer.core import TyperCommand, TyperGroup
 
-from envscaler_mcp import __version__
+from envscaler_mcp import __version__, _interrupt
 from envscaler_mcp.errors import EnvScalerError, UsageError
 
 # Every top-level command: the module whose `register(app)` adds it, and its one-line help (the first line
@@ -123,17 +121,6 @@ def _root(
     pass
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM ends a command as Ctrl-C does: its servers, sandbox workers and local model are stopped and
-    finished work is kept (the default action would end the process at once and leave its children running).
-    It is handed on as SIGINT, so an event loop cancels its tasks as it does for Ctrl-C."""
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        # Started with SIGINT ignored (a script's background job): no event loop listens for it, so interrupt
-        # here, as the default SIGINT handler would.
-        raise KeyboardInterrupt
-    os.kill(os.getpid(), signal.SIGINT)
-
-
 def _first_known(group: BaseExceptionGroup[BaseException]) -> EnvScalerError | KeyboardInterrupt | None:
     """The first error of a task group's that the CLI knows how to say in one line (a Ctrl-C first)."""
     interrupted, rest = group.split(KeyboardInterrupt)
@@ -148,7 +135,7 @@ def _first_known(group: BaseExceptionGroup[BaseException]) -> EnvScalerError | K
 def main(args: list[str] | None = None) -> None:
     """Console-script entry point: run the app; a user error (a bad option, file or setting) ends with one
     line on stderr and exit code 2, other known errors with their own code."""
-    signal.signal(signal.SIGTERM, _terminated)
+    _interrupt.install()
     try:
         code = app(args=args, standalone_mode=False)
     except NoArgsIsHelpError as exc:  # the help (rich help is printed while it is built)

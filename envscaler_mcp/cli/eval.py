@@ -115,9 +115,9 @@ def eval_command(
     home: HomeOption = None,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
-    import anyio
     from rich.console import Console
 
+    from envscaler_mcp import _interrupt
     from envscaler_mcp.harness.config import RunConfig
     from envscaler_mcp.harness.models import EpisodeConfig
     from envscaler_mcp.harness.run import new_run_id, run_eval
@@ -167,7 +167,7 @@ def eval_command(
     _check_writable(run_path)
     console = Console()
     try:
-        anyio.run(
+        _interrupt.run(
             lambda: run_eval(
                 config, run_path, resume=resume, retry_infra=retry_infra, console=Console(stderr=True)
             )

@@ -72,11 +72,10 @@ def import_envscaler_cmd(
 def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport) -> list[str]:
     """Attach verified solutions; print what was attached and what was not; return the lines that are errors
     (items of the trajectory file that are not trajectories)."""
-    import anyio
-
+    from envscaler_mcp import _interrupt
     from envscaler_mcp.qa.solutions import attach_solutions
 
-    report = anyio.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport))
+    report = _interrupt.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport))
     typer.echo(f"reference solutions from {trajectories}: {len(report.attached)} attached (replay reproduced "
                f"every call), {len(report.unverified)} not verified, {report.unmatched} trajectory(ies) of no "
                "imported scenario")

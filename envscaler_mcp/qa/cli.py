@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from envscaler_mcp import _interrupt
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import Transport
@@ -113,7 +113,7 @@ def check_command(
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=as_json, width=130)
-    reports = anyio.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
+    reports = _interrupt.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
                                              concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))

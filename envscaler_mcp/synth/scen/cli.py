@@ -7,9 +7,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import anyio
 import typer
 
+from envscaler_mcp import _interrupt
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.synth.skel.cli import RAY_HELP
@@ -97,7 +97,7 @@ def scenarios(
         typer.echo(f"scenario sets: {', '.join(str(out / f'{sk.id}.jsonl') for sk in skeletons)}; "
                    f"dropped items: {out / '_work' / '<env>' / 'dropped.jsonl'}")
 
-    anyio.run(main)
+    _interrupt.run(main)
 
 
 def register(app: typer.Typer) -> None:

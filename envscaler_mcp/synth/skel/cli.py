@@ -6,8 +6,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import anyio
 import typer
+
+from envscaler_mcp import _interrupt
 
 if TYPE_CHECKING:
     from envscaler_mcp.synth.skel.pipeline import Seats
@@ -98,7 +99,7 @@ def envs(
         print_summary(summary)
         typer.echo(f"environments: {out / 'environments'}")
 
-    anyio.run(main)
+    _interrupt.run(main)
 
 
 def register(app: typer.Typer) -> None:
