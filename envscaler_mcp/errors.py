@@ -68,6 +68,13 @@ class RenderError(EnvScalerError):
     """Rendering a skeleton into a server failed."""
 
 
+class UnrenderableSkeleton(RenderError):
+    """The skeleton or its scenarios, as given, cannot become a server (a class that does not compile, a
+    tool listed twice …): the input's fault, so exit code 2 like any other bad input."""
+
+    exit_code = 2
+
+
 class ServerStartError(EnvScalerError):
     """An MCP server could not be started or reached."""
 

@@ -114,10 +114,10 @@ class RunDir:
             except json.JSONDecodeError:
                 record = None
             if record is None or not complete:
-                if offset == len(data):  # the torn tail
+                if offset == len(data) and not complete:  # the torn tail: a write cut short has no newline
                     break
                 raise UsageError(
-                    f"{self.results_path}: a line in the middle is not valid JSON (byte {offset}); "
+                    f"{self.results_path}: line {line} is not valid JSON (byte {offset}); "
                     "the file was edited by hand? Fix or remove that line."
                 )
             records.append(validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}"))

@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 
 from envscaler_mcp.catalog.paths import templates_dir
-from envscaler_mcp.errors import RenderError
+from envscaler_mcp.errors import RenderError, UnrenderableSkeleton
 from envscaler_mcp.render import clients
 from envscaler_mcp.render.naming import (
     check_identifier,
@@ -94,22 +94,22 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
     for tool in skeleton.tools:
         check_tool_name(tool.name)
         if tool.name in seen:
-            raise RenderError(f"{skeleton.id}: tool '{tool.name}' is listed twice")
+            raise UnrenderableSkeleton(f"{skeleton.id}: tool '{tool.name}' is listed twice")
         seen.add(tool.name)
         if tool.input_schema.get("type") != "object":
-            raise RenderError(f"{skeleton.id}: tool '{tool.name}' input schema must have \"type\": \"object\" at its root")
+            raise UnrenderableSkeleton(f"{skeleton.id}: tool '{tool.name}' input schema must have \"type\": \"object\" at its root")
     for attr in skeleton.state:
         check_identifier(attr.name, "state attribute")
     try:
         compile(skeleton.class_source, f"<{skeleton.id} environment>", "exec")
     except SyntaxError as exc:
-        raise RenderError(f"{skeleton.id}: class source does not compile: {exc}") from exc
+        raise UnrenderableSkeleton(f"{skeleton.id}: class source does not compile: {exc}") from exc
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids) or any(not i for i in ids):
-        raise RenderError(f"{skeleton.id}: scenario ids must be present and unique (use Scenario.with_id())")
+        raise UnrenderableSkeleton(f"{skeleton.id}: scenario ids must be present and unique (use Scenario.with_id())")
     for s in scenarios:
         if s.env_id != skeleton.id:
-            raise RenderError(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
+            raise UnrenderableSkeleton(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
 
 
 def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes]:

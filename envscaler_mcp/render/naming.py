@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyword
 import re
 
-from envscaler_mcp.errors import RenderError
+from envscaler_mcp.errors import UnrenderableSkeleton
 
 TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _NON_ID = re.compile(r"[^a-z0-9_]+")
@@ -16,7 +16,7 @@ def safe_env_id(env_id: str) -> str:
     name = _NON_ID.sub("_", env_id.strip().lower()).strip("_")
     name = re.sub(r"_+", "_", name)
     if not name:
-        raise RenderError(f"environment id '{env_id}' has no usable characters; use lowercase snake_case")
+        raise UnrenderableSkeleton(f"environment id '{env_id}' has no usable characters; use lowercase snake_case")
     if name[0].isdigit():
         name = "env_" + name
     return name
@@ -35,13 +35,13 @@ def dashed_name(env_id: str) -> str:
 def check_tool_name(name: str) -> str:
     """Return `name` if it can be both an MCP/provider tool name and a Python method name, else raise."""
     if not TOOL_NAME.match(name) or keyword.iskeyword(name):
-        raise RenderError(f"tool name '{name}' is not usable: it must match {TOOL_NAME.pattern} "
+        raise UnrenderableSkeleton(f"tool name '{name}' is not usable: it must match {TOOL_NAME.pattern} "
                           "(a public Python method name of at most 64 characters)")
     return name
 
 
 def check_identifier(name: str, what: str) -> str:
-    """Return `name` if it is a public Python identifier, else raise RenderError naming `what`."""
+    """Return `name` if it is a public Python identifier, else raise UnrenderableSkeleton naming `what`."""
     if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
-        raise RenderError(f"{what} '{name}' is not a public Python identifier")
+        raise UnrenderableSkeleton(f"{what} '{name}' is not a public Python identifier")
     return name

@@ -168,11 +168,21 @@ def test_a_results_file_of_the_wrong_shape_is_named_with_its_line(tmp_path: Path
     run = tmp_path / "run"
     code, out, err = run_main(eval_args(tmp_path, "--agent", "oracle", "--transport", "memory", "--limit", "1"), capsys)
     assert code == 0, (out, err)
+    kept = (run / "results.jsonl").read_text()
     (run / "results.jsonl").write_text('{"foo": 1}\n')
     for args in (["report", str(run)], ["export", "run", str(run), "--format", "openai", "--out", str(tmp_path / "x")]):
         code, out, err = run_main(args, capsys)
         assert code == 2 and "Traceback" not in out + err, (args, out, err)
         assert f"{run / 'results.jsonl'}: line 1: not a valid EpisodeResult" in err
+    # a whole last line that is not JSON is not a write cut short (that has no newline): it is named, never
+    # read as no episodes; a torn tail after it is still ignored
+    for text, says in ((kept + "garbage\n", "line 2 is not valid JSON"), ("garbage\n", "line 1 is not valid JSON")):
+        (run / "results.jsonl").write_text(text)
+        code, out, err = run_main(["report", str(run)], capsys)
+        assert code == 2 and says in err and "Traceback" not in out + err, (text, out, err)
+    (run / "results.jsonl").write_text(kept + '{"run_id": "to')
+    code, out, err = run_main(["report", str(run)], capsys)
+    assert code == 0, (out, err)
     assert not (tmp_path / "x").exists()
 
 
@@ -283,3 +293,17 @@ def test_serve_with_both_a_state_and_a_scenario_is_one_line(tmp_path: Path, caps
     code, _, err = run_main(["serve", "library_loans", "--state", str(state), "--scenario", "x"], capsys)
     assert code == 2 and err.strip() == "error: --state and --scenario both say where the server starts: give one of them"
     assert "serving" not in err
+
+
+def test_a_skeleton_whose_class_does_not_compile_is_bad_input(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The skeleton's fault, not the tool's: exit 2 like any other bad input, and nothing rendered."""
+    import json
+
+    skeleton = json.loads((MINI_SHOP / "skeleton.json").read_text())
+    broken = tmp_path / "skeleton.json"
+    broken.write_text(json.dumps({**skeleton, "class_source": skeleton["class_source"] + "\ndef (:\n"}))
+    for args in (["render", str(broken), "--out", str(tmp_path / "out")], ["serve", str(broken)]):
+        code, out, err = run_main(args, capsys)
+        assert code == 2 and "Traceback" not in out + err and "class source does not compile" in err, (args, err)
+    assert not (tmp_path / "out").exists()
