@@ -3,7 +3,7 @@
     .venv/bin/python scripts/record_fixtures.py envs CACHE DEST --tasks api-bank-lv3-train.json --limit 3 \
         --max-failed-methods 2 --check-calls 10 --spec local/qwen2.5-coder-1.5b --date 2026-11-27
     .venv/bin/python scripts/record_fixtures.py scenarios CACHE DEST --skeleton skeleton.json -n 8 \
-        --spec local/qwen2.5-coder-1.5b --date 2026-11-27 [--guard state]
+        --spec local/qwen2.5-coder-1.5b --date 2026-11-27 [--guard state] [--keep-out OUT]
 
 Replays the whole pipeline offline (every answer comes from CACHE; nothing reaches a model; servers and the
 validator sandbox are real), writes each answer served with its full request and the label 'recorded from
@@ -58,6 +58,8 @@ def main() -> None:
     parser.add_argument("--skeleton", type=Path, help="scenarios: the environment's skeleton.json")
     parser.add_argument("-n", type=int, default=None, help="scenarios: as given to the recorded run")
     parser.add_argument("--guard", default="validators", help="scenarios: as given to the recorded run")
+    parser.add_argument("--keep-out", type=Path, default=None,
+                        help="write the replayed pipeline's output there (scenario sets, environments) and keep it")
     args = parser.parse_args()
     label = f"recorded from {args.spec} on {args.date}"
     answers = args.dest / "answers"
@@ -66,7 +68,8 @@ def main() -> None:
     args.dest.mkdir(parents=True, exist_ok=True)
     provider = ReplayProvider(args.spec, args.cache, record_to=answers, label=label)
     options: dict[str, Any]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = str(args.keep_out) if args.keep_out else scratch
         if args.pipeline == "envs":
             options = {"limit": args.limit, "max_failed_methods": args.max_failed_methods,
                        "check_calls": args.check_calls}

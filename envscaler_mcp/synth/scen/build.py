@@ -1,14 +1,22 @@
-"""One scenario from one initial state: task -> checklist -> validators -> solution -> gate, with one repair.
+"""One scenario from one initial state: task -> checklist -> validators -> solution -> gate, with up to
+`REPAIR_ROUNDS` repairs.
 
 The gate is the project's scenario QA gate (`qa.gate.check_scenario`) plus the mutation test: every
 validator runs and returns a bool, at least one (and every [change] item) is False on the initial state, the
 reference solution replays on a real server episode with every call succeeding, every validator is True
-after it, and each field the solution changed is guarded by some validator. A failing scenario gets ONE
-repair round aimed at the failing part, then is dropped with the reasons.
+after it, and each field the solution changed is guarded by some validator. A failing scenario gets up to
+`REPAIR_ROUNDS` repair rounds, each aimed at the failing part with the concrete failure as feedback, then is
+dropped with the reasons.
 
-Before it is dropped, a repaired draft whose reference solution replayed cleanly but some of whose
-items' validators disagree with it (raise, already hold on the initial state although the item claims a
-change, or do not hold after the plan) is tried without those items: kept when they are at most half of
+When the reference solution replayed cleanly and changed the state but some items' validators disagree with
+it, the first repair rewrites only those items' validators, shown the changes the solution made (the plan
+stands: a small model asked to rewrite both at once tends to make them disagree again); a later round
+rewrites validators and solution together.
+
+After each repair, a draft whose reference solution replayed cleanly but some of whose items' validators
+disagree with it (raise, already hold on the initial state although the item claims a change, or do not
+hold after the plan) gets a last try: [change] items whose validators hold before and after the plan are
+re-marked [keep], and the draft is tried without the items that still disagree: kept when they are at most half of
 the checklist, at least `_MIN_ITEMS` different validators remain and the whole gate, mutation test included,
 passes on them; the dropped items are named in the
 scenario's provenance notes. No model call is spent on it; the repair goes first because it can keep the
@@ -29,12 +37,14 @@ from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
+from envscaler_mcp.synth.scen.grounding import names_a_record
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
 Part = Literal["task", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
+REPAIR_ROUNDS = 2
 
 
 class Dropped(Exception):
@@ -54,6 +64,7 @@ class Verdict:
     part: Part | None = None
     feedback: str = ""
     report: GateReport | None = None
+    items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
 
 
 def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenance | None = None
@@ -145,25 +156,46 @@ class ScenarioBuilder:
             reason = "the reference solution calls no state-changing tool, so the task does not change the state"
             return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; the task must ask for "
                            "changes (create, update, cancel …), not only information")
+        if draft.answer is None and not names_a_record(state, draft.task):
+            reason = ("the task names no record of the initial state (no id, and no name or other value that only "
+                      "one record has), so an assistant cannot tell which records to change")
+            return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; name the records "
+                           "(by id, or by a name or other value of theirs)")
         report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
                                       free_fields=self.ctx.skeleton.free_fields,
                                       validators_only=self.validators_only)
         return diagnose(report, scenario, self.require_mutation)
 
     async def pruned(self, state: State, draft: Draft, verdict: Verdict) -> Draft | None:
-        """The draft without the items whose validators disagree with its reference solution, if they are at
-        most half of it, `_MIN_ITEMS` different validators are left and the whole gate passes; else None."""
-        if verdict.report is None:
+        """The draft after a last try that costs no model call, if the whole gate then passes; else None.
+
+        Only when the reference solution replayed cleanly: an item marked [change] whose validator holds both
+        on the initial state and after the solution asserts something that stays so: it is re-marked [keep]
+        (what a repair may do by heading it `# c4 [keep]`; the mutation test still demands that every changed
+        field is guarded). Items whose validators still disagree with the solution are dropped if they are at
+        most half of the checklist and `_MIN_ITEMS` different validators are left."""
+        report = verdict.report
+        if report is None or not disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state, draft)):
             return None
-        bad = disagreeing_items(verdict.report, draft_scenario(self.ctx.skeleton.id, state, draft))
-        kept = [c for c in draft.checklist if c.id not in bad]
+        before = {r.item_id for r in report.initial_results if r.passed and r.reason is None}
+        after = {r.item_id for r in report.final_results if r.passed and r.reason is None}
+        steady = [c.id for c in draft.checklist
+                  if c.kind == "state" and c.claims_change and c.id in before and c.id in after]
+        checklist = [c.model_copy(update={"claims_change": False}) if c.id in steady else c for c in draft.checklist]
+        notes = [*draft.notes] + ([f"checklist items {', '.join(steady)} re-marked [keep]: their validators hold "
+                                   "before and after the reference solution"] if steady else [])
+        bad = disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state,
+                                                       draft.model_copy(update={"checklist": checklist})))
+        kept = [c for c in checklist if c.id not in bad]
         distinct = {" ".join((c.validator or "").split()) for c in kept}
-        if not bad or len(bad) > len(draft.checklist) // 2 or len(distinct) < _MIN_ITEMS:
+        if len(bad) > len(checklist) // 2 or len(distinct) < _MIN_ITEMS:
             return None
-        candidate = draft.model_copy(update={"checklist": kept, "notes": [
-            *draft.notes, f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
-            "reference solution (" + "; ".join(verdict.reasons)[:300] + ")"]})
-        return candidate if not (await self.evaluate(state, candidate)).reasons else None
+        if bad:
+            notes.append(f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
+                         "reference solution (" + "; ".join(verdict.reasons)[:300] + ")")
+        candidate = draft.model_copy(update={"checklist": kept, "notes": notes})
+        final = await self.evaluate(state, candidate)
+        return None if final.reasons else marked_by_evidence(candidate, final.report)
 
     async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:
         """Task, checklist, validators and solution for `state`."""
@@ -174,21 +206,43 @@ class ScenarioBuilder:
         solution = await gen_solution(ctx, state, task, meter)
         return Draft(title=title, task=task, checklist=checklist, solution=solution)
 
+    def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:
+        """For a first repair: when the solution replayed cleanly and changed the state but some validators
+        disagree with it, rewrite only those validators (the feedback shows the solution's changes)."""
+        report = verdict.report
+        if verdict.part != "validators+solution" or report is None or report.final_state is None:
+            return verdict
+        if any(s.name == "replay" and s.status == "fail" for s in report.steps):
+            return verdict
+        if not diff_states(dict(state), dict(report.final_state)):
+            return verdict
+        items = disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state, draft))
+        if not items:
+            return verdict
+        return Verdict(reasons=verdict.reasons, part="validators", feedback=verdict.feedback, report=report,
+                       items=items)
+
     async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> Draft:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
-        if part == "task":
-            repaired = await self.first_draft(state, meter, verdict.feedback)
+        if part == "task":  # the failed task is shown, so a second round asks something new
+            feedback = f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
+            repaired = await self.first_draft(state, meter, feedback)
             repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300]]
             return repaired
         update: dict[str, Any] = {}
-        if part in ("validators", "validators+solution"):
+        if part == "validators" and verdict.items:
+            chosen = [c for c in draft.checklist if c.id in verdict.items]
+            rewritten = {c.id: c for c in await gen_validators(ctx, state, draft.task, chosen, meter,
+                                                                verdict.feedback)}
+            update["checklist"] = [rewritten.get(c.id, c) for c in draft.checklist]
+        elif part in ("validators", "validators+solution"):
             update["checklist"] = await gen_validators(ctx, state, draft.task, draft.checklist, meter,
                                                        verdict.feedback)
         if part in ("solution", "validators+solution"):
             update["solution"] = await gen_solution(ctx, state, draft.task, meter, verdict.feedback,
                                                     draft.solution)
-        update["notes"] = [*draft.notes, f"{part} regenerated after: " + "; ".join(verdict.reasons)[:300]]
+        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300]]
         return draft.model_copy(update=update)
 
     async def build(self, state: State, meter: UsageMeter, question: bool = False) -> Draft:
@@ -199,21 +253,71 @@ class ScenarioBuilder:
                            else self.first_draft(state, meter))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
+        draft = without_repeats(draft)
         verdict = await self.evaluate(state, draft)
         if not verdict.reasons:
-            return draft
-        try:
-            if question:
-                replay_failed = verdict.part == "solution" or any(r.startswith("replay:") for r in verdict.reasons)
-                draft = await questions.repaired_question(self, state, draft, verdict.reasons, replay_failed, meter)
-            else:
-                draft = await self.repair(state, draft, verdict, meter)
-        except StepFailed as exc:
-            raise Dropped(exc.step, f"repair of the {verdict.part} failed: {exc.reason} "
-                          f"(gate: {'; '.join(verdict.reasons)})") from exc
-        second = await self.evaluate(state, draft)
-        if second.reasons and (pruned := await self.pruned(state, draft, second)) is not None:
-            return pruned
-        if second.reasons:
-            raise Dropped("gate", f"failed after repairing the {verdict.part}: " + "; ".join(second.reasons))
+            return marked_by_evidence(draft, verdict.report)
+        rounds = 1 if question else REPAIR_ROUNDS
+        for round_ in range(rounds):
+            if round_ == 0 and not question:
+                verdict = self.plan_stands(state, draft, verdict)
+            repaired = _describe(verdict)
+            try:
+                if question:
+                    replay_failed = (verdict.part == "solution"
+                                     or any(r.startswith("replay:") for r in verdict.reasons))
+                    draft = await questions.repaired_question(self, state, draft, verdict.reasons, replay_failed,
+                                                              meter)
+                else:
+                    draft = without_repeats(await self.repair(state, draft, verdict, meter))
+            except StepFailed as exc:
+                raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
+                              f"(gate: {'; '.join(verdict.reasons)})") from exc
+            verdict = await self.evaluate(state, draft)
+            if not verdict.reasons:
+                return marked_by_evidence(draft, verdict.report)
+            if (pruned := await self.pruned(state, draft, verdict)) is not None:
+                return pruned
+        raise Dropped("gate", f"failed after repairing the {repaired}: " + "; ".join(verdict.reasons))
+
+
+def marked_by_evidence(draft: Draft, report: GateReport | None) -> Draft:
+    """A passing draft whose [keep] items' validators are False on the initial state has them re-marked
+    [change]: an item that must become true is a change, whatever its mark says (a small model's repair
+    re-marked "Has appointment 1 been cancelled?" [keep])."""
+    if report is None:
         return draft
+    false_before = {r.item_id for r in report.initial_results if not r.passed and r.reason is None}
+    flip = [c.id for c in draft.checklist if c.kind == "state" and not c.claims_change and c.id in false_before]
+    if not flip:
+        return draft
+    return draft.model_copy(update={
+        "checklist": [c.model_copy(update={"claims_change": True}) if c.id in flip else c for c in draft.checklist],
+        "notes": [*draft.notes, f"checklist items {', '.join(flip)} re-marked [change]: their validators are "
+                  "False on the initial state"]})
+
+
+def without_repeats(draft: Draft) -> Draft:
+    """The draft without items whose validator repeats an earlier item's (the same code, spacing aside): a
+    second item checking the same thing adds nothing (a small model fills a checklist that way)."""
+    seen: set[str] = set()
+    kept = []
+    for item in draft.checklist:
+        code = " ".join((item.validator or "").split())
+        if code and code in seen:
+            continue
+        seen.add(code)
+        kept.append(item)
+    if len(kept) == len(draft.checklist):
+        return draft
+    kept_ids = {c.id for c in kept}
+    dropped = [c.id for c in draft.checklist if c.id not in kept_ids]
+    return draft.model_copy(update={"checklist": kept, "notes": [
+        *draft.notes, f"checklist items {', '.join(dropped)} dropped: their validators repeat an earlier item's"]})
+
+
+def _describe(verdict: Verdict) -> str:
+    """The part a repair rewrites, as the drop reason names it."""
+    if verdict.part == "validators" and verdict.items:
+        return f"validators of {', '.join(verdict.items)}"
+    return str(verdict.part)

@@ -97,6 +97,14 @@ class StepContext:
             out.append(entry)
         return out
 
+    def changers(self) -> list[str]:
+        """The state-changing tools the dual-agent check saw work (none for an environment without that
+        report): a small model asked for a task in this environment's topic otherwise asks for changes no
+        working tool makes (booking, in an environment whose booking tool never succeeds)."""
+        if self.proven() is None:
+            return []
+        return [t.name for t in self.planning_skeleton().tools if t.kind == "state_change"]
+
     def observed(self, limit: int = 8) -> list[str]:
         """Calls the environment's dual-agent check saw succeed, as `tool(arguments)` (none for an environment
         without that report): what is known to work, to build tasks and plans on."""
@@ -130,7 +138,8 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     """Stage 2: (title, task) grounded in `state`."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
-               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback, "observed": ctx.observed()}
+               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback, "observed": ctx.observed(),
+               "changers": ctx.changers()}
     return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
                      settings=ctx.settings(), template="scen/task", schema=TASK_SCHEMA)
 

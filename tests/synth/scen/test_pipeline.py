@@ -14,6 +14,7 @@ from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.qa.gate import check_scenario
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.steps import prompt_version
 
 pytestmark = pytest.mark.anyio
@@ -57,7 +58,7 @@ async def test_checks_already_true_on_the_initial_state_are_dropped(run: Any) ->
     [record] = dropped(out, "mini_shop")
     assert record["item_id"] == "s001" and record["step"] == "gate"
     assert "every validator is already True on the initial state" in record["reason"]
-    assert router.calls["validators"] == 2  # one repair round, then dropped
+    assert router.calls["validators"] == 1 + REPAIR_ROUNDS  # every repair round, then dropped
     assert "claims a change but is already True" in [t for s, t in router.prompts if s == "validators"][1]
 
 
@@ -81,7 +82,7 @@ async def test_a_crashing_validator_is_not_dropped_when_its_field_would_go_ungua
     _, router, out = await run("mini_shop", "crash_status")  # c1, the only check of the cancelled status
     [record] = dropped(out, "mini_shop")
     assert record["step"] == "gate" and "c1 on the initial state: raised KeyError" in record["reason"]
-    assert router.calls["validators"] == 2  # the one repair (the same answer again), then dropped
+    assert router.calls["validators"] == 1 + REPAIR_ROUNDS  # each repair (the same answer again), then dropped
     assert not (out / "mini_shop.jsonl").exists()
 
 
@@ -100,7 +101,8 @@ async def test_a_query_only_task_is_rewritten(run: Any) -> None:
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert sc.title == "Cancel Marta's order and leave a note"
     assert router.calls["task"] == 2
-    assert "calls no state-changing tool" in [t for s, t in router.prompts if s == "task"][1]
+    repair = [t for s, t in router.prompts if s == "task"][1]
+    assert "calls no state-changing tool" in repair and "the task that failed: " in repair
 
 
 async def test_mutation_testing_catches_an_existence_only_validator(run: Any) -> None:
@@ -235,14 +237,31 @@ async def test_the_same_scenario_made_from_two_items_is_kept_once_and_counted_on
     assert sum(router.calls.values()) == 0 and len(dropped(out, "mini_shop")) == 1
 
 
-async def test_a_check_false_after_the_solution_regenerates_validators_and_solution(run: Any) -> None:
+async def test_a_check_false_after_a_clean_solution_rewrites_only_its_validator(run: Any) -> None:
+    """The plan replayed cleanly and changed the state, so it stands: the first repair asks again for the
+    validator of the disagreeing item alone, shown the changes the plan made."""
     _, router, out = await run("mini_shop", "final_false")
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert '== "cancelled"' in (sc.checklist[0].validator or "")
-    assert router.calls["validators"] == 2 and router.calls["solution"] == 2
+    assert router.calls["validators"] == 2 and router.calls["solution"] == 1
     feedback = [t for s, t in router.prompts if s == "validators"][1]
     assert "c1 (Has order O-2001 been cancelled?) is False after the plan" in feedback
     assert "orders['O-2001'].status: changed \"pending\" -> \"cancelled\"" in feedback
+    asked = feedback.split("Checklist:", 1)[1].split("Your previous validators", 1)[0]
+    assert "- c1 [change]" in asked and "- c2" not in asked and "- c4" not in asked
+    assert any(note.startswith("validators of c1 regenerated after: final_true") for note in sc.provenance.notes)
+
+
+async def test_a_second_repair_rewrites_validators_and_solution(run: Any) -> None:
+    """The rewritten validator still disagrees: the second round asks for every validator and a new plan."""
+    _, router, out = await run("mini_shop", "final_false_twice")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert '== "cancelled"' in (sc.checklist[0].validator or "")
+    assert router.calls["validators"] == 3 and router.calls["solution"] == 2
+    second = [t for s, t in router.prompts if s == "validators"][2]
+    asked = second.split("Checklist:", 1)[1].split("Your previous validators", 1)[0]
+    assert all(f"- c{i}" in asked for i in (1, 2, 3, 4))
+    assert "Your previous plan" in [t for s, t in router.prompts if s == "solution"][1]
 
 
 async def test_a_validator_repair_may_re_mark_an_item_as_keep(run: Any) -> None:
@@ -287,3 +306,47 @@ async def test_the_summary_prints_drop_reasons(run: Any) -> None:
     assert "Usage per stage" in text and "gate 1" in text
     assert "scen_todo dropped s001 gate: failed after repairing the validators: mutation: no validator notices when " \
            "todos['T-3']" in text
+
+
+def test_an_item_whose_validator_repeats_an_earlier_one_is_dropped() -> None:
+    """Two items with the same validator (spacing aside) check one thing: the second goes, with a note."""
+    from envscaler_mcp.scenario.models import ChecklistItem
+    from envscaler_mcp.synth.scen.build import without_repeats
+    from envscaler_mcp.synth.scen.records import Draft
+
+    code = 'def check_func(final_state):\n    return final_state["a"]["1"]["status"] == "cancelled"\n'
+    items = [ChecklistItem(id="c1", description="Has 1 been cancelled?", validator=code),
+             ChecklistItem(id="c2", description="Is 1 no longer pending?", validator=code.replace("    ", "  ")),
+             ChecklistItem(id="c3", description="Is 2 kept?", validator="def check_func(final_state):\n    return True\n")]
+    draft = without_repeats(Draft(task="t", checklist=items))
+    assert [c.id for c in draft.checklist] == ["c1", "c3"]
+    assert draft.notes == ["checklist items c2 dropped: their validators repeat an earlier item's"]
+    assert without_repeats(draft) is draft
+
+
+async def test_an_item_marked_change_whose_validator_holds_throughout_is_re_marked_keep(run: Any) -> None:
+    """c4 ("left unchanged") is marked [change] and the repair did not re-mark it: its validator holds before
+    and after a cleanly replayed solution, so the last try re-marks it [keep] (no model call) and the gate passes."""
+    _, router, out = await run("mini_shop", "steady")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False]
+    assert router.calls["validators"] == 2
+    assert any(n.startswith("checklist items c4 re-marked [keep]") for n in sc.provenance.notes)
+
+
+async def test_a_task_that_names_no_record_is_rewritten(run: Any) -> None:
+    """The plan and validators of the first task pick orders the task never names: the task is asked again."""
+    _, router, out = await run("mini_shop", "unnamed")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "O-2001" in sc.task and router.calls["task"] == 2
+    repair = [t for s, t in router.prompts if s == "task"][1]
+    assert "the task names no record of the initial state" in repair and "the task that failed: Hi, I ordered" in repair
+
+
+async def test_a_keep_item_false_on_the_initial_state_is_re_marked_change(run: Any) -> None:
+    """The repair re-marked c4 [keep] rightly and c1 ("Has order O-2001 been cancelled?") wrongly: c1's
+    validator is False on the initial state, so the kept scenario has it as a change again."""
+    _, router, out = await run("mini_shop", "wrong_keep")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.claims_change for c in sc.checklist] == [True, True, True, False] and router.calls["validators"] == 2
+    assert any(n.startswith("checklist items c1 re-marked [change]") for n in sc.provenance.notes)

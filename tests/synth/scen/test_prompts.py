@@ -49,7 +49,8 @@ class Capture:
 
 @pytest.fixture(scope="module", params=ENVIRONMENTS, ids=lambda p: p.name)
 def skeleton(request: pytest.FixtureRequest) -> EnvSkeleton:
-    return build_skeleton_from_dir(request.param)
+    # without a dual-agent report (a synthesized environment has one): every tool is offered, as the tests expect
+    return build_skeleton_from_dir(request.param).model_copy(update={"quality": None})
 
 
 async def prompt_of(skeleton: EnvSkeleton, step: Any, *args: Any, **kwargs: Any) -> tuple[str, str]:
@@ -120,6 +121,8 @@ async def test_tasks_and_plans_use_only_the_tools_seen_to_work(skeleton: EnvSkel
     assert ctx.proven() == [t.name for t in skeleton.tools if t.name in (change, query)]
     _, user = await prompt_of(checked, gen_task, checked.default_state)
     assert f"- {change} (" in user and f"- {unproven} (" not in user
+    assert f"Only {change} can change this system's state" in user  # the task's changes are the proven tool's
+    assert "can change this system's state" not in (await prompt_of(skeleton, gen_task, skeleton.default_state))[1]
     with pytest.raises(AnswerFormatError):
         parse_solution(json.dumps({"calls": [{"tool": unproven, "arguments": {}}]}), ctx.planning_skeleton())
     only_queries = [QualityCheck(tool=query, verdict="pass", outcome="succeeded")]

@@ -1,0 +1,77 @@
+"""Does a task name anything of its initial state?
+
+A task that names no record cannot be solved but by luck: the embedded 1.5B model wrote "cancel an existing
+appointment" while its plan and validators picked appointment "1". The gate cannot see that (validators and
+plan agree). This check is lenient on purpose: a task passes when it contains the key of any record of the
+initial state or a value that only one record of its collection has (a name, an email, a date). A good task
+often lets the assistant find the records it changes ("the first open slot", "Marta's order"), so asking it
+to name those very records would refuse good tasks; naming nothing at all is what gives the guess away.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_MIN_VALUE = 3  # shorter values ("A", "12") are not taken as naming a record
+
+
+def _collections(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Top-level attributes that map keys to records (dicts)."""
+    return {name: value for name, value in state.items()
+            if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values())}
+
+
+def _strings(record: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    """(field, value) for the record's string and number values, nested lists of them included."""
+    for field, value in record.items():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                yield field, str(item)
+
+
+def _mentions(text: str, value: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(value.lower())}(?![\w-])", text) is not None
+
+
+def _distinct_values(collection: Mapping[str, Any], key: str) -> set[str]:
+    """The values of record `key` that no other record of its collection has in the same field, and the
+    words (4 letters or more) of its values that no other record's values contain ("Moreno" of "Dr. Elena
+    Moreno")."""
+    others: dict[str, set[str]] = {}
+    other_words: set[str] = set()
+    for other_key, record in collection.items():
+        if other_key != key:
+            for field, value in _strings(record):
+                others.setdefault(field, set()).add(value)
+                other_words.update(_words(value))
+    values = [(field, value) for field, value in _strings(collection[key])]
+    distinct = {value for field, value in values if len(value) >= _MIN_VALUE and value not in others.get(field, set())}
+    return distinct | {word for _, value in values for word in _words(value) if word not in other_words}
+
+
+def _words(value: str) -> set[str]:
+    return {w for w in re.findall(r"[^\W\d_]{4,}", value.lower())}
+
+
+def _mentions_key(text: str, collection: str, key: str) -> bool:
+    """A numeric key counts only after a word that says it is an id ("appointment 4", "ID 4", "#4"), not
+    as a count ("30 appointments")."""
+    if not key.isdigit():
+        return _mentions(text, key)
+    stem = re.escape(collection.lower().rstrip("s")[:6])
+    return re.search(rf"(?:\bids?\b|#|\bno\b\.?|\bnumbers?\b|\b{stem}\w*)\W*(?:\w+\W+){{0,2}}{key}(?![\w-])",
+                     text) is not None
+
+
+def names_a_record(state: Mapping[str, Any], task: str) -> bool:
+    """The task contains the key of a record of the initial state, or a value that only one record of its
+    collection has; True for a state without keyed collections (nothing to check)."""
+    collections = _collections(state)
+    if not collections:
+        return True
+    text = task.lower()
+    return any(_mentions_key(text, name, key) or any(_mentions(text, v) for v in _distinct_values(collection, key))
+               for name, collection in collections.items() for key in collection)

@@ -1,0 +1,1 @@
+"""Runtime of a generated envscaler-mcp server (the same files in every generated server)."""

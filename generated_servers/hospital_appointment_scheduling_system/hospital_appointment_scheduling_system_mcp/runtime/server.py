@@ -1,0 +1,297 @@
+"""The MCP server: tools, prompts, the state resource, and the stdio admin requests."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from mcp import MCPError
+from mcp.server import Server, ServerRequestContext
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    Prompt,
+    PromptMessage,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    RequestParams,
+    Resource,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+)
+from pydantic import ConfigDict
+
+from .episode import Episode
+from .package import EnvPackage
+from .states import StateFiles
+
+log = logging.getLogger(__name__)
+
+EPISODE_SCOPE_KEY = "envscaler.episode"
+# Set in the ASGI scope by the HTTP router for the admin-token-guarded shared endpoint (/routed/mcp) only:
+# there, and nowhere else, a request names its episode in `_meta` under EPISODE_META_KEY.
+ROUTED_SCOPE_KEY = "envscaler.routed"
+EPISODE_META_KEY = "envscaler/episode"
+STATE_URI = "state://current"
+ADMIN_GET_STATE = "envscaler/admin/get_state"
+ADMIN_RESET = "envscaler/admin/reset"
+# stdio with an admin token (the launcher's pipe): many episodes in one process, named in `_meta`
+ADMIN_CREATE = "envscaler/admin/create_episode"
+ADMIN_CLOSE = "envscaler/admin/close_episode"
+# The tool list never changes while the server runs: clients may keep it this long (2026-07-28 `ttlMs`).
+TOOLS_TTL_MS = 10 * 60 * 1000
+
+
+class AdminParams(RequestParams):
+    """Params of the stdio admin requests: the token; `state`, `state_file` or `scenario_id` for a reset or a
+    new episode; `episode_id` (and `with_state`) for reading or closing one."""
+
+    model_config = ConfigDict(extra="allow")
+    token: str | None = None
+    state: dict[str, Any] | None = None
+    state_file: str | None = None
+    scenario_id: str | None = None
+    episode_id: str | None = None
+    with_state: bool = False
+
+
+class EpisodeRefused(Exception):
+    """An episode could not be created; `status` is the HTTP status the REST admin API answers with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _tool(spec: dict[str, Any]) -> Tool:
+    query = spec["kind"] == "query"
+    annotations = ToolAnnotations(read_only_hint=True) if query else \
+        ToolAnnotations(read_only_hint=False, destructive_hint=True)
+    return Tool(name=spec["name"], description=spec["description"], input_schema=spec["input_schema"],
+                annotations=annotations)
+
+
+def _error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+class EnvServer:
+    """Holds the episodes of one process and the MCP `Server` that serves them."""
+
+    def __init__(self, package: EnvPackage, *, call_timeout: float | None = 10.0,
+                 admin_token: str | None = None, initial_state: dict[str, Any] | None = None,
+                 otel_spans: bool = False, state_dir: Path | None = None, max_episodes: int = 1000) -> None:
+        self.package = package
+        self.state_files = StateFiles(state_dir)
+        self.max_episodes = max_episodes
+        self.otel_spans = otel_spans
+        self.call_timeout = call_timeout
+        self.admin_token = admin_token
+        self.tools = [_tool(t) for t in package.tools]
+        self.tool_names = {t.name for t in self.tools}
+        self.validators = {t["name"]: jsonschema.Draft202012Validator(t["input_schema"]) for t in package.tools}
+        self.input_schemas: dict[str, dict[str, Any]] = {t["name"]: t["input_schema"] for t in package.tools}
+        self.episodes: dict[str, Episode] = {}
+        self.episodes["default"] = self.new_episode(initial_state, "default")
+        self.server = self._build()
+
+    # ---- episodes ----
+    def new_episode(self, state: dict[str, Any] | None, episode_id: str) -> Episode:
+        """Create an episode at `state` (default: the package's default state). Does not register it."""
+        if state is None:
+            state = self.package.default_state
+        return Episode(self.package.env_class, self.package.state_names, state, episode_id)
+
+    def create_episode(self, state: dict[str, Any] | None = None, *, state_file: str | None = None,
+                       scenario_id: str | None = None) -> str:
+        """Create and register an episode (the package's default state, a state, a state file of --state-dir, or
+        a bundled scenario's state); returns its id, 128 random bits. Raises EpisodeRefused."""
+        if len(self.episodes) > self.max_episodes:
+            raise EpisodeRefused(429, f"too many episodes (limit {self.max_episodes}); delete some first")
+        if state_file is not None:
+            try:
+                state = self.state_files.read(state_file)
+            except ValueError as exc:
+                raise EpisodeRefused(400, str(exc)) from None
+        if scenario_id is not None:
+            try:
+                state = self.package.scenario_state(scenario_id)
+            except KeyError as exc:
+                raise EpisodeRefused(404, str(exc.args[0])) from None
+        if state is not None and not isinstance(state, dict):
+            raise EpisodeRefused(400, "state must be a JSON object keyed by state attribute names")
+        episode_id = secrets.token_hex(16)  # an episode id is also the key to its endpoint
+        try:
+            self.episodes[episode_id] = self.new_episode(state, episode_id)
+        except Exception as exc:
+            raise EpisodeRefused(400, f"could not create the episode: {type(exc).__name__}: {exc}") from None
+        return episode_id
+
+    def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
+        named = (ctx.meta or {}).get(EPISODE_META_KEY)
+        if not isinstance(named, str) or named == "default" or named not in self.episodes:
+            raise MCPError(INVALID_REQUEST, f"name an existing episode in _meta['{EPISODE_META_KEY}']")
+        return self.episodes[named]
+
+    def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
+        """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
+
+        On the shared endpoint (ROUTED_SCOPE_KEY, reached only with the admin token) the request names an
+        episode the admin plane created, in `_meta`; it can never create one or reach the default episode.
+        Over stdio with the admin plane on (an admin token: the process that started this one, the only peer of
+        its pipes) a request may name such an episode too; without a token `_meta` is not read. Everywhere else
+        the endpoint alone decides."""
+        episode_id = "default"
+        request = ctx.request
+        if request is None:
+            if self.admin_token and EPISODE_META_KEY in (ctx.meta or {}):
+                return self._named(ctx)
+        else:
+            if request.scope.get(ROUTED_SCOPE_KEY):
+                return self._named(ctx)
+            episode_id = request.scope.get(EPISODE_SCOPE_KEY, "default")
+        episode = self.episodes.get(episode_id)
+        if episode is None:
+            raise MCPError(INVALID_REQUEST, f"episode '{episode_id}' does not exist (it was closed)")
+        return episode
+
+    # ---- MCP handlers ----
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any],
+                          params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=self.tools, ttl_ms=TOOLS_TTL_MS, cache_scope="public")
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
+                         params: CallToolRequestParams) -> CallToolResult:
+        episode = self.episode_for(ctx)
+        name = params.name
+        if name not in self.tool_names:
+            return _error(f"Unknown tool '{name}'. Available tools: {', '.join(sorted(self.tool_names))}.")
+        arguments = params.arguments or {}
+        problems = sorted(self.validators[name].iter_errors(arguments), key=lambda e: list(e.path))
+        if problems:
+            text = "; ".join(f"{e.json_path}: {e.message}" if e.path else e.message for e in problems)
+            return _error(f"Invalid arguments for tool '{name}': {text}. Nothing was changed.")
+        outcome = episode.call(name, arguments, self.call_timeout)
+        if outcome.is_error:
+            log.info("tool %s failed: %s", name, outcome.text)
+        return CallToolResult(content=[TextContent(type="text", text=outcome.text)],
+                              structured_content=outcome.structured, is_error=outcome.is_error)
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],
+                            params: PaginatedRequestParams | None) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[
+            Prompt(name=sid, title=s.get("title") or None, description=s.get("title") or s["task"][:100])
+            for sid, s in self.package.scenarios.items()])
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any, Any],
+                          params: GetPromptRequestParams) -> GetPromptResult:
+        scenario = self.package.scenarios.get(params.name)
+        if scenario is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt '{params.name}'")
+        return GetPromptResult(description=scenario.get("title") or None, messages=[
+            PromptMessage(role="user", content=TextContent(type="text", text=scenario["task"]))])
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any, Any],
+                              params: PaginatedRequestParams | None) -> ListResourcesResult:
+        return ListResourcesResult(resources=[Resource(
+            uri=STATE_URI, name="state", mime_type="application/json",
+            description="The current state of this episode (JSON).")])
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any, Any],
+                             params: ReadResourceRequestParams) -> ReadResourceResult:
+        if str(params.uri) != STATE_URI:
+            raise MCPError(INVALID_PARAMS, f"unknown resource '{params.uri}'", {"uri": str(params.uri)})
+        text = self.episode_for(ctx).state_json()
+        return ReadResourceResult(contents=[TextResourceContents(uri=STATE_URI, mime_type="application/json",
+                                                                 text=text)])
+
+    # ---- stdio admin plane ----
+    def _check_admin(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> None:
+        if ctx.request is not None:
+            raise MCPError(INVALID_REQUEST, "admin requests are not served over HTTP; use the /admin REST API")
+        if not self.admin_token:
+            raise MCPError(INVALID_REQUEST, "admin plane disabled: start the server with ENVSCALER_ADMIN_TOKEN set")
+        if not params.token or not hmac.compare_digest(params.token, self.admin_token):
+            raise MCPError(INVALID_REQUEST, "admin request refused: wrong or missing token")
+
+    def _admin_episode(self, params: AdminParams) -> Episode:
+        episode = self.episodes.get(params.episode_id or "default")
+        if episode is None:
+            raise MCPError(INVALID_PARAMS, f"unknown episode '{params.episode_id}'")
+        return episode
+
+    async def _admin_get_state(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        self._check_admin(ctx, params)
+        episode = self._admin_episode(params)
+        if params.episode_id is not None:  # the launcher's pipe: the state's JSON text, parsed once on its side
+            return {"state_json": episode.state_json()}
+        return {"state": json.loads(episode.state_json())}
+
+    async def _admin_create(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        self._check_admin(ctx, params)
+        try:
+            episode_id = self.create_episode(params.state, state_file=params.state_file,
+                                             scenario_id=params.scenario_id)
+        except EpisodeRefused as exc:
+            raise MCPError(INVALID_PARAMS, exc.message) from None
+        return {"episode_id": episode_id}
+
+    async def _admin_close(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        """Close an episode; with `with_state` its final state comes back in the same answer."""
+        self._check_admin(ctx, params)
+        if params.episode_id in (None, "default"):
+            raise MCPError(INVALID_PARAMS, "the default episode cannot be closed")
+        episode = self._admin_episode(params)
+        answer: dict[str, Any] = {"closed": params.episode_id}
+        if params.with_state:
+            answer["state_json"] = episode.state_json()
+        del self.episodes[episode.episode_id]
+        return answer
+
+    async def _admin_reset(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
+        self._check_admin(ctx, params)
+        state = params.state
+        if params.scenario_id is not None:
+            try:
+                state = self.package.scenario_state(params.scenario_id)
+            except KeyError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc.args[0])) from None
+        self.episodes["default"] = self.new_episode(state, "default")
+        return {"reset": True}
+
+    def _build(self) -> Server[Any]:
+        spec = self.package.spec
+        server: Server[Any] = Server(
+            spec["server_name"], version=spec["version"], title=spec["name"],
+            description=spec["summary"][:200], instructions=spec["instructions"],
+            # The HTTP transport checks `Mcp-Param-*` headers against the called tool's schema before every
+            # call; without this lookup it runs the whole tools/list handler to find the schema.
+            get_tool_input_schema=self.input_schemas.get,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources, on_read_resource=self._read_resource)
+        if not self.otel_spans:
+            # The SDK wraps every request in an OpenTelemetry span (a no-op without an exporter that still
+            # costs tens of microseconds per request); the SDK documents removing it from this list to opt out.
+            server.middleware.clear()
+        server.add_request_handler(ADMIN_GET_STATE, AdminParams, self._admin_get_state)
+        server.add_request_handler(ADMIN_RESET, AdminParams, self._admin_reset)
+        server.add_request_handler(ADMIN_CREATE, AdminParams, self._admin_create)
+        server.add_request_handler(ADMIN_CLOSE, AdminParams, self._admin_close)
+        return server
