@@ -41,7 +41,8 @@ def test_sigterm_cancels_the_loop_and_the_process_exits(tmp_path: Path, sigint: 
     if sigint == "ignored":
         command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     for attempt in range(16):
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert proc.stdout is not None
         assert proc.stdout.readline() == "ready\n"
         time.sleep(0.05 + 0.04 * (attempt % 8))

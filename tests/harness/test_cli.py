@@ -103,7 +103,7 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> N
         "--transport",
         "stdio",
         "--trials",
-        "6",  # 12 episodes: a loaded machine's slow poll below still finds the run going
+        "6",  # 12 episodes: the run is still going when the signal comes
         "--concurrency",
         "1",
         "--out",
@@ -116,6 +116,9 @@ def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> N
         stderr=subprocess.STDOUT,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
+        # as a terminal's foreground job gets it, even when the suite runs as a script's background job (SIGINT
+        # ignored, and inherited: the run then ignored the Ctrl-C and finished)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     results = out / "results.jsonl"
     deadline = time.monotonic() + 60

@@ -93,7 +93,9 @@ def test_sigterm_stops_every_child_and_keeps_finished_episodes(tmp_path: Path, s
     if sigint == "ignored":
         command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=Path(__file__).resolve().parents[2])
+                            cwd=Path(__file__).resolve().parents[2],
+                            # "default" means default, even when the suite runs with SIGINT ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results = out / "results.jsonl"
     deadline = time.monotonic() + 90
     while not (results.exists() and results.read_text().count("\n") >= 1) and time.monotonic() < deadline:
