@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scoring.diff import diff_states
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
@@ -175,7 +175,9 @@ class ScenarioBuilder:
         field is guarded). Items whose validators still disagree with the solution are dropped if they are at
         most half of the checklist and `_MIN_ITEMS` different validators are left."""
         report = verdict.report
-        if report is None or not disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state, draft)):
+        disagreeing = [] if report is None else disagreeing_items(report, draft_scenario(self.ctx.skeleton.id,
+                                                                                          state, draft))
+        if report is None or not disagreeing:
             return None
         before = {r.item_id for r in report.initial_results if r.passed and r.reason is None}
         after = {r.item_id for r in report.final_results if r.passed and r.reason is None}
@@ -184,11 +186,9 @@ class ScenarioBuilder:
         checklist = [c.model_copy(update={"claims_change": False}) if c.id in steady else c for c in draft.checklist]
         notes = [*draft.notes] + ([f"checklist items {', '.join(steady)} re-marked [keep]: their validators hold "
                                    "before and after the reference solution"] if steady else [])
-        bad = disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state,
-                                                       draft.model_copy(update={"checklist": checklist})))
+        bad = [i for i in disagreeing if i not in steady]  # a steady item disagreed only by its [change] mark
         kept = [c for c in checklist if c.id not in bad]
-        distinct = {" ".join((c.validator or "").split()) for c in kept}
-        if len(bad) > len(checklist) // 2 or len(distinct) < _MIN_ITEMS:
+        if len(bad) > len(checklist) // 2 or len({_code(c) for c in kept}) < _MIN_ITEMS:
             return None
         if bad:
             notes.append(f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
@@ -210,13 +210,10 @@ class ScenarioBuilder:
         """For a first repair: when the solution replayed cleanly and changed the state but some validators
         disagree with it, rewrite only those validators (the feedback shows the solution's changes)."""
         report = verdict.report
-        if verdict.part != "validators+solution" or report is None or report.final_state is None:
+        if verdict.part != "validators+solution" or report is None or dict(report.final_state or state) == state:
             return verdict
-        if any(s.name == "replay" and s.status == "fail" for s in report.steps):
-            return verdict
-        if not diff_states(dict(state), dict(report.final_state)):
-            return verdict
-        items = disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state, draft))
+        items = disagreeing_items(report, draft_scenario(self.ctx.skeleton.id, state, draft))  # [] unless the
+        # replay was clean and only validators failed
         if not items:
             return verdict
         return Verdict(reasons=verdict.reasons, part="validators", feedback=verdict.feedback, report=report,
@@ -303,7 +300,7 @@ def without_repeats(draft: Draft) -> Draft:
     seen: set[str] = set()
     kept = []
     for item in draft.checklist:
-        code = " ".join((item.validator or "").split())
+        code = _code(item)
         if code and code in seen:
             continue
         seen.add(code)
@@ -314,6 +311,11 @@ def without_repeats(draft: Draft) -> Draft:
     dropped = [c.id for c in draft.checklist if c.id not in kept_ids]
     return draft.model_copy(update={"checklist": kept, "notes": [
         *draft.notes, f"checklist items {', '.join(dropped)} dropped: their validators repeat an earlier item's"]})
+
+
+def _code(item: ChecklistItem) -> str:
+    """An item's validator with its spacing normalised, to tell repeats apart."""
+    return " ".join((item.validator or "").split())
 
 
 def _describe(verdict: Verdict) -> str:

@@ -11,6 +11,7 @@ to name those very records would refuse good tasks; naming nothing at all is wha
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,20 +37,17 @@ def _mentions(text: str, value: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(value.lower())}(?![\w-])", text) is not None
 
 
-def _distinct_values(collection: Mapping[str, Any], key: str) -> set[str]:
-    """The values of record `key` that no other record of its collection has in the same field, and the
-    words (4 letters or more) of its values that no other record's values contain ("Moreno" of "Dr. Elena
-    Moreno")."""
-    others: dict[str, set[str]] = {}
-    other_words: set[str] = set()
-    for other_key, record in collection.items():
-        if other_key != key:
-            for field, value in _strings(record):
-                others.setdefault(field, set()).add(value)
-                other_words.update(_words(value))
-    values = [(field, value) for field, value in _strings(collection[key])]
-    distinct = {value for field, value in values if len(value) >= _MIN_VALUE and value not in others.get(field, set())}
-    return distinct | {word for _, value in values for word in _words(value) if word not in other_words}
+def _distinct(collection: Mapping[str, Any]) -> set[str]:
+    """The values that only one record of the collection has in their field, and the words (4 letters or
+    more) that only one record's values contain ("Moreno" of "Dr. Elena Moreno"): counted once per collection."""
+    values: Counter[tuple[str, str]] = Counter()
+    words: Counter[str] = Counter()
+    for record in collection.values():
+        pairs = set(_strings(record))
+        values.update(pairs)
+        words.update({word for _, value in pairs for word in _words(value)})
+    return ({value for (_, value), n in values.items() if n == 1 and len(value) >= _MIN_VALUE}
+            | {word for word, n in words.items() if n == 1})
 
 
 def _words(value: str) -> set[str]:
@@ -73,5 +71,6 @@ def names_a_record(state: Mapping[str, Any], task: str) -> bool:
     if not collections:
         return True
     text = task.lower()
-    return any(_mentions_key(text, name, key) or any(_mentions(text, v) for v in _distinct_values(collection, key))
-               for name, collection in collections.items() for key in collection)
+    return any(any(_mentions_key(text, name, key) for key in collection)
+               or any(_mentions(text, value) for value in _distinct(collection))
+               for name, collection in collections.items())
