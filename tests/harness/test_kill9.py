@@ -109,3 +109,56 @@ def test_sigterm_stops_every_child_and_keeps_finished_episodes(tmp_path: Path, s
         time.sleep(0.05)
     assert [_cmdline(pid) for pid in children if _alive(pid)] == []
     assert results.read_text().count("\n") >= 1
+
+
+@pytest.mark.slow
+def test_a_second_sigterm_still_ends_the_run_with_every_child_and_nothing_lost(tmp_path: Path) -> None:
+    """`kill PID; kill PID` (the second while the first is being handled interrupts at once, inside the event
+    loop): eval still ends, leaves no server or sandbox process, and what it wrote resumes to a complete run."""
+    out = tmp_path / "run"
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "stdio", "--trials", "8",
+            "--concurrency", "2", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-m", "envscaler_mcp", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 90
+    while not (results.exists() and results.read_text().count("\n") >= 1) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    children = _descendants(proc.pid)
+    assert children, "eval started no server or sandbox process: this test proved nothing"
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    # 130, or killed by the second SIGTERM when it came as the interpreter was already exiting
+    assert proc.wait(timeout=60) in (130, -signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [_cmdline(pid) for pid in children if _alive(pid)] == []
+    again = CliRunner().invoke(app, [*args, "--resume"])
+    assert again.exit_code == 0, again.output
+    pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
+    assert len(pairs) == len(set(pairs)) == 16
+
+
+@pytest.mark.slow
+def test_sigterm_ends_scenarios_check_and_its_servers(tmp_path: Path) -> None:
+    """Every command's event loop goes through the same handling: `scenarios check` over the catalog (servers
+    and a validator sandbox) ends on SIGTERM with exit 130 and leaves no process behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "envscaler_mcp", "scenarios", "check", "--transport", "http"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parents[2],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    children: set[int] = set()
+    while len(children) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        children |= _descendants(proc.pid)
+        time.sleep(0.05)
+    assert len(children) >= 2 and proc.poll() is None, "no servers seen while the check ran: this proved nothing"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [_cmdline(pid) for pid in children if _alive(pid)] == []
