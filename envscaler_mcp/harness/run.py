@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import traceback
 from collections.abc import AsyncIterator, Callable
@@ -207,11 +208,15 @@ async def _run_prepared(
                     await results.append(result.model_dump(mode="json"))
                 progress.add(result)
 
+            # What exists now (plans, the catalog's states, servers' clients) lives as long as the run: the
+            # cyclic collector skips it (its full passes walked every scenario's state again and again).
+            gc.freeze()
             try:
                 async with anyio.create_task_group() as tg:
                     for plan, scenario, trial in todo:
                         tg.start_soon(one, plan, scenario, trial)
             finally:
+                gc.unfreeze()
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool))
     except BaseException as exc:
         error = _first_error(exc)

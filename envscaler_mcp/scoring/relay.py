@@ -37,6 +37,7 @@ _SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
 # ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
+_MAX_EPISODES = 64  # trials of one scenario checked in one batch process
 
 
 class _Fault(Exception):
@@ -74,21 +75,21 @@ class Zygote:
             signal.signal(sig, signal.SIG_IGN)
 
     def serve(self, stdin: BinaryIO) -> None:
-        """Answer requests until stdin closes. A request is a JSON header line followed by the two states'
-        JSON texts, and the transcript's when transcript items are sent, of the sizes the header gives."""
+        """Answer requests until stdin closes. A request is a JSON header line followed by the initial state's
+        JSON text and, for each of its episodes (trials of one scenario), the final state's and the transcript's
+        when transcript items are sent, of the sizes the header gives."""
         gc.freeze()  # what exists now is shared with every batch process: keep its collector off those pages
         while header := stdin.readline():
             if not header.strip():
                 continue
             request = json.loads(header)
-            sizes = request["sizes"]
-            texts = [stdin.read(int(size)) for size in sizes[:3]]
+            episodes = max(1, min(int(request.get("episodes", 1)), _MAX_EPISODES))
+            texts = [stdin.read(int(size)) for size in request["sizes"][:1 + 2 * episodes]]
             pending: list[dict[str, Any]] = list(request["checks"])
             for check in pending:
                 check["prepared"] = self.runner.prepare(check["source"])
             initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
-            transcript = Pristine(texts[2]).parse(pristine_copy=len(pending) > 1) if len(texts) > 2 else None
-            request["states"] = (initial, Pristine(texts[1]).parse(pristine_copy=len(pending) > 1), transcript)
+            request["states"] = _episode_states(initial, texts[1:], episodes, pending)
             try:
                 while pending:
                     pending = self._batch(request, pending)
@@ -148,11 +149,13 @@ class Zygote:
         except BaseException:
             os._exit(_SETUP_FAILED)
         try:
-            initial, final, transcript = request["states"]
             timeout_s = float(request["timeout_s"])
+            initial = request["states"][0][0]
+            arguments = [_argument(check, request["states"]) for check in pending]
+            last_use = {id(argument): k for k, argument in enumerate(arguments)}
             for k, check in enumerate(pending):
-                answer = self.runner.run_check(check["prepared"], initial, final, timeout_s,
-                                               last=k == len(pending) - 1, transcript=transcript,
+                keep = (k < len(pending) - 1, last_use[id(arguments[k])] > k)
+                answer = self.runner.run_check(check["prepared"], initial, arguments[k], timeout_s, keep,
                                                kind=str(check.get("kind", "state")))
                 os.write(write_end, answer_line(check["i"], answer))
         finally:
@@ -298,6 +301,29 @@ class Zygote:
                 return
             if waited == pid and not self.pid1:
                 return
+
+
+def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
+                    checks: list[dict[str, Any]]) -> list[tuple[Pristine, Pristine, Pristine | None]]:
+    """(initial, final, transcript) of each episode of a request, parsed now (so that batch processes share
+    them); a state more than one check gets also keeps its pristine image."""
+    per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
+    states = []
+    for e in range(episodes):
+        mine = [c for c in checks if c.get("e", 0) == e]
+        on_transcript = sum(c.get("kind") == "transcript" for c in mine) if per > 1 else 0
+        final = Pristine(texts[per * e]).parse(pristine_copy=len(mine) - on_transcript > 1)
+        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=on_transcript > 1) if per > 1 else None
+        states.append((initial, final, transcript))
+    return states
+
+
+def _argument(check: dict[str, Any], states: list[tuple[Pristine, Pristine, Pristine | None]]) -> Pristine:
+    """What a check is run on: its episode's transcript for a transcript item, else its final state."""
+    _, final, transcript = states[int(check.get("e", 0))]
+    if check.get("kind") == "transcript" and transcript is not None:
+        return transcript
+    return final
 
 
 def _drain(fd: int) -> bytes:

@@ -161,32 +161,34 @@ class Runner:
                 self._prepared.pop(next(iter(self._prepared)))
         return prepared
 
-    def run_check(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
-                  last: bool, transcript: Pristine | None = None, kind: str = "state") -> dict[str, Any]:
-        """Run one prepared validator on the final state, or for a transcript item (`kind="transcript"`) on the
-        transcript; return {"passed", "reason", "duration_s", "evidence"} (evidence: what the
+    def run_check(self, prepared: Prepared, initial: Pristine, argument: Pristine, timeout_s: float,
+                  keep: tuple[bool, bool], kind: str = "state") -> dict[str, Any]:
+        """Run one prepared validator on `argument` (the final state, or for a transcript item
+        (`kind="transcript"`) the transcript); `keep`: whether a later check of the batch uses the initial state,
+        and `argument`, again. Returns {"passed", "reason", "duration_s", "evidence"} (evidence: what the
         transcript_checks helpers recorded during the check)."""
         start = time.perf_counter()
         transcript_checks._begin()
-        argument = transcript if kind == "transcript" and transcript is not None else final
-        passed, reason = self._run(prepared, initial, argument, timeout_s, last, kind)
+        passed, reason = self._run(prepared, initial, argument, timeout_s, keep, kind)
         evidence = [_short(str(e)) for e in transcript_checks._take()[:MAX_EVIDENCE]]
         return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6),
                 "evidence": evidence}
 
     def _run(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
-             last: bool, kind: str = "state") -> tuple[bool, str | None]:
+             keep: tuple[bool, bool], kind: str = "state") -> tuple[bool, str | None]:
         code, problem, names_initial = prepared
         if code is None:
             return False, problem
-        lent = [final]
+        keep_initial, keep_final = keep
+        reused = [final] if keep_final else []  # the states a later check gets: settled after this one
         try:
             env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator", **self._granted}
             # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
             if names_initial:
-                env["initial_state"] = initial.lend(keep=not last)
-                lent.append(initial)
-            final_state = final.lend(keep=not last)  # the transcript, for a transcript item
+                env["initial_state"] = initial.lend(keep=keep_initial)
+                if keep_initial:
+                    reused.append(initial)
+            final_state = final.lend(keep=keep_final)  # the transcript, for a transcript item
         except (MemoryError, ValueError, RecursionError) as exc:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else _short(f"bad state JSON: {exc}")
         self._fired = False
@@ -201,9 +203,9 @@ class Runner:
                     name = "transcript" if kind == "transcript" else "final_state"
                     return False, f"the validator does not define check_func({name})"
                 result = func(final_state)
-                if not last:  # charged to this check's time: it is the one that may have changed the states
+                if reused:  # charged to this check's time: it is the one that may have changed the states
                     del env, func, final_state
-                    for state in lent:
+                    for state in reused:
                         state.settle()
             finally:
                 signal.setitimer(signal.ITIMER_PROF, 0)

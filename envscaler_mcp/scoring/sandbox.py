@@ -10,7 +10,9 @@ layers and limits.
 
 Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
 namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
-the kernel refuses is logged as a warning and shown in `isolation`). Whatever a validator does, the outcome
+the kernel refuses is logged as a warning and shown in `isolation`). Trials of one scenario that wait for a
+worker at the same time are checked in one batch process (one checklist, one initial state, each trial on its
+own final state); different scenarios never share one. Whatever a validator does, the outcome
 is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
 validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
@@ -21,7 +23,8 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -33,6 +36,7 @@ from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.process import Answer, Worker, WorkerFault
 
+_MAX_TRIALS = 16  # trials of one scenario checked in one batch process (the worker takes up to 64)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
 
@@ -50,6 +54,27 @@ class CheckItem(Protocol):
 
 
 Answers = dict[int, Answer]
+
+
+class _Trials:
+    """Episodes of one scenario waiting together for a worker: their final states (and transcripts), in order
+    of arrival, and then each one's answers."""
+
+    def __init__(self, initial: State, first: tuple[bytes, ...]) -> None:
+        self.initial = initial
+        self.finals: list[tuple[bytes, ...]] = [first]
+        self.answers: dict[int, Answers] = {}
+        self.fault: SandboxFault | None = None
+        self.done = anyio.Event()
+
+
+def _stride(runnable: list[tuple[int, str, str]]) -> int:
+    return max(i for i, _, _ in runnable) + 1
+
+
+def _by_trial(answers: Answers, trials: int, stride: int) -> dict[int, Answers]:
+    return {e: {i - e * stride: a for i, a in answers.items() if e * stride <= i < (e + 1) * stride}
+            for e in range(trials)}
 
 
 class ValidatorSandbox:
@@ -73,6 +98,7 @@ class ValidatorSandbox:
         self.restarts = 0  # workers replaced after a fault
         self.faults: list[str] = []  # every fault seen, retried or not
         self._workers: list[Worker] = []
+        self._waiting: dict[tuple[Any, ...], _Trials] = {}  # trials waiting for a worker, by scenario
         self._idle_send: Any = None
         self._idle_recv: Any = None
         self._root = ""
@@ -154,15 +180,17 @@ class ValidatorSandbox:
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.
         idle = self._idle_recv.statistics().current_buffer_used
         n_chunks = max(1, min(idle, math.ceil(len(runnable) / _MIN_CHUNK)))
-        size = math.ceil(len(runnable) / n_chunks) if runnable else 0
-        chunks = [runnable[k:k + size] for k in range(0, len(runnable), size)] if runnable else []
         answers: Answers = {}
-        failures: list[SandboxFault] = []
-        async with anyio.create_task_group() as tg:
-            for chunk in chunks:
-                tg.start_soon(self._run_chunk, chunk, states, answers, failures)
-        if failures:
-            raise failures[0]
+        if n_chunks == 1 and runnable:
+            answers = await self._with_trials(runnable, initial_state, states)
+        elif runnable:
+            size = math.ceil(len(runnable) / n_chunks)
+            failures: list[SandboxFault] = []
+            async with anyio.create_task_group() as tg:
+                for k in range(0, len(runnable), size):
+                    tg.start_soon(self._run_chunk, runnable[k:k + size], states, answers, failures)
+            if failures:
+                raise failures[0]
         for i, item in enumerate(items):
             if results[i] is None:
                 passed, reason, duration, evidence = answers[i]
@@ -170,29 +198,82 @@ class ValidatorSandbox:
                                          reason=reason, duration_s=duration, evidence=evidence)
         return [r for r in results if r is not None]
 
+    async def _with_trials(self, runnable: list[tuple[int, str, str]], initial_state: State,
+                           states: tuple[bytes, ...]) -> Answers:
+        """Run one episode's checks; other trials of the same scenario that come while this one waits for a
+        worker join it, and all are checked in one batch process (the boundary stays the scenario: one
+        checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself."""
+        key = (id(initial_state), len(states), tuple(runnable))
+        while True:
+            group = self._waiting.get(key)
+            if group is not None and group.initial is initial_state and len(group.finals) < _MAX_TRIALS:
+                slot = len(group.finals)
+                group.finals.append(states[1:])
+                await group.done.wait()
+                if group.fault is not None:
+                    raise group.fault
+                if slot in group.answers:
+                    return group.answers[slot]
+                continue
+            group = self._waiting[key] = _Trials(initial_state, states[1:])
+            try:
+                answers = await self._ask(partial(self._compose, key, group, runnable, states[0]))
+                group.answers = _by_trial(answers, len(group.finals), _stride(runnable))
+                return group.answers[0]
+            except SandboxFault as fault:
+                group.fault = fault
+                raise
+            finally:
+                if self._waiting.get(key) is group:
+                    del self._waiting[key]
+                group.done.set()
+
+    def _compose(self, key: tuple[Any, ...], group: _Trials, runnable: list[tuple[int, str, str]],
+                 initial: bytes) -> tuple[dict[str, Any], tuple[bytes, ...], list[int]]:
+        """A worker is free: no more trials join; the request for those that did."""
+        if self._waiting.get(key) is group:
+            del self._waiting[key]
+        stride = _stride(runnable)
+        indices = [e * stride + i for e in range(len(group.finals)) for i, _, _ in runnable]
+        checks = [{"i": e * stride + i, "source": source, "kind": kind, "e": e}
+                  for e in range(len(group.finals)) for i, source, kind in runnable]
+        states = (initial, *(text for final in group.finals for text in final))
+        header = {"sizes": [len(text) for text in states], "episodes": len(group.finals), "timeout_s": self.timeout_s,
+                  "grace_s": self.grace_s, "checks": checks}
+        return header, states, indices
+
     async def _run_chunk(self, chunk: list[tuple[int, str, str]], states: tuple[bytes, ...], answers: Answers,
                          failures: list[SandboxFault]) -> None:
         header = {"sizes": [len(text) for text in states], "timeout_s": self.timeout_s, "grace_s": self.grace_s,
                   "checks": [{"i": i, "source": source, "kind": kind} for i, source, kind in chunk]}
-        line_timeout = self._line_deadline(sum(len(text) for text in states))
+        try:
+            answers.update(await self._ask(lambda: (header, states, [i for i, _, _ in chunk])))
+        except SandboxFault as fault:
+            failures.append(fault)
+
+    async def _ask(self, compose: Callable[[], tuple[dict[str, Any], tuple[bytes, ...], list[int]]]) -> Answers:
+        """Borrow an idle worker, then send it the request `compose` makes (once the worker is free); retried
+        once on a fresh worker after a fault. Raises SandboxFault after a second fault."""
         worker: Worker = await self._idle_recv.receive()
         try:
+            header, states, indices = compose()
+            line_timeout = self._line_deadline(sum(len(text) for text in states))
             seen: list[str] = []
             while True:
                 if worker.process.returncode is not None:
                     worker = await self._replace(worker)
                 try:
-                    answers.update(await worker.ask(header, states, [i for i, _, _ in chunk], line_timeout))
-                    return
+                    return await worker.ask(header, states, indices, line_timeout)
                 except WorkerFault as fault:
                     seen.append(str(fault))
                     self.faults.append(str(fault))
                     worker = await self._replace(worker)
                     if len(seen) == 2:
-                        failures.append(SandboxFault(
+                        raise SandboxFault(
                             f"the validator sandbox failed twice in a row through no fault of the validators: "
-                            f"{seen[0]}; then, on a fresh worker: {seen[1]}"))
-                        return
+                            f"{seen[0]}; then, on a fresh worker: {seen[1]}") from fault
+        except SandboxFault:
+            raise
         except BaseException:
             # Cancelled (or failed) mid-request: answers nobody will read may still come, so this worker's
             # stream is out of step. Kill it; the next run that borrows it starts a fresh one.

@@ -4,7 +4,8 @@ Processes (scoring/confine.py applies the OS layers):
 
     worker  -- imports everything validators may use, enters new namespaces, forks:
       zygote  -- PID 1 of the new PID namespace; empty root, nobody, Landlock, seccomp; reads requests,
-        batch -- one fork per request (a scenario's checks): stacks a seccomp filter with no fork/signals,
+        batch -- one fork per request (a scenario's checks, for one episode or for trials that waited
+                 together): stacks a seccomp filter with no fork/signals,
                  runs the checks and writes one answer line each to a pipe the zygote reads.
 
 The zygote relays each answer to the caller after checking it (so a batch process cannot speak for another
@@ -16,7 +17,8 @@ next request. Protocol on stdin/stdout, one JSON object per line:
                "checks": [{"i": 0, "source": "def check_func(final_state): ...", "kind": "state"}, ...]}
               followed by I bytes of initial-state JSON, F bytes of final-state JSON and, when transcript
               checks are sent (kind "transcript": given the transcript instead of the final state), T bytes
-              of transcript JSON
+              of transcript JSON. Trials of one scenario may come in one request: "episodes": n, sizes
+              [I, F1, (T1,) F2, (T2,) ...], and each check names its episode ("e": 0 .. n-1)
     answers:  {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001, "evidence": [...]}
               (one per check, in order; evidence: what the transcript_checks helpers recorded)
               {"fault": "why"}       the batch could not be completed through no fault of its validators

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
 
     env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state,
                            otel_spans=args.otel_spans, state_dir=args.state_dir, max_episodes=args.max_episodes)
+    gc.freeze()  # the package, its scenarios and the initial state live as long as the server: never walked
     if args.http:
         _serve_http(env_server, args, token)
     else:

@@ -1,0 +1,135 @@
+"""Trials of one scenario that wait for a worker together are checked in one batch process, each on its own
+final state and transcript; different scenarios never share one."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring import process
+from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+
+pytestmark = pytest.mark.anyio
+
+INITIAL = {"orders": {"O1": {"status": "pending", "total": 10}}}
+CHECKLIST = [
+    ChecklistItem(id="mutates", description="clears what it gets", validator=(
+        "def check_func(s):\n    s['orders'].clear()\n    initial_state['orders'].clear()\n    return True\n")),
+    ChecklistItem(id="status", description="shipped", validator=(
+        "def check_func(s):\n    return s['orders']['O1']['status'] == 'shipped' and "
+        "initial_state['orders']['O1']['status'] == 'pending'\n")),
+    ChecklistItem(id="said", description="said the total", kind="transcript", validator=(
+        "def check_func(t):\n    return '$10' in t['answer']\n")),
+]
+
+
+def _final(status: str) -> dict[str, Any]:
+    final = copy.deepcopy(INITIAL)
+    final["orders"]["O1"]["status"] = status
+    return final
+
+
+def _transcript(answer: str) -> dict[str, Any]:
+    return {"calls": [], "answer": answer, "told_user": []}
+
+
+@asynccontextmanager
+async def _busy(sb: ValidatorSandbox) -> AsyncIterator[None]:
+    """The only worker is taken (as by another scenario's long checks) until the block ends."""
+    worker = await sb._idle_recv.receive()
+    try:
+        yield
+    finally:
+        sb._idle_send.send_nowait(worker)
+
+
+class _Requests:
+    """Spy on the requests the sandbox sends: how many episodes each carried."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.episodes: list[int] = []
+        real = process.Worker.ask
+
+        async def ask(worker: process.Worker, header: dict[str, Any], *args: Any) -> Any:
+            self.episodes.append(int(header.get("episodes", 1)))
+            return await real(worker, header, *args)
+
+        monkeypatch.setattr(process.Worker, "ask", ask)
+
+
+async def test_waiting_trials_share_a_batch_and_each_gets_its_own_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = _Requests(monkeypatch)
+    trials = [(_final("shipped"), _transcript("Shipped; the total was $10.")),
+              (_final("pending"), _transcript("Shipped; the total was $10.")),
+              (_final("shipped"), _transcript("It is on its way.")),
+              (_final("cancelled"), _transcript("Nothing to say."))]
+    got: dict[int, list[tuple[str, bool]]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        async def trial(k: int) -> None:
+            results = await sb.run(CHECKLIST, INITIAL, trials[k][0], trials[k][1])
+            got[k] = [(r.item_id, r.passed) for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):  # the trials wait for the worker together
+                for k in range(len(trials)):
+                    tg.start_soon(trial, k)
+                await anyio.sleep(0.1)
+    expected = [(True, True), (True, False), (True, True), (True, False)]
+    said = [True, True, False, False]
+    assert got == {k: [("mutates", True), ("status", expected[k][1]), ("said", said[k])] for k in range(4)}
+    assert requests.episodes == [4]  # one request for the four trials
+    assert INITIAL["orders"] and all(final["orders"] for final, _ in trials)  # nobody's objects changed
+
+
+async def test_a_first_trial_cancelled_while_waiting_leaves_the_others_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = _Requests(monkeypatch)
+    got: dict[int, list[bool]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        async def trial(k: int, status: str) -> None:
+            results = await sb.run(CHECKLIST[:2], INITIAL, _final(status))
+            got[k] = [r.passed for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                first = anyio.CancelScope()
+                tg.start_soon(_cancellable, first, trial(0, "shipped"))
+                await anyio.sleep(0.05)
+                tg.start_soon(trial, 1, "shipped")
+                tg.start_soon(trial, 2, "pending")
+                await anyio.sleep(0.05)
+                first.cancel()  # the trial the others joined gives up before the worker is free
+                await anyio.sleep(0.05)
+    assert got == {1: [True, True], 2: [True, False]}
+    assert requests.episodes == [2]
+
+
+async def _cancellable(scope: anyio.CancelScope, work: Any) -> None:
+    with scope:
+        await work
+
+
+async def test_different_scenarios_never_share_a_batch_process() -> None:
+    """With the real `os`/`sys` handed to validators (as an escape would), a check counts the checks its
+    process has run: trials of one scenario share a process, another scenario's checks start from zero."""
+    counter = ("def check_func(s):\n    seen = int(os.environ.get('CHECKS_SEEN', '0')) + 1\n"
+               "    os.environ['CHECKS_SEEN'] = str(seen)\n    return seen == 1\n")
+    items = [ChecklistItem(id="first", description="first in its process", validator=counter)]
+    other = copy.deepcopy(INITIAL)  # equal, but another scenario's state
+    got: dict[str, bool] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
+        async def one(name: str, initial: dict[str, Any]) -> None:
+            [result] = await sb.run(items, initial, _final("shipped"))
+            got[name] = result.passed
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for name, initial in (("a1", INITIAL), ("b1", other), ("a2", INITIAL)):
+                    tg.start_soon(one, name, initial)
+                    await anyio.sleep(0.02)
+    assert got == {"a1": True, "a2": False, "b1": True}
