@@ -49,6 +49,18 @@ async def _busy(sb: ValidatorSandbox) -> AsyncIterator[None]:
         sb._idle_send.send_nowait(worker)
 
 
+async def _until(condition: Any) -> None:
+    """Wait (at most 20 s, a loaded machine included) until `condition()` holds."""
+    with anyio.fail_after(20):
+        while not condition():
+            await anyio.sleep(0.01)
+
+
+def _waiting(sb: ValidatorSandbox) -> int:
+    """How many trials wait for a worker, grouped."""
+    return sum(len(group.finals) for group in sb._waiting.values())
+
+
 class _Requests:
     """Spy on the requests the sandbox sends: how many episodes each carried."""
 
@@ -79,7 +91,7 @@ async def test_waiting_trials_share_a_batch_and_each_gets_its_own_answers(monkey
             async with _busy(sb):  # the trials wait for the worker together
                 for k in range(len(trials)):
                     tg.start_soon(trial, k)
-                await anyio.sleep(0.1)
+                await _until(lambda: _waiting(sb) == len(trials))
     expected = [(True, True), (True, False), (True, True), (True, False)]
     said = [True, True, False, False]
     assert got == {k: [("mutates", True), ("status", expected[k][1]), ("said", said[k])] for k in range(4)}
@@ -99,12 +111,12 @@ async def test_a_first_trial_cancelled_while_waiting_leaves_the_others_to_ask(mo
             async with _busy(sb):
                 first = anyio.CancelScope()
                 tg.start_soon(_cancellable, first, trial(0, "shipped"))
-                await anyio.sleep(0.05)
+                await _until(lambda: _waiting(sb) == 1)
                 tg.start_soon(trial, 1, "shipped")
                 tg.start_soon(trial, 2, "pending")
-                await anyio.sleep(0.05)
+                await _until(lambda: _waiting(sb) == 3)
                 first.cancel()  # the trial the others joined gives up before the worker is free
-                await anyio.sleep(0.05)
+                await _until(lambda: _waiting(sb) == 2)
     assert got == {1: [True, True], 2: [True, False]}
     assert requests.episodes == [2]
 
@@ -129,7 +141,37 @@ async def test_different_scenarios_never_share_a_batch_process() -> None:
 
         async with anyio.create_task_group() as tg:
             async with _busy(sb):
-                for name, initial in (("a1", INITIAL), ("b1", other), ("a2", INITIAL)):
+                for n, (name, initial) in enumerate((("a1", INITIAL), ("b1", other), ("a2", INITIAL))):
                     tg.start_soon(one, name, initial)
-                    await anyio.sleep(0.02)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
     assert got == {"a1": True, "a2": False, "b1": True}
+
+
+async def test_a_first_trial_cancelled_while_its_batch_runs_leaves_the_others_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cancelled mid-request, the first trial's worker is killed (its answers would come out of step); the
+    trials that joined it ask again on a fresh worker and still get their own answers."""
+    requests = _Requests(monkeypatch)
+    spin = ("def check_func(s):\n    x = 0\n    for i in range(2 * 10**6):\n        x += i\n"
+            "    return s['orders']['O1']['status'] == 'shipped'\n")
+    items = [ChecklistItem(id="spin", description="spins, then reads", validator=spin)]
+    got: dict[int, bool] = {}
+    async with ValidatorSandbox(timeout_s=10.0, memory_mb=256, workers=1) as sb:
+        async def trial(k: int, status: str) -> None:
+            [result] = await sb.run(items, INITIAL, _final(status))
+            got[k] = result.passed
+
+        async with anyio.create_task_group() as tg:
+            first = anyio.CancelScope()
+            async with _busy(sb):
+                tg.start_soon(_cancellable, first, trial(0, "shipped"))
+                await _until(lambda: _waiting(sb) == 1)
+                tg.start_soon(trial, 1, "shipped")
+                tg.start_soon(trial, 2, "pending")
+                await _until(lambda: _waiting(sb) == 3)
+            await _until(lambda: requests.episodes)  # the three trials' request is out: their batch runs
+            first.cancel()
+        restarts = sb.restarts
+    assert got == {1: True, 2: False}
+    assert requests.episodes[0] == 3 and requests.episodes[1:] in ([2], [1, 1])
+    assert restarts == 1  # the cancelled request's worker was killed, and replaced for the trials that asked again
