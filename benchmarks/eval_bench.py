@@ -363,6 +363,25 @@ def _side(args: argparse.Namespace, code: str, out: Path) -> dict[str, Any]:
     return dict(json.loads(rows_file.read_text(encoding="utf-8")))
 
 
+def _medians(sides: dict[str, list[dict[str, Any]]]) -> None:
+    """Each side's medians over every round's passes after the first (references stored): the machine drifts
+    between runs, so one row proves little."""
+    import statistics
+
+    print()
+    for label, runs in sides.items():
+        rows = [(r, run["baseline"]["exec_per_episode"]) for run in runs for r in run["harness"][1:]]
+        if not rows:
+            continue
+        ratios = [r["episodes_per_s"] * base for r, base in rows]
+        parts = {k: statistics.median(1000 * r["cpu_split"][k] for r, _ in rows)
+                 for k in rows[0][0].get("cpu_split", {}) if all("cpu_split" in r for r, _ in rows)}
+        print(f"{label}, {len(rows)} rows with stored references: median {statistics.median(ratios):.2f}x the "
+              f"in-process baseline (lowest {min(ratios):.2f}x, {sum(x < 1.5 for x in ratios)} below 1.5x); CPU "
+              f"per episode {statistics.median(1000 * r['cpu_per_episode'] for r, _ in rows):.1f} ms ("
+              + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()) + ")")
+
+
 def compare(args: argparse.Namespace) -> None:
     """`--against OLD`: the same measurements of the older checkout and of this one, alternated (`--repeat`
     rounds) so that both see the same machine, printed side by side."""
@@ -395,6 +414,7 @@ def compare(args: argparse.Namespace) -> None:
                       f"{new['calls_per_cpu_s'] / old['calls_per_cpu_s']:.2f}x tool calls per CPU s; "
                       f"after: {new['episodes_per_s'] * base:.2f}x the in-process baseline's episodes/s "
                       f"(goal >= 1.5x), CPU per episode {new['cpu_per_episode'] / base:.2f}x the baseline's time")
+        _medians(sides)
     if "load" not in args.skip:
         print("\n| round | transport | concurrent episodes | think time | code | load | call p50 | call p95 "
               "| calls/s | calls per CPU s | errors |")
