@@ -37,6 +37,7 @@ from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.process import Answer, Worker, WorkerFault
 
 _MAX_TRIALS = 16  # trials of one scenario checked in one batch process (the worker takes up to 64)
+_TRIAL_SHARE = 40  # a request's final states and transcripts: at most 1/40 of the memory limit (12.8 MB of 512)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
 
@@ -60,9 +61,10 @@ class _Trials:
     """Episodes of one scenario waiting together for a worker: their final states (and transcripts), in order
     of arrival, and then each one's answers."""
 
-    def __init__(self, initial: State, first: tuple[bytes, ...]) -> None:
+    def __init__(self, initial: State, first: tuple[bytes, ...], size: int) -> None:
         self.initial = initial
         self.finals: list[tuple[bytes, ...]] = [first]
+        self.size = size  # bytes of the final states and transcripts
         self.answers: dict[int, Answers] = {}
         self.fault: SandboxFault | None = None
         self.done = anyio.Event()
@@ -99,6 +101,9 @@ class ValidatorSandbox:
         self.faults: list[str] = []  # every fault seen, retried or not
         self._workers: list[Worker] = []
         self._waiting: dict[tuple[Any, ...], _Trials] = {}  # trials waiting for a worker, by scenario
+        # Trials join a request while their states' text stays under this: parsed, a state holds about ten
+        # times its text, and the batch process must still have room under its memory limit.
+        self._trial_bytes = memory_mb * 2**20 // _TRIAL_SHARE
         self._idle_send: Any = None
         self._idle_recv: Any = None
         self._root = ""
@@ -206,16 +211,19 @@ class ValidatorSandbox:
         key = (id(initial_state), len(states), tuple(runnable))
         while True:
             group = self._waiting.get(key)
-            if group is not None and group.initial is initial_state and len(group.finals) < _MAX_TRIALS:
+            size = sum(map(len, states[1:]))
+            if (group is not None and group.initial is initial_state and len(group.finals) < _MAX_TRIALS
+                    and group.size + size <= self._trial_bytes):
                 slot = len(group.finals)
                 group.finals.append(states[1:])
+                group.size += size
                 await group.done.wait()
                 if group.fault is not None:
                     raise group.fault
                 if slot in group.answers:
                     return group.answers[slot]
                 continue
-            group = self._waiting[key] = _Trials(initial_state, states[1:])
+            group = self._waiting[key] = _Trials(initial_state, states[1:], size)
             try:
                 answers = await self._ask(partial(self._compose, key, group, runnable, states[0]))
                 group.answers = _by_trial(answers, len(group.finals), _stride(runnable))

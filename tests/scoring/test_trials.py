@@ -175,3 +175,27 @@ async def test_a_first_trial_cancelled_while_its_batch_runs_leaves_the_others_an
     assert got == {1: True, 2: False}
     assert requests.episodes[0] == 3 and requests.episodes[1:] in ([2], [1, 1])
     assert restarts == 1  # the cancelled request's worker was killed, and replaced for the trials that asked again
+
+
+async def test_trials_with_large_states_do_not_share_a_batch_beyond_the_memory_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsed, a state holds about ten times its text: trials join a request only while their states' text
+    stays within 1/40 of the memory limit (6.4 MB of 256 MB), so grouping never runs a batch out of memory."""
+    requests = _Requests(monkeypatch)
+    large = {**_final("shipped"), "notes": "x" * 4_000_000}
+    items = [ChecklistItem(id="status", description="shipped",
+                           validator="def check_func(s):\n    return s['orders']['O1']['status'] == 'shipped'\n")]
+    got: list[bool] = []
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        async def trial() -> None:
+            [result] = await sb.run(items, INITIAL, large)
+            got.append(result.passed)
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for _ in range(3):
+                    tg.start_soon(trial)
+                # all three wait for the worker at once, each on its own
+                await _until(lambda: sb._idle_recv.statistics().tasks_waiting_receive == 3)
+    assert got == [True, True, True]
+    assert requests.episodes == [1, 1, 1]
