@@ -45,6 +45,8 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring import transcript_checks
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
+_HAS_LAZY_PLANS = hasattr(EnvPlan, "full")  # older checkouts (--against) loaded every scenario in full
+
 
 def _launch(env_id: str, transport: str, isolation: bool, warm: bool) -> Any:
     """launch_server with the warm switch when the measured code has one (older commits do not)."""
@@ -56,6 +58,14 @@ def _launch(env_id: str, transport: str, isolation: bool, warm: bool) -> Any:
 
 sys.modules.setdefault("transcript_checks", transcript_checks)  # what transcript validators import
 _CODE = str(Path(sys.modules["envscaler_mcp"].__file__ or ".").parent.parent)  # the checkout measured
+
+
+def _eval_plans(env_ids: list[str]) -> list[EnvPlan]:
+    """The plans `envscaler-mcp eval --env ...` makes: scenario headers, each line read in full when its
+    episode starts."""
+    from envscaler_mcp.harness.config import build_plan
+
+    return build_plan(RunConfig(envs=env_ids, agent="oracle", progress=False))  # type: ignore[arg-type]
 
 
 def _plans(env_ids: list[str], episodes: int) -> list[EnvPlan]:
@@ -466,6 +476,9 @@ def main() -> None:
     paths = {"both": [False, True], "old": [False], "new": [True]}[args.paths]
     env_ids = args.env or list_env_ids()
     plans = _plans(env_ids, args.episodes)
+    # The harness rows get plans as `eval` builds them (each episode reads its scenario's line when it starts);
+    # the baseline and the sandbox rows the scenarios in full.
+    eval_plans = _eval_plans(env_ids) if _HAS_LAZY_PLANS else plans
     levels = [int(x) for x in args.concurrency.split(",")]
     print(
         f"catalog: {', '.join(env_ids)}; {sum(len(p.scenarios) for p in plans)} scenarios; "
@@ -484,7 +497,7 @@ def main() -> None:
             Path(args.rows_json).write_text(json.dumps({"baseline": base, "load": load_rows, "harness": []}))
         return
     rows = [row for level in levels for mode in modes for warm in paths
-            for row in anyio.run(harness, plans, args.transport, [level], args.episodes, mode, warm)]
+            for row in anyio.run(harness, eval_plans, args.transport, [level], args.episodes, mode, warm)]
     print(
         "\n| transport | OS layers | path | concurrency | load | episodes | episodes/s | tool calls/s | mean latency "
         "| wall/episode | CPU/episode | success | infra |"

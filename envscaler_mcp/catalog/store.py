@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,9 +244,49 @@ def scenario_headers(
     return out
 
 
+class _Recent:
+    """Scenarios read in full lately, up to a total of line bytes (a run's trials of one scenario read it once;
+    a 154 MB import still never sits in memory whole). Kept scenarios are shared: nobody changes one."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._kept: OrderedDict[tuple[str, int, str], tuple[Scenario, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: tuple[str, int, str]) -> Scenario | None:
+        found = self._kept.get(key)
+        if found is None:
+            return None
+        self._kept.move_to_end(key)
+        return found[0]
+
+    def put(self, key: tuple[str, int, str], scenario: Scenario, size: int) -> None:
+        if size > self.max_bytes // 4:
+            return
+        self._kept[key] = (scenario, size)
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, (_, dropped) = self._kept.popitem(last=False)
+            self._bytes -= dropped
+
+
+_RECENT = _Recent(4 << 20)
+
+
 def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scenario:
-    """The scenario at `line` of `path`, in full; UsageError when the file changed since it was read."""
+    """The scenario at `line` of `path`, in full; UsageError when the file changed since it was read. A line
+    read lately (the same file, place and digest) is not read again."""
     path = Path(path)
+    key = (str(path.resolve()), line.offset, line.digest)
+    kept = _RECENT.get(key)
+    if kept is not None:
+        return kept
+    scenario = _read_scenario_line(path, line, scenario_id)
+    _RECENT.put(key, scenario, line.length)
+    return scenario
+
+
+def _read_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scenario:
     try:
         with path.open("rb") as f:
             f.seek(line.offset)

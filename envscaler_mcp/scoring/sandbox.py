@@ -11,8 +11,8 @@ layers and limits.
 Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
 namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
 the kernel refuses is logged as a warning and shown in `isolation`). Trials of one scenario that wait for a
-worker at the same time are checked in one batch process (one checklist, one initial state, each trial on its
-own final state); different scenarios never share one. Whatever a validator does, the outcome
+worker at the same time are checked in one batch process (the same checklist and the same initial state, each
+trial on its own final state); different scenarios never share one. Whatever a validator does, the outcome
 is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
 validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
@@ -61,8 +61,7 @@ class _Trials:
     """Episodes of one scenario waiting together for a worker: their final states (and transcripts), in order
     of arrival, and then each one's answers."""
 
-    def __init__(self, initial: State, first: tuple[bytes, ...], size: int) -> None:
-        self.initial = initial
+    def __init__(self, first: tuple[bytes, ...], size: int) -> None:
         self.finals: list[tuple[bytes, ...]] = [first]
         self.size = size  # bytes of the final states and transcripts
         self.answers: dict[int, Answers] = {}
@@ -187,7 +186,7 @@ class ValidatorSandbox:
         n_chunks = max(1, min(idle, math.ceil(len(runnable) / _MIN_CHUNK)))
         answers: Answers = {}
         if n_chunks == 1 and runnable:
-            answers = await self._with_trials(runnable, initial_state, states)
+            answers = await self._with_trials(runnable, states)
         elif runnable:
             size = math.ceil(len(runnable) / n_chunks)
             failures: list[SandboxFault] = []
@@ -203,17 +202,15 @@ class ValidatorSandbox:
                                          reason=reason, duration_s=duration, evidence=evidence)
         return [r for r in results if r is not None]
 
-    async def _with_trials(self, runnable: list[tuple[int, str, str]], initial_state: State,
-                           states: tuple[bytes, ...]) -> Answers:
+    async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...]) -> Answers:
         """Run one episode's checks; other trials of the same scenario that come while this one waits for a
         worker join it, and all are checked in one batch process (the boundary stays the scenario: one
         checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself."""
-        key = (id(initial_state), len(states), tuple(runnable))
+        key = (states[0], len(states), tuple(runnable))  # by content: a run reads each episode's state afresh
         while True:
             group = self._waiting.get(key)
             size = sum(map(len, states[1:]))
-            if (group is not None and group.initial is initial_state and len(group.finals) < _MAX_TRIALS
-                    and group.size + size <= self._trial_bytes):
+            if group is not None and len(group.finals) < _MAX_TRIALS and group.size + size <= self._trial_bytes:
                 slot = len(group.finals)
                 group.finals.append(states[1:])
                 group.size += size
@@ -223,7 +220,7 @@ class ValidatorSandbox:
                 if slot in group.answers:
                     return group.answers[slot]
                 continue
-            group = self._waiting[key] = _Trials(initial_state, states[1:], size)
+            group = self._waiting[key] = _Trials(states[1:], size)
             try:
                 answers = await self._ask(partial(self._compose, key, group, runnable, states[0]))
                 group.answers = _by_trial(answers, len(group.finals), _stride(runnable))

@@ -84,3 +84,42 @@ def test_plan_hashes_follow_the_initial_states(skeleton_dir: Path) -> None:
     save_scenarios([changed, *scenarios[1:]], path)
     after = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))[0].hashes
     assert after["scenarios"] != before["scenarios"] and after["validators"] == before["validators"]
+
+
+def test_trials_of_a_scenario_read_its_line_once(skeleton_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's trials of one scenario come one after another: the line read for the first is kept (up to a total
+    of line bytes; a line over a quarter of it never is), so the others neither read nor parse it again."""
+    from envscaler_mcp.catalog import store
+
+    monkeypatch.setattr(store, "_RECENT", store._Recent(4 << 20))
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    first = plan.full(plan.scenarios[0])
+    (skeleton_dir / "scenarios.jsonl").unlink()  # a second read would fail now
+    again = plan.full(plan.scenarios[0])
+    assert again is first and again.initial_state == first.initial_state and first.initial_state
+    with pytest.raises(InputFileError):  # never read: not kept
+        plan.full(plan.scenarios[1])
+
+    monkeypatch.setattr(store, "_RECENT", store._Recent(4 * plan.lines[plan.scenarios[0].id].length - 1))
+    shutil.copy(scenarios_dir() / f"{ENV}.jsonl", skeleton_dir / "scenarios.jsonl")
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    plan.full(plan.scenarios[0])  # over a quarter of the bound: read each time
+    (skeleton_dir / "scenarios.jsonl").unlink()
+    with pytest.raises(InputFileError):
+        plan.full(plan.scenarios[0])
+
+
+def test_kept_lines_stay_within_their_byte_bound() -> None:
+    from envscaler_mcp.catalog import store
+
+    recent = store._Recent(100)
+    scenarios = load_scenarios(scenarios_dir() / f"{ENV}.jsonl")[:4]
+    for k, scenario in enumerate(scenarios):
+        recent.put(("f", k, "d"), scenario, 24)  # 96 bytes: all four kept
+    assert recent.get(("f", 1, "d")) is scenarios[1]  # now the most recently used
+    recent.put(("f", 9, "d"), scenarios[0], 24)  # 120 bytes: the least recently used (0) goes
+    recent.put(("f", 10, "d"), scenarios[0], 24)  # and then 2
+    assert [recent.get(("f", k, "d")) is not None for k in (0, 1, 2, 3, 9, 10)] == [False, True, False, True,
+                                                                                    True, True]
+    recent.put(("f", 11, "d"), scenarios[0], 26)  # over a quarter of the bound: never kept
+    assert recent.get(("f", 11, "d")) is None

@@ -1,5 +1,6 @@
 """Trials of one scenario that wait for a worker together are checked in one batch process, each on its own
-final state and transcript; different scenarios never share one."""
+final state and transcript; different scenarios never share one. Each trial hands in its own copy of the
+initial state, as a run does (it reads every episode's scenario line afresh)."""
 
 from __future__ import annotations
 
@@ -81,10 +82,11 @@ async def test_waiting_trials_share_a_batch_and_each_gets_its_own_answers(monkey
               (_final("pending"), _transcript("Shipped; the total was $10.")),
               (_final("shipped"), _transcript("It is on its way.")),
               (_final("cancelled"), _transcript("Nothing to say."))]
+    initials = [copy.deepcopy(INITIAL) for _ in trials]
     got: dict[int, list[tuple[str, bool]]] = {}
     async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
         async def trial(k: int) -> None:
-            results = await sb.run(CHECKLIST, INITIAL, trials[k][0], trials[k][1])
+            results = await sb.run(CHECKLIST, initials[k], trials[k][0], trials[k][1])
             got[k] = [(r.item_id, r.passed) for r in results]
 
         async with anyio.create_task_group() as tg:
@@ -96,7 +98,7 @@ async def test_waiting_trials_share_a_batch_and_each_gets_its_own_answers(monkey
     said = [True, True, False, False]
     assert got == {k: [("mutates", True), ("status", expected[k][1]), ("said", said[k])] for k in range(4)}
     assert requests.episodes == [4]  # one request for the four trials
-    assert INITIAL["orders"] and all(final["orders"] for final, _ in trials)  # nobody's objects changed
+    assert all(i == INITIAL for i in initials) and all(final["orders"] for final, _ in trials)  # none changed
 
 
 async def test_a_first_trial_cancelled_while_waiting_leaves_the_others_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +106,7 @@ async def test_a_first_trial_cancelled_while_waiting_leaves_the_others_to_ask(mo
     got: dict[int, list[bool]] = {}
     async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
         async def trial(k: int, status: str) -> None:
-            results = await sb.run(CHECKLIST[:2], INITIAL, _final(status))
+            results = await sb.run(CHECKLIST[:2], copy.deepcopy(INITIAL), _final(status))
             got[k] = [r.passed for r in results]
 
         async with anyio.create_task_group() as tg:
@@ -132,11 +134,11 @@ async def test_different_scenarios_never_share_a_batch_process() -> None:
     counter = ("def check_func(s):\n    seen = int(os.environ.get('CHECKS_SEEN', '0')) + 1\n"
                "    os.environ['CHECKS_SEEN'] = str(seen)\n    return seen == 1\n")
     items = [ChecklistItem(id="first", description="first in its process", validator=counter)]
-    other = copy.deepcopy(INITIAL)  # equal, but another scenario's state
+    other = {**copy.deepcopy(INITIAL), "today": "2025-01-02"}  # another scenario: same checklist, another state
     got: dict[str, bool] = {}
     async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
         async def one(name: str, initial: dict[str, Any]) -> None:
-            [result] = await sb.run(items, initial, _final("shipped"))
+            [result] = await sb.run(items, copy.deepcopy(initial), _final("shipped"))
             got[name] = result.passed
 
         async with anyio.create_task_group() as tg:
@@ -158,7 +160,7 @@ async def test_a_first_trial_cancelled_while_its_batch_runs_leaves_the_others_an
     got: dict[int, bool] = {}
     async with ValidatorSandbox(timeout_s=10.0, memory_mb=256, workers=1) as sb:
         async def trial(k: int, status: str) -> None:
-            [result] = await sb.run(items, INITIAL, _final(status))
+            [result] = await sb.run(items, copy.deepcopy(INITIAL), _final(status))
             got[k] = result.passed
 
         async with anyio.create_task_group() as tg:
@@ -188,7 +190,7 @@ async def test_trials_with_large_states_do_not_share_a_batch_beyond_the_memory_b
     got: list[bool] = []
     async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
         async def trial() -> None:
-            [result] = await sb.run(items, INITIAL, large)
+            [result] = await sb.run(items, copy.deepcopy(INITIAL), large)
             got.append(result.passed)
 
         async with anyio.create_task_group() as tg:
