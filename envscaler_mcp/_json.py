@@ -136,7 +136,11 @@ class EncodedCache:
         self._texts: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()  # id -> (the value, kept alive; text)
 
     def encode(self, value: Any) -> bytes:
-        """`json.dumps(value, ensure_ascii=False)` as UTF-8, from the cache when `value` was seen."""
+        """`json.dumps(value, ensure_ascii=False)` as UTF-8, from the cache when `value` was seen. A ParsedState
+        has its text already: it is not remembered (a run reads each episode's state afresh, and remembering
+        would keep every copy alive for the collector to walk)."""
+        if isinstance(value, ParsedState):
+            return value.encoded
         key = id(value)
         hit = self._texts.get(key)
         if hit is not None and hit[0] is value:

@@ -67,3 +67,15 @@ def test_a_state_equal_to_the_one_expected_is_not_parsed_again() -> None:
     other = parse_state(b'{"a": {"b": [1, 1]}}', like=expected)
     assert other is not expected and other == {"a": {"b": [1, 1]}}
     assert parse_state(b'{"a": 1}', like={"a": 1}) is not None  # only a ParsedState's text is trusted
+
+
+def test_parsed_states_are_not_remembered() -> None:
+    """A run reads each episode's state afresh: remembering every copy would keep them all alive."""
+    import sys
+
+    cache = EncodedCache(size=100)
+    text = b'{"orders": {"O-1": {"total": 1}}}'
+    parsed = parse_state(text)
+    held = sys.getrefcount(parsed)
+    assert cache.encode(parsed) is text
+    assert sys.getrefcount(parsed) == held  # the cache keeps no reference to it
