@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
-from envscaler_mcp._json import object_keeping
+from envscaler_mcp._json import ParsedState, object_keeping
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
 from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.scenario.models import Scenario
@@ -301,4 +301,7 @@ def _read_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Sce
     except ValueError as exc:
         raise InputFileError(path, f"the line of scenario {scenario_id} is not valid JSON: {exc}") from exc
     scenario = validate_model(Scenario, record, path=path)
+    state = record.get("initial_state")
+    if isinstance(state, ParsedState):  # validation copied it into a plain dict: keep the one with its text
+        scenario = scenario.model_copy(update={"initial_state": state})
     return scenario if scenario.id else scenario.with_id()

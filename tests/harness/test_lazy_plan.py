@@ -123,3 +123,19 @@ def test_kept_lines_stay_within_their_byte_bound() -> None:
                                                                                     True, True]
     recent.put(("f", 11, "d"), scenarios[0], 26)  # over a quarter of the bound: never kept
     assert recent.get(("f", 11, "d")) is None
+
+
+def test_an_episode_gets_its_initial_state_with_the_text_read(skeleton_dir: Path) -> None:
+    """The state file and the validators get the initial state's bytes as the line holds them, never a fresh
+    encoding of every episode's copy."""
+    from envscaler_mcp._json import ParsedState, encode_json
+
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=2))
+    scenario = plan.full(plan.scenarios[1])
+    line = plan.lines[scenario.id]
+    with open(skeleton_dir / "scenarios.jsonl", "rb") as f:
+        f.seek(line.offset)
+        raw = f.read(line.length)
+    state = scenario.initial_state
+    assert isinstance(state, ParsedState) and encode_json(state) in raw
+    assert state == json.loads(raw)["initial_state"] and scenario.id == plan.scenarios[1].id
