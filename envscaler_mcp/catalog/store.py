@@ -277,7 +277,7 @@ def load_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Scen
     """The scenario at `line` of `path`, in full; UsageError when the file changed since it was read. A line
     read lately (the same file, place and digest) is not read again."""
     path = Path(path)
-    key = (str(path.resolve()), line.offset, line.digest)
+    key = (str(path), line.offset, line.digest)  # a plan names its file one way: no path resolved per episode
     kept = _RECENT.get(key)
     if kept is not None:
         return kept

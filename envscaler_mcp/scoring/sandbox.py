@@ -239,13 +239,12 @@ class ValidatorSandbox:
         if self._waiting.get(key) is group:
             del self._waiting[key]
         stride = _stride(runnable)
-        indices = [e * stride + i for e in range(len(group.finals)) for i, _, _ in runnable]
-        checks = [{"i": e * stride + i, "source": source, "kind": kind, "e": e}
-                  for e in range(len(group.finals)) for i, source, kind in runnable]
+        placed = [(e, e * stride + i, source, kind) for e in range(len(group.finals)) for i, source, kind in runnable]
         states = (initial, *(text for final in group.finals for text in final))
         header = {"sizes": [len(text) for text in states], "episodes": len(group.finals), "timeout_s": self.timeout_s,
-                  "grace_s": self.grace_s, "checks": checks}
-        return header, states, indices
+                  "grace_s": self.grace_s,
+                  "checks": [{"i": i, "source": source, "kind": kind, "e": e} for e, i, source, kind in placed]}
+        return header, states, [i for _, i, _, _ in placed]
 
     async def _run_chunk(self, chunk: list[tuple[int, str, str]], states: tuple[bytes, ...], answers: Answers,
                          failures: list[SandboxFault]) -> None:
