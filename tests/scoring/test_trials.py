@@ -201,3 +201,64 @@ async def test_trials_with_large_states_do_not_share_a_batch_beyond_the_memory_b
                 await _until(lambda: sb._idle_recv.statistics().tasks_waiting_receive == 3)
     assert got == [True, True, True]
     assert requests.episodes == [1, 1, 1]
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("ctypes.string_at(0)", "the validator crashed the interpreter (SIGSEGV)"),
+    ("sum(range(10**14))", "timed out after 1.0 s (it kept the CPU busy past its time and was stopped)"),
+])
+async def test_a_trial_that_kills_the_shared_batch_takes_no_other_trials_answer(
+        monkeypatch: pytest.MonkeyPatch, how: str, reason: str) -> None:
+    """A check that crashes the batch process, or burns the CPU past its time, on one trial's state (with the
+    real `ctypes` handed to validators, as an escape would): that check fails with the reason; every other check
+    of every trial is still answered, on its own trial's state, in a new batch process."""
+    requests = _Requests(monkeypatch)
+    source = (f"def check_func(s):\n    status = s['orders']['O1']['status']\n    if status == 'hostile':\n"
+              f"        {how}\n    return status == 'shipped'\n")
+    second = "def check_func(s):\n    return s['orders']['O1']['status'] != 'pending'\n"
+    items = [ChecklistItem(id="first", description="may crash", validator=source),
+             ChecklistItem(id="second", description="not pending", validator=second)]
+    got: dict[str, list[tuple[bool, str | None]]] = {}
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
+        async def trial(status: str) -> None:
+            results = await sb.run(items, copy.deepcopy(INITIAL), _final(status))
+            got[status] = [(r.passed, r.reason) for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("hostile", "shipped", "pending")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+    assert requests.episodes == [3]  # one request, one batch process until the hostile check
+    assert got == {"hostile": [(False, reason), (True, None)], "shipped": [(True, None), (True, None)],
+                   "pending": [(False, None), (False, None)]}
+
+
+async def test_a_worker_killed_under_a_shared_batch_is_a_fault_every_trial_survives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zygote killed from outside while the trials' batch runs: not the validators' doing. The whole
+    request is asked again on a fresh worker and every trial gets its own answers; nothing is scored as a
+    failed check."""
+    import os
+    import signal
+
+    requests = _Requests(monkeypatch)
+    spin = ("def check_func(s):\n    x = 0\n    for i in range(2 * 10**6):\n        x += i\n"
+            "    return s['orders']['O1']['status'] == 'shipped'\n")
+    items = [ChecklistItem(id="spin", description="spins, then reads", validator=spin)]
+    got: dict[str, tuple[bool, str | None]] = {}
+    async with ValidatorSandbox(timeout_s=10.0, memory_mb=256, workers=1) as sb:
+        async def trial(status: str) -> None:
+            [result] = await sb.run(items, copy.deepcopy(INITIAL), _final(status))
+            got[status] = (result.passed, result.reason)
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("shipped", "pending")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+            await _until(lambda: requests.episodes)  # the request is out: its batch runs
+            os.kill(sb.worker_pids()[0], signal.SIGKILL)
+        restarts, faults = sb.restarts, list(sb.faults)
+    assert got == {"shipped": (True, None), "pending": (False, None)}
+    assert requests.episodes == [2, 2] and restarts == 1 and len(faults) == 1
