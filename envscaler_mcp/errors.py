@@ -78,6 +78,8 @@ class UnrenderableSkeleton(RenderError):
 class ServerStartError(EnvScalerError):
     """An MCP server could not be started or reached."""
 
+    exit_code: int | None = None  # the process's exit code, when it exited while starting
+
 
 class ServerFault(EnvScalerError):
     """An environment server crashed, stopped answering (a watchdog noticed) or could not be restarted.

