@@ -78,7 +78,7 @@ class UnrenderableSkeleton(RenderError):
 class ServerStartError(EnvScalerError):
     """An MCP server could not be started or reached."""
 
-    exit_code: int | None = None  # the process's exit code, when it exited while starting
+    process_exit: int | None = None  # the process's exit code, when it exited while starting
 
 
 class ServerFault(EnvScalerError):

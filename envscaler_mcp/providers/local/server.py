@@ -234,7 +234,7 @@ class LocalServer:
             try:
                 return self._start(timeout_s)
             except ServerStartError as exc:
-                if self.runtime != "llama-server" or exc.exit_code not in SIGILL_EXIT:
+                if self.runtime != "llama-server" or exc.process_exit not in SIGILL_EXIT:
                     raise
                 remember_refused("it stopped with an illegal instruction on this CPU (its prebuilt code uses "
                                  "instructions this processor lacks)")
@@ -279,7 +279,7 @@ class LocalServer:
             if self.process is not None and self.process.poll() is not None:
                 error = ServerStartError(f"the local model server exited with code {self.process.returncode} "
                                          f"while loading.\n{self.log_tail()}")
-                error.exit_code = self.process.returncode
+                error.process_exit = self.process.returncode
                 raise error
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
