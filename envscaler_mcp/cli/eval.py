@@ -44,7 +44,8 @@ def eval_command(
     agent_base_url: Annotated[
         str | None, typer.Option("--agent-base-url", help="OpenAI-compatible endpoint.")
     ] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Simulated-user seat: PROVIDER/MODEL.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Simulated-user seat: PROVIDER/MODEL, or 'scripted' "
+                                                      "(reveals a scenario's turns verbatim, no model).")] = None,
     mode: Annotated[
         Mode, typer.Option("--mode", help="auto: conversation when --user is given, else task."),
     ] = "auto",

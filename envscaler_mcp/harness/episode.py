@@ -26,7 +26,8 @@ from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
-from envscaler_mcp.harness.user_sim import SimulatedUser
+from envscaler_mcp.harness.turns import TurnScoring, score_turns
+from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedUser, SimulatedUser, turn_messages
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
@@ -49,7 +50,9 @@ class _Recorder:
         self.timings: list[StepTiming] = []
         self.tools: list[ToolDef] = []
         self.agent_usage = Usage()
-        self.user: SimulatedUser | None = None
+        self.user: SimulatedUser | ScriptedUser | None = None
+        self.turn_marks: list[int] = []  # len(messages) at the end of each turn but the last (multi-turn)
+        self.turn_states: list[State | None] = []  # the state at each of those points (None: not readable)
         self.steps = 0
         self.tool_calls = 0
         self.tool_errors = 0
@@ -147,12 +150,16 @@ async def run_episode(
 
 async def score_state(
     scenario: Scenario, final_state: State | None, checker: Checker,
-    transcript: JSONObject | None = None, reference: Reference | None = None,
+    transcript: JSONObject | None = None, reference: Reference | None = None, turns: TurnScoring | None = None,
 ) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
     """(checklist verdicts, checklist score, state diff) of a final state and a transcript. Without a final
     state (no admin plane) state items are not scorable and transcript items still run. A final state that is
-    the reference's own (launch gives it back when the JSON is the same) has the reference's diff."""
-    checks = await checker.check(scenario.checklist, scenario.initial_state, final_state, transcript)
+    the reference's own (launch gives it back when the JSON is the same) has the reference's diff. Items a
+    turn of a multi-turn scenario names are judged on the state and transcript at that turn's end."""
+    if turns is not None and turns.has_turn_items():
+        checks = await score_turns(turns, checker, final_state, transcript)
+    else:
+        checks = await checker.check(scenario.checklist, scenario.initial_state, final_state, transcript)
     if final_state is None:
         diff = []
     elif reference is not None and final_state is reference.final_state:
@@ -203,10 +210,12 @@ async def _attempt(
         rec.time("state", t)
     t = time.perf_counter()
     transcript = episode_transcript(rec.messages, rec.final_answer)
-    checks, score, diff = await score_state(scenario, final_state, checker, transcript, reference)
+    turns = TurnScoring(scenario, rec.turn_marks, rec.turn_states, rec.messages, reference)
+    checks, score, diff = await score_state(scenario, final_state, checker, transcript, reference, turns)
     rec.time("validate", t)
     t = time.perf_counter()
     verdict = state_verdict(reference, final_state)
+    turn_outcomes, verdict = turns.state_checks(verdict)
     rec.time("state_check", t)
     return EpisodeResult(
         run_id="",
@@ -238,6 +247,7 @@ async def _attempt(
         state_check_reason=verdict.reason,
         unexpected_changes=verdict.changes,
         diff=diff,
+        turns=turn_outcomes,
     )
 
 
@@ -249,50 +259,76 @@ async def _loop(
     user: Provider | None,
     clock: EpisodeClock,
 ) -> EpisodeStatus:
-    config = rec.config
+    config, scenario = rec.config, rec.scenario
     rec.messages.append(Message(role="system", content=agent_system_prompt(config.mode, env_info)))
-    if config.mode == "conversation":
-        assert user is not None
-        rec.user = SimulatedUser(user, rec.scenario.task, config.user_settings)
+    if config.mode == "conversation" and user is not None and user.spec != SCRIPTED:
+        rec.user = SimulatedUser(user, scenario.task, config.user_settings)
+    elif config.mode == "conversation" or scenario.turns:
+        rec.user = ScriptedUser(turn_messages(scenario))
+    if rec.user is not None:
         t = time.perf_counter()
         opening = await rec.user.first_message()
         rec.time("user", t)
         rec.messages.append(Message(role="user", content=opening))
     else:
-        rec.messages.append(Message(role="user", content=rec.scenario.task))
-    names = {tool.name for tool in rec.tools}
+        rec.messages.append(Message(role="user", content=scenario.task))
+    all_tools = rec.tools
+    turn = 0
+
+    def offered() -> tuple[list[ToolDef], set[str]]:
+        hidden = scenario.turn_tools_hidden(turn) if scenario.turns else set()
+        tools = [tool for tool in all_tools if tool.name not in hidden]
+        return tools, {tool.name for tool in tools}
+
+    tools, names = offered()
     while rec.steps < config.max_steps:
         rec.steps += 1
         t = time.perf_counter()
         try:
-            turn = await agent.complete(list(rec.messages), rec.tools, config.agent_settings)
+            reply_turn = await agent.complete(list(rec.messages), tools, config.agent_settings)
         except ModelFault as fault:
             rec.time("agent", t)
             rec.model_error = f"{fault.kind}: {fault}"
             return "model_error"
         rec.time("agent", t)
         clock.after_turn(rec.steps)
-        rec.agent_usage = rec.agent_usage + turn.usage
-        if turn.finish_reason == "content_filter":
-            rec.messages.append(turn.message.model_copy(update={"role": "assistant"}))
+        rec.agent_usage = rec.agent_usage + reply_turn.usage
+        if reply_turn.finish_reason == "content_filter":
+            rec.messages.append(reply_turn.message.model_copy(update={"role": "assistant"}))
             rec.model_error = "refusal: the provider stopped the answer (content filter / refusal)"
             return "model_error"
-        message = turn.message.model_copy(update={"role": "assistant"})
+        message = reply_turn.message.model_copy(update={"role": "assistant"})
         rec.messages.append(message)
         if not message.tool_calls:
             rec.final_answer = message.content
             if rec.user is None:
                 return "completed"
+            if turn < len(scenario.turns) - 1:  # a multi-turn scenario: keep the state at this turn's end
+                await _end_of_turn(rec, ep)
             t = time.perf_counter()
             reply = await rec.user.respond(message.content)
             rec.time("user", t)
             if rec.user.stopped:
                 return "completed"
             rec.messages.append(Message(role="user", content=reply))
+            if isinstance(rec.user, ScriptedUser):
+                turn = rec.user.revealed - 1
+                tools, names = offered()
             continue
         for call in message.tool_calls:
             rec.messages.append(await _execute(rec, ep, call, names))
     return "max_steps"
+
+
+async def _end_of_turn(rec: _Recorder, ep: EpisodeHandle) -> None:
+    """Mark the end of a turn and keep the state at that point (None without an admin plane)."""
+    t = time.perf_counter()
+    rec.turn_marks.append(len(rec.messages))
+    try:
+        rec.turn_states.append(await ep.get_state())
+    except NoAdminPlane:
+        rec.turn_states.append(None)
+    rec.time("state", t)
 
 
 async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:

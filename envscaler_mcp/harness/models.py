@@ -58,6 +58,18 @@ class StepTiming(BaseModel):
     is_error: bool = Field(False, description="For 'tool': the result was an error result.")
 
 
+class TurnOutcome(BaseModel):
+    """The state check at the end of one user turn of a multi-turn scenario."""
+
+    turn: int = Field(description="Turn number, from 1.")
+    reached: bool = Field(description="The episode got to the end of this turn.")
+    state_check: StateCheckStatus = Field(description="The state at this turn's end against the reference's.")
+    state_check_reason: str = Field("", description="Why it failed early or is not available.")
+    unexpected_changes: list[UnexpectedChange] = Field(
+        default_factory=list, description="How the state differs from the reference's at this turn's end."
+    )
+
+
 class EpisodeResult(BaseModel):
     """Everything one (scenario, trial) episode produced: the record written to results.jsonl."""
 
@@ -142,6 +154,12 @@ class EpisodeResult(BaseModel):
         default_factory=list,
         description="Final state vs initial state: every added, removed or changed path (lists element by "
         "element).",
+    )
+    turns: list[TurnOutcome] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="Multi-turn scenarios: the state check after every turn (the episode's state_check is the "
+        "first failing turn's).",
     )
     latency_s: float = Field(0.0, description="Wall time of the episode (last attempt), in seconds.")
     started_at: str = Field("", description="ISO-8601 UTC start time.")

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.oracle import ORACLE, OraclePolicy
+from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedSeat
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.scenario.models import Scenario
 
@@ -39,6 +41,13 @@ class Seat:
         """The oracle policy: replays each scenario's reference solution (as the user: states the task)."""
         return cls(ORACLE, role=role, factory=lambda scenario: OraclePolicy(scenario, role=role))
 
+    @classmethod
+    def scripted(cls, role: Role = "user") -> Seat:
+        """The scripted user: reveals a scenario's turns verbatim, one per agent reply (no model)."""
+        if role != "user":
+            raise UsageError("'scripted' is a user seat: use it with --user")
+        return cls(SCRIPTED, role=role, factory=lambda scenario: ScriptedSeat())
+
     def for_scenario(self, scenario: Scenario) -> Provider:
         """The provider to use for this scenario's episodes."""
         if self._factory is not None:
@@ -62,7 +71,7 @@ class Seat:
 
 
 # Seats that are harness policies rather than LLM providers, by the name the command line uses.
-POLICIES: dict[str, Callable[[Role], Seat]] = {ORACLE: Seat.oracle}
+POLICIES: dict[str, Callable[[Role], Seat]] = {ORACLE: Seat.oracle, SCRIPTED: Seat.scripted}
 
 
 def seat_for(spec: str, *, role: Role = "agent", base_url: str | None = None) -> Seat:

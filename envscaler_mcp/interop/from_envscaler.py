@@ -187,12 +187,14 @@ def scenario_from_item(item: dict[str, Any], skeleton: EnvSkeleton) -> Scenario:
     checklist = _with_own_items(checklist, own)
     answer = own.get("reference_answer")
     task_id = item.get("task_id")
+    turns = own.get("turns")
     scenario = Scenario(
         env_id=skeleton.id,
         task=item["task"],
         initial_state=item["init_config"],
         checklist=checklist,
         reference_answer=answer if isinstance(answer, str) else None,
+        turns=turns if isinstance(turns, list) else [],
         provenance=Provenance(
             source="envscaler-import", source_id=None if task_id is None else str(task_id), notes=notes
         ),

@@ -114,7 +114,8 @@ def derived_scenario_item(scenario: Scenario, skeleton: EnvSkeleton) -> dict[str
 
 def own_fields(scenario: Scenario) -> dict[str, Any]:
     """The transcript items (with their id and place in the checklist), the state items' ids and claims_change
-    flags when they are not the defaults (c1, c2, ... by position; True), and the reference answer, if any."""
+    flags when they are not the defaults (c1, c2, ... by position; True), the reference answer and the user
+    turns of a multi-turn scenario, if any."""
     own: dict[str, Any] = {}
     transcript = [
         {"position": n, "id": c.id, "check_item": c.description, "check_func": c.validator,
@@ -128,6 +129,8 @@ def own_fields(scenario: Scenario) -> dict[str, Any]:
         own["state_items"] = [{"id": c.id, "claims_change": c.claims_change} for _, c in state]
     if scenario.reference_answer is not None:
         own["reference_answer"] = scenario.reference_answer
+    if scenario.turns:
+        own["turns"] = [turn.model_dump(mode="json", exclude_defaults=True) for turn in scenario.turns]
     return own
 
 

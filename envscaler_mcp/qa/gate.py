@@ -47,7 +47,7 @@ from envscaler_mcp.qa.wrong import (
     given_wrong_solutions,
 )
 from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
@@ -111,6 +111,26 @@ class GateReport(BaseModel):
 
 def _errors(results: list[CheckResult], where: str) -> list[str]:
     return [f"{r.item_id} on the {where} state: {r.reason}" for r in results if r.reason is not None]
+
+
+async def _results_at_turns(scenario: Scenario, reference: Reference | None, sandbox: ValidatorSandbox,
+                            final_state: State, transcript: JSONObject) -> list[CheckResult]:
+    """The validators after the reference solution: an item a turn of a multi-turn scenario names is run on the
+    reference's state at that turn's end, every other item on the final state."""
+    at = scenario.item_turn()
+    states = reference.turn_states if reference is not None else []
+    early = {item: turn for item, turn in at.items() if turn < len(states)}
+    if not early:
+        return await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
+    results: dict[str, CheckResult] = {}
+    groups: dict[int, list[ChecklistItem]] = {}
+    for item in scenario.checklist:
+        groups.setdefault(early.get(item.id, -1), []).append(item)
+    for turn, items in groups.items():
+        state = final_state if turn < 0 else states[turn]
+        for result in await sandbox.run(items, scenario.initial_state, state, transcript):
+            results[result.item_id] = result
+    return [results[item.id] for item in scenario.checklist]
 
 
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
@@ -177,8 +197,8 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     final_reasons: list[str] = []
     if report.final_state is not None and items:
         report.transcript = reference_transcript(scenario, report.replay)
-        report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state,
-                                                 report.transcript)
+        report.final_results = await _results_at_turns(scenario, reference, sandbox, report.final_state,
+                                                       report.transcript)
         validator_problems += _errors(report.final_results, "final")
         final_reasons = [f"{r.item_id} is not True after the reference solution"
                          + (f" ({r.reason})" if r.reason else "") for r in report.final_results if not r.passed]

@@ -84,6 +84,7 @@ class Reference:
     free: FreeFields = field(default_factory=FreeFields)
     nondeterministic: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    turn_states: list[State] = field(default_factory=list)  # the state at the end of each turn but the last
     _encoded: bytes | None = field(default=None, repr=False)
     _diff: list[StateChange] | None = field(default=None, repr=False)
 
@@ -120,18 +121,34 @@ class Reference:
                             ignored=result.ignored)
 
 
+    def check_turn(self, turn: int, agent_state: State | None, *, no_state_reason: str = "") -> StateVerdict:
+        """The state check of the agent's state at the end of turn `turn` (0-based) of a multi-turn scenario,
+        against the reference's state at that point; the last turn's is `check` of the final state."""
+        if turn >= len(self.turn_states):
+            return self.check(agent_state, no_state_reason=no_state_reason)
+        if self.reason or self.final_state is None:
+            return StateVerdict(status="not_available", reason=self.reason or "no reference final state")
+        if agent_state is None:
+            return StateVerdict(status="not_available", reason=no_state_reason or "the state could not be read")
+        result = compare_states(self.scenario.initial_state, self.turn_states[turn], agent_state, self.free,
+                                fixed_keys(self.scenario))
+        return StateVerdict(status="pass" if result.passed else "fail", changes=result.changes,
+                            ignored=result.ignored)
+
+
 def unavailable(scenario: Scenario, reason: str) -> Reference:
     """A Reference whose state check is not available, for the given reason."""
     return Reference(scenario=scenario, final_state=None, unavailable=reason)
 
 
-async def _replay(scenario: Scenario, factory: EpisodeFactory) -> tuple[list[ReplayCall], State | None,
-                                                                         list[str]]:
+async def _replay(scenario: Scenario, factory: EpisodeFactory
+                  ) -> tuple[list[ReplayCall], State | None, list[str], list[State]]:
     """One replay; an episode that fails without a failing call (the server, the transport) is retried."""
     for attempt in range(1, _INFRA_ATTEMPTS + 1):
-        calls, final, reasons = await replay_reference(scenario, factory)
+        snapshots: list[State] = []
+        calls, final, reasons = await replay_reference(scenario, factory, snapshots)
         if final is not None or (calls and not calls[-1].ok) or attempt == _INFRA_ATTEMPTS:
-            return calls, final, reasons
+            return calls, final, reasons, snapshots
         await anyio.sleep(0.5 * attempt)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -151,12 +168,13 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
     async with anyio.create_task_group() as tg:
         for n in range(len(results)):
             tg.start_soon(one, n)
-    calls, final, reasons = results[0]
-    ref = Reference(scenario=scenario, final_state=final, calls=calls, replay_reasons=reasons, free=free)
+    calls, final, reasons, snapshots = results[0]
+    ref = Reference(scenario=scenario, final_state=final, calls=calls, replay_reasons=reasons, free=free,
+                    turn_states=snapshots)
     if final is None:
         ref.unavailable = "the reference solution failed when replayed: " + "; ".join(reasons)
     else:
-        for _, other, other_reasons in results[1:]:
+        for _, other, other_reasons, _ in results[1:]:
             if other is None:
                 ref.unavailable = "a second replay of the reference solution failed: " + "; ".join(other_reasons)
                 break

@@ -29,7 +29,7 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.freefields import FreeFields
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _state_path(path: Path) -> Path:
@@ -54,13 +54,15 @@ class ReferenceStore:
             calls = [ReplayCall.model_validate(c) for c in data["calls"]]
             nondeterministic = [(str(p), str(r)) for p, r in data["nondeterministic"]]
             final = parse_state(_state_path(path).read_bytes())
+            turn_states = [dict(t) for t in data.get("turn_states", [])]
         except (InputFileError, OSError, KeyError, TypeError, ValueError, ValidationError):
             return None
         if final is None:
             return None
         free = scenario_free_fields(scenario, env_free)
         return Reference(scenario=scenario, final_state=final, calls=calls, nondeterministic=nondeterministic,
-                         free=free + FreeFields(nondeterministic) if nondeterministic else free)
+                         free=free + FreeFields(nondeterministic) if nondeterministic else free,
+                         turn_states=turn_states)
 
     def save(self, path: Path, reference: Reference) -> None:
         """Keep a reference whose replays succeeded and agreed; a write that fails only costs a replay later."""
@@ -70,6 +72,7 @@ class ReferenceStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(_state_path(path), encode_json(reference.final_state))
             atomic_write_json(path, {"nondeterministic": [list(p) for p in reference.nondeterministic],
+                                     "turn_states": reference.turn_states,
                                      "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text,
                                                 "is_error": c.is_error} for c in reference.calls]}, indent=None)
         except OSError:

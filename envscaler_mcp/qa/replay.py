@@ -69,16 +69,20 @@ def result_data(result: Any) -> tuple[str, bool]:
 
 
 async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
-                       *, stop_at_failure: bool = True) -> tuple[list[ReplayCall], State | None, list[str]]:
+                       *, stop_at_failure: bool = True, checkpoints: Sequence[int] = (),
+                       snapshots: list[State] | None = None) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
 
     With `stop_at_failure` the first failed call ends the replay (no final state, one reason); without it a
     failed call is recorded and the replay goes on (the server has rolled the call back). A reason is also
-    given, and no final state, when the episode itself fails.
+    given, and no final state, when the episode itself fails. For each n in `checkpoints` the state after the
+    first n calls is appended to `snapshots` (the end of each turn of a multi-turn scenario).
     """
     made: list[ReplayCall] = []
     try:
         async with episode_factory(initial_state) as episode:
+            if snapshots is not None:
+                snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == 0))
             for n, call in enumerate(calls, start=1):
                 text, is_error = "", True
                 try:
@@ -91,12 +95,26 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                                        result_text=text, is_error=is_error))
                 if not ok and stop_at_failure:
                     return made, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
+                if snapshots is not None and n in checkpoints:
+                    snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == n))
             return made, await episode.get_state(), []
     except Exception as exc:
         return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
 
 
-async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory
+def turn_ends(scenario: Scenario) -> list[int]:
+    """How many reference calls are made by the end of each turn but the last (a multi-turn scenario)."""
+    ends, made = [], 0
+    for turn in scenario.turns[:-1]:
+        made += len(turn.reference)
+        ends.append(made)
+    return ends
+
+
+async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory,
+                           snapshots: list[State] | None = None
                            ) -> tuple[list[ReplayCall], State | None, list[str]]:
-    """Replay the reference solution in a fresh episode, stopping at the first failed call."""
-    return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory)
+    """Replay the reference solution in a fresh episode, stopping at the first failed call; with `snapshots`,
+    the state at the end of each turn but the last is appended to it."""
+    return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory,
+                              checkpoints=turn_ends(scenario), snapshots=snapshots)

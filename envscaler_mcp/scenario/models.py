@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.skeleton.models import FreeField, Provenance, canonical_hash
@@ -45,6 +45,28 @@ class ToolCall(BaseModel):
 
     tool: str = Field(description="Tool name.")
     arguments: JSONObject = Field(default_factory=dict, description="Arguments, as the tool's schema wants.")
+
+
+class Turn(BaseModel):
+    """One user turn of a multi-turn scenario: what the user says, the tools that appear with it, the
+    reference calls that answer it, and the checklist items judged on the state at its end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = Field(description="The user's message that opens this turn, revealed verbatim.")
+    tools_added: list[str] = Field(
+        default_factory=list,
+        description="Tools offered to the agent from this turn on; a tool named by a turn is hidden before it.",
+    )
+    reference: list[ToolCall] = Field(
+        default_factory=list, description="The reference calls of this turn, in order (may be empty)."
+    )
+    answer: str | None = Field(None, description="What a correct agent tells the user at the end of this turn.")
+    checks: list[str] = Field(
+        default_factory=list,
+        description="Ids of checklist items judged on the state (and transcript) at the end of this turn instead "
+        "of at the end of the episode.",
+    )
 
 
 class StateCheckOptions(BaseModel):
@@ -95,6 +117,12 @@ class Scenario(BaseModel):
         exclude_if=lambda value: value is None,  # unset: left out, so scenario files stay as they were
         description="Scenario-specific options of the state check (extra or removed free fields, or off).",
     )
+    turns: list[Turn] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,  # single-turn scenarios are written as before
+        description="Ordered user turns of a multi-turn task (empty: one turn, the task). The reference "
+        "solution is then the turns' reference calls in order; the state is checked after every turn.",
+    )
 
     @field_validator("checklist")
     @classmethod
@@ -105,9 +133,39 @@ class Scenario(BaseModel):
             raise ValueError(f"checklist item ids must be unique within a scenario; repeated: {', '.join(repeated)}")
         return checklist
 
+    @model_validator(mode="after")
+    def _turns_agree(self) -> Scenario:
+        """A multi-turn scenario's reference solution is its turns' calls in order (filled in when empty), and a
+        turn checks only items of the checklist, each at one turn."""
+        if not self.turns:
+            return self
+        calls = [call for turn in self.turns for call in turn.reference]
+        if not self.reference_solution:
+            self.reference_solution = calls
+        elif [c.model_dump() for c in self.reference_solution] != [c.model_dump() for c in calls]:
+            raise ValueError("reference_solution must be the turns' reference calls in order")
+        ids = {c.id for c in self.checklist}
+        named = [item for turn in self.turns for item in turn.checks]
+        unknown = sorted(set(named) - ids)
+        if unknown:
+            raise ValueError(f"turns name checklist items that do not exist: {', '.join(unknown)}")
+        twice = sorted(item for item, n in Counter(named).items() if n > 1)
+        if twice:
+            raise ValueError(f"a checklist item is judged at one turn only; named twice: {', '.join(twice)}")
+        return self
+
+    def turn_tools_hidden(self, turn: int) -> set[str]:
+        """Tools not yet offered at turn `turn` (0-based): those a later turn adds (and no turn up to it)."""
+        offered = {name for done in self.turns[:turn + 1] for name in done.tools_added}
+        return {name for later in self.turns[turn + 1:] for name in later.tools_added} - offered
+
+    def item_turn(self) -> dict[str, int]:
+        """{checklist item id: the turn at whose end it is judged}, for items a turn names."""
+        return {item: n for n, turn in enumerate(self.turns) for item in turn.checks}
+
     def compute_id(self) -> str:
         """The content hash that identifies this scenario."""
-        body = {
+        body: dict[str, Any] = {
             "env_id": self.env_id,
             "task": self.task,
             "initial_state": self.initial_state,
@@ -115,6 +173,8 @@ class Scenario(BaseModel):
             "checklist": [[c.description, c.validator, *(["transcript"] if c.kind == "transcript" else [])]
                           for c in self.checklist],
         }
+        if self.turns:  # single-turn scenarios hash as before
+            body["turns"] = [t.model_dump(mode="json") for t in self.turns]
         return "sc-" + canonical_hash(body)[:16]
 
     def with_id(self) -> Scenario:

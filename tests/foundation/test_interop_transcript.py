@@ -57,3 +57,22 @@ def test_clashing_saved_ids_are_numbered_rather_than_refused(tmp_path: Path) -> 
     (tmp_path / "s.json").write_text(json.dumps(items))
     (again,) = import_envscaler(tmp_path / "e.json", tmp_path / "s.json").scenarios["mini_shop"]
     assert [(c.id, c.kind) for c in again.checklist] == [("c1", "state"), ("c2", "transcript"), ("c3", "state")]
+
+
+def test_user_turns_survive_export_and_import(tmp_path: Path) -> None:
+    from envscaler_mcp.scenario.models import Scenario, ToolCall, Turn
+    skeleton = load_skeleton(MINI_SHOP)
+    bob = load_scenarios(MINI_SHOP / "scenarios.jsonl")[0]
+    calls = bob.reference_solution
+    turns = [Turn(user="Cancel O-1002.", reference=calls[:2], checks=["c1"], answer="Cancelled."),
+             Turn(user="Note why.", reference=[ToolCall(tool=calls[2].tool, arguments=calls[2].arguments)],
+                  tools_added=["add_note"])]
+    data = bob.model_dump(exclude={"id", "reference_solution"})
+    multi = Scenario.model_validate({**data, "turns": turns}).with_id()
+    envs, items = export_envscaler([(skeleton, [multi])])
+    assert [t["user"] for t in items[0][OWN_KEY]["turns"]] == ["Cancel O-1002.", "Note why."]
+    (tmp_path / "e.json").write_text(json.dumps(envs))
+    (tmp_path / "s.json").write_text(json.dumps(items))
+    (again,) = import_envscaler(tmp_path / "e.json", tmp_path / "s.json").scenarios["mini_shop"]
+    assert again.turns == multi.turns and again.id == multi.id
+    assert again.reference_solution == multi.reference_solution  # the turns' calls, in order
