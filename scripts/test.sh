@@ -14,6 +14,11 @@ if ! command -v mcp-inspector >/dev/null 2>&1 && command -v npm >/dev/null 2>&1;
   npm install -g --silent @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
     || echo "note: could not install the MCP Inspector; its tests will be skipped" >&2
 fi
+# Chromium for the viewer's browser tests (Debian's package; Playwright drives it, downloads no browser).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "note: could not install chromium; the viewer's browser tests will be skipped" >&2
+fi
 "$VENV/bin/ruff" check envscaler_mcp tests benchmarks examples environments templates/server/runtime
 "$VENV/bin/mypy"
 # The map of docs/architecture.md: stages import one way, no cycle between packages ([tool.importlinter]).

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("envscaler_mcp.cli.eval",
              "Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."),
     "report": ("envscaler_mcp.report.cli", "Print a run's summary table and write its self-contained HTML report."),
+    "view": ("envscaler_mcp.view.cli",
+             "Browse run folders in a web browser (runs, episodes, evidence, comparisons; follows live runs)."),
     "catalog": ("envscaler_mcp.catalog.cli", "Build and inspect the bundled environment catalog."),
     "scenarios": ("envscaler_mcp.qa.cli", "Check scenario sets with the QA gate."),
     "import": ("envscaler_mcp.cli.importing", "Import environments and scenarios from other formats."),
