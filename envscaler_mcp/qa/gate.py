@@ -12,6 +12,9 @@ For one scenario, `check_scenario` verifies, in order:
                      twice, which also gives the reference final state of the state check (qa.reference);
 4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
                      transcript (the replayed calls and the scenario's reference answer);
+   consistency     - the task asks for what the reference solution does: the records it names are the ones
+                     changed, it points at nothing the agent cannot see, no checklist item is vacuous
+                     (qa.consistency);
 5. wrong solutions - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
                      passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
                      leaves at least one validator not True (qa.wrong; transcript items read its calls and the
@@ -36,6 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp.qa.consistency import consistency_problems
 from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
@@ -55,7 +59,7 @@ from envscaler_mcp.skeleton.models import FreeField
 __all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
            "WrongSolution", "call_outcome", "check_scenario", "replay_reference"]
 
-StepName = Literal["validators", "initial_false", "replay", "final_true", "wrong_solutions", "answer_probes",
+StepName = Literal["validators", "initial_false", "replay", "final_true", "consistency", "wrong_solutions", "answer_probes",
                    "mutation", "wrong_probes"]
 StepStatus = Literal["pass", "fail", "warn", "skip"]
 
@@ -211,6 +215,8 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="initial_false", status="fail" if initial_reasons else "pass", reasons=initial_reasons))
     add(GateStep(name="replay", status=replay_status, reasons=replay_reasons))
     add(GateStep(name="final_true", status=final_status, reasons=final_reasons))
+    consistency = consistency_problems(scenario, report.final_state)
+    add(GateStep(name="consistency", status="fail" if consistency else "pass", reasons=consistency))
 
     # 5. wrong solutions (only when there are any)
     wrong = [*given_wrong_solutions(scenario), *wrong_solutions]

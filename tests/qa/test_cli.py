@@ -63,7 +63,8 @@ def test_check_json_and_id_filter(tmp_path: Path, fake_launch: list[tuple[str, s
     assert result.exit_code == 0, result.output
     [report] = json.loads(result.stdout)
     assert report["scenario_id"] == good and report["passed"] is True
-    assert [s["name"] for s in report["steps"]] == ["validators", "initial_false", "replay", "final_true", "mutation",
+    assert [s["name"] for s in report["steps"]] == ["validators", "initial_false", "replay", "final_true", "consistency",
+                                                    "mutation",
                                                     "wrong_probes"]
     assert "0 uncaught; wrong-solution probes: 2 run, 0 passed the scoring" in result.stderr
 

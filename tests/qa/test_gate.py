@@ -53,7 +53,8 @@ def statuses(report: Any) -> dict[str, str]:
 async def test_good_scenario_passes() -> None:
     report = await gate(scenario())
     assert report.passed, report.reasons()
-    assert statuses(report) == {"validators": "pass", "initial_false": "pass", "replay": "pass", "final_true": "pass"}
+    assert statuses(report) == {"validators": "pass", "initial_false": "pass", "replay": "pass", "final_true": "pass",
+                                "consistency": "pass"}
     assert [r.passed for r in report.initial_results] == [False, False, True]
     assert [r.passed for r in report.final_results] == [True, True, True]
     assert [c.ok for c in report.replay] == [True, True]

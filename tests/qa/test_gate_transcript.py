@@ -44,7 +44,7 @@ async def test_read_only_scenario_passes_with_the_reference_transcript() -> None
     report = await gate(read_only(GOOD))
     assert report.passed, report.reasons()
     assert statuses(report) == {"validators": "pass", "initial_false": "pass", "replay": "pass",
-                                "final_true": "pass", "answer_probes": "pass"}
+                                "final_true": "pass", "consistency": "pass", "answer_probes": "pass"}
     assert [r.passed for r in report.initial_results] == [False, False, True]  # empty transcript, initial state
     assert [r.passed for r in report.final_results] == [True, True, True]
     assert report.transcript is not None and report.transcript["answer"] == "Order O1 is pending; its total is $30.00."

@@ -31,13 +31,13 @@ from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
+from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scoring.diff import diff_states
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
-from envscaler_mcp.synth.scen.grounding import names_a_record
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
@@ -101,6 +101,11 @@ def diagnose(report: GateReport, scenario: Scenario, require_mutation: bool) -> 
     failing = {s.name for s in report.steps if s.status == "fail"}
     if require_mutation and status.get("mutation") in ("warn", "fail"):
         failing.add("mutation")
+    if failing == {"consistency"}:  # the plan and checklist agree with each other, not with the task
+        feedback = _bullets(reasons) + ("\n\nWrite a task that asks for exactly what is changed: name the records "
+                                        "the plan changes (by id, or by a value only they have), and nothing the "
+                                        "assistant cannot see.")
+        return Verdict(reasons=reasons, part="task", feedback=feedback, report=report)
     validators_bad = bool(failing & {"validators", "initial_false", "mutation"})
     solution_bad = "replay" in failing
     part: Part = ("validators+solution" if "final_true" in failing or (validators_bad and solution_bad)

@@ -1,4 +1,4 @@
-"""A synthesized task must name something of its initial state (synth/scen/grounding.py)."""
+"""A synthesized task must name something of its initial state (qa/grounding.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.synth.scen.grounding import names_a_record
 
 ROOT = Path(__file__).resolve().parents[3]
 STATE = {

@@ -74,3 +74,36 @@ def names_a_record(state: Mapping[str, Any], task: str) -> bool:
     return any(any(_mentions_key(text, name, key) for key in collection)
                or any(_mentions(text, value) for value in _distinct(collection))
                for name, collection in collections.items())
+
+
+def records_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:
+    """{collection: keys of the records the task names}: by key, or by a whole value that only that record of
+    its collection has (a date, a name, a title; single words of longer values are not enough here)."""
+    text = task.lower()
+    named: dict[str, set[str]] = {}
+    for name, collection in _collections(state).items():
+        distinct = _distinct(collection)
+        keys = set()
+        for key, record in collection.items():
+            if _mentions_key(text, name, key):
+                keys.add(key)
+                continue
+            own = {value for _, value in _strings(record)}
+            if any(_mentions(text, value) for value in own & distinct):
+                keys.add(key)
+        if keys:
+            named[name] = keys
+    return named
+
+
+def keys_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:
+    """{collection: keys of its records the task states literally (as ids)}."""
+    text = task.lower()
+    named = {name: {key for key in collection if _mentions_key(text, name, key)}
+             for name, collection in _collections(state).items()}
+    return {name: keys for name, keys in named.items() if keys}
+
+
+def keyed_collections(state: Mapping[str, Any]) -> set[str]:
+    """Names of the state's collections of records keyed by id."""
+    return set(_collections(state))

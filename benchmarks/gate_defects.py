@@ -1,0 +1,96 @@
+"""What the scenario QA gate catches: known-bad scenarios seeded from the bundled catalog's good ones, one kind
+of defect at a time (tests/qa/seeded_defects.py), gated with the catalog's own options; and the good ones,
+for false rejections. Prints a table: per kind, scenarios seeded, caught, and by which gate step.
+
+    .venv/bin/python benchmarks/gate_defects.py [--per-kind 12] [--mutation]
+
+A seeded reference whose extra call fails when replayed is not a seeded defect (the call was refused): it is
+counted apart ("not seeded"), not as caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.gate import GateReport
+from tests.qa.seeded_defects import KINDS, reference_with_an_extra_destructive_call
+
+EXTRA = "reference with an extra destructive call"
+
+
+def seeded(per_kind: int) -> tuple[list, list[str]]:
+    """[(skeleton, [scenarios])] with every seeded scenario, and the kind of each, in the order check_groups
+    reports them (a scenario's id leaves its reference solution out, so ids do not tell the seeds apart)."""
+    kinds_of: dict[str, list[str]] = defaultdict(list)
+    per_env: dict[str, list] = defaultdict(list)
+    counts: Counter[str] = Counter()
+    envs = [e for e in list_env_ids() if get_skeleton(e).provenance.source != "synthesized"]
+    for round_ in range(10):
+        for env in envs:
+            skeleton = get_skeleton(env)
+            tool_kinds = {t.name: t.kind for t in skeleton.tools}
+            scenarios = [s for s in scenarios_for(env) if s.reference_solution and s.reference_answer is None]
+            if round_ >= len(scenarios):
+                continue
+            good = scenarios[round_]
+            makers = {**KINDS, EXTRA: lambda s, k=tool_kinds: reference_with_an_extra_destructive_call(s, k)}
+            for kind, make in makers.items():
+                if counts[kind] >= per_kind:
+                    continue
+                bad = make(good)
+                if bad is not None:
+                    kinds_of[env].append(kind)
+                    per_env[env].append(bad)
+                    counts[kind] += 1
+    envs_seeded = list(per_env)
+    return ([(get_skeleton(env), per_env[env]) for env in envs_seeded],
+            [kind for env in envs_seeded for kind in kinds_of[env]])
+
+
+def failing_steps(report: GateReport) -> list[str]:
+    return [s.name for s in report.steps if s.status == "fail"]
+
+
+async def main(per_kind: int, mutation: bool) -> None:
+    groups, kinds = seeded(per_kind)
+    reports = await check_groups(groups, transport="pipe", mutation=mutation)
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    for report, kind in zip(reports, kinds, strict=True):
+        steps = failing_steps(report)
+        if kind == EXTRA and "replay" in steps:
+            table[kind]["not seeded"] += 1
+            continue
+        table[kind]["seeded"] += 1
+        table[kind]["caught" if steps else "missed"] += 1
+        for step in steps:
+            table[kind][f"by {step}"] += 1
+    good = [(get_skeleton(e), [s for s in scenarios_for(e)]) for e in list_env_ids()
+            if get_skeleton(e).provenance.source != "synthesized"]
+    good_reports = await check_groups(good, transport="pipe", mutation=mutation)
+    rejected = [r for r in good_reports if not r.passed]
+    print(f"{'defect kind':38} {'seeded':>6} {'caught':>6} {'rate':>6}  by step")
+    for kind in [*KINDS, EXTRA]:
+        row = table[kind]
+        rate = row["caught"] / row["seeded"] if row["seeded"] else float("nan")
+        steps = ", ".join(f"{k[3:]} {v}" for k, v in sorted(row.items()) if k.startswith("by "))
+        extra = f" ({row['not seeded']} not seeded: the extra call was refused)" if row["not seeded"] else ""
+        print(f"{kind:38} {row['seeded']:6} {row['caught']:6} {rate:6.0%}  {steps}{extra}")
+    print(f"good hand-written scenarios rejected: {len(rejected)} of {len(good_reports)}"
+          + "".join(f"\n  {r.env_id}/{r.scenario_id}: {r.reasons()[:2]}" for r in rejected))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-kind", type=int, default=12)
+    parser.add_argument("--mutation", action="store_true", help="also run the mutation test and wrong probes")
+    args = parser.parse_args()
+    anyio.run(main, args.per_kind, args.mutation)

@@ -1,0 +1,156 @@
+"""Does the task ask for what the reference solution does? A gate step for every scenario, hand-written,
+imported or synthesized.
+
+Validators and the reference solution can agree with each other and still disagree with the task: the
+embedded model wrote a task naming the 2023-04-03 18:00 appointment (id 3) whose plan and checklist cancel id
+6, so an agent that does what the task says scores 0 and the state check calls the right change collateral.
+Checked here, without a model:
+
+* **named records**: in each keyed collection whose records the reference acts on by key (a key of it is an
+  argument of one of its calls: the order it cancels, the user it acts as, the agent it assigns), when the
+  task names records of that collection (by key, or by a whole value only that record has: qa/grounding.py)
+  at least one of them is changed, looked up (its key, or a text found in one of its values, passed to a
+  call) or pointed at by a record the reference changes or acts on (a ticket's flight, an order's customer);
+  and every record whose id (a key with a digit in it) the task states is accounted for in the same way (a task that says "agent AG01
+  (Lucia Fernandez)" while the reference assigns Lucia's id AG05 contradicts itself);
+* **unseen state**: the task refers to something the agent never sees ("given the state above",
+  "initial_state", "the JSON below");
+* **vacuous items**: a checklist description that asserts nothing ("date changed from X to X", no words).
+
+A task that names no record of a collection ("cancel Alice's unshipped orders") leaves the agent to find them,
+and is not judged here. Changes to records the task does not name beside the ones it does are not judged
+either: on the hand-written catalog they are the task's consequences (stock of the products an order holds,
+the copy a loan takes, the fines a payment settles); an extra destructive call in a reference is left to the
+state check's mutation and wrong-solution probes. Known limits: a task may name a record for context only ("O-1003 shipped, so cancel
+her others") while the solution changes others of that collection; such a scenario is refused (rephrase the
+task, or pass the record to a lookup in the reference).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from envscaler_mcp._json import State
+from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
+from envscaler_mcp.qa.reference import fixed_keys
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+
+_UNSEEN = re.compile(
+    r"\b(?:given|from|in|per|using|based on|according to)\s+the\s+(?:(?:initial|current|above|below)\s+)?"
+    r"(?:state|data|json|context|information|records?|database)\s+(?:above|below|provided|shown|given)\b"
+    r"|\binitial[_ ]state\b|\bstate[_ ]dict\b|\bthe\s+(?:above|following)\s+(?:state|json|data)\b",
+    re.IGNORECASE)
+_FROM_TO = re.compile(r"\bfrom\s+(['\"]?)(.+?)\1\s+to\s+(['\"]?)(.+?)\3(?:[\s?.!,;]|$)", re.IGNORECASE)
+
+
+def changed_records(initial: Mapping[str, Any], final: Mapping[str, Any]) -> dict[str, set[str]]:
+    """{collection: keys of existing records the final state changed or removed} (additions are new ids the
+    task cannot name beforehand)."""
+    out: dict[str, set[str]] = {}
+    for name in keyed_collections(initial):
+        before, after = initial.get(name) or {}, final.get(name)
+        after = after if isinstance(after, dict) else {}
+        keys = {key for key, record in before.items() if after.get(key) != record}
+        if keys:
+            out[name] = keys
+    return out
+
+
+def unseen_state(texts: Iterable[str]) -> list[str]:
+    """Phrases that point the agent at state it is never shown."""
+    found = [m.group(0) for text in texts for m in [_UNSEEN.search(text)] if m]
+    return [f"the task refers to something the agent never sees: '{phrase}'" for phrase in found]
+
+
+def vacuous_items(items: Iterable[ChecklistItem]) -> list[str]:
+    """Checklist descriptions that assert nothing."""
+    problems = []
+    for item in items:
+        text = item.description.strip()
+        if not re.search(r"[^\W\d_]{3,}", text):
+            problems.append(f"{item.id}'s description states nothing: {text!r}")
+            continue
+        for m in _FROM_TO.finditer(text):
+            if m.group(2).strip().lower() == m.group(4).strip().lower():
+                problems.append(f"{item.id} asserts a change from a value to the same value: {text!r}")
+    return problems
+
+
+def _looked_up(record: Any, key: str, passed: set[str]) -> bool:
+    """The reference passes the record's key, or a text (4+ characters) found in one of its values (a search)."""
+    if key in passed:
+        return True
+    if not isinstance(record, dict):
+        return False
+    values = [str(v).lower() for v in record.values() if isinstance(v, (str, int, float))]
+    return any(len(p) >= 4 and any(p.lower() in value for value in values) for p in passed)
+
+
+def _values_of_touched(initial: Mapping[str, Any], final: Mapping[str, Any], changed: dict[str, set[str]],
+                       passed: set[str]) -> set[str]:
+    """Every string held by a record the reference changes or passes the key of (before or after): the records
+    those point at (a ticket's flight, an order's customer) are accounted for when the task names them."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for name in keyed_collections(initial):
+        for state in (initial, final):
+            records = state.get(name)
+            if isinstance(records, dict):
+                for key in changed.get(name, set()) | (set(records) & passed):
+                    walk(records.get(key))
+    return found
+
+
+def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
+    """Collections where the reference acts on records by key (changes them, or passes their keys) while the task
+    names records of that collection the reference neither changes nor looks up (see the module docstring)."""
+    text = " ".join([scenario.task, *(t.user for t in scenario.turns)])
+    named = records_named(scenario.initial_state, text)
+    by_key = keys_named(scenario.initial_state, text)
+    passed = fixed_keys(scenario)
+    changed = changed_records(scenario.initial_state, reference_final)
+    related = _values_of_touched(scenario.initial_state, reference_final, changed, passed)
+    problems = []
+    for collection, asked in sorted(named.items()):
+        records = scenario.initial_state.get(collection)
+        if not isinstance(records, dict):
+            continue
+        touched = changed.get(collection, set())
+        targeted = (set(records) & passed) | (touched & passed)  # keys the reference passes to its calls
+        if not targeted:
+            continue
+        acts = "changes" if touched & passed else "acts on"
+        others = {k for c in keyed_collections(scenario.initial_state) if c != collection
+                  for k in scenario.initial_state[c]}  # type: ignore[union-attr]  # keyed: a dict
+        accounted = touched | passed | (related - others)  # "3" held by a record may be a doctor, not this one
+        if not asked & accounted and not any(_looked_up(records.get(key), key, passed) for key in asked):
+            problems.append(f"the task names {collection} {', '.join(sorted(asked))} but the reference solution "
+                            f"{acts} {', '.join(sorted(targeted))} and never looks the named ones up")
+            continue
+        stray = {key for key in by_key.get(collection, set()) - accounted  # ids, not names used as keys
+                 if any(ch.isdigit() for ch in key) and not _looked_up(records.get(key), key, passed)}
+        if stray:
+            problems.append(f"the task gives the id of {collection} {', '.join(sorted(stray))}, which the reference "
+                            f"solution neither changes nor looks up, while it {acts} {', '.join(sorted(targeted))}")
+    return problems
+
+
+def consistency_problems(scenario: Scenario, reference_final: State | None) -> list[str]:
+    """Every way the task and its reference solution or checklist disagree ([] = consistent)."""
+    problems = unseen_state([scenario.task, *(t.user for t in scenario.turns)])
+    problems += vacuous_items(scenario.checklist)
+    if reference_final is not None:
+        problems += mismatched_records(scenario, reference_final)
+    return problems

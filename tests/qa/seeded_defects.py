@@ -1,0 +1,112 @@
+"""Known-bad scenarios made from good ones, one kind of defect at a time, for measuring what the gate catches
+(benchmarks/gate_defects.py, tests/qa/test_seeded_defects.py). Each maker returns the broken scenario, or None
+when the defect cannot be seeded into that scenario."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from envscaler_mcp.qa.grounding import keyed_collections, records_named
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
+
+
+def _rebuilt(scenario: Scenario, **update: Any) -> Scenario:
+    data = scenario.model_dump(exclude={"id"})
+    data.update(update)
+    data.pop("wrong_solutions", None)  # the gate would also judge the good scenario's own wrong solutions
+    return Scenario.model_validate(data).with_id()
+
+
+def task_names_another_record(scenario: Scenario) -> Scenario | None:
+    """The task names another record of a collection the reference changes by key (its id swapped)."""
+    for collection, keys in records_named(scenario.initial_state, scenario.task).items():
+        records = scenario.initial_state[collection]
+        passed = {str(v) for c in scenario.reference_solution for v in c.arguments.values()}
+        for key in sorted(keys & passed):
+            if key not in scenario.task or not isinstance(records, dict):
+                continue
+            other = next((k for k in sorted(records) if k != key and k not in scenario.task and k not in passed), None)
+            if other is not None:
+                return _rebuilt(scenario, task=re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", other, scenario.task))
+    return None
+
+
+def task_points_at_unseen_state(scenario: Scenario) -> Scenario | None:
+    """The task refers to state the agent is never shown."""
+    return _rebuilt(scenario, task="Given the state above, " + scenario.task[0].lower() + scenario.task[1:])
+
+
+def vacuous_item(scenario: Scenario) -> Scenario | None:
+    """An item whose description asserts a change from a value to itself (its validator copied from a good one)."""
+    state_items = [c for c in scenario.checklist if c.kind == "state" and c.claims_change]
+    if not state_items:
+        return None
+    base = state_items[0]
+    item = ChecklistItem(id="c99", description="Has the status changed from 'pending' to 'pending'?",
+                         validator=base.validator, claims_change=True)
+    return _rebuilt(scenario, checklist=[c.model_dump() for c in [*scenario.checklist, item]])
+
+
+def always_true_item(scenario: Scenario) -> Scenario | None:
+    """An item that claims a change but holds whatever happens."""
+    item = ChecklistItem(id="c99", description="Has the request been handled?",
+                         validator="def check_func(final_state):\n    return True\n", claims_change=True)
+    return _rebuilt(scenario, checklist=[c.model_dump() for c in [*scenario.checklist, item]])
+
+
+def validator_reads_the_wrong_field(scenario: Scenario) -> Scenario | None:
+    """A validator comparing a field of the state reads another field of the same record instead."""
+    for n, item in enumerate(scenario.checklist):
+        source = item.validator or ""
+        if item.kind != "state":
+            continue
+        for m in re.finditer(r"\[['\"](\w+)['\"]\]\s*==", source):
+            field = m.group(1)
+            sibling = _sibling_field(scenario, field)
+            if sibling:
+                broken = source[:m.start()] + f"['{sibling}'] ==" + source[m.end():]
+                checklist = [c.model_dump() for c in scenario.checklist]
+                checklist[n]["validator"] = broken
+                return _rebuilt(scenario, checklist=checklist)
+    return None
+
+
+def _sibling_field(scenario: Scenario, field: str) -> str | None:
+    for collection in keyed_collections(scenario.initial_state):
+        for record in scenario.initial_state[collection].values():  # type: ignore[union-attr]
+            if isinstance(record, dict) and field in record:
+                others = [k for k, v in record.items() if k != field and isinstance(v, str)]
+                return others[0] if others else None
+    return None
+
+
+def reference_with_an_extra_destructive_call(scenario: Scenario, kinds: dict[str, str]) -> Scenario | None:
+    """The reference solution with one more state-changing call (one of its own, on another record of the same
+    collection that neither the task nor the reference mentions). `kinds`: tool name -> query / state_change."""
+    collections = {c: set(scenario.initial_state[c]) for c in keyed_collections(scenario.initial_state)}  # type: ignore[arg-type]
+    mentioned = scenario.task + " " + str([c.arguments for c in scenario.reference_solution])
+    for call in scenario.reference_solution:
+        if kinds.get(call.tool) != "state_change":
+            continue
+        for argument, value in call.arguments.items():
+            for keys in collections.values():
+                if str(value) not in keys:
+                    continue
+                other = next((k for k in sorted(keys) if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])",
+                                                                      mentioned)), None)
+                if other is not None:
+                    extra = ToolCall(tool=call.tool, arguments={**call.arguments, argument: other})
+                    calls = [c.model_dump() for c in [*scenario.reference_solution, extra]]
+                    return _rebuilt(scenario, reference_solution=calls)
+    return None
+
+
+KINDS: dict[str, Callable[[Scenario], Scenario | None]] = {
+    "task/solution mismatch": task_names_another_record,
+    "task naming unseen state": task_points_at_unseen_state,
+    "vacuous item": vacuous_item,
+    "always-true item": always_true_item,
+    "validator reading the wrong field": validator_reads_the_wrong_field,
+}
