@@ -15,6 +15,8 @@ CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NOBODY = 65534
 _CAP_VERSION_3 = 0x20080522
+PR_SET_KEEPCAPS, CAP_DAC_READ_SEARCH = 8, 2
+UNIQUE_UID_BASE = 0x60000000  # + a process id (below 2**22): a uid no other live process holds
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -93,6 +95,26 @@ def drop_capabilities() -> str:
     data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
     return f"uid {os.getuid()}, no capabilities"
+
+
+def become_unique_user() -> str:
+    """Root only: become uid UNIQUE_UID_BASE + this process's id (no groups), a uid no other process holds,
+    keeping only CAP_DAC_READ_SEARCH (to read the files it is given; Landlock limits which). Such a process
+    can signal, trace or change the limits of no other process, and RLIMIT_NPROC counts its threads alone."""
+    uid = UNIQUE_UID_BASE + os.getpid()
+    _check(_libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0), "prctl(PR_SET_KEEPCAPS)")
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    finally:
+        _libc.prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = 1 << CAP_DAC_READ_SEARCH
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+    if os.getresuid() != (uid,) * 3:
+        raise OSError("setresuid did not take effect")
+    return f"uid {uid} (this server's alone), no groups, no capability but reading files (CAP_DAC_READ_SEARCH)"
 
 
 def drop_identity() -> str:
