@@ -5,8 +5,10 @@
 
 How launched environment servers start. Before PACKAGE is imported, this process gives itself:
 
-* new network and IPC namespaces (a user namespace first when not root): no interface, no route out. A
-  listening socket the launcher created and handed down keeps serving the host's loopback.
+* new network, IPC and PID namespaces (a user namespace first when not root): no interface, no route out,
+  no process outside its own. A listening socket the launcher created and handed down keeps serving the
+  host's loopback. With a PID namespace this process forks: the child (PID 1 there) goes on, the parent
+  only waits for it and passes on SIGTERM, SIGINT and SIGHUP (isolation/namespaces.py `become_pid_one`).
 * no capabilities; as root, a user id of its own (isolation/namespaces.py `become_unique_user`).
 * hard limits (isolation/limits.py): `--memory-mb` of address space, `--cpu-s` of CPU time, `--threads`
   threads (where the kernel can count them for this server alone), no core dumps.
@@ -44,12 +46,13 @@ def python_folders() -> list[str]:
     return sorted(p for p in found if os.path.exists(p))
 
 
-def _identity(table: dict[str, list[Any]]) -> bool:
+def _identity(table: dict[str, list[Any]], seed: int) -> bool:
     """Drop privileges; True when this process now has a user id no other process holds or shares its count
-    of processes with nobody (root: a uid of its own; a normal user: alone in a new user namespace)."""
+    of processes with nobody (root: a uid of its own, from `seed`; a normal user: alone in a new user
+    namespace)."""
     try:
         if os.geteuid() == 0:
-            table["unprivileged-identity"] = [True, namespaces.become_unique_user()]
+            table["unprivileged-identity"] = [True, namespaces.become_unique_user(seed)]
             return True
         table["unprivileged-identity"] = [True, namespaces.drop_capabilities()]
         return bool(table.get("user-namespace", [False])[0])
@@ -61,14 +64,16 @@ def _identity(table: dict[str, list[Any]]) -> bool:
 def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0) -> dict[str, list[Any]]:
     """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
     table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
-    try:  # built while libseccomp can still be found and loaded
+    table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
+    active, refused = namespaces.isolate(pid=True)
+    table.update({name: [True, detail] for name, detail in active.items()})
+    table.update({name: [False, detail] for name, detail in refused.items()})
+    seed = namespaces.become_pid_one() if "pid-namespace" in active else os.getpid()
+    try:  # built while libseccomp can still be found and loaded (before Landlock)
         syscalls: Any = seccomp.server_filter(os.getpid())
     except OSError as exc:
         syscalls = f"refused: {exc.strerror or exc}"
-    active, refused = namespaces.isolate(pid=False)
-    table.update({name: [True, detail] for name, detail in active.items()})
-    table.update({name: [False, detail] for name, detail in refused.items()})
-    table.update(limits.apply(memory_mb, cpu_s, threads, counted_alone=_identity(table)))
+    table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
     allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
     try:
         enforced = landlock.restrict(read=allowed)
@@ -113,9 +118,9 @@ def main(argv: list[str] | None = None) -> None:
     report = open(options.report, "w", encoding="utf-8") if options.report else None
     if options.off:
         table = {"clean-environment": [True, "only the variables the launcher allowed"],
-                 **limits.apply(options.memory_mb, options.cpu_s, 0, counted_alone=False)}
-        for name in ("network-namespace", "ipc-namespace", "unprivileged-identity", "thread-limit", "landlock-fs",
-                     "landlock-net", "landlock-scope", "seccomp"):
+                 **limits.apply(options.memory_mb, options.cpu_s)}
+        for name in ("network-namespace", "ipc-namespace", "pid-namespace", "unprivileged-identity", "thread-limit",
+                     "landlock-fs", "landlock-net", "landlock-scope", "seccomp"):
             table[name] = [False, "turned off (isolation disabled)"]
     else:
         table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,

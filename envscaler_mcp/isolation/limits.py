@@ -1,6 +1,6 @@
 """Resource limits of a launched server process, set as hard limits before its package is imported.
 
-    apply(memory_mb=2048, cpu_s=3600, threads=128, counted_alone=True) -> {layer: [active, detail]}
+    apply(memory_mb=2048, cpu_s=3600) | cap_threads(128, counted_alone=True) -> {layer: [active, detail]}
 
 * `RLIMIT_AS` (address space): an allocation past it fails (MemoryError), System V shared memory is refused
   by seccomp, so nothing escapes the count.
@@ -25,8 +25,8 @@ from typing import Any
 MEMORY_MB, CPU_S, THREADS = 2048, 3600, 128
 
 
-def apply(memory_mb: int, cpu_s: int, threads: int, counted_alone: bool) -> dict[str, list[Any]]:
-    """Set the limits (0: leave that one unset); return the layers they make up."""
+def apply(memory_mb: int, cpu_s: int) -> dict[str, list[Any]]:
+    """Set the address-space and CPU limits (0: leave that one unset) and no core dumps; return the layer."""
     done = ["no core dumps"]
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory_mb:
@@ -36,13 +36,15 @@ def apply(memory_mb: int, cpu_s: int, threads: int, counted_alone: bool) -> dict
     if cpu_s:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
         done.insert(1 if memory_mb else 0, f"{cpu_s} s of CPU time")
-    table: dict[str, list[Any]] = {"resource-limits": [True, ", ".join(done) + " (hard limits)"]}
+    return {"resource-limits": [True, ", ".join(done) + " (hard limits)"]}
+
+
+def cap_threads(threads: int, counted_alone: bool) -> dict[str, list[Any]]:
+    """At most `threads` threads (0: no limit) when the kernel counts them for this process alone."""
     if not threads:
-        table["thread-limit"] = [False, "no thread limit was asked for"]
-    elif counted_alone:
-        resource.setrlimit(resource.RLIMIT_NPROC, (threads, threads))
-        table["thread-limit"] = [True, f"at most {threads} threads (RLIMIT_NPROC on a user id of its own)"]
-    else:
-        table["thread-limit"] = [False, "RLIMIT_NPROC would count every process of this user (no user namespace "
-                                        "and not root); threads are bounded only by the address space"]
-    return table
+        return {"thread-limit": [False, "no thread limit was asked for"]}
+    if not counted_alone:
+        return {"thread-limit": [False, "RLIMIT_NPROC would count every process of this user (no user namespace "
+                                        "and not root); threads are bounded only by the address space"]}
+    resource.setrlimit(resource.RLIMIT_NPROC, (threads, threads))
+    return {"thread-limit": [True, f"at most {threads} threads (RLIMIT_NPROC on a user id of its own)"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -45,7 +46,7 @@ def isolate(pid: bool = True) -> tuple[dict[str, str], dict[str, str]]:
             unshare(CLONE_NEWUSER | wanted)
         except OSError as exc:
             reason = f"the kernel refused an unprivileged user namespace ({exc.strerror})"
-            return {}, {name: reason for name in _names(pid)}
+            return {}, {name: f"{reason}; {STILL_HOLDS[name]}" for name in _names(pid)}
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
@@ -55,12 +56,21 @@ def isolate(pid: bool = True) -> tuple[dict[str, str], dict[str, str]]:
             unshare(wanted)
         except OSError as exc:
             reason = f"unshare refused even as root ({exc.strerror})"
-            return {}, {name: reason for name in _names(pid)}
+            return {}, {name: f"{reason}; {STILL_HOLDS[name]}" for name in _names(pid)}
     active["network-namespace"] = "an empty network namespace: no interface is up, not even loopback"
     active["ipc-namespace"] = "own System V IPC and POSIX message queues"
     if pid:
         active["pid-namespace"] = "own process tree: nothing outside is visible or reachable by a signal"
     return active, {}
+
+
+# What still holds when a namespace is refused (seccomp and Landlock need neither root nor a user namespace).
+STILL_HOLDS = {
+    "network-namespace": "Landlock still denies TCP bind/connect and seccomp socket creation",
+    "ipc-namespace": "seccomp still refuses System V IPC and POSIX message queues",
+    "pid-namespace": "other processes are visible by pid; seccomp still refuses signals, tracing and changing their "
+                     "limits or scheduling, and Landlock keeps /proc unreadable and signals scoped",
+}
 
 
 def _names(pid: bool) -> list[str]:
@@ -97,11 +107,12 @@ def drop_capabilities() -> str:
     return f"uid {os.getuid()}, no capabilities"
 
 
-def become_unique_user() -> str:
-    """Root only: become uid UNIQUE_UID_BASE + this process's id (no groups), a uid no other process holds,
-    keeping only CAP_DAC_READ_SEARCH (to read the files it is given; Landlock limits which). Such a process
-    can signal, trace or change the limits of no other process, and RLIMIT_NPROC counts its threads alone."""
-    uid = UNIQUE_UID_BASE + os.getpid()
+def become_unique_user(seed: int) -> str:
+    """Root only: become uid UNIQUE_UID_BASE + `seed` (a live process id in the initial PID namespace, no
+    longer than this process lives: a uid no other process holds), no groups, keeping only
+    CAP_DAC_READ_SEARCH (to read the files it is given; Landlock limits which). Such a process can signal,
+    trace or change the limits of no other process, and RLIMIT_NPROC counts its threads alone."""
+    uid = UNIQUE_UID_BASE + seed
     _check(_libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0), "prctl(PR_SET_KEEPCAPS)")
     try:
         os.setgroups([])
@@ -128,6 +139,30 @@ def drop_identity() -> str:
             raise OSError("setresuid(nobody) did not take effect")
         return f"uid {NOBODY} (nobody), no groups, no capabilities"
     return drop_capabilities()
+
+
+def become_pid_one() -> int:
+    """After `isolate(pid=True)`: fork; the child returns (PID 1 of the new PID namespace, killed if this
+    process dies) and this process only waits for it, passing on SIGTERM, SIGINT and SIGHUP, and exits as
+    it did. Returns, in the child, the process id of the waiting parent (as the launcher knows it)."""
+    parent = os.getpid()
+    child = os.fork()
+    if child == 0:
+        if not die_with_parent():
+            os._exit(1)
+        return parent
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, lambda got, _frame: os.kill(child, got))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the streams are the server's: the waiter holds no end of them
+    os.closerange(3, 65536)
+    while True:
+        _, status = os.waitpid(child, 0)
+        if os.WIFEXITED(status):
+            os._exit(os.WEXITSTATUS(status))
+        if os.WIFSIGNALED(status):
+            os._exit(128 + os.WTERMSIG(status))
 
 
 def die_with_parent() -> bool:

@@ -68,6 +68,16 @@ def server_command(server: ServerDir, report: Path, isolation: bool, server_args
     return [*confined, "--", "-m", server.package, *server_args]
 
 
+def serving_pid(pid: int) -> int:
+    """The process that serves, given the one the launcher started: with a PID namespace that one only waits
+    for its child (isolation/namespaces.py `become_pid_one`), which is the server."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return pid
+    return int(children[0]) if len(children) == 1 else pid
+
+
 def loopback_listener() -> socket.socket:
     """A TCP socket listening on 127.0.0.1 (any free port), created here and handed to the server: the
     server needs no network access of its own to serve it."""

@@ -29,7 +29,14 @@ from pydantic import ConfigDict
 
 from envscaler_mcp._json import State, parse_state
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import DEFAULT_LIMITS, ServerLimits, read_report, server_command, server_env
+from envscaler_mcp.launch.confine import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    read_report,
+    server_command,
+    server_env,
+    serving_pid,
+)
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminResult,
@@ -137,7 +144,8 @@ class PipeServer(LaunchedServer):
             try:
                 self.warm.learn(client)
                 self.isolation = read_report(report)
-                self.pid = child_pid(str(report))
+                found = child_pid(str(report))
+                self.pid = serving_pid(found) if found else None
                 self.client, self.tools = client, await all_tools(client)
                 yield
             finally:

@@ -39,6 +39,7 @@ from envscaler_mcp.launch.confine import (
     read_report,
     server_command,
     server_env,
+    serving_pid,
 )
 from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.statefiles import StateFileWriter
@@ -229,7 +230,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     finally:
         listener.close()  # the server holds it now
     http = HttpServer(server, url, token, client_timeout, warm, state_files=StateFileWriter(states))
-    http.pid = process.pid
+    http.pid = process.pid  # the serving process once it is up (below)
     http.log_path = log_path
     try:
         await _wait_ready(http, process, startup_timeout)
@@ -240,6 +241,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
             await _stop(process)
         raise
     http.isolation = read_report(report)
+    http.pid = serving_pid(process.pid)
     return http, process
 
 

@@ -55,8 +55,9 @@ async def validators() -> dict[str, object]:
         after = cpu_limit(zygote)
         later = [[r.passed, r.reason] for r in await sb.run(HONEST, {"x": 1}, {"x": 1})]
         layers = {layer.name: layer.active for layer in sb.isolation.layers}
+        refused = {layer.name: layer.detail for layer in sb.isolation.layers if not layer.active}
     return {"clean": clean, "later": later, "zygote_before": before, "zygote_after": after, "reasons": reasons,
-            "layers": layers, "faults": sb.faults}
+            "layers": layers, "refused": refused, "faults": sb.faults}
 
 
 async def server() -> dict[str, object]:

@@ -61,3 +61,5 @@ def test_untrusted_code_cannot_reach_a_harness_run_by_a_normal_user(user_namespa
     else:  # what still holds without user namespaces: seccomp and Landlock, no thread limit
         assert not validators["pid-namespace"] and not server["network-namespace"], (validators, server)
         assert not server["thread-limit"] and server["landlock-fs"], server
+        said = probe["validators"]["refused"]["pid-namespace"]  # the record says what still holds
+        assert "unprivileged user namespace" in said and "seccomp still refuses signals" in said, said

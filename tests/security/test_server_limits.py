@@ -62,6 +62,7 @@ def _attacks():
     _try(out, "nice", lambda: _os.setpriority(_os.PRIO_PROCESS, HARNESS, 19))
     _try(out, "signal", lambda: _os.kill(HARNESS, KILL_SIGNAL))
     _try(out, "proc", _find_harness)
+    _try(out, "tree", lambda: (_os.getpid(), _os.getppid()))
     _try(out, "shm", lambda: _shared_memory(libc))
     _try(out, "own_limit", lambda: __import__("resource").setrlimit(0, __import__("resource").getrlimit(0)))
     return out
@@ -130,6 +131,7 @@ async def test_environment_code_cannot_reach_the_harness(tmp_path: Path, open_di
     for attack in ("prlimit", "nice", "signal", "shm"):
         assert found[attack].startswith("refused"), json.dumps(found)
     assert found["proc"] in ("[]",) or found["proc"].startswith("refused"), found["proc"]
+    assert found["tree"] == "(1, 0)", found["tree"]  # PID 1 of its own PID namespace: no parent it can name
     assert not found["own_limit"].startswith("refused"), found["own_limit"]  # its own limits stay its own
 
 
