@@ -8,7 +8,7 @@ How launched environment servers start. Before PACKAGE is imported, this process
 * new network, IPC and PID namespaces (a user namespace first when not root): no interface, no route out,
   no process outside its own. A listening socket the launcher created and handed down keeps serving the
   host's loopback. With a PID namespace this process forks: the child (PID 1 there) goes on, the parent
-  only waits for it and passes on SIGTERM, SIGINT and SIGHUP (isolation/namespaces.py `become_pid_one`).
+  only waits for it and passes on SIGTERM and SIGHUP (isolation/namespaces.py `become_pid_one`).
 * no capabilities; as root, a user id of its own (isolation/namespaces.py `become_unique_user`).
 * hard limits (isolation/limits.py): `--memory-mb` of address space, `--cpu-s` of CPU time, `--threads`
   threads (where the kernel can count them for this server alone), no core dumps.
@@ -68,12 +68,14 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     active, refused = namespaces.isolate(pid=True)
     table.update({name: [True, detail] for name, detail in active.items()})
     table.update({name: [False, detail] for name, detail in refused.items()})
-    seed = namespaces.become_pid_one() if "pid-namespace" in active else os.getpid()
+    seed, alive = namespaces.become_pid_one() if "pid-namespace" in active else (os.getpid(), -1)
     try:  # built while libseccomp can still be found and loaded (before Landlock)
         syscalls: Any = seccomp.server_filter(os.getpid())
     except OSError as exc:
         syscalls = f"refused: {exc.strerror or exc}"
     table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
+    if alive >= 0:
+        namespaces.stay_tied(alive)
     allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
     try:
         enforced = landlock.restrict(read=allowed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
@@ -141,28 +142,45 @@ def drop_identity() -> str:
     return drop_capabilities()
 
 
-def become_pid_one() -> int:
+def become_pid_one() -> tuple[int, int]:
     """After `isolate(pid=True)`: fork; the child returns (PID 1 of the new PID namespace, killed if this
-    process dies) and this process only waits for it, passing on SIGTERM, SIGINT and SIGHUP, and exits as
-    it did. Returns, in the child, the process id of the waiting parent (as the launcher knows it)."""
+    process dies) and this process only waits for it, passing on SIGTERM and SIGHUP, and exits as it did.
+    SIGINT is ignored here: a terminal's Ctrl-C reaches the child directly (same process group), and passing
+    it on would make it two. Returns, in the child, the waiting parent's process id and a descriptor that
+    reads end-of-file once the parent is gone (for `stay_tied`)."""
     parent = os.getpid()
+    alive, held = os.pipe()
     child = os.fork()
     if child == 0:
+        os.close(held)
         if not die_with_parent():
             os._exit(1)
-        return parent
-    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        return parent, alive
+    os.close(alive)
+    for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, lambda got, _frame: os.kill(child, got))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)  # the streams are the server's: the waiter holds no end of them
-    os.closerange(3, 65536)
+    os.closerange(3, held)
+    os.closerange(held + 1, 65536)
     while True:
         _, status = os.waitpid(child, 0)
         if os.WIFEXITED(status):
             os._exit(os.WEXITSTATUS(status))
         if os.WIFSIGNALED(status):
             os._exit(128 + os.WTERMSIG(status))
+
+
+def stay_tied(alive: int) -> None:
+    """In the child of `become_pid_one`, after a change of user id (which clears the parent-death signal):
+    ask for it again, then end at once if the parent went in between (its end of `alive` is closed)."""
+    _check(_libc.prctl(1, 9, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    gone, _, _ = select.select([alive], [], [], 0)
+    os.close(alive)
+    if gone:
+        os._exit(1)
 
 
 def die_with_parent() -> bool:
