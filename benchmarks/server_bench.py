@@ -4,6 +4,8 @@
 
 Prints, side by side in one run:
 * cold start of a stdio server (spawn -> first tools/list answer) and of the HTTP server (spawn -> ready);
+* CPU time of one server process start (`--list-scenarios`: the package imported, then exit) with the OS
+  layers and limits and without them (`--off`), alternated (steadier than wall time on a loaded machine);
 * round trip p50/p95 of one query tool over stdio and HTTP through `mcp.Client`, through a raw
   JSON-RPC client (hand-written, no SDK) on the same server, and a direct in-process method call;
 * episode creation on a running HTTP server vs starting a new stdio process;
@@ -20,7 +22,9 @@ import asyncio
 import copy
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +36,7 @@ import httpx2
 
 from envscaler_mcp.catalog.store import list_env_ids
 from envscaler_mcp.launch import launch_server, resolve_target
+from envscaler_mcp.launch.confine import server_command, server_env
 from envscaler_mcp.launch.memory import import_server_package
 from envscaler_mcp.launch.servers import HttpServer
 from envscaler_mcp.launch.target import ServerDir, read_spec
@@ -176,6 +181,15 @@ def pick_calls(spec: dict[str, Any], scenarios: list[dict[str, Any]]) -> tuple[t
     raise SystemExit("no scenario with a query call in its reference solution")
 
 
+def start_cpu(server: ServerDir, isolation: bool) -> float:
+    """CPU seconds of one confined server process (and the parent that waits for it) listing its scenarios."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command = server_command(server, Path(os.devnull), isolation, ["--list-scenarios"])
+    subprocess.run(command, env=server_env(server), cwd=server.path, stdout=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
 async def main(args: argparse.Namespace) -> None:
     from envscaler_mcp.catalog.store import scenarios_for
 
@@ -196,6 +210,12 @@ async def main(args: argparse.Namespace) -> None:
                 await ep.list_tools()
                 starts.append(time.perf_counter() - t)
     row("stdio cold start (spawn -> first tools/list), median", f"{statistics.median(starts) * 1000:8.1f} ms")
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(3 * args.starts):
+        for isolation in (True, False):
+            cpu[isolation].append(start_cpu(server, isolation))
+    for isolation, label in ((True, "on"), (False, "off")):
+        row(f"CPU of one server process start, OS layers {label}, median", f"{statistics.median(cpu[isolation]) * 1000:8.1f} ms")
     t = time.perf_counter()
     async with launch_server(server.path, "http") as http:
         assert isinstance(http, HttpServer)

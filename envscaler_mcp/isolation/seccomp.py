@@ -5,11 +5,12 @@ switches architecture, e.g. through the x86 32-bit or x32 entry points). A denie
 (clone3 with ENOSYS, so the C library falls back to clone, whose flags a filter can inspect).
 
 * `ZYGOTE`: what no sandboxed process needs: exec, sockets, opening files, tracing, namespaces, mounts,
-  kernel keyrings, io_uring (which would bypass the filter), loading BPF or modules, changing identity.
+  kernel keyrings, io_uring (which would bypass the filter), loading BPF or modules, changing identity,
+  System V IPC and POSIX message queues, and changing another process's resource limits or scheduling.
 * `BATCH` (stacked on `ZYGOTE` in the process that runs validators): also no fork/clone and no signals.
 * `server_filter(pid)`: a launched environment server: no exec, no new processes (threads allowed), no
   socket creation (it serves a listening socket it inherited), signals only to itself, plus the common
-  dangerous calls; it must still open files to import its modules (Landlock limits which).
+  dangerous calls, IPC and other processes' limits and scheduling; it must still open files to import its modules (Landlock limits which).
 
 `compile_bpf` turns a filter into raw BPF once; `install_bpf` loads it in a forked child in ~0.1 ms.
 """
@@ -38,6 +39,16 @@ _DANGEROUS = (
     "setgroups", "setfsuid", "setfsgid", "capset", "personality", "memfd_create", "mbind", "migrate_pages",
     "move_pages",
 )
+# Shared memory, semaphores and message queues outlive the process that made them and are not counted by
+# RLIMIT_AS: System V IPC and POSIX message queues (POSIX shared memory is a file under /dev/shm).
+_IPC = (
+    "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd",
+    "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+)
+# Calls that change another process (its limits, priority, scheduling, CPUs, I/O priority) when given a
+# non-zero process id: allowed only on the caller itself (id 0).
+_ON_SELF_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr")
+PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
 _NETWORK = ("socket", "socketpair", "connect", "bind", "listen", "accept", "accept4")
 _FILES = (
     "open", "openat", "openat2", "creat", "truncate", "unlink", "unlinkat", "rename", "renameat", "renameat2",
@@ -47,7 +58,7 @@ _FILES = (
 _PROCESSES = ("fork", "vfork", "clone")
 _SIGNALS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal")
 
-ZYGOTE = _DANGEROUS + _NETWORK + _FILES
+ZYGOTE = _DANGEROUS + _IPC + _NETWORK + _FILES
 BATCH = _PROCESSES + _SIGNALS + ("setpgid", "setsid", "pipe", "pipe2", "prctl")
 
 
@@ -71,11 +82,23 @@ def _deny(filt: Any, sc: Any, names: Iterable[str]) -> None:
             continue
 
 
+def _self_only(filt: Any, sc: Any) -> None:
+    """Resource limits and scheduling may be changed on the caller only: a non-zero process id is refused
+    (`setrlimit` and `prlimit(0, ...)` work; `resource.prlimit(os.getpid(), ...)` does not)."""
+    for name in _ON_SELF_ONLY:
+        filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 0))
+    for name, which in (("setpriority", PRIO_PROCESS), ("ioprio_set", IOPRIO_WHO_PROCESS)):
+        filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, which))  # no process group or user
+        filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(1, sc.NE, 0))
+
+
 def build(names: Iterable[str]) -> Any:
-    """A libseccomp filter that denies `names` (EPERM) and clone3 (ENOSYS); everything else is allowed."""
+    """A libseccomp filter that denies `names` (EPERM), clone3 (ENOSYS) and changing another process's
+    limits or scheduling (EPERM); everything else is allowed."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
     _deny(filt, sc, names)
+    _self_only(filt, sc)
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     return filt
 
@@ -84,8 +107,9 @@ def server_filter(pid: int) -> Any:
     """The filter of a launched environment server whose process id is `pid` (see the module docstring)."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
-    _deny(filt, sc, (*_DANGEROUS, "socket", "connect", "bind", "fork", "vfork", "rt_sigqueueinfo",
+    _deny(filt, sc, (*_DANGEROUS, *_IPC, "socket", "connect", "bind", "fork", "vfork", "rt_sigqueueinfo",
                      "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal"))
+    _self_only(filt, sc)
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.add_rule(sc.ERRNO(errno.EPERM), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from envscaler_mcp.catalog.options import HomeOption
+from envscaler_mcp.isolation import limits
 from envscaler_mcp.launch.install import ClientName
 
 
@@ -23,13 +24,15 @@ def serve_command(
     state: Annotated[Path | None, typer.Option("--state", help="Start from a state JSON file.")] = None,
     admin_token: Annotated[str | None, typer.Option("--admin-token", help="Bearer token of the HTTP admin API.")] = None,
     call_timeout: Annotated[float, typer.Option("--call-timeout", min=0.01, help="Seconds one tool call may run.")] = 10.0,
-    max_memory_mb: Annotated[int | None, typer.Option("--max-memory-mb", min=16, help="Address-space limit of the server.")] = None,
+    max_memory_mb: Annotated[int, typer.Option("--max-memory-mb", min=16, help="Address-space limit of the server (MiB).")] = limits.MEMORY_MB,
+    max_threads: Annotated[int, typer.Option("--max-threads", min=1, help="Most threads of the server.")] = limits.THREADS,
+    max_cpu_s: Annotated[int, typer.Option("--max-cpu-s", min=1, help="CPU seconds the server process may use.")] = limits.CPU_S,
     home: HomeOption = None,
 ) -> None:
     """Run an environment's MCP server in the foreground (no install needed)."""
     from envscaler_mcp._io import read_json
     from envscaler_mcp.errors import UsageError
-    from envscaler_mcp.launch.confine import loopback_listener, server_command, server_env
+    from envscaler_mcp.launch.confine import ServerLimits, loopback_listener, server_command, server_env
     from envscaler_mcp.launch.target import resolve_target
 
     if state is not None and scenario:
@@ -54,10 +57,8 @@ def serve_command(
     if state:
         args += ["--state", str(state.resolve())]
         readable = ["--read", str(state.resolve())]
-    if max_memory_mb:
-        args += ["--max-memory-mb", str(max_memory_mb)]
     command = server_command(server, Path(os.devnull), isolation=not http or host in ("127.0.0.1", "localhost"),
-                             server_args=args)
+                             server_args=args, limits=ServerLimits(max_memory_mb, max_cpu_s, max_threads))
     command[command.index("--"):command.index("--")] = readable
     typer.echo(f"serving {server.path} ({'http' if http else 'stdio'})", err=True)
     sys.stderr.flush()

@@ -12,8 +12,10 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from envscaler_mcp.isolation.limits import CPU_S, MEMORY_MB, THREADS
 from envscaler_mcp.isolation.report import IsolationReport, Layer, from_layers
 from envscaler_mcp.launch.target import ServerDir
 
@@ -21,6 +23,22 @@ ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 # The only variables a server process sees, whatever the caller's environment holds.
 _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Hard limits of one server process (isolation/limits.py, where the defaults are explained); 0 leaves one
+    unset."""
+
+    memory_mb: int = MEMORY_MB
+    cpu_s: int = CPU_S
+    threads: int = THREADS
+
+    def args(self) -> list[str]:
+        return ["--memory-mb", str(self.memory_mb), "--cpu-s", str(self.cpu_s), "--threads", str(self.threads)]
+
+
+DEFAULT_LIMITS = ServerLimits()
 
 
 def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
@@ -34,9 +52,10 @@ def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
 
 
 def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str],
-                   read: Sequence[Path] = ()) -> list[str]:
+                   read: Sequence[Path] = (), limits: ServerLimits = DEFAULT_LIMITS) -> list[str]:
     """argv that starts the server package under the OS layers (or with none, `isolation=False`). The server
-    may read its package and the `read` paths (the launcher's state files), nothing else of the user's.
+    may read its package and the `read` paths (the launcher's state files), nothing else of the user's, and
+    runs under `limits` (with or without the layers).
 
     The server folder is untrusted as a whole: it joins the module search path only once the layers are in
     place (`--path`), and `-P` keeps the working directory (the server folder) off it while Python starts,
@@ -44,8 +63,19 @@ def server_command(server: ServerDir, report: Path, isolation: bool, server_args
     before them."""
     extra = [arg for path in read for arg in ("--read", str(path))]
     confined = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--read", str(server.path),
-                *extra, "--path", str(server.path), "--report", str(report), *([] if isolation else ["--off"])]
+                *extra, "--path", str(server.path), "--report", str(report), *limits.args(),
+                *([] if isolation else ["--off"])]
     return [*confined, "--", "-m", server.package, *server_args]
+
+
+def serving_pid(pid: int) -> int:
+    """The process that serves, given the one the launcher started: with a PID namespace that one only waits
+    for its child (isolation/namespaces.py `become_pid_one`), which is the server."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return pid
+    return int(children[0]) if len(children) == 1 else pid
 
 
 def loopback_listener() -> socket.socket:

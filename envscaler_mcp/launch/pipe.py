@@ -29,7 +29,14 @@ from pydantic import ConfigDict
 
 from envscaler_mcp._json import State, parse_state
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import read_report, server_command, server_env
+from envscaler_mcp.launch.confine import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    read_report,
+    server_command,
+    server_env,
+    serving_pid,
+)
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminResult,
@@ -99,12 +106,13 @@ class PipeServer(LaunchedServer):
     transport = "pipe"
 
     def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
-                 isolation: bool = True) -> None:
+                 isolation: bool = True, limits: ServerLimits = DEFAULT_LIMITS) -> None:
         self.server_dir = server
         self.workdir = workdir
         self.extra_args = extra_args
         self.client_timeout = client_timeout
         self.os_isolation = isolation
+        self.limits = limits
         self.token = secrets.token_hex(16)
         self.state_files = StateFileWriter(workdir / "states")
         self.warm = WarmCache(True, target_id=f"pipe:{server.path}")
@@ -121,7 +129,8 @@ class PipeServer(LaunchedServer):
         states.mkdir(parents=True, exist_ok=True)
         report = self.workdir / "isolation.json"
         command = server_command(self.server_dir, report, self.os_isolation,
-                                 [*self.extra_args, "--state-dir", str(states)], read=[states])
+                                 [*self.extra_args, "--state-dir", str(states)], read=[states],
+                                 limits=self.limits)
         params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
                                        env=server_env(self.server_dir, self.token))
         log_path = self.workdir / "pipe-server.log"
@@ -135,7 +144,8 @@ class PipeServer(LaunchedServer):
             try:
                 self.warm.learn(client)
                 self.isolation = read_report(report)
-                self.pid = child_pid(str(report))
+                found = child_pid(str(report))
+                self.pid = serving_pid(found) if found else None
                 self.client, self.tools = client, await all_tools(client)
                 yield
             finally:

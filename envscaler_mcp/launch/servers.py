@@ -32,7 +32,15 @@ from mcp.types import Tool
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.launch.confine import loopback_listener, read_report, server_command, server_env
+from envscaler_mcp.launch.confine import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    loopback_listener,
+    read_report,
+    server_command,
+    server_env,
+    serving_pid,
+)
 from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
@@ -59,11 +67,8 @@ class LaunchedServer:
         raise NotImplementedError
 
 
-def _server_args(call_timeout: float | None, max_memory_mb: int | None) -> list[str]:
-    args = ["--call-timeout", str(call_timeout or 0)]
-    if max_memory_mb:
-        args += ["--max-memory-mb", str(max_memory_mb)]
-    return args
+def _server_args(call_timeout: float | None) -> list[str]:
+    return ["--call-timeout", str(call_timeout or 0)]
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
@@ -205,7 +210,8 @@ class HttpServer(LaunchedServer):
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
-                      client_timeout: float, isolation: bool, warm: bool) -> tuple[HttpServer, anyio.abc.Process]:
+                      client_timeout: float, isolation: bool, warm: bool,
+                      limits: ServerLimits) -> tuple[HttpServer, anyio.abc.Process]:
     token = secrets.token_hex(16)
     log_path = workdir / "http-server.log"
     report = workdir / "isolation.json"
@@ -215,7 +221,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     args = server_command(server, report, isolation,
                           ["--http", "--listen-fd", str(listener.fileno()), "--state-dir", str(states), *extra_args],
-                          read=[states])
+                          read=[states], limits=limits)
     try:
         with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
             process = await anyio.open_process(args, cwd=str(server.path), env=server_env(server, token),
@@ -224,7 +230,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     finally:
         listener.close()  # the server holds it now
     http = HttpServer(server, url, token, client_timeout, warm, state_files=StateFileWriter(states))
-    http.pid = process.pid
+    http.pid = process.pid  # the serving process once it is up (below)
     http.log_path = log_path
     try:
         await _wait_ready(http, process, startup_timeout)
@@ -235,6 +241,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
             await _stop(process)
         raise
     http.isolation = read_report(report)
+    http.pid = serving_pid(process.pid)
     return http, process
 
 
@@ -275,12 +282,14 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                         scenarios: Sequence[Scenario] | None = None, call_timeout: float | None = 10.0,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
                         client_timeout: float = 120.0, isolation: bool = True,
-                        warm: bool = True, stdio_prestart: int = 2) -> AsyncIterator[LaunchedServer]:
+                        warm: bool = True, stdio_prestart: int = 2, max_cpu_s: int | None = None,
+                        max_threads: int | None = None) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
     Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
-    `isolation=False` leaves the layers out (to measure their cost). With `warm` (the default) episodes
+    `isolation=False` leaves the layers out (to measure their cost). Each server process has hard limits
+    (launch/confine.py ServerLimits; `max_memory_mb`, `max_cpu_s`, `max_threads` replace the defaults). With `warm` (the default) episodes
     skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache): over HTTP every episode
     goes through the server's one shared client, over stdio `stdio_prestart` processes are started ahead;
     every episode still has its own server-side state (its own process on stdio). `warm=False` is the
@@ -288,7 +297,9 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
-    extra = _server_args(call_timeout, max_memory_mb)
+    extra = _server_args(call_timeout)
+    limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
+                          cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads)
     if transport == "memory":
         from envscaler_mcp.launch.memory import MemoryServer
 
@@ -300,18 +311,18 @@ async def launch_server(target: Target, transport: Transport = "http", *,
             from envscaler_mcp.launch.stdio import StdioServer
 
             stdio = StdioServer(server, workdir, extra, client_timeout, isolation, warm,
-                                prestart=stdio_prestart if warm else 0)
+                                prestart=stdio_prestart if warm else 0, limits=limits)
             async with stdio.running():
                 yield stdio
         elif transport == "pipe":
             from envscaler_mcp.launch.pipe import PipeServer
 
-            pipe = PipeServer(server, workdir, extra, client_timeout, isolation)
+            pipe = PipeServer(server, workdir, extra, client_timeout, isolation, limits=limits)
             async with pipe.running():
                 yield pipe
         elif transport == "http":
             http, process = await _start_http(server, workdir, extra, startup_timeout, client_timeout, isolation,
-                                              warm)
+                                              warm, limits)
             try:
                 async with http.connect_shared():
                     yield http

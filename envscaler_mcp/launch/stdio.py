@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import read_report, server_command, server_env
+from envscaler_mcp.launch.confine import DEFAULT_LIMITS, ServerLimits, read_report, server_command, server_env
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminReset,
@@ -54,7 +54,8 @@ class StdioServer(LaunchedServer):
     transport = "stdio"
 
     def __init__(self, server: ServerDir, workdir: Path, extra_args: list[str], client_timeout: float,
-                 isolation: bool = True, warm: bool = True, prestart: int = 0) -> None:
+                 isolation: bool = True, warm: bool = True, prestart: int = 0,
+                 limits: ServerLimits = DEFAULT_LIMITS) -> None:
         self.server_dir = server
         self.warm = WarmCache(warm, target_id=f"stdio:{server.path}")
         self.workdir = workdir
@@ -62,6 +63,7 @@ class StdioServer(LaunchedServer):
         self.client_timeout = client_timeout
         self.os_isolation = isolation
         self.prestart = prestart
+        self.limits = limits
         self._count = itertools.count()
         self._ready: MemoryObjectReceiveStream[_Started | ServerStartError] | None = None
         self.state_files = StateFileWriter(workdir / "states")
@@ -69,7 +71,8 @@ class StdioServer(LaunchedServer):
     def _params(self, n: int, token: str, args: list[str], readable: list[Path]) -> tuple[StdioServerParameters, Path]:
         assert self.server_dir is not None
         report = self.workdir / f"isolation-{n}.json"
-        command = server_command(self.server_dir, report, self.os_isolation, [*self.extra_args, *args], read=readable)
+        command = server_command(self.server_dir, report, self.os_isolation, [*self.extra_args, *args], read=readable,
+                                 limits=self.limits)
         return StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
                                      env=server_env(self.server_dir, token)), report
 

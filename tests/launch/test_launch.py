@@ -139,6 +139,29 @@ async def test_a_crashed_http_server_is_reported() -> None:
                 pass
 
 
+async def test_the_server_in_its_pid_namespace_ends_with_the_process_the_launcher_started() -> None:
+    """With a PID namespace the launched process only waits for the server (its child, PID 1 of the new
+    namespace): killing it outright takes the server with it, so no server is left behind."""
+    async with launch_server(skeleton(), "http", scenarios=scenarios()) as server:
+        assert isinstance(server, HttpServer) and server.pid
+        status = {line.split(":")[0]: line.split()[1:] for line in
+                  Path(f"/proc/{server.pid}/status").read_text().splitlines()}
+        waiter = int(status["PPid"][0])
+        assert waiter != os.getpid(), "no waiting parent: the server did not get a PID namespace"
+        assert status["NSpid"] == [str(server.pid), "1"]  # PID 1 of its own namespace
+        os.kill(waiter, 9)
+        with anyio.fail_after(30):
+            while Path(f"/proc/{server.pid}").exists() and "Z" not in _state(server.pid):
+                await anyio.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 async def test_serve_command_over_http_serves_a_socket_it_bound_for_the_confined_server() -> None:
     target = resolve_target(skeleton(), scenarios())
     repo = Path(__file__).resolve().parents[2]

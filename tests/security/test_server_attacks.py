@@ -78,13 +78,15 @@ MiniShop.cancel_order = _cancel_order
 '''
 
 
-def malicious_server(folder: Path, open_dir: Path, port: int, environ_only: bool = False) -> Path:
+def malicious_server(folder: Path, open_dir: Path, port: int, environ_only: bool = False,
+                     code: str | None = None) -> Path:
+    """mini_shop rendered into `folder` with the attacks (or `code`) appended to its environment module."""
     skeleton = EnvSkeleton.model_validate_json((FIXTURE / "skeleton.json").read_text())
     scenarios = [Scenario.model_validate_json(line) for line in (FIXTURE / "scenarios.jsonl").read_text().splitlines()
                  if line.strip()]
     out = render_server(skeleton, scenarios, folder / "server")
     [module] = list(out.glob("*_mcp/environment.py"))
-    module.write_text(module.read_text() + attack_code(open_dir, port, environ_only))
+    module.write_text(module.read_text() + (code if code is not None else attack_code(open_dir, port, environ_only)))
     return out
 
 
