@@ -83,7 +83,7 @@ def eval_command(
         typer.Option(
             "--ray",
             help="Run the episodes on a Ray cluster: auto (the running one), local (a private one here) or an "
-            "address; --concurrency is then per worker. Needs the extra: pip install 'envscaler-mcp[ray]'.",
+            "address; --concurrency is then per worker. Needs the package's [ray] extra (docs/ray.md).",
         ),
     ] = None,
     ray_workers: Annotated[
