@@ -31,7 +31,8 @@ def export_run_command(
     run_dir: Annotated[Path, typer.Argument(help="Run folder written by `envscaler-mcp eval`.")],
     fmt: Annotated[ExportFormat, typer.Option("--format", help="Trajectory format.")],
     min_score: Annotated[
-        float | None, typer.Option("--min-score", help="Only episodes with at least this checklist score.")
+        float | None,
+        typer.Option("--min-score", min=0.0, max=1.0, help="Only episodes with at least this checklist score (0-1)."),
     ] = None,
     checklist: Annotated[
         ChecklistFilter, typer.Option("--checklist", help="pass: only episodes whose every checklist item passed.")
@@ -50,7 +51,8 @@ def export_run_command(
     """Export a run's trajectories for fine-tuning (OpenAI chat or ShareGPT JSONL)."""
     if not run_dir.is_dir():
         raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
-    typer.echo(str(export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check)))
+    done = export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check)
+    typer.echo(f"wrote {done.records} of {done.episodes} episode(s) to {done.path}")
 
 
 def register(app: typer.Typer) -> None:

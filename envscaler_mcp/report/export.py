@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from envscaler_mcp._io import write_jsonl_atomic
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.providers.base import Message, ToolCallRequest
@@ -128,23 +128,53 @@ def select(results: list[EpisodeResult], min_score: float | None, *, checklist: 
     return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
 
 
-def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
-               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any") -> Path:
-    """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); return the file written.
+class Exported(NamedTuple):
+    """What export_run wrote: the file, its records, and the episodes of the run it read."""
 
-    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`."""
+    path: Path
+    records: int
+    episodes: int
+
+
+class NothingToExport(EnvScalerError):
+    """No episode of the run passed the filters (or none could be written in the format): no file is written."""
+
+
+def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
+               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any") -> Exported:
+    """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); say what was written.
+
+    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`. A
+    min_score outside [0, 1] is a usage error (no checklist score reaches it); when no record is left,
+    NothingToExport is raised and no file is written (an existing one is left as it was)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    results = select(RunDir(Path(run_dir)).read_results(), min_score, checklist=checklist, state_check=state_check)
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise UsageError(f"--min-score {min_score:g}: a checklist score lies between 0 and 1")
+    everything = RunDir(Path(run_dir)).read_results()
+    results = select(everything, min_score, checklist=checklist, state_check=state_check)
     records: list[dict[str, Any]] = []
     for r in results:
         record = to_openai(r) if fmt == "openai" else to_sharegpt(r)
         if record is not None:
             records.append(record)
     target = Path(out) if out else Path(run_dir) / f"export-{fmt}.jsonl"
+    if not records:
+        raise NothingToExport(_nothing_left(len(everything), len(results), fmt, target))
     write_jsonl_atomic(target, records)
-    return target
+    return Exported(target, len(records), len(everything))
 
 
-__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "StateCheckFilter", "export_run", "select", "to_openai",
-           "to_sharegpt"]
+def _nothing_left(episodes: int, selected: int, fmt: str, target: Path) -> str:
+    kept = f" ({target} from an earlier export is left as it was)" if target.exists() else ""
+    if not episodes:
+        why = "the run has no finished episode"
+    elif not selected:
+        why = f"none of its {episodes} episode(s) passes the filters (infra errors never do)"
+    else:
+        why = f"none of the {selected} selected episode(s) ends with an assistant answer, which {fmt} needs"
+    return f"nothing to export: {why}; no file written{kept}"
+
+
+__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "Exported", "NothingToExport", "StateCheckFilter",
+           "export_run", "select", "to_openai", "to_sharegpt"]
