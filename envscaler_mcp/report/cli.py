@@ -11,7 +11,7 @@ from rich.console import Console
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.report.export import ChecklistFilter, ExportFormat, StateCheckFilter, export_run
 from envscaler_mcp.report.html import load_run, write_report
-from envscaler_mcp.report.summary import summary_table
+from envscaler_mcp.report.table import summary_notes, summary_table
 
 
 def report_command(
@@ -23,7 +23,9 @@ def report_command(
     """Print a run's summary table and write its self-contained HTML report."""
     _, _, _, summary = load_run(run_dir)
     console = Console()
-    console.print(summary_table(summary))
+    console.print(summary_table(summary, console.width))
+    for note in summary_notes(summary, run_dir):
+        console.print(note, highlight=False)
     console.print(f"report: {write_report(run_dir, out)}")
 
 
