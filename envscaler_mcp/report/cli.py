@@ -49,11 +49,17 @@ def export_run_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Output file (default RUN_DIR/export-<format>.jsonl).")
     ] = None,
+    keep_reasoning: Annotated[
+        bool,
+        typer.Option("--keep-reasoning", help="Keep the models' reasoning (openai: reasoning_content, which "
+                     "OpenAI's chat fine-tuning format does not define; sharegpt: a <think> block)."),
+    ] = False,
 ) -> None:
     """Export a run's trajectories for fine-tuning (OpenAI chat or ShareGPT JSONL)."""
     if not run_dir.is_dir():
         raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
-    done = export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check)
+    done = export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check,
+                      keep_reasoning=keep_reasoning)
     typer.echo(f"wrote {done.records} of {done.episodes} episode(s) to {done.path}")
 
 

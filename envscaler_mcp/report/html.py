@@ -13,6 +13,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp._json import JSONObject
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
+from envscaler_mcp.report.labels import with_plans
 from envscaler_mcp.report.summary import RunSummary, summarize_run
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -59,7 +60,7 @@ def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
     """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results)."""
     run_dir = RunDir(path)
     manifest = run_dir.read_manifest()
-    results = run_dir.read_results()
+    results = with_plans(run_dir.read_results(), manifest.config.agent)
     summary = summarize_run(results, manifest)
     return run_dir, manifest, results, summary
 

@@ -49,18 +49,21 @@ async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
         for m in msgs
         for c in m.get("tool_calls", [])
     )
+    assert msgs[2]["content"] is None and msgs[5]["content"].startswith("ERROR: ")
+    # only the fields OpenAI's chat fine-tuning format defines, unless reasoning is asked for
+    assert msgs[-1] == {"role": "assistant", "content": "All done."}
+    assert "reasoning_content" not in json.dumps(records) and "Look first." not in json.dumps(records)
+    kept = _lines(export_run(run, "openai", out=tmp_path / "kept.jsonl", keep_reasoning=True).path)
+    msgs = next(r for r in kept if len(r["messages"]) > 3)["messages"]
     assert msgs[2]["reasoning_content"] == "Look first." and msgs[2]["content"] is None
-    assert msgs[5]["content"].startswith("ERROR: ")
-    assert msgs[-1] == {
-        "role": "assistant",
-        "content": "All done.",
-        "reasoning_content": "Both changes made.",
-    }
+    assert msgs[-1] == {"role": "assistant", "content": "All done.", "reasoning_content": "Both changes made."}
 
 
 async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
-    records = _lines(export_run(run, "sharegpt", min_score=1.0).path)
+    plain = _lines(export_run(run, "sharegpt", min_score=1.0, out=tmp_path / "plain.jsonl").path)
+    assert "<think>" not in json.dumps(plain) and plain[0]["conversations"][-1]["value"] == "All done."
+    records = _lines(export_run(run, "sharegpt", min_score=1.0, keep_reasoning=True).path)
     assert len(records) == 1  # the lazy trajectory is filtered out by --min-score
     rec = records[0]
     assert rec["system"].startswith("You are") and json.loads(rec["tools"])[2]["name"] == "cancel_order"
