@@ -157,7 +157,7 @@ def show_cmd(
     home: HomeOption = None,
 ) -> None:
     """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
-    from envscaler_mcp.catalog.store import get_skeleton, scenario_index, scenarios_path
+    from envscaler_mcp.catalog.store import get_skeleton, row_title, scenario_index, scenarios_path
 
     env_root, scen_root = _roots(home)
     sk = get_skeleton(env, env_root)
@@ -182,7 +182,7 @@ def show_cmd(
     if rows:
         scenario_cols = [Col("id", "id"), Col("title", "text"), Col("checks", justify="right"),
                          Col("solution calls", drop=1, justify="right")]
-        cells = [[str(row["id"]), str(row["title"]), str(row["checks"]), str(row["solution_calls"])] for row in rows]
+        cells = [[str(row["id"]), row_title(row), str(row["checks"]), str(row["solution_calls"])] for row in rows]
         console.print(fit_table(scenario_cols, cells, console.width, title=f"Scenarios ({len(rows)})"))
     else:
         console.print("No bundled scenarios.")

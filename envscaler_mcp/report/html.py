@@ -15,6 +15,7 @@ from envscaler_mcp._json import JSONObject
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
 from envscaler_mcp.report.labels import with_plans
 from envscaler_mcp.report.summary import RunSummary, summarize_run
+from envscaler_mcp.scenario.titles import shown_title
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -44,6 +45,12 @@ def _anchor(result: Any) -> str:
     return "ep-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{result.env_id}--{result.scenario_id}--{result.trial}")
 
 
+def _title(result: Any) -> str:
+    """An episode's scenario title: the one recorded, else one derived from its task (imported scenarios
+    had none before their import derived one), else its id."""
+    return shown_title(result.title, result.task) or str(result.scenario_id)
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
@@ -52,7 +59,8 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json, anchor=_anchor)
+    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json, anchor=_anchor,
+                       title=_title)
     return env
 
 
