@@ -67,3 +67,26 @@ def test_report_prints_the_fitted_table_and_the_notes(tmp_path: Path, width: int
     assert_fits(table, width, ["mini_shop"], ["environment", "n", "scored", "score", "success", "infra"],
                 droppable=DROPPABLE)
     assert "state check: 1 episode(s) changed the state unlike the reference solution" in result.output
+
+
+def test_the_html_summary_counts_scored_and_not_scored_episodes(tmp_path: Path) -> None:
+    import json
+
+    import anyio
+
+    from envscaler_mcp.report.html import render_report
+    from tests.harness.shop import BOB
+
+    run = anyio.run(make_run, tmp_path / "run")
+    path = run / "results.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in records:
+        if r["scenario_id"] != BOB.id:  # Alice's episode as one whose checks could not run
+            r.update(score=None, success=None, scorable=False)
+            for c in r["checks"]:
+                c.update(status="not_scorable", reason=NO_ADMIN_REASON)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    html = render_report(run)
+    assert "<th>scored</th><th>not scored</th>" in html
+    assert "<td>mini_shop</td><td>2</td><td>1</td><td>1</td><td>100.0%</td>" in html
+    assert f"1 episode(s) without a score: {NO_ADMIN_REASON}" in html
