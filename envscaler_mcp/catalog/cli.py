@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from envscaler_mcp._json import JSONObject
+from envscaler_mcp._tables import Col, fit_table
 from envscaler_mcp.catalog.options import HomeOption
 
 if TYPE_CHECKING:
@@ -133,20 +133,16 @@ def list_cmd(home: HomeOption = None) -> None:
     from envscaler_mcp.catalog.store import count_scenarios, get_skeleton, list_env_ids
 
     env_root, scen_root = _roots(home)
-    table = Table(title=f"Environments in {env_root}")
-    for col in ("id", "name", "tools (query/state_change)", "scenarios", "origin"):
-        table.add_column(col)
+    rows = []
     for env_id in list_env_ids(env_root):
         sk = get_skeleton(env_id, env_root)
         queries = sum(t.kind == "query" for t in sk.tools)
-        table.add_row(
-            sk.id,
-            escape(sk.name),
-            f"{len(sk.tools)} ({queries}/{len(sk.tools) - queries})",
-            str(count_scenarios(scen_root / f"{env_id}.jsonl")),
-            escape(origin_text(sk.provenance)),
-        )
-    Console().print(table)
+        rows.append([sk.id, sk.name, str(len(sk.tools)), str(queries), str(count_scenarios(scen_root / f"{env_id}.jsonl")),
+                     origin_text(sk.provenance)])
+    console = Console()
+    columns = [Col("id", "id"), Col("name", "text"), Col("tools", justify="right"),
+               Col("queries", drop=2, justify="right"), Col("scenarios", justify="right"), Col("origin", "text", drop=1)]
+    console.print(fit_table(columns, rows, console.width, title=f"Environments in {env_root}"))
 
 
 def origin_text(provenance: Provenance) -> str:
@@ -161,7 +157,7 @@ def show_cmd(
     home: HomeOption = None,
 ) -> None:
     """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
-    from envscaler_mcp.catalog.store import get_skeleton, scenario_index, scenarios_path
+    from envscaler_mcp.catalog.store import get_skeleton, row_title, scenario_index, scenarios_path
 
     env_root, scen_root = _roots(home)
     sk = get_skeleton(env, env_root)
@@ -172,27 +168,22 @@ def show_cmd(
         console.print("\n[bold]Rules[/bold]")
         for rule in sk.rules:
             console.print(f"  - {escape(rule)}")
-    tools = Table(title="Tools")
-    for col in ("tool", "kind", "parameters", "summary"):
-        tools.add_column(col)
+    tool_rows = []
     for t in sk.tools:
         req = t.required_parameters()
         params = ", ".join(
             f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
             for name, schema in t.parameters().items()
         )
-        tools.add_row(
-            t.name, t.kind, escape(params), escape(t.description.splitlines()[0] if t.description else "")
-        )
-    console.print(tools)
+        tool_rows.append([t.name, t.kind, params, t.description.splitlines()[0] if t.description else ""])
+    tool_cols = [Col("tool", "id"), Col("kind"), Col("parameters", "text"), Col("summary", "text", drop=1)]
+    console.print(fit_table(tool_cols, tool_rows, console.width, title="Tools"))
     rows = scenario_index(scenarios_path(env, sk.id, scen_root))  # the index: large states are not parsed
     if rows:
-        table = Table(title=f"Scenarios ({len(rows)})")
-        for col in ("id", "title / task", "checks", "solution calls"):
-            table.add_column(col)
-        for row in rows:
-            table.add_row(str(row["id"]), escape(str(row["title"])), str(row["checks"]), str(row["solution_calls"]))
-        console.print(table)
+        scenario_cols = [Col("id", "id"), Col("title", "text"), Col("checks", justify="right"),
+                         Col("solution calls", drop=1, justify="right")]
+        cells = [[str(row["id"]), row_title(row), str(row["checks"]), str(row["solution_calls"])] for row in rows]
+        console.print(fit_table(scenario_cols, cells, console.width, title=f"Scenarios ({len(rows)})"))
     else:
         console.print("No bundled scenarios.")
 

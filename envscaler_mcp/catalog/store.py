@@ -14,6 +14,7 @@ from envscaler_mcp._json import ParsedState, object_keeping
 from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
 from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
 SKELETON_FILE = "skeleton.json"
@@ -90,9 +91,18 @@ def _stamp(path: Path) -> list[int]:
 
 def index_row(s: Scenario) -> dict[str, object]:
     """A scenario's row in the catalog index."""
-    return {"id": s.id, "title": s.title or s.task[:80], "checks": len(s.checklist),
+    return {"id": s.id, "title": shown_title(s.title, s.task), "checks": len(s.checklist),
             "solution_calls": len(s.reference_solution),
             "header": s.model_dump(mode="json", exclude={"initial_state"})}
+
+
+def row_title(row: dict[str, object]) -> str:
+    """The title to show for an index row: the scenario's, else one derived from its task (an index written
+    before titles were derived holds the task's first 80 characters instead)."""
+    header = row.get("header")
+    if isinstance(header, dict) and isinstance(header.get("task"), str):
+        return shown_title(str(header.get("title") or ""), header["task"])
+    return str(row["title"])
 
 
 def _index_rows(scenarios: list[Scenario]) -> list[dict[str, object]]:

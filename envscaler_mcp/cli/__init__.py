@@ -75,7 +75,22 @@ def load_command(name: str) -> Command:
     holder = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
     importlib.import_module(COMMANDS[name][0]).register(holder)
     group = typer.main.get_group(holder)
-    return group.commands[name]
+    command = group.commands[name]
+    _literal_help(command)
+    return command
+
+
+def _literal_help(command: Command) -> None:
+    """Make the help texts of `command` and its subcommands print as written: the rich help reads them as
+    markup, where `pip install 'envscaler-mcp[ray]'` would lose its `[ray]` as an unknown style tag."""
+    from rich.markup import escape
+
+    command.help = escape(command.help) if command.help else command.help
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = escape(param.help)  # type: ignore[attr-defined]
+    for sub in getattr(command, "commands", {}).values():
+        _literal_help(sub)
 
 
 class _LazyGroup(TyperGroup):

@@ -84,7 +84,7 @@ def eval_command(
         typer.Option(
             "--ray",
             help="Run the episodes on a Ray cluster: auto (the running one), local (a private one here) or an "
-            "address; --concurrency is then per worker. Needs the extra: pip install 'envscaler-mcp[ray]'.",
+            "address; --concurrency is then per worker. Needs the package's [ray] extra (docs/ray.md).",
         ),
     ] = None,
     ray_workers: Annotated[
@@ -125,7 +125,8 @@ def eval_command(
     from envscaler_mcp.harness.rundir import RunDir
     from envscaler_mcp.providers.base import GenerationSettings
     from envscaler_mcp.report.html import write_report
-    from envscaler_mcp.report.summary import finish_run, summary_table
+    from envscaler_mcp.report.summary import finish_run
+    from envscaler_mcp.report.table import summary_notes, summary_table
 
     if not agent:
         raise UsageError(
@@ -186,37 +187,10 @@ def eval_command(
             finish_run(run_path)
         raise
     summary = finish_run(run_path)
-    console.print(summary_table(summary))
-    reduced = {name: level for name, level in summary.isolation.items() if level != "full"}
-    if reduced:
-        console.print(
-            "[yellow]reduced isolation[/]: "
-            + ", ".join(f"{name} {level}" for name, level in reduced.items())
-            + f" (the layers not in force and why: isolation in {run_path / 'run.json'})."
-        )
+    console.print(summary_table(summary, console.width))
+    for note in summary_notes(summary, run_path):
+        console.print(note, highlight=False)
     overall = summary.overall
-    for why, count in overall.not_scorable_why.items():
-        console.print(f"{count} episode(s) could not be scored: {why}.", highlight=False)
-    for what, count in overall.unscored_checks.items():
-        console.print(f"{count} check(s) could not run ({what}).", highlight=False)
-    if overall.state_check_failed or overall.state_check_not_available:
-        console.print(
-            f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "
-            f"(see unexpected_changes); not available for {overall.state_check_not_available} (see "
-            f"state_check_reason). Success rule: {config.episode.success}."
-        )
-    if overall.model_errors:
-        console.print(
-            f"{overall.model_errors} episode(s) ended on the model's own error (context overflow, refusal, "
-            "invalid request): scored as failures; see model_error in results.jsonl."
-        )
-    if overall.infra_errors:
-        console.print(
-            f"[yellow]{overall.infra_errors} of {overall.episodes} episode(s) "
-            f"({100 * (overall.infra_share or 0):.1f}%) failed on infrastructure errors[/] after their retries: "
-            "left out of the scores (reasons in results.jsonl and the report). Re-run them with --resume "
-            f"--retry-infra --out {run_path}."
-        )
     report = write_report(run_path)
     console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
     if (overall.infra_share or 0) > max_infra:

@@ -26,6 +26,7 @@ from envscaler_mcp.interop.to_envscaler import (
     derived_scenario_item,
 )
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scenario.titles import title_from_task
 from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
 from envscaler_mcp.skeleton.checks import check_determinism, check_source
@@ -190,6 +191,7 @@ def scenario_from_item(item: dict[str, Any], skeleton: EnvSkeleton) -> Scenario:
     turns = own.get("turns")
     scenario = Scenario(
         env_id=skeleton.id,
+        title=title_from_task(item["task"]),  # EnvScaler's scenarios have none: lists would show only ids
         task=item["task"],
         initial_state=item["init_config"],
         checklist=checklist,

@@ -136,4 +136,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # before the module took over its own Ctrl-C (while it was being imported)
+        print("stopped (interrupted)", file=sys.stderr, flush=True)
+        sys.exit(130)

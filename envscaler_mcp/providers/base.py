@@ -38,8 +38,12 @@ class Message(BaseModel):
     reasoning_signature: str | None = Field(
         None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."
     )
+    plan: str | None = Field(
+        None, description="The embedded local model's decision label: the one short line its answer grammar has it "
+        "write before choosing (often a function's name). Provider-internal, not reasoning: never exported."
+    )
 
-    _valid_text = field_validator("content", "reasoning")(valid_text)
+    _valid_text = field_validator("content", "reasoning", "plan")(valid_text)
 
 
 def _no_parameters() -> JSONObject:

@@ -73,22 +73,17 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"providers": rows, "local_models": local, "runtimes": runtimes}, indent=2))
             return
         from rich.console import Console
-        from rich.table import Table
+
+        from envscaler_mcp._tables import Col, fit_table
 
         console = Console()
-        table = Table(title="Providers")
-        for column in ("provider", "usable here", "detail"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(row["provider"], "yes" if row["usable"] else "no", row["detail"])
-        console.print(table)
-        weights = Table(title="Embedded local models")
-        for column in ("model", "parts", "assembled file", "sha256 verified"):
-            weights.add_column(column)
-        for item in local:
-            weights.add_row(f"local/{item['model']}", f"{item['parts_installed']}/{item['parts_total']}",
-                            item["assembled_path"] if item["assembled"] else "(not yet)",
-                            "yes" if item["verified"] else "no")
-        console.print(weights)
+        cells = [[row["provider"], "yes" if row["usable"] else "no", row["detail"]] for row in rows]
+        console.print(fit_table([Col("provider", "id"), Col("usable here"), Col("detail", "text")], cells,
+                                console.width, title="Providers"))
+        cells = [[f"local/{item['model']}", f"{item['parts_installed']}/{item['parts_total']}",
+                  item["assembled_path"] if item["assembled"] else "(not yet)", "yes" if item["verified"] else "no"]
+                 for item in local]
+        columns = [Col("model", "id"), Col("parts"), Col("assembled file", "text"), Col("sha256 verified")]
+        console.print(fit_table(columns, cells, console.width, title="Embedded local models"))
         for name, state in runtimes.items():
             console.print(f"runtime {name}: {state}")

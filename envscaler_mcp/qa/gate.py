@@ -52,6 +52,7 @@ from envscaler_mcp.qa.wrong import (
 )
 from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
@@ -151,7 +152,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     themselves (the scenario generator's bar for its checklists): no collateral or wrong-solution probes, and
     unguarded fields warn instead of failing.
     """
-    report = GateReport(env_id=scenario.env_id, scenario_id=scenario.id, title=scenario.title,
+    report = GateReport(env_id=scenario.env_id, scenario_id=scenario.id, title=shown_title(scenario.title, scenario.task),
                         n_checks=len(scenario.checklist), steps=[])
     add = report.steps.append
     items = scenario.checklist

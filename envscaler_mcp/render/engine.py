@@ -23,6 +23,7 @@ from envscaler_mcp.render.naming import (
     safe_env_id,
 )
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_hash
 
 TEMPLATE_VERSION = "1"
@@ -123,7 +124,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "name": skeleton.name, "summary": skeleton.summary, "introduction": skeleton.introduction,
         "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
         "mcp_requirement": MCP_REQUIREMENT, "registry_name": registry, "scenario_count": len(scenarios),
-        "scenarios": [{"id": s.id, "title": s.title or _first_line(s.task)[:80]} for s in scenarios],
+        "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in scenarios],
         "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
     }

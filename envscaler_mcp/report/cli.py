@@ -11,7 +11,7 @@ from rich.console import Console
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.report.export import ChecklistFilter, ExportFormat, StateCheckFilter, export_run
 from envscaler_mcp.report.html import load_run, write_report
-from envscaler_mcp.report.summary import summary_table
+from envscaler_mcp.report.table import summary_notes, summary_table
 
 
 def report_command(
@@ -23,7 +23,9 @@ def report_command(
     """Print a run's summary table and write its self-contained HTML report."""
     _, _, _, summary = load_run(run_dir)
     console = Console()
-    console.print(summary_table(summary))
+    console.print(summary_table(summary, console.width))
+    for note in summary_notes(summary, run_dir):
+        console.print(note, highlight=False)
     console.print(f"report: {write_report(run_dir, out)}")
 
 
@@ -31,7 +33,8 @@ def export_run_command(
     run_dir: Annotated[Path, typer.Argument(help="Run folder written by `envscaler-mcp eval`.")],
     fmt: Annotated[ExportFormat, typer.Option("--format", help="Trajectory format.")],
     min_score: Annotated[
-        float | None, typer.Option("--min-score", help="Only episodes with at least this checklist score.")
+        float | None,
+        typer.Option("--min-score", min=0.0, max=1.0, help="Only episodes with at least this checklist score (0-1)."),
     ] = None,
     checklist: Annotated[
         ChecklistFilter, typer.Option("--checklist", help="pass: only episodes whose every checklist item passed.")
@@ -46,11 +49,18 @@ def export_run_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Output file (default RUN_DIR/export-<format>.jsonl).")
     ] = None,
+    keep_reasoning: Annotated[
+        bool,
+        typer.Option("--keep-reasoning", help="Keep the models' reasoning (openai: reasoning_content, which "
+                     "OpenAI's chat fine-tuning format does not define; sharegpt: a <think> block)."),
+    ] = False,
 ) -> None:
     """Export a run's trajectories for fine-tuning (OpenAI chat or ShareGPT JSONL)."""
     if not run_dir.is_dir():
         raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
-    typer.echo(str(export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check)))
+    done = export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check,
+                      keep_reasoning=keep_reasoning)
+    typer.echo(f"wrote {done.records} of {done.episodes} episode(s) to {done.path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from envscaler_mcp._io import write_jsonl_atomic
-from envscaler_mcp.errors import UsageError
+from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.tools import ERROR_PREFIX  # tool errors reach chat models with this prefix
+from envscaler_mcp.report.labels import with_plans
 
 ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)
@@ -30,10 +31,10 @@ def _call_dict(call: ToolCallRequest) -> dict[str, Any]:
     return {"name": call.name, "arguments": call.arguments}
 
 
-def to_openai(result: EpisodeResult) -> dict[str, Any]:
-    """One trajectory as an OpenAI chat fine-tuning record: {"messages", "tools"}.
-
-    Assistant reasoning is kept as `reasoning_content` (the vLLM / Qwen convention)."""
+def to_openai(result: EpisodeResult, *, keep_reasoning: bool = False) -> dict[str, Any]:
+    """One trajectory as an OpenAI chat fine-tuning record: {"messages", "tools"}, in the fields OpenAI's chat
+    fine-tuning format defines. With keep_reasoning, assistant reasoning is kept as `reasoning_content` (the
+    vLLM / Qwen convention, which OpenAI's format does not define). Decision labels are never kept."""
     messages: list[dict[str, Any]] = []
     for m in result.messages:
         if m.role == "tool":
@@ -54,7 +55,7 @@ def to_openai(result: EpisodeResult) -> dict[str, Any]:
                     }
                     for c in m.tool_calls
                 ]
-            if m.reasoning:
+            if m.reasoning and keep_reasoning:
                 out["reasoning_content"] = m.reasoning
         messages.append(out)
     tools = [
@@ -67,17 +68,18 @@ def to_openai(result: EpisodeResult) -> dict[str, Any]:
     return {"messages": messages, "tools": tools}
 
 
-def _with_thought(m: Message, text: str) -> str:
-    return f"<think>\n{m.reasoning}\n</think>\n\n{text}" if m.reasoning else text
-
-
-def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
+def to_sharegpt(result: EpisodeResult, *, keep_reasoning: bool = False) -> dict[str, Any] | None:
     """One trajectory in LlamaFactory's ShareGPT tool format, or None when it has no assistant answer.
 
     Turns alternate human/observation and gpt/function_call; a turn with several tool calls becomes one
     function_call whose value is a JSON list, answered by one observation (results joined by newlines).
-    Reasoning is kept as a leading <think>…</think> block. The trajectory is cut after its last gpt turn.
+    With keep_reasoning, reasoning is kept as a leading <think>…</think> block. The trajectory is cut after
+    its last gpt turn.
     """
+
+    def with_thought(m: Message, text: str) -> str:
+        return f"<think>\n{m.reasoning}\n</think>\n\n{text}" if m.reasoning and keep_reasoning else text
+
     system = ""
     turns: list[dict[str, str]] = []
     pending: list[str] = []
@@ -95,9 +97,9 @@ def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
         elif m.role == "assistant" and m.tool_calls:
             calls = [_call_dict(c) for c in m.tool_calls]
             value = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
-            turns.append({"from": "function_call", "value": _with_thought(m, value)})
+            turns.append({"from": "function_call", "value": with_thought(m, value)})
         elif m.role == "assistant":
-            turns.append({"from": "gpt", "value": _with_thought(m, m.content)})
+            turns.append({"from": "gpt", "value": with_thought(m, m.content)})
     last_gpt = max((i for i, t in enumerate(turns) if t["from"] == "gpt"), default=-1)
     if last_gpt < 0:
         return None
@@ -128,23 +130,56 @@ def select(results: list[EpisodeResult], min_score: float | None, *, checklist: 
     return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
 
 
-def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
-               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any") -> Path:
-    """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); return the file written.
+class Exported(NamedTuple):
+    """What export_run wrote: the file, its records, and the episodes of the run it read."""
 
-    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`."""
+    path: Path
+    records: int
+    episodes: int
+
+
+class NothingToExport(EnvScalerError):
+    """No episode of the run passed the filters (or none could be written in the format): no file is written."""
+
+
+def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
+               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any",
+               keep_reasoning: bool = False) -> Exported:
+    """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); say what was written.
+
+    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`;
+    `keep_reasoning` keeps the models' reasoning (provider-internal, left out by default). A
+    min_score outside [0, 1] is a usage error (no checklist score reaches it); when no record is left,
+    NothingToExport is raised and no file is written (an existing one is left as it was)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    results = select(RunDir(Path(run_dir)).read_results(), min_score, checklist=checklist, state_check=state_check)
+    if min_score is not None and not 0.0 <= min_score <= 1.0:
+        raise UsageError(f"--min-score {min_score:g}: a checklist score lies between 0 and 1")
+    run = RunDir(Path(run_dir))
+    everything = with_plans(run.read_results(), run.read_manifest().config.agent)
+    results = select(everything, min_score, checklist=checklist, state_check=state_check)
     records: list[dict[str, Any]] = []
     for r in results:
-        record = to_openai(r) if fmt == "openai" else to_sharegpt(r)
+        record = (to_openai if fmt == "openai" else to_sharegpt)(r, keep_reasoning=keep_reasoning)
         if record is not None:
             records.append(record)
     target = Path(out) if out else Path(run_dir) / f"export-{fmt}.jsonl"
+    if not records:
+        raise NothingToExport(_nothing_left(len(everything), len(results), fmt, target))
     write_jsonl_atomic(target, records)
-    return target
+    return Exported(target, len(records), len(everything))
 
 
-__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "StateCheckFilter", "export_run", "select", "to_openai",
-           "to_sharegpt"]
+def _nothing_left(episodes: int, selected: int, fmt: str, target: Path) -> str:
+    kept = f" ({target} from an earlier export is left as it was)" if target.exists() else ""
+    if not episodes:
+        why = "the run has no finished episode"
+    elif not selected:
+        why = f"none of its {episodes} episode(s) passes the filters (infra errors never do)"
+    else:
+        why = f"none of the {selected} selected episode(s) ends with an assistant answer, which {fmt} needs"
+    return f"nothing to export: {why}; no file written{kept}"
+
+
+__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "Exported", "NothingToExport", "StateCheckFilter",
+           "export_run", "select", "to_openai", "to_sharegpt"]

@@ -13,7 +13,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp._json import JSONObject
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
+from envscaler_mcp.report.labels import with_plans
 from envscaler_mcp.report.summary import RunSummary, summarize_run
+from envscaler_mcp.scenario.titles import shown_title
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -43,6 +45,12 @@ def _anchor(result: Any) -> str:
     return "ep-" + re.sub(r"[^A-Za-z0-9_.-]", "_", f"{result.env_id}--{result.scenario_id}--{result.trial}")
 
 
+def _title(result: Any) -> str:
+    """An episode's scenario title: the one recorded, else one derived from its task (imported scenarios
+    had none before their import derived one), else its id."""
+    return shown_title(result.title, result.task) or str(result.scenario_id)
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATE_DIR),
@@ -51,7 +59,8 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json, anchor=_anchor)
+    env.filters.update(pretty=_pretty, pct=_pct, args=_args, try_json=_try_json, anchor=_anchor,
+                       title=_title)
     return env
 
 
@@ -59,7 +68,7 @@ def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
     """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results)."""
     run_dir = RunDir(path)
     manifest = run_dir.read_manifest()
-    results = run_dir.read_results()
+    results = with_plans(run_dir.read_results(), manifest.config.agent)
     summary = summarize_run(results, manifest)
     return run_dir, manifest, results, summary
 

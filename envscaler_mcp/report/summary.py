@@ -1,5 +1,5 @@
-"""Run summaries (summary.json and the summary table): mean checklist score, success rate, pass@k / pass^k,
-tokens, cost, steps, latency, infra errors. Computed from a run folder the harness wrote."""
+"""Run summaries (summary.json): mean checklist score, success rate, pass@k / pass^k, tokens, cost, steps,
+latency, infra errors. Computed from a run folder the harness wrote; printed by report/table.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from pathlib import Path
 from statistics import fmean
 
 from pydantic import BaseModel, Field
-from rich import box
-from rich.table import Table
 
 from envscaler_mcp._io import atomic_write_json
 from envscaler_mcp._usage import Usage
@@ -173,71 +171,6 @@ def summarize(
         overall=summarize_group("overall", results, trials),
         per_env=[summarize_group(env, rs, trials) for env, rs in sorted(by_env.items())],
     )
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _cost(usage: Usage) -> str:
-    return "?" if usage.cost_usd is None else f"${usage.cost_usd:.2f}"
-
-
-def _tokens(usage: Usage) -> str:
-    n = usage.input_tokens + usage.output_tokens
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
-
-
-def _infra(group: GroupSummary) -> str:
-    if not group.infra_errors:
-        return "0"
-    return f"{group.infra_errors} ({_pct(group.infra_share)})"
-
-
-def _state(group: GroupSummary) -> str:
-    cell = f"{group.state_check_failed} fail"
-    return cell + (f", {group.state_check_not_available} n/a" if group.state_check_not_available else "")
-
-
-def summary_table(summary: RunSummary) -> Table:
-    """The summary as a rich table: one row per environment, then the overall row.
-
-    pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success); the state
-    check column when some episode failed it or had none."""
-    k = summary.trials
-    state = bool(summary.overall.state_check_failed or summary.overall.state_check_not_available)
-    title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
-    title += f" (success: {summary.success_rule})"
-    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
-    cols = ["environment", "n", "score", "success"] + (["state check"] if state else [])
-    if summary.trials > 1:
-        cols += [f"pass@{k}", f"pass^{k}"]
-    cols += ["steps", "tokens", "cost", "latency", "infra"]
-    rows = (
-        [*summary.per_env, summary.overall]
-        if len(summary.per_env) > 1
-        else summary.per_env or [summary.overall]
-    )
-    body = []
-    for g in rows:
-        usage = g.agent_usage + g.user_usage
-        cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)] + ([_state(g)] if state else [])
-        if summary.trials > 1:
-            cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
-        cells += [
-            "-" if g.mean_steps is None else f"{g.mean_steps:.1f}",
-            _tokens(usage),
-            _cost(usage),
-            "-" if g.mean_latency_s is None else f"{g.mean_latency_s:.2f}s",
-            _infra(g),
-        ]
-        body.append((g.name, cells))
-    for i, col in enumerate(cols):
-        width = max([len(col), *(len(cells[i]) for _, cells in body)])
-        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True, min_width=width)
-    for name, cells in body:
-        table.add_row(*cells, style="bold" if name == "overall" else None)
-    return table
 
 
 def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:

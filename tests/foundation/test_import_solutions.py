@@ -55,7 +55,7 @@ def test_verified_solutions_are_attached_and_the_rest_reported(tmp_path: Path,
     assert "trajectory #0 (task_id 0923-141502)" in lines[0] and "the final state fails c2" in lines[0]
     assert "trajectory #2" in lines[1] and "Spot taken" in lines[1]
     rows = {r["title"]: r["solution_calls"] for r in scenario_index(out / "scenarios" / "env_2.jsonl")}
-    assert rows == {"Park the car with plate AB-123 in a free spot.": 0, "Park car CD-456 in S1.": 2}
+    assert rows == {"Park the car with plate AB-123 in a free spot": 0, "Park car CD-456 in S1": 2}  # titles from tasks
     assert json.loads((out / "scenarios" / "env_2.index.json").read_text())["scenarios"]  # the index was rewritten
     assert not list(out.rglob(".*.tmp"))
 

@@ -322,3 +322,23 @@ def test_export_of_a_fixture_folder_takes_its_scenarios_beside_it(tmp_path: Path
     assert result.exit_code == 0, result.output
     assert list(_load(tmp_path / "env_metadata.json")) == ["mini_shop"]
     assert len(_load(tmp_path / "scenario_metadata.json")) == 2
+
+
+def test_imported_scenarios_get_a_title_from_their_task(imported: Path) -> None:
+    from envscaler_mcp.catalog.store import index_row, write_index_rows
+
+    path = imported / "scenarios" / "env_2.jsonl"
+    assert [s.title for s in load_scenarios(path)] == ["Park the car with plate AB-123 in a free spot",
+                                                       "Park car CD-456 in S1"]
+    (rl,) = load_scenarios(imported / "scenarios" / "env_1.jsonl")
+    assert rl.title == "Ada (member M1) wants to borrow Dune (B1)"
+    shown = CliRunner().invoke(app, ["show", "env_1", "--home", str(imported)], env={"COLUMNS": "120"})
+    assert shown.exit_code == 0 and "Ada (member M1) wants to borrow Dune (B1)" in shown.output
+    # A home imported before titles were derived: empty titles, an index holding the task's first 80 characters
+    untitled = [s.model_copy(update={"title": ""}) for s in load_scenarios(path)]
+    path.write_text("".join(s.model_dump_json() + "\n" for s in untitled))
+    write_index_rows(path, [index_row(s) | {"title": s.task[:80]} for s in untitled])
+    assert "plate AB-123 in a free spot." in (imported / "scenarios" / "env_2.index.json").read_text()
+    shown = CliRunner().invoke(app, ["show", "env_2", "--home", str(imported)], env={"COLUMNS": "120"})
+    assert shown.exit_code == 0 and "Park the car with plate AB-123 in a free spot " in shown.output
+    assert "free spot." not in shown.output  # the derived title, not the index's cut task

@@ -16,7 +16,8 @@ from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.qa import reference as reference_module
-from envscaler_mcp.report.summary import RunSummary, finish_run, summary_table
+from envscaler_mcp.report.summary import RunSummary, finish_run
+from envscaler_mcp.report.table import summary_table
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from tests.harness.shop import ALICE, BOB, MINI_SHOP
 

@@ -128,7 +128,7 @@ async def test_decision_turns_map_to_calls_and_history_is_replayed_as_json(fake:
     first = await p.complete(history, TOOLS)
     assert [(c.name, c.arguments) for c in first.message.tool_calls] == [("get_order", {"order_id": "A-1"})]
     assert first.message.content == "" and first.finish_reason == "tool_calls"
-    assert first.message.reasoning == "look up A-1 with get_order"
+    assert first.message.plan == "look up A-1 with get_order" and first.message.reasoning is None
     call = first.message.tool_calls[0]
     history += [first.message, Message(role="tool", tool_call_id=call.id, name=call.name, content='{"status": "shipped"}')]
     second = await p.complete(history, TOOLS)

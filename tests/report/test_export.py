@@ -20,7 +20,7 @@ def _lines(path: Path) -> list[dict]:
 
 async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
-    records = _lines(export_run(run, "openai"))
+    records = _lines(export_run(run, "openai").path)
     assert len(records) == 2
     solved = next(r for r in records if len(r["messages"]) > 3)
     assert [t["function"]["name"] for t in solved["tools"]] == [
@@ -49,18 +49,21 @@ async def test_openai_format_is_valid_chat_with_tools(tmp_path: Path) -> None:
         for m in msgs
         for c in m.get("tool_calls", [])
     )
+    assert msgs[2]["content"] is None and msgs[5]["content"].startswith("ERROR: ")
+    # only the fields OpenAI's chat fine-tuning format defines, unless reasoning is asked for
+    assert msgs[-1] == {"role": "assistant", "content": "All done."}
+    assert "reasoning_content" not in json.dumps(records) and "Look first." not in json.dumps(records)
+    kept = _lines(export_run(run, "openai", out=tmp_path / "kept.jsonl", keep_reasoning=True).path)
+    msgs = next(r for r in kept if len(r["messages"]) > 3)["messages"]
     assert msgs[2]["reasoning_content"] == "Look first." and msgs[2]["content"] is None
-    assert msgs[5]["content"].startswith("ERROR: ")
-    assert msgs[-1] == {
-        "role": "assistant",
-        "content": "All done.",
-        "reasoning_content": "Both changes made.",
-    }
+    assert msgs[-1] == {"role": "assistant", "content": "All done.", "reasoning_content": "Both changes made."}
 
 
 async def test_sharegpt_format_alternates_roles_as_llamafactory_expects(tmp_path: Path) -> None:
     run = await make_run(tmp_path / "run")
-    records = _lines(export_run(run, "sharegpt", min_score=1.0))
+    plain = _lines(export_run(run, "sharegpt", min_score=1.0, out=tmp_path / "plain.jsonl").path)
+    assert "<think>" not in json.dumps(plain) and plain[0]["conversations"][-1]["value"] == "All done."
+    records = _lines(export_run(run, "sharegpt", min_score=1.0, keep_reasoning=True).path)
     assert len(records) == 1  # the lazy trajectory is filtered out by --min-score
     rec = records[0]
     assert rec["system"].startswith("You are") and json.loads(rec["tools"])[2]["name"] == "cancel_order"
@@ -97,7 +100,56 @@ def test_export_command_writes_the_file(tmp_path: Path) -> None:
         app, ["export", "run", str(run), "--format", "sharegpt", "--min-score", "0.5", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    assert str(out) in result.output and len(_lines(out)) == 1
+    assert f"wrote 1 of 2 episode(s) to {out}" in result.output and len(_lines(out)) == 1
+
+
+def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The real entry point in process: (exit code, stdout + stderr)."""
+    from envscaler_mcp.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(ended.value.code or 0), out + err
+
+
+def test_export_refuses_a_score_no_episode_can_have(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import anyio
+
+    run = anyio.run(make_run, tmp_path / "run")
+    out = tmp_path / "train.jsonl"
+    with pytest.raises(UsageError, match="between 0 and 1"):
+        export_run(run, "openai", min_score=-0.5, out=out)
+    for bad in ("2", "-0.1"):
+        code, output = _main(["export", "run", str(run), "--format", "openai", "--min-score", bad, "--out", str(out)],
+                             capsys)
+        assert code == 2, output
+        [line] = output.strip().splitlines()
+        assert line.startswith("error: ") and "--min-score" in line
+    assert not out.exists()
+
+
+def test_a_filter_that_matches_nothing_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import anyio
+
+    from tests.harness.shop import BOB
+
+    run = anyio.run(make_run, tmp_path / "run")
+    results = run / "results.jsonl"  # Alice's episode only: it fails a check, so --checklist pass keeps nothing
+    results.write_text("".join(line for line in results.read_text().splitlines(keepends=True)
+                               if json.loads(line)["scenario_id"] != BOB.id))
+    out = tmp_path / "train.jsonl"
+    args = ["export", "run", str(run), "--format", "openai", "--checklist", "pass", "--out", str(out)]
+    code, output = _main(args, capsys)
+    assert code == 1, output
+    [line] = output.strip().splitlines()
+    assert line.startswith("error: nothing to export: none of its 1 episode(s) passes the filters")
+    assert not out.exists() and not list(tmp_path.glob("*.jsonl*"))
+    out.write_text("earlier\n")  # an earlier export is neither emptied nor replaced
+    code, output = _main(args, capsys)
+    assert code == 1 and "left as it was" in output and out.read_text() == "earlier\n"
+    code, output = _main([a for a in args if a not in ("--checklist", "pass")], capsys)
+    assert code == 0 and "wrote 1 of 1 episode(s)" in output and len(_lines(out)) == 1
 
 
 def test_export_command_rejects_bad_input_without_writing(tmp_path: Path) -> None:

@@ -85,3 +85,24 @@ async def test_index_titles_anchors_failure_reasons_and_filter(tmp_path: Path) -
     solved = re.search(episode + re.escape(BOB.id), html)
     unsolved = re.search(episode + re.escape(ALICE.id), html)
     assert solved and unsolved and solved.group(1) == " passed" and unsolved.group(1) == ""
+
+
+async def test_an_episode_without_a_title_shows_one_derived_from_its_task(tmp_path: Path) -> None:
+    import json
+
+    from envscaler_mcp.report.html import render_report
+    from envscaler_mcp.scenario.titles import title_from_task
+
+    run = await make_run(tmp_path / "run")
+    path = run / "results.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    titles = [r["title"] for r in records]
+    for r in records:
+        r["title"] = ""  # as a scenario imported before titles were derived records it
+        r["task"] = f"Handle case {r['scenario_id']} now. Then say so."
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    html = render_report(run)
+    for r, old in zip(records, titles, strict=True):
+        derived = title_from_task(r["task"])
+        assert derived == f"Handle case {r['scenario_id']} now" and old not in html
+        assert f'">{derived}</a>' in html  # in the episode index

@@ -40,7 +40,7 @@ async def test_export_filters_on_checklist_and_state_check(tmp_path: Path) -> No
     run = await make_run(tmp_path / "run")
 
     def exported(**filters: str) -> int:
-        return len(export_run(run, "openai", **filters).read_text().splitlines())  # type: ignore[arg-type]
+        return len(export_run(run, "openai", **filters).path.read_text().splitlines())  # type: ignore[arg-type]
 
     assert exported() == 2
     assert exported(checklist="pass") == 1 and exported(state_check="pass") == 1

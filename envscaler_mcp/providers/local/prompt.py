@@ -148,6 +148,6 @@ def answer_constraint(schema: dict[str, Any], *, llguidance: bool) -> dict[str, 
 def decision_text(message: Message) -> str:
     """An earlier assistant turn replayed in the decision's JSON form."""
     calls = [{"name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    plan = message.reasoning or ("call the functions" if calls else "answer")
+    plan = message.plan or ("call the functions" if calls else "answer")
     return json.dumps({"plan": plan, "tool_calls": calls, "reply": "" if calls else message.content},
                       ensure_ascii=False)

@@ -3,7 +3,7 @@
 Small coder models rarely emit native tool calls, so each turn with tools is a grammar-constrained
 decision: the server must answer JSON `{"plan": "...", "tool_calls": [{"name": <one of the tools>,
 "arguments": {...}}], "reply": "..."}`. The short plan written first makes the model look data up instead
-of inventing it (kept as the message's reasoning). A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
+of inventing it (kept as the message's `plan`: a decision label, not reasoning). A non-empty `tool_calls` becomes real calls (the `reply` written beside them is
 discarded: the model invents results there); an empty one makes `reply` the answer. If the JSON cannot
 be read (e.g. cut by max_tokens), the tolerant text parser is the fallback.
 """
@@ -206,7 +206,7 @@ class LocalProvider(OpenAIChatProvider):
             answer.cached_tokens += second.cached_tokens
             answer.finish_reason = second.finish_reason
             calls, reply, plan = self.read_decision(second.content, tools)
-        message = Message(role="assistant", content=reply, tool_calls=calls, reasoning=plan)
+        message = Message(role="assistant", content=reply, tool_calls=calls, plan=plan)
         finish = "tool_calls" if calls else answer.finish_reason
         usage = self.prices.usage(self.spec, answer.prompt_tokens, answer.completion_tokens, answer.cached_tokens)
         return AssistantTurn(message=message, usage=usage, finish_reason=finish, model=self.spec)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 Stage = Literal["mine", "model", "check", "all"]
 
 RAY_HELP = ("Run the per-item work on a Ray cluster: auto (the running one), local (a private one here) or an "
-            "address; --concurrency is then per worker. Needs the extra: pip install 'envscaler-mcp[ray]'.")
+            "address; --concurrency is then per worker. Needs the package's [ray] extra (docs/ray.md).")
 
 
 def make_seats(model: str, checker_model: str | None, cache_dir: Path | None) -> Seats:

@@ -75,7 +75,16 @@ def _initial_state(args: argparse.Namespace, package: EnvPackage) -> dict[str, A
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script and of `python -m <package>`."""
+    """Entry point of the console script and of `python -m <package>`. Ctrl-C (SIGINT, as a terminal sends
+    it to its foreground job) stops the server with one line and exit code 130, not a traceback."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        print("stopped (interrupted)", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+
+
+def _main(argv: list[str] | None) -> None:
     from .package import load_package
 
     # Taken out of the environment before any environment code is imported, so that it cannot read it.

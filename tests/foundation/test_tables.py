@@ -1,0 +1,72 @@
+"""`list` and `show` fit the terminal: ids whole at any width, low-value columns left out and named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from envscaler_mcp._tables import Col, fit_table
+from envscaler_mcp.catalog.paths import environments_dir, scenarios_dir
+from envscaler_mcp.cli import app
+from tests.tables import assert_fits, left_out, render
+
+runner = CliRunner()
+LONG = "hospital_appointment_scheduling_system"  # the bundled catalog's longest id
+
+
+def _ids() -> list[str]:
+    return sorted(p.name for p in environments_dir().iterdir() if (p / "skeleton.json").is_file())
+
+
+def _run(args: list[str], width: int) -> str:
+    result = runner.invoke(app, args, env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_list_shows_every_id_whole(width: int) -> None:
+    output = _run(["list"], width)
+    assert LONG in _ids()
+    assert_fits(output, width, _ids(), ["id", "name", "tools", "queries", "scenarios", "origin"],
+                droppable=["queries", "origin"])
+    assert ("origin" in left_out(output)) == (width == 80)  # 120 columns hold every column
+
+
+@pytest.mark.parametrize("env", ["clinic_appointments", LONG])
+@pytest.mark.parametrize("width", [80, 120])
+def test_show_shows_every_tool_and_scenario_id_whole(env: str, width: int) -> None:
+    output = _run(["show", env], width)
+    skeleton = json.loads((environments_dir() / env / "skeleton.json").read_text())
+    scenarios = [json.loads(line)["id"] for line in (scenarios_dir() / f"{env}.jsonl").read_text().splitlines()]
+    assert skeleton["tools"] and scenarios
+    assert_fits(output, width, [t["name"] for t in skeleton["tools"]] + scenarios,
+                ["tool", "kind", "parameters", "summary", "title", "checks", "solution calls"],
+                droppable=["summary", "solution calls"])
+
+
+def test_a_table_too_wide_for_any_drop_names_its_long_ids_under_it() -> None:
+    ids = ["environment_with_a_long_name", "short"]
+    headers = ["environment", "episodes", "scored", "cost"]
+    columns = [Col("environment", "id"), Col("episodes", justify="right"), Col("scored", justify="right"),
+               Col("cost", drop=1)]
+    rows = [[ids[0], "115", "110", "$1.00"], [ids[1], "3", "3", "$0.01"]]
+    wide = render(fit_table(columns, rows, 120), 120)
+    assert_fits(wide, 120, ids, headers)
+    assert "#1" not in wide and not left_out(wide)  # room enough: the ids stay in their column
+    # 40 columns: no drop makes the ids fit, keys do, and then the cost fits again
+    narrow = render(fit_table(columns, rows, 40), 40)
+    assert_fits(narrow, 40, ids, headers)
+    assert "#1 " + ids[0] in narrow and "#2" not in narrow and not left_out(narrow)
+    # 32 columns: keys, and the cost left out
+    narrower = render(fit_table(columns, rows, 32), 32)
+    assert_fits(narrower, 32, ids, headers, droppable=["cost"])
+    assert "#1 " + ids[0] in narrower and left_out(narrower) == {"cost"}
+
+
+def test_cells_are_text_not_markup() -> None:
+    table = fit_table([Col("id", "id"), Col("note", "text")], [["sc-[bold]1", "pip install 'x[ray]'"]], 80)
+    output = render(table, 80)
+    assert "sc-[bold]1" in output and "x[ray]" in output
