@@ -4,9 +4,14 @@ trajectories, attach the reference solutions that replay verifies (qa/solutions.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+
+if TYPE_CHECKING:
+    from envscaler_mcp.interop.skips import Skipped
+    from envscaler_mcp.interop.stream_import import WrittenImport
+    from envscaler_mcp.qa.solutions import SolutionReport
 
 Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
 
@@ -41,6 +46,7 @@ def import_envscaler_cmd(
 
     The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
     from envscaler_mcp.errors import InputFileError
+    from envscaler_mcp.interop.skips import summary_lines
     from envscaler_mcp.interop.stream_import import stream_import
 
     if trajectories is not None and not trajectories.is_file():  # found out before anything is written
@@ -59,19 +65,41 @@ def import_envscaler_cmd(
         f"imported {len(result.skeletons)} environment(s) and "
         f"{sum(result.counts.values())} scenario(s) into {out}"
     )
-    errors = list(result.errors)
+    skipped = list(result.skipped)
+    attached_any = usable_trajectories = False
     if trajectories is not None:
-        errors += _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport)
-    if errors:
-        for err in errors:
-            typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        typer.secho(f"{len(errors)} item(s) were not imported.", fg=typer.colors.RED, err=True)
+        report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport)
+        skipped += report.skipped
+        attached_any = bool(report.attached)
+        usable_trajectories = bool(report.attached or report.unverified or report.unmatched)
+        for line in report.unusable:
+            typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
+    for line in result.errors:
+        typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
+    for line in summary_lines(skipped):
+        typer.echo(line)
+    nothing = _nothing_usable(result, scenarios is not None, trajectories is not None,
+                              attached_any or usable_trajectories, skipped)
+    if nothing:
+        typer.secho(f"error: {nothing}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 
 
-def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport) -> list[str]:
-    """Attach verified solutions; print what was attached and what was not; return the lines that are errors
-    (items of the trajectory file that are not trajectories)."""
+def _nothing_usable(result: WrittenImport, scenarios_given: bool, trajectories_given: bool,
+                    some_trajectory: bool, skipped: list[Skipped]) -> str | None:
+    """Why the import gave nothing usable (exit 1), or None: an input file of which every item was left out."""
+    kinds = {s.kind for s in skipped}
+    if not result.skeletons:
+        return "no environment was imported"
+    if scenarios_given and not result.counts and "scenario" in kinds:
+        return "no scenario was imported"
+    if trajectories_given and not some_trajectory and "trajectory" in kinds:
+        return "no item of the trajectory file is a trajectory"
+    return None
+
+
+def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport) -> SolutionReport:
+    """Attach verified solutions; print what was attached and what was not."""
     from envscaler_mcp import _interrupt
     from envscaler_mcp.qa.solutions import attach_solutions
 
@@ -81,7 +109,7 @@ def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transp
                "imported scenario")
     for line in report.unverified:
         typer.echo(f"  not attached: {line}")
-    return report.unusable
+    return report
 
 
 def register(app: typer.Typer) -> None:

@@ -247,7 +247,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
 
 def _refuse_unsolvable(plans: list[EnvPlan]) -> None:
     """The oracle replays reference solutions: refuse scenarios without one rather than score them 0."""
-    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.reference_solution]
+    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.has_reference()]
     if not missing:
         return
     total = sum(len(p.scenarios) for p in plans)

@@ -17,6 +17,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
+from envscaler_mcp.interop.skips import Skipped
 from envscaler_mcp.interop.to_envscaler import (
     EXTRA_KEY,
     ORDER_KEY,
@@ -51,6 +52,7 @@ class ImportResult:
     skeletons: list[EnvSkeleton] = field(default_factory=list)
     scenarios: dict[str, list[Scenario]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     duplicates: int = 0
 
 
@@ -234,7 +236,7 @@ class PreparedEnvs:
     """The env items of an import, converted without their default states, and the ones that failed."""
 
     skeletons: dict[str, EnvSkeleton]  # EnvScaler env_id -> skeleton (empty default state)
-    failed: dict[str, str]  # EnvScaler env_id -> its error line
+    failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
 def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
@@ -246,7 +248,9 @@ def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
         try:
             skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks)
         except EnvironmentCodeError as exc:
-            prepared.failed[env_id] = f"{envs_path}: env '{env_id}': {exc}"
+            why = "failed the static checks" if str(exc).startswith("failed the static checks") else \
+                "code the extractor cannot use"
+            prepared.failed[env_id] = (why, f"{envs_path}: env '{env_id}': {exc}")
             continue
         taken.add(our_id)
         skeleton.extra[POSITION_KEY] = position
@@ -254,20 +258,30 @@ def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
     return prepared
 
 
-def import_errors(prepared: PreparedEnvs, skipped: dict[str, list[int]], envs_path: Path,
-                  scenarios_path: Path | None) -> list[str]:
-    """One line per failed environment (however many scenarios it had) and per env_id of scenarios that is not
-    in the env file. `skipped`: env_id -> positions of its scenarios that were not imported."""
-    errors = []
+def import_skips(prepared: PreparedEnvs, skipped: dict[str, list[int]], envs_path: Path,
+                 scenarios_path: Path | None) -> list[Skipped]:
+    """One record per failed environment (its scenarios counted with it, one line however many) and per env_id
+    of scenarios that is not in the env file. `skipped`: env_id -> positions of its scenarios that were not
+    imported."""
+    skips = []
     skipped = dict(skipped)
-    for env_id, error in prepared.failed.items():
+    for env_id, (why, error) in prepared.failed.items():
         lost = len(skipped.pop(env_id, []))
-        errors.append(error + (f"; its {lost} scenario(s) were skipped" if lost else ""))
+        line = error + (f"; its {lost} scenario(s) were skipped" if lost else "")
+        skips.append(Skipped("environment", why, line))
+        if lost:
+            skips.append(Skipped("scenario", "their environment was skipped", line, count=lost))
     for env_id, positions in skipped.items():
         first = ", ".join(f"#{i}" for i in positions[:3]) + (" ..." if len(positions) > 3 else "")
-        errors.append(f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
-                      f"scenario(s) ({first}) were skipped")
-    return errors
+        skips.append(Skipped("scenario", "env_id not in the env file",
+                             f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
+                             f"scenario(s) ({first}) were skipped", count=len(positions)))
+    return skips
+
+
+def error_lines(skips: list[Skipped]) -> list[str]:
+    """The distinct lines of `skips`, in order (an environment and its scenarios share one line)."""
+    return list(dict.fromkeys(s.line for s in skips))
 
 
 def import_envscaler(
@@ -289,7 +303,8 @@ def import_envscaler(
     for owner, _, scenario in converted_scenarios(enumerate(scenario_items), by_env, routing):
         result.scenarios.setdefault(owner.id, []).append(scenario)
     result.duplicates = routing.duplicates
-    result.errors = import_errors(prepared, routing.skipped, envs_path, scenarios_path)
+    result.skipped = import_skips(prepared, routing.skipped, envs_path, scenarios_path)
+    result.errors = error_lines(result.skipped)
     return result
 
 

@@ -155,7 +155,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     replay_status: StepStatus = "pass"
     replay_reasons: list[str] = []
     reference: Reference | None = None
-    if not scenario.reference_solution:
+    if not scenario.has_reference():
         replay_status = "fail" if require_reference else "skip"
         replay_reasons.append("no reference solution, so the task is not proven solvable")
         report.state_check = "the scenario has no reference solution"

@@ -141,7 +141,7 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
     """Replay the reference solution `replays` times (concurrently) and build the scenario's Reference."""
     started = anyio.current_time()
     free = scenario_free_fields(scenario, env_free)
-    if not scenario.reference_solution:
+    if not scenario.has_reference():
         return Reference(scenario=scenario, final_state=None, unavailable=NO_REFERENCE, free=free)
     results: list[Any] = [None] * max(1, replays)
 

@@ -5,7 +5,8 @@ text). Its tool calls are replayed in a fresh episode of the environment's gener
 initial state. It is attached as the scenario's reference solution only when
 
 * every call succeeds (calls whose recorded result reported a failure are left out first: the server rolls a
-  failed call back, so they change nothing),
+  failed call back, so they change nothing); a trajectory left with no call is the reference "make no call"
+  (a task that needs none), checked like any other on the state it leaves (the initial one),
 * every call returns what the trajectory recorded (EnvScaler records `str()` of the method's result), and
 * the final state passes every state item of the scenario's checklist that has a validator.
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from envscaler_mcp._io import PendingFiles
 from envscaler_mcp.catalog.store import index_row, load_skeleton, skeleton_file, write_index_rows
+from envscaler_mcp.interop.skips import Skipped, reason_group
 from envscaler_mcp.interop.trajectories import RecordedCall, Trajectory, iter_trajectories
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.replay import EpisodeFactory, replay_calls
@@ -39,6 +41,7 @@ class SolutionReport:
     unverified: list[str] = field(default_factory=list)  # one line each: trajectory, scenario, reason
     unmatched: int = 0  # trajectories of no imported scenario
     unusable: list[str] = field(default_factory=list)  # items that are not trajectories, with the reason
+    skipped: list[Skipped] = field(default_factory=list)  # every trajectory not attached, with its reason
 
 
 def _parsed(text: str) -> Any:
@@ -63,8 +66,6 @@ async def verify_trajectory(scenario: Scenario, trajectory: Trajectory, factory:
                             sandbox: ValidatorSandbox) -> list[ToolCall] | str:
     """The trajectory's calls as a verified reference solution of `scenario`, or why they are not one."""
     kept = [c for c in trajectory.calls if not _failed(c)]
-    if not kept:
-        return "it makes no successful tool call"
     calls = [ToolCall(tool=c.tool, arguments=c.arguments) for c in kept]
     made, final, reasons = await replay_calls(calls, scenario.initial_state, factory)
     if reasons or final is None:
@@ -102,6 +103,7 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
     for position, trajectory in iter_trajectories(trajectories_path):
         if isinstance(trajectory, str):
             report.unusable.append(f"{trajectories_path}: item #{position}: {trajectory}")
+            report.skipped.append(Skipped("trajectory", reason_group(trajectory), report.unusable[-1]))
             continue
         if trajectory.env_id not in ours:
             report.unmatched += 1
@@ -126,10 +128,28 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
                     exc = exc.exceptions[0]
                 report.unverified.append(f"environment {env_id}: its trajectories were not replayed "
                                          f"({type(exc).__name__}: {str(exc)[:300]})")
-                used.update(id(t) for ts in candidates.values() for t in ts)
+                held = {id(t) for ts in candidates.values() for t in ts} - used
+                report.skipped.append(Skipped("trajectory", "its environment's server did not start",
+                                              report.unverified[-1], count=len(held)))
+                used.update(held)
     seen = {id(t) for keys in by_env.values() for ts in keys.values() for t in ts}
     report.unmatched += len(seen) - len(used)
+    if report.unmatched:
+        report.skipped.append(Skipped("trajectory", "no imported scenario has its task",
+                                      f"{report.unmatched} trajectory(ies) of no imported scenario",
+                                      count=report.unmatched))
     return report
+
+
+def rejection_group(reason: str) -> str:
+    """The kind of a replay's rejection, to count trajectories that fail alike together."""
+    if reason.startswith("the final state fails"):
+        return "the replayed final state fails the checklist"
+    if " returned " in reason and "the trajectory recorded" in reason:
+        return "a call returned other than the trajectory recorded"
+    if reason.startswith("call "):
+        return "a call failed in the replay"
+    return "the replay failed"
 
 
 async def _attach_env(path: Path, candidates: dict[str, list[Trajectory]], factory: EpisodeFactory,
@@ -144,13 +164,16 @@ async def _attach_env(path: Path, candidates: dict[str, list[Trajectory]], facto
             matches = _match(scenario, candidates)
             for trajectory in matches:
                 used.add(id(trajectory))
-            if matches and not scenario.reference_solution:
+            if matches and not scenario.has_reference():
                 for trajectory in matches:
                     outcome = await verify_trajectory(scenario, trajectory, factory, sandbox)
                     if isinstance(outcome, str):
                         report.unverified.append(f"{_label(trajectory)} for scenario {scenario.id}: {outcome}")
+                        report.skipped.append(Skipped("trajectory", rejection_group(outcome),
+                                                      report.unverified[-1]))
                         continue
-                    scenario = scenario.model_copy(update={"reference_solution": outcome})
+                    scenario = scenario.model_copy(update={"reference_solution": outcome,
+                                                           "reference_makes_no_calls": not outcome})
                     report.attached.append(scenario.id)
                     line = scenario.model_dump_json() + "\n"
                     changed = True

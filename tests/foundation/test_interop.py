@@ -139,7 +139,13 @@ def test_bad_environments_are_reported_and_skipped(tmp_path: Path) -> None:
     assert "'amount' has no type annotation" in unannotated
     assert "env 'env_5'" in forbidden and "import of 'os'" in forbidden
     cli = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(BAD), "--out", str(tmp_path)])
-    assert cli.exit_code == 1 and (tmp_path / "environments" / "env_9" / "skeleton.json").exists()
+    assert cli.exit_code == 0 and (tmp_path / "environments" / "env_9" / "skeleton.json").exists()
+    assert "2 environment(s)" not in cli.output and "skipped 2 item(s)" in cli.output
+    bad_only = tmp_path / "bad_only.json"
+    items = json.loads(BAD.read_text(encoding="utf-8"))
+    bad_only.write_text(json.dumps([i for i in items if i["env_id"] != "env_9"]), encoding="utf-8")
+    none_left = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(bad_only), "--out", str(tmp_path / "n")])
+    assert none_left.exit_code == 1 and "error: no environment was imported" in none_left.output
     lenient = import_envscaler(BAD, skip_checks=True)
     shell = next(s for s in lenient.skeletons if s.id == "env_5")
     assert any("import of 'os'" in n for n in shell.provenance.notes)
