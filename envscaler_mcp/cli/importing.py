@@ -41,10 +41,14 @@ def import_envscaler_cmd(
                      "replay reproduces them."),
     ] = None,
     transport: Annotated[Transport, typer.Option(help="How to run the servers that replay trajectories.")] = "http",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Print every finding kept in provenance, not the first few.")
+    ] = False,
 ) -> None:
     """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl.
 
     The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
+    from envscaler_mcp.catalog.findings import findings_lines
     from envscaler_mcp.errors import InputFileError
     from envscaler_mcp.interop.skips import summary_lines
     from envscaler_mcp.interop.stream_import import stream_import
@@ -59,6 +63,8 @@ def import_envscaler_cmd(
             f"({queries} query, {len(skeleton.tools) - queries} state_change), "
             f"{result.counts.get(skeleton.id, 0)} scenarios"
         )
+        for line in findings_lines(skeleton.provenance, verbose=verbose):
+            typer.echo(line)
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
     typer.echo(
