@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from envscaler_mcp.qa.solutions import SolutionReport
 
 Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
+Convention = Literal["auto", "envscaler", "error-field", "no-error"]  # _outcome.SuccessConvention, or a guess
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
@@ -41,6 +42,13 @@ def import_envscaler_cmd(
                      "replay reproduces them."),
     ] = None,
     transport: Annotated[Transport, typer.Option(help="How to run the servers that replay trajectories.")] = "http",
+    success_convention: Annotated[
+        Convention,
+        typer.Option("--success-convention", help="How the environments' tools report a failed call: envscaler "
+                     "(a result without \"success\": true failed), error-field (a 'success' field when present, "
+                     "else a non-empty 'error' field), no-error (only a raised error); auto: envscaler when the "
+                     "code answers a 'success' key, else error-field."),
+    ] = "auto",
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Print every finding kept in provenance, not the first few.")
     ] = False,
@@ -55,7 +63,7 @@ def import_envscaler_cmd(
 
     if trajectories is not None and not trajectories.is_file():  # found out before anything is written
         raise InputFileError(trajectories, "file not found" if not trajectories.exists() else "not a file")
-    result = stream_import(envs, scenarios, out, skip_checks=skip_checks)
+    result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention)
     for skeleton in result.skeletons:
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(

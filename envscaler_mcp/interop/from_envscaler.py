@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, guess_convention
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
 from envscaler_mcp.interop.skips import Skipped
@@ -115,11 +116,17 @@ def with_default_state(skeleton: EnvSkeleton, default_state: State) -> EnvSkelet
     return skeleton.model_copy(update={"default_state": default_state, "provenance": provenance})
 
 
-def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False) -> EnvSkeleton:
+def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False,
+                      convention: str = "auto") -> EnvSkeleton:
     """One EnvScaler env item -> EnvSkeleton with an empty default state (everything a scenario's conversion
-    needs); raises EnvironmentCodeError when the code is unusable."""
+    needs); raises EnvironmentCodeError when the code is unusable. `convention` is how its tools report a failed
+    call (_outcome.py); 'auto' guesses it from the code (a `success` key: EnvScaler's, else error-field)."""
     source, class_name = item["env_class_code"], item["env_class_name"]
     notes = []
+    if convention == "auto":
+        convention = guess_convention(source)
+        if convention != DEFAULT_CONVENTION:
+            notes.append(f"success convention: {convention} (its code never answers a 'success' key)")
     problems = check_source(source, class_name)
     if problems and not skip_checks:
         raise EnvironmentCodeError(
@@ -161,6 +168,7 @@ def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_ch
         tools=tools,
         default_state={},
         free_fields=infer_free_fields(state),
+        success_convention=convention,
         provenance=Provenance(source="envscaler-import", source_id=env_id, notes=notes),
     )
     return skeleton.model_copy(update={"extra": _kept(item, derived_env_item(skeleton), ALWAYS_KEPT_ENV)})
@@ -239,14 +247,14 @@ class PreparedEnvs:
     failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
-def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
+def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto") -> PreparedEnvs:
     """Read and convert an env metadata file (ids made unique in file order); raises InputFileError."""
     prepared = PreparedEnvs({}, {})
     taken: set[str] = set()
     for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
         our_id = our_env_id(env_id, taken)
         try:
-            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks)
+            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention)
         except EnvironmentCodeError as exc:
             why = "failed the static checks" if str(exc).startswith("failed the static checks") else \
                 "code the extractor cannot use"

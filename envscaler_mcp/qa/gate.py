@@ -36,6 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
 from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
@@ -117,7 +118,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
                          require_reference: bool = True, mutation: bool = False,
                          wrong_solutions: Sequence[WrongSolution] = (), free_fields: Sequence[FreeField] = (),
                          references: ReferenceCache | None = None, env_key: str = "",
-                         validators_only: bool = False) -> GateReport:
+                         validators_only: bool = False, convention: str = DEFAULT_CONVENTION) -> GateReport:
     """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
 
     `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
@@ -160,7 +161,8 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         replay_reasons.append("no reference solution, so the task is not proven solvable")
         report.state_check = "the scenario has no reference solution"
     else:
-        reference = await (references if references is not None else ReferenceCache()).get(scenario, episode_factory, free_fields, env_key=env_key)
+        reference = await (references if references is not None else ReferenceCache()).get(
+            scenario, episode_factory, free_fields, env_key=env_key, convention=convention)
         report.replay, report.final_state, replay_reasons = reference.calls, reference.final_state, list(
             reference.replay_reasons)
         report.state_check = reference.reason
@@ -176,7 +178,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     final_status: StepStatus = "skip"
     final_reasons: list[str] = []
     if report.final_state is not None and items:
-        report.transcript = reference_transcript(scenario, report.replay)
+        report.transcript = reference_transcript(scenario, report.replay, convention)
         report.final_results = await sandbox.run(items, scenario.initial_state, report.final_state,
                                                  report.transcript)
         validator_problems += _errors(report.final_results, "final")
@@ -195,7 +197,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     # 5. wrong solutions (only when there are any)
     wrong = [*given_wrong_solutions(scenario), *wrong_solutions]
     if wrong:
-        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox)
+        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox, convention)
         wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
         add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._io import PendingFiles
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_succeeded
 from envscaler_mcp.catalog.store import index_row, load_skeleton, skeleton_file, write_index_rows
 from envscaler_mcp.interop.skips import Skipped, reason_group
 from envscaler_mcp.interop.trajectories import RecordedCall, Trajectory, iter_trajectories
@@ -56,18 +57,19 @@ def _parsed(text: str) -> Any:
         return text.strip()
 
 
-def _failed(call: RecordedCall) -> bool:
-    """Did the recorded result report a failure ({'success': False, ...})?"""
-    value = _parsed(call.result) if call.result is not None else None
-    return isinstance(value, dict) and value.get("success") is False
+def _failed(call: RecordedCall, convention: str) -> bool:
+    """Did the recorded result report a failure under the environment's convention ({'success': False, ...} for
+    EnvScaler's)? A call without a recorded result is taken as made."""
+    return call.result is not None and not call_succeeded(_parsed(call.result), False, convention)
 
 
 async def verify_trajectory(scenario: Scenario, trajectory: Trajectory, factory: EpisodeFactory,
-                            sandbox: ValidatorSandbox) -> list[ToolCall] | str:
-    """The trajectory's calls as a verified reference solution of `scenario`, or why they are not one."""
-    kept = [c for c in trajectory.calls if not _failed(c)]
+                            sandbox: ValidatorSandbox, convention: str = DEFAULT_CONVENTION) -> list[ToolCall] | str:
+    """The trajectory's calls as a verified reference solution of `scenario`, or why they are not one. Calls
+    succeed or fail by the environment's `convention` (_outcome.py), recorded and replayed alike."""
+    kept = [c for c in trajectory.calls if not _failed(c, convention)]
     calls = [ToolCall(tool=c.tool, arguments=c.arguments) for c in kept]
-    made, final, reasons = await replay_calls(calls, scenario.initial_state, factory)
+    made, final, reasons = await replay_calls(calls, scenario.initial_state, factory, convention=convention)
     if reasons or final is None:
         return reasons[0] if reasons else "the replay gave no final state"
     for n, (replayed, recorded) in enumerate(zip(made, kept, strict=True), start=1):
@@ -122,7 +124,8 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
             try:
                 skeleton = load_skeleton(skeleton_file(environments, env_id))
                 async with launch_server(skeleton, transport=transport) as server:
-                    await _attach_env(path, candidates, server.episode, sandbox, report, used)
+                    await _attach_env(path, candidates, server.episode, sandbox, report, used,
+                                      skeleton.success_convention)
             except Exception as exc:  # the server did not start or died: this env's file is left as it was
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                     exc = exc.exceptions[0]
@@ -153,7 +156,7 @@ def rejection_group(reason: str) -> str:
 
 
 async def _attach_env(path: Path, candidates: dict[str, list[Trajectory]], factory: EpisodeFactory,
-                      sandbox: ValidatorSandbox, report: SolutionReport, used: set[int]) -> None:
+                      sandbox: ValidatorSandbox, report: SolutionReport, used: set[int], convention: str) -> None:
     rows: list[dict[str, object]] = []
     changed = False
     with PendingFiles() as pending, path.open(encoding="utf-8") as lines:
@@ -166,7 +169,7 @@ async def _attach_env(path: Path, candidates: dict[str, list[Trajectory]], facto
                 used.add(id(trajectory))
             if matches and not scenario.has_reference():
                 for trajectory in matches:
-                    outcome = await verify_trajectory(scenario, trajectory, factory, sandbox)
+                    outcome = await verify_trajectory(scenario, trajectory, factory, sandbox, convention)
                     if isinstance(outcome, str):
                         report.unverified.append(f"{_label(trajectory)} for scenario {scenario.id}: {outcome}")
                         report.skipped.append(Skipped("trajectory", rejection_group(outcome),

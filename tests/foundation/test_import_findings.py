@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.catalog.findings import findings_lines
-from envscaler_mcp.cli import main
 from envscaler_mcp.skeleton.models import Provenance
+from tests.foundation._cli import run_cli
 
 ES = Path(__file__).resolve().parents[1] / "fixtures" / "envscaler"
 
@@ -45,19 +45,9 @@ def _envs(tmp_path: Path) -> Path:
     return path
 
 
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, _ = capsys.readouterr()
-    return code, out
-
-
 def test_import_and_show_print_the_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "data"
-    code, text = _run(["import", "envscaler", "--envs", str(_envs(tmp_path)), "--out", str(out), "--skip-checks"],
+    code, text = run_cli(["import", "envscaler", "--envs", str(_envs(tmp_path)), "--out", str(out), "--skip-checks"],
                       capsys)
     assert code == 0
     block = text.split("loud -> loud", 1)[1].split("imported 1 environment", 1)[0]
@@ -70,20 +60,20 @@ def test_import_and_show_print_the_findings(tmp_path: Path, capsys: pytest.Captu
     assert "  1 tool-kind disagreement(s):" in lines
     assert any("tool 'peek': EnvScaler says state_change, static analysis says query" in line for line in lines)
 
-    code, verbose = _run(["import", "envscaler", "--envs", str(_envs(tmp_path)), "--out", str(tmp_path / "d2"),
+    code, verbose = run_cli(["import", "envscaler", "--envs", str(_envs(tmp_path)), "--out", str(tmp_path / "d2"),
                           "--skip-checks", "--verbose"], capsys)
     assert code == 0 and verbose.count("    - static check: line ") == 5 and "more (--verbose" not in verbose
 
-    code, shown_text = _run(["show", "loud", "--home", str(out)], capsys)
+    code, shown_text = run_cli(["show", "loud", "--home", str(out)], capsys)
     assert code == 0 and "Findings" in shown_text and "... 2 more (--verbose shows all)" in shown_text
     assert "1 tool-kind disagreement(s)" in shown_text
-    code, all_text = _run(["show", "loud", "--home", str(out), "--verbose"], capsys)
+    code, all_text = run_cli(["show", "loud", "--home", str(out), "--verbose"], capsys)
     assert all_text.count("- static check: line ") == 5
 
 
 def test_an_environment_without_notes_prints_no_findings(capsys: pytest.CaptureFixture[str]) -> None:
     assert findings_lines(Provenance(source="hand-authored")) == []
-    code, text = _run(["show", "library_loans"], capsys)  # bundled, hand-authored: no notes
+    code, text = run_cli(["show", "library_loans"], capsys)  # bundled, hand-authored: no notes
     assert code == 0 and "Tools" in text and "Findings" not in text
 
 
