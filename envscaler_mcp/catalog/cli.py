@@ -161,8 +161,9 @@ def show_cmd(
     home: HomeOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", help="Every finding kept in provenance.")] = False,
 ) -> None:
-    """Show one environment: summary, rules, findings of its import, tools with kinds and parameters,
-    scenarios."""
+    """Show one environment: summary, rules, tools with kinds and parameters, scenarios.
+
+    An imported environment also shows the findings its import kept in provenance."""
     from envscaler_mcp.catalog.findings import findings_lines
     from envscaler_mcp.catalog.store import get_skeleton, scenario_index, scenarios_path
 

@@ -32,7 +32,8 @@ def import_envscaler_cmd(
     skip_checks: Annotated[
         bool,
         typer.Option(
-            "--skip-checks", help="Import environments that fail the static checks (problems become notes)."
+            "--skip-checks", help="Import environments that fail the static checks (problems become notes). "
+            "Without it, problems the OS layers contain are warnings when the layers are on here."
         ),
     ] = False,
     trajectories: Annotated[
@@ -49,6 +50,11 @@ def import_envscaler_cmd(
                      "else a non-empty 'error' field), no-error (only a raised error); auto: envscaler when the "
                      "code answers a 'success' key, else error-field."),
     ] = "auto",
+    coerce_arguments: Annotated[
+        bool, typer.Option("--coerce-arguments", help="Convert a trajectory call's arguments that do not fit the "
+                           "tool's schema when that is lossless ('001' -> 1, '2.5' -> 2.5, 'true' -> true); each "
+                           "conversion is noted in the scenario's provenance.")
+    ] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Print every finding kept in provenance, not the first few.")
     ] = False,
@@ -63,7 +69,9 @@ def import_envscaler_cmd(
 
     if trajectories is not None and not trajectories.is_file():  # found out before anything is written
         raise InputFileError(trajectories, "file not found" if not trajectories.exists() else "not a file")
-    result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention)
+    contained = _os_layers_on()
+    result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention,
+                           contained=contained)
     for skeleton in result.skeletons:
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(
@@ -82,7 +90,8 @@ def import_envscaler_cmd(
     skipped = list(result.skipped)
     attached_any = usable_trajectories = False
     if trajectories is not None:
-        report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport)
+        report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport,
+                         coerce_arguments)
         skipped += report.skipped
         attached_any = bool(report.attached)
         usable_trajectories = bool(report.attached or report.unverified or report.unmatched)
@@ -99,6 +108,20 @@ def import_envscaler_cmd(
         raise typer.Exit(1)
 
 
+def _os_layers_on() -> bool:
+    """Do the OS layers contain a server here? Say how the static checks treat third-party code either way."""
+    from envscaler_mcp.isolation.probe import server_layers
+
+    layers = server_layers()
+    if layers.level == "full":
+        typer.echo("static checks: the OS layers are on, so problems they contain (files, network, programs, "
+                   "import-time work, dynamic attribute names) are warnings; the rest refuse an environment")
+        return True
+    typer.echo(f"static checks: the OS layers are not all in force here ({layers.level}: "
+               f"{', '.join(layers.refused)}), so every problem refuses an environment")
+    return False
+
+
 def _nothing_usable(result: WrittenImport, scenarios_given: bool, trajectories_given: bool,
                     some_trajectory: bool, skipped: list[Skipped]) -> str | None:
     """Why the import gave nothing usable (exit 1), or None: an input file of which every item was left out."""
@@ -112,17 +135,21 @@ def _nothing_usable(result: WrittenImport, scenarios_given: bool, trajectories_g
     return None
 
 
-def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport) -> SolutionReport:
+def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport, coerce: bool
+            ) -> SolutionReport:
     """Attach verified solutions; print what was attached and what was not."""
     from envscaler_mcp import _interrupt
     from envscaler_mcp.qa.solutions import attach_solutions
 
-    report = _interrupt.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport))
+    report = _interrupt.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport,
+                                                     coerce=coerce))
     typer.echo(f"reference solutions from {trajectories}: {len(report.attached)} attached (replay reproduced "
                f"every call), {len(report.unverified)} not verified, {report.unmatched} trajectory(ies) of no "
                "imported scenario")
     for line in report.unverified:
         typer.echo(f"  not attached: {line}")
+    for line in report.coerced:
+        typer.echo(f"  converted: {line}")
     return report
 
 

@@ -30,7 +30,7 @@ from envscaler_mcp.interop.to_envscaler import (
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
-from envscaler_mcp.skeleton.checks import check_determinism, check_source
+from envscaler_mcp.skeleton.checks import check_determinism, check_findings
 from envscaler_mcp.skeleton.free_fields import infer_free_fields
 from envscaler_mcp.skeleton.models import Attribute, Entity, EnvSkeleton, Provenance
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools, parse_module
@@ -88,6 +88,11 @@ def _entities(item: dict[str, Any], source: str) -> list[Entity]:
     return entities
 
 
+def _line_number(problem: str) -> int:
+    found = re.match(r"line (\d+)", problem)
+    return int(found.group(1)) if found else 10**9
+
+
 def _kept(original: dict[str, Any], derived: dict[str, Any], always: tuple[str, ...]) -> dict[str, Any]:
     kept = {k: v for k, v in original.items() if k in always or k not in derived or derived[k] != v}
     return {EXTRA_KEY: kept, ORDER_KEY: list(original)}
@@ -117,22 +122,28 @@ def with_default_state(skeleton: EnvSkeleton, default_state: State) -> EnvSkelet
 
 
 def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False,
-                      convention: str = "auto") -> EnvSkeleton:
+                      convention: str = "auto", contained: bool = False) -> EnvSkeleton:
     """One EnvScaler env item -> EnvSkeleton with an empty default state (everything a scenario's conversion
     needs); raises EnvironmentCodeError when the code is unusable. `convention` is how its tools report a failed
-    call (_outcome.py); 'auto' guesses it from the code (a `success` key: EnvScaler's, else error-field)."""
+    call (_outcome.py); 'auto' guesses it from the code (a `success` key: EnvScaler's, else error-field).
+    `contained`: its servers will run under the OS layers, so the static-check problems those contain are
+    warnings (notes), not refusals (skeleton/checks.py)."""
     source, class_name = item["env_class_code"], item["env_class_name"]
     notes = []
     if convention == "auto":
         convention = guess_convention(source)
         if convention != DEFAULT_CONVENTION:
             notes.append(f"success convention: {convention} (its code never answers a 'success' key)")
-    problems = check_source(source, class_name)
+    findings = check_findings(source, class_name)
+    problems, warnings = (findings.refusals, findings.warnings) if contained else \
+        (sorted(findings.refusals + findings.warnings, key=_line_number), [])
     if problems and not skip_checks:
+        what = " (what the OS layers cannot contain)" if contained else ""
         raise EnvironmentCodeError(
-            "failed the static checks (use --skip-checks to import anyway): " + "; ".join(problems)
+            f"failed the static checks{what} (use --skip-checks to import anyway): " + "; ".join(problems)
         )
     notes += [f"static check: {p}" for p in problems]
+    notes += [f"static check (warning): {p}" for p in warnings]
     notes += [f"determinism: {p}" for p in check_determinism(source)]
     tools = extract_tools(source, class_name)
     declared = {
@@ -247,14 +258,16 @@ class PreparedEnvs:
     failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
-def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto") -> PreparedEnvs:
+def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto",
+                 contained: bool = False) -> PreparedEnvs:
     """Read and convert an env metadata file (ids made unique in file order); raises InputFileError."""
     prepared = PreparedEnvs({}, {})
     taken: set[str] = set()
     for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
         our_id = our_env_id(env_id, taken)
         try:
-            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention)
+            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention,
+                                         contained=contained)
         except EnvironmentCodeError as exc:
             why = "failed the static checks" if str(exc).startswith("failed the static checks") else \
                 "code the extractor cannot use"

@@ -47,13 +47,15 @@ def scenario_file(out: Path, env_id: str) -> Path:
 
 
 def stream_import(
-    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False, convention: str = "auto"
+    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False, convention: str = "auto",
+    contained: bool = False,
 ) -> WrittenImport:
     """Convert EnvScaler files into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl (with
     their index). Problems with one env or scenario are collected, not raised; file-level problems (bad
-    JSON, a missing field) raise InputFileError, with nothing written."""
+    JSON, a missing field) raise InputFileError, with nothing written. `contained`: the environments' servers run
+    under the OS layers, so static-check problems those contain are kept as warnings (skeleton/checks.py)."""
     out = Path(out)
-    prepared = prepare_envs(envs_path, skip_checks=skip_checks, convention=convention)
+    prepared = prepare_envs(envs_path, skip_checks=skip_checks, convention=convention, contained=contained)
     written = WrittenImport(skeletons=list(prepared.skeletons.values()))
     rows: dict[str, list[dict[str, object]]] = {}
     routing = Routing()

@@ -103,3 +103,57 @@ def test_an_error_the_replay_gets_is_a_failed_call_under_error_field(
     code, text = run_cli([*write_inputs(tmp_path, calls), "--out", str(tmp_path / "data")], capsys)
     assert code == 0
     assert "0 attached" in text and "call 1 close_ticket" in text and "error: Ticket 2 not found." in text
+
+
+def test_arguments_that_do_not_fit_are_a_data_problem_naming_call_argument_and_types(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = [("get_ticket", {"ticket_id": 1}, "{'id': 1, 'status': 'open'}"),
+             ("close_ticket", {"ticket_id": "ticket_001"}, "{'status': 'Ticket 1 has been closed successfully.'}")]
+    code, text = run_cli([*write_inputs(tmp_path, calls), "--out", str(tmp_path / "data"), "--coerce-arguments"],
+                         capsys)
+    assert code == 0
+    assert "0 attached" in text
+    assert ("data problem: call 2 close_ticket: argument 'ticket_id': expected integer, given 'ticket_001' (str)"
+            in text)
+    assert "1 trajectory(ies): a call's arguments do not fit its tool's schema" in text
+
+
+def test_coercion_is_opt_in_lossless_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = [("close_ticket", {"ticket_id": "001"}, "{'status': 'Ticket 1 has been closed successfully.'}")]
+    code, text = run_cli([*write_inputs(tmp_path, calls), "--out", str(tmp_path / "plain")], capsys)
+    assert code == 0 and "0 attached" in text
+    assert "argument 'ticket_id': expected integer, given '001' (str) (--coerce-arguments converts" in text
+
+    out = tmp_path / "coerced"
+    code, text = run_cli([*write_inputs(tmp_path, calls), "--out", str(out), "--coerce-arguments"], capsys)
+    assert code == 0 and "1 attached" in text, text
+    assert "converted: scenario sc-" in text and "ticket_id: '001' (str) -> 1" in text
+    (scenario,) = load_scenarios(out / "scenarios" / "desk.jsonl")
+    assert [(c.tool, c.arguments) for c in scenario.reference_solution] == [("close_ticket", {"ticket_id": 1})]
+    assert scenario.provenance.notes == [
+        "argument: call 1 close_ticket: ticket_id: '001' (str) -> 1 (--coerce-arguments)"]
+
+
+@pytest.mark.parametrize(("value", "wanted", "expected"), [
+    ("001", "int", 1), ("-12", "int", -12), ("2.50", "float", 2.5), ("TRUE", "bool", True), (7, "str", "7")])
+def test_lossless_conversions(value: object, wanted: str, expected: object) -> None:
+    assert _coerce(value, wanted) == (expected, True)
+
+
+@pytest.mark.parametrize(("value", "wanted"), [
+    ("ticket_001", "int"), ("1e3", "int"), (" 1", "int"), ("1.5", "int"), (2.5, "int"), ("yes", "bool"),
+    (True, "int"), ("", "float")])
+def test_lossy_conversions_are_refused(value: object, wanted: str) -> None:
+    assert _coerce(value, wanted) == (value, False)
+
+
+def _coerce(value: object, wanted: str) -> tuple[object, bool]:
+    from envscaler_mcp.skeleton.arguments import argument_problems, coerce_arguments
+    from envscaler_mcp.skeleton.schema import extract_tools
+
+    source = (f"class T:\n    def __init__(self):\n        self.x = 0\n\n    def f(self, v: {wanted}) -> dict:\n"
+              "        \"\"\"F.\n\n        Args:\n            v: A value.\n        \"\"\"\n        return {}\n")
+    (tool,) = extract_tools(source, "T")
+    coerced, changes = coerce_arguments(tool, {"v": value})
+    assert bool(changes) == (not argument_problems(tool, coerced)) or coerced == {"v": value}
+    return coerced["v"], bool(changes)

@@ -11,7 +11,7 @@ import pytest
 
 from envscaler_mcp.catalog.findings import findings_lines
 from envscaler_mcp.skeleton.models import Provenance
-from tests.foundation._cli import run_cli
+from tests.foundation._cli import os_layers, run_cli
 
 ES = Path(__file__).resolve().parents[1] / "fixtures" / "envscaler"
 
@@ -45,7 +45,9 @@ def _envs(tmp_path: Path) -> Path:
     return path
 
 
-def test_import_and_show_print_the_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_and_show_print_the_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    os_layers(monkeypatch, on=False)  # every problem is a refusal, imported with --skip-checks
     out = tmp_path / "data"
     code, text = run_cli(["import", "envscaler", "--envs", str(_envs(tmp_path)), "--out", str(out), "--skip-checks"],
                       capsys)

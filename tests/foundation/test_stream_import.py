@@ -16,6 +16,7 @@ from envscaler_mcp.cli import main
 from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.interop.from_envscaler import import_envscaler
 from envscaler_mcp.interop.stream_import import stream_import
+from tests.foundation._cli import os_layers
 
 ES = Path(__file__).resolve().parents[1] / "fixtures" / "envscaler"
 ENVS, SCENARIOS = ES / "env_metadata.json", ES / "scenario_metadata.json"
@@ -147,8 +148,9 @@ def test_a_scenario_file_that_is_not_a_list_is_one_line(tmp_path: Path) -> None:
         stream_import(ENVS, path, tmp_path / "out")
 
 
-def test_a_failed_environment_is_one_line_and_counted_by_the_command(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_environment_is_one_line_and_counted_by_the_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    os_layers(monkeypatch, on=False)  # env_5's `import os` refuses it
     bad_envs = ES / "env_metadata_bad.json"
     scenarios = tmp_path / "s.json"
     scenarios.write_text(json.dumps([{"env_id": "env_3", "task": f"t{i}", "init_config": {}} for i in range(7)]
