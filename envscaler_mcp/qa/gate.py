@@ -208,12 +208,12 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
 
     # 7. mutation and 8. wrong probes (optional)
     if mutation:
-        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only)
+        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only, convention)
     return report
 
 
 async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
-                 reference: Reference | None, validators_only: bool) -> None:
+                 reference: Reference | None, validators_only: bool, convention: str) -> None:
     """7. mutation and 8. wrong probes; only meaningful when the final state passes every validator."""
     add = report.steps.append
     if report.step("final_true").status != "pass" or report.final_state is None:
@@ -230,7 +230,8 @@ async def _probe(report: GateReport, scenario: Scenario, episode_factory: Episod
     if validators_only:
         return
     try:
-        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference)
+        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference,
+                                                      convention=convention)
     except Exception as exc:  # the server failed under a probe: report it, the other scenarios go on
         add(GateStep(name="wrong_probes", status="fail",
                      reasons=[f"the probes' episodes failed: {type(exc).__name__}: {exc}"]))
