@@ -99,7 +99,7 @@ def import_envscaler_cmd(
             typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
     for line in result.errors:
         typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
-    for line in summary_lines(skipped):
+    for line in summary_lines(skipped) or ["skipped 0 item(s)"]:
         typer.echo(line)
     nothing = _nothing_usable(result, scenarios is not None, trajectories is not None,
                               attached_any or usable_trajectories, skipped)

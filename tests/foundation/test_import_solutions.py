@@ -39,7 +39,9 @@ def test_verified_solutions_are_attached_and_the_rest_reported(tmp_path: Path,
     out = tmp_path / "data"
     code, text, err = _import(out, TRAJECTORIES, capsys)
     assert code == 0, err
-    assert "2 attached" in text and "2 not verified" in text and "1 trajectory(ies) of no imported scenario" in text
+    assert "2 attached" in text and "2 not verified" in text
+    assert "skipped 3 item(s):" in text  # 2 not verified (each with its reason), 1 of no imported scenario
+    assert "  1 trajectory(ies): no imported scenario has its task" in text and "1 trajectory(ies) of no imported scenario" in text
     library = _by_task(out, "env_1")
     (solution,) = library.values()
     # the first trajectory (borrow only) fails the checklist's fine item; the second is attached without its
