@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 if TYPE_CHECKING:
-    from envscaler_mcp.interop.skips import Skipped
-    from envscaler_mcp.interop.stream_import import WrittenImport
     from envscaler_mcp.qa.solutions import SolutionReport
 
 Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
@@ -88,23 +86,18 @@ def import_envscaler_cmd(
         f"{sum(result.counts.values())} scenario(s) into {out}"
     )
     skipped = list(result.skipped)
-    attached_any = usable_trajectories = False
     if trajectories is not None:
         report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport,
                          coerce_arguments)
         skipped += report.skipped
-        attached_any = bool(report.attached)
-        usable_trajectories = bool(report.attached or report.unverified or report.unmatched)
         for line in report.unusable:
             typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
     for line in result.errors:
         typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
     for line in summary_lines(skipped) or ["skipped 0 item(s)"]:
         typer.echo(line)
-    nothing = _nothing_usable(result, scenarios is not None, trajectories is not None,
-                              attached_any or usable_trajectories, skipped)
-    if nothing:
-        typer.secho(f"error: {nothing}", fg=typer.colors.RED, err=True)
+    if not result.skeletons:  # one bad item never fails the import; nothing usable at all does
+        typer.secho("error: nothing usable was imported (no environment)", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 
 
@@ -120,19 +113,6 @@ def _os_layers_on() -> bool:
     typer.echo(f"static checks: the OS layers are not all in force here ({layers.level}: "
                f"{', '.join(layers.refused)}), so every problem refuses an environment")
     return False
-
-
-def _nothing_usable(result: WrittenImport, scenarios_given: bool, trajectories_given: bool,
-                    some_trajectory: bool, skipped: list[Skipped]) -> str | None:
-    """Why the import gave nothing usable (exit 1), or None: an input file of which every item was left out."""
-    kinds = {s.kind for s in skipped}
-    if not result.skeletons:
-        return "no environment was imported"
-    if scenarios_given and not result.counts and "scenario" in kinds:
-        return "no scenario was imported"
-    if trajectories_given and not some_trajectory and "trajectory" in kinds:
-        return "no item of the trajectory file is a trajectory"
-    return None
 
 
 def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport, coerce: bool

@@ -147,7 +147,7 @@ def test_bad_environments_are_reported_and_skipped(tmp_path: Path, monkeypatch: 
     items = json.loads(BAD.read_text(encoding="utf-8"))
     bad_only.write_text(json.dumps([i for i in items if i["env_id"] != "env_9"]), encoding="utf-8")
     none_left = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(bad_only), "--out", str(tmp_path / "n")])
-    assert none_left.exit_code == 1 and "error: no environment was imported" in none_left.output
+    assert none_left.exit_code == 1 and "error: nothing usable was imported (no environment)" in none_left.output
     os_layers(monkeypatch, on=True)  # `import os` is contained by the layers: a warning
     contained = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(BAD), "--out", str(tmp_path / "c")])
     assert contained.exit_code == 0 and "env_5 -> env_5" in contained.output
