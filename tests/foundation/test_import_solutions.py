@@ -185,3 +185,16 @@ def test_a_server_that_does_not_start_leaves_the_files_and_is_reported(
         "environment env_2: its trajectories were not replayed (RuntimeError: port in use)"]
     assert report.unmatched == 1  # only the trajectory of an environment that was not imported
     assert {p: p.read_bytes() for p in sorted((out / "scenarios").iterdir())} == before
+
+
+def test_skipped_items_are_counted_by_kind_and_reason() -> None:
+    from envscaler_mcp.interop.skips import Skipped, reason_group, summary_lines
+
+    skips = [Skipped("trajectory", reason_group("message 3 is not an object"), "a"),
+             Skipped("trajectory", reason_group("message 12 is not an object"), "b"),
+             Skipped("scenario", "env_id not in the env file", "c", count=4),
+             Skipped("environment", "failed the static checks", "d")]
+    assert summary_lines(skips) == ["skipped 7 item(s):", "  4 scenario(s): env_id not in the env file",
+                                    "  2 trajectory(ies): message N is not an object",
+                                    "  1 environment(s): failed the static checks"]
+    assert summary_lines([]) == []
