@@ -155,8 +155,12 @@ def origin_text(provenance: Provenance) -> str:
 def show_cmd(
     env: Annotated[str, typer.Argument(help="Environment id, or a path to a skeleton.json or its folder.")],
     home: HomeOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", help="Every finding kept in provenance.")] = False,
 ) -> None:
-    """Show one environment: summary, rules, tools with kinds and parameters, scenarios."""
+    """Show one environment: summary, rules, tools with kinds and parameters, scenarios.
+
+    An imported environment also shows the findings its import kept in provenance."""
+    from envscaler_mcp.catalog.findings import findings_lines
     from envscaler_mcp.catalog.store import get_skeleton, row_title, scenario_index, scenarios_path
 
     env_root, scen_root = _roots(home)
@@ -168,6 +172,10 @@ def show_cmd(
         console.print("\n[bold]Rules[/bold]")
         for rule in sk.rules:
             console.print(f"  - {escape(rule)}")
+    findings = findings_lines(sk.provenance, verbose=verbose)
+    if findings:
+        console.print("\n[bold]Findings[/bold] (kept in provenance)")
+        console.print(escape("\n".join(findings)), overflow="fold")
     tool_rows = []
     for t in sk.tools:
         req = t.required_parameters()

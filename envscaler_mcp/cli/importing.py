@@ -4,11 +4,15 @@ trajectories, attach the reference solutions that replay verifies (qa/solutions.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+if TYPE_CHECKING:
+    from envscaler_mcp.qa.solutions import SolutionReport
+
 Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
+Convention = Literal["auto", "envscaler", "error-field", "no-error"]  # _outcome.SuccessConvention, or a guess
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
@@ -26,7 +30,8 @@ def import_envscaler_cmd(
     skip_checks: Annotated[
         bool,
         typer.Option(
-            "--skip-checks", help="Import environments that fail the static checks (problems become notes)."
+            "--skip-checks", help="Import environments that fail the static checks (problems become notes). "
+            "Without it, problems the OS layers contain are warnings when the layers are on here."
         ),
     ] = False,
     trajectories: Annotated[
@@ -36,16 +41,35 @@ def import_envscaler_cmd(
                      "replay reproduces them."),
     ] = None,
     transport: Annotated[Transport, typer.Option(help="How to run the servers that replay trajectories.")] = "http",
+    success_convention: Annotated[
+        Convention,
+        typer.Option("--success-convention", help="How the environments' tools report a failed call: envscaler "
+                     "(a result without \"success\": true failed), error-field (a 'success' field when present, "
+                     "else a non-empty 'error' field), no-error (only a raised error); auto: envscaler when the "
+                     "code answers a 'success' key, else error-field."),
+    ] = "auto",
+    coerce_arguments: Annotated[
+        bool, typer.Option("--coerce-arguments", help="Convert a trajectory call's arguments that do not fit the "
+                           "tool's schema when that is lossless ('001' -> 1, '2.5' -> 2.5, 'true' -> true); each "
+                           "conversion is noted in the scenario's provenance.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Print every finding kept in provenance, not the first few.")
+    ] = False,
 ) -> None:
     """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl.
 
     The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
+    from envscaler_mcp.catalog.findings import findings_lines
     from envscaler_mcp.errors import InputFileError
+    from envscaler_mcp.interop.skips import summary_lines
     from envscaler_mcp.interop.stream_import import stream_import
 
     if trajectories is not None and not trajectories.is_file():  # found out before anything is written
         raise InputFileError(trajectories, "file not found" if not trajectories.exists() else "not a file")
-    result = stream_import(envs, scenarios, out, skip_checks=skip_checks)
+    contained = _os_layers_on()
+    result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention,
+                           contained=contained)
     for skeleton in result.skeletons:
         queries = sum(t.kind == "query" for t in skeleton.tools)
         typer.echo(
@@ -53,35 +77,60 @@ def import_envscaler_cmd(
             f"({queries} query, {len(skeleton.tools) - queries} state_change), "
             f"{result.counts.get(skeleton.id, 0)} scenarios"
         )
+        for line in findings_lines(skeleton.provenance, verbose=verbose):
+            typer.echo(line)
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
     typer.echo(
         f"imported {len(result.skeletons)} environment(s) and "
         f"{sum(result.counts.values())} scenario(s) into {out}"
     )
-    errors = list(result.errors)
+    skipped = list(result.skipped)
     if trajectories is not None:
-        errors += _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport)
-    if errors:
-        for err in errors:
-            typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
-        typer.secho(f"{len(errors)} item(s) were not imported.", fg=typer.colors.RED, err=True)
+        report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport,
+                         coerce_arguments)
+        skipped += report.skipped
+        for line in report.unusable:
+            typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
+    for line in result.errors:
+        typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
+    for line in summary_lines(skipped) or ["skipped 0 item(s)"]:
+        typer.echo(line)
+    if not result.skeletons:  # one bad item never fails the import; nothing usable at all does
+        typer.secho("error: nothing usable was imported (no environment)", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 
 
-def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport) -> list[str]:
-    """Attach verified solutions; print what was attached and what was not; return the lines that are errors
-    (items of the trajectory file that are not trajectories)."""
+def _os_layers_on() -> bool:
+    """Do the OS layers contain a server here? Say how the static checks treat third-party code either way."""
+    from envscaler_mcp.isolation.probe import server_layers
+
+    layers = server_layers()
+    if layers.level == "full":
+        typer.echo("static checks: the OS layers are on, so problems they contain (files, network, programs, "
+                   "import-time work, dynamic attribute names) are warnings; the rest refuse an environment")
+        return True
+    typer.echo(f"static checks: the OS layers are not all in force here ({layers.level}: "
+               f"{', '.join(layers.refused)}), so every problem refuses an environment")
+    return False
+
+
+def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transport, coerce: bool
+            ) -> SolutionReport:
+    """Attach verified solutions; print what was attached and what was not."""
     from envscaler_mcp import _interrupt
     from envscaler_mcp.qa.solutions import attach_solutions
 
-    report = _interrupt.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport))
+    report = _interrupt.run(lambda: attach_solutions(out, env_ids, trajectories, transport=transport,
+                                                     coerce=coerce))
     typer.echo(f"reference solutions from {trajectories}: {len(report.attached)} attached (replay reproduced "
                f"every call), {len(report.unverified)} not verified, {report.unmatched} trajectory(ies) of no "
                "imported scenario")
     for line in report.unverified:
         typer.echo(f"  not attached: {line}")
-    return report.unusable
+    for line in report.coerced:
+        typer.echo(f"  converted: {line}")
+    return report
 
 
 def register(app: typer.Typer) -> None:

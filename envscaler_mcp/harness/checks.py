@@ -8,6 +8,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
 from envscaler_mcp.harness.readings import values_read
 from envscaler_mcp.providers.base import Message
@@ -34,9 +35,11 @@ class Checker(Protocol):
         ...
 
 
-def episode_transcript(messages: list[Message], final_answer: str) -> dict[str, Any]:
+def episode_transcript(messages: list[Message], final_answer: str, convention: str = DEFAULT_CONVENTION
+                       ) -> dict[str, Any]:
     """The plain-data transcript of an episode (scoring/transcript.py): every tool call in order with its
-    result, the final answer, and every text the agent wrote (in conversation mode, what the user read)."""
+    result, the final answer, and every text the agent wrote (in conversation mode, what the user read); a
+    call's success is read under the environment's `convention`."""
     calls: list[dict[str, Any]] = []
     pending: list[tuple[str, dict[str, Any]]] = []  # (call id, its record) awaiting a tool result
     for message in messages:
@@ -51,7 +54,7 @@ def episode_transcript(messages: list[Message], final_answer: str) -> dict[str, 
             _, record = pending.pop(n)
             record.update(call_record(record["name"], record["arguments"], message.content, message.is_error))
     told = [m.content for m in messages if m.role == "assistant" and m.content]
-    return make_transcript(calls, final_answer, told)
+    return make_transcript(calls, final_answer, told, convention)
 
 
 def not_scorable(items: list[ChecklistItem], reason: str) -> list[CheckOutcome]:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
 from envscaler_mcp.catalog.store import (
     ScenarioLine,
     get_skeleton,
@@ -106,6 +107,10 @@ class EnvPlan(BaseModel):
     )
     free_fields: list[FreeField] = Field(
         default_factory=list, description="The environment's free fields, for the state check."
+    )
+    success_convention: SuccessConvention = Field(
+        DEFAULT_CONVENTION, description="How the environment reports a failed call (skeleton.success_convention; "
+        "'error-field' for a server without a skeleton)."
     )
     scenario_file: str | None = Field(
         None, description="The JSONL file the scenarios are read from in full (None: `scenarios` are complete)."
@@ -207,7 +212,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
     plans = []
     seen_ids: set[str] = set()
     for name in env_ids:
-        env_id, env_info, env_hash, free = _env_info(name, config, strict=not external)
+        env_id, env_info, env_hash, free, convention = _env_info(name, config, strict=not external)
         if file_scenarios is not None and file_path is not None:
             source: Path | None = file_path
             found = [(s, line) for s, line in file_scenarios
@@ -230,6 +235,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
                     scenarios=scenarios,
                     hashes={"environment": env_hash, **line_hashes(scenarios, lines)},
                     free_fields=free,
+                    success_convention=convention,
                     scenario_file=str(source),
                     lines=lines,
                 )
@@ -247,7 +253,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
 
 def _refuse_unsolvable(plans: list[EnvPlan]) -> None:
     """The oracle replays reference solutions: refuse scenarios without one rather than score them 0."""
-    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.reference_solution]
+    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.has_reference()]
     if not missing:
         return
     total = sum(len(p.scenarios) for p in plans)
@@ -259,13 +265,15 @@ def _refuse_unsolvable(plans: list[EnvPlan]) -> None:
     )
 
 
-def _env_info(name: str, config: RunConfig, strict: bool) -> tuple[str, EnvInfo, str | None, list[FreeField]]:
-    """(env id, what the agent is told, environment hash, free fields); external servers may have no skeleton."""
+def _env_info(name: str, config: RunConfig, strict: bool
+              ) -> tuple[str, EnvInfo, str | None, list[FreeField], SuccessConvention]:
+    """(env id, what the agent is told, environment hash, free fields, success convention); external servers
+    may have no skeleton (their calls are read by the generic convention, error-field)."""
     try:
         skeleton = get_skeleton(name)
     except UsageError:
         if strict:
             raise
-        return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url), []
+        return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url), [], "error-field"
     info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
-    return skeleton.id, info, skeleton.content_hash(), list(skeleton.free_fields)
+    return skeleton.id, info, skeleton.content_hash(), list(skeleton.free_fields), skeleton.success_convention

@@ -12,6 +12,7 @@ from mcp import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
 from envscaler_mcp.harness.budget import EpisodeClock
@@ -84,11 +85,13 @@ async def run_episode(
     run_id: str = "",
     trial: int = 0,
     reference: Reference | None = None,
+    success_convention: str = DEFAULT_CONVENTION,
 ) -> EpisodeResult:
     """Run one (scenario, trial) episode and score it.
 
     `reference` is the scenario's reference final state (qa.reference, shared by every trial): the final state
-    is compared with it (the state check); without it the state check is not available.
+    is compared with it (the state check); without it the state check is not available. `success_convention`
+    is how the environment reports a failed call (_outcome.py), for the transcript checks.
 
     Infrastructure failures (server crash or hang, MCP transport, provider after its retries, validator
     sandbox) are retried `config.infra_retries` times on a fresh episode; if every attempt fails the result
@@ -107,7 +110,8 @@ async def run_episode(
         t0 = time.perf_counter()
         rec = _Recorder(scenario, config)
         try:
-            result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user, reference)
+            result = await _attempt(rec, source, agent, checker, env_info or EnvInfo(), user, reference,
+                                    success_convention)
         except Exception as exc:
             if not is_infra(exc):
                 raise
@@ -186,6 +190,7 @@ async def _attempt(
     env_info: EnvInfo,
     user: Provider | None,
     reference: Reference | None,
+    success_convention: str,
 ) -> EpisodeResult:
     scenario, config = rec.scenario, rec.config
     status: EpisodeStatus
@@ -209,7 +214,7 @@ async def _attempt(
             final_state = None
         rec.time("state", t)
     t = time.perf_counter()
-    transcript = episode_transcript(rec.messages, rec.final_answer)
+    transcript = episode_transcript(rec.messages, rec.final_answer, success_convention)
     turns = TurnScoring(scenario, rec.turn_marks, rec.turn_states, rec.messages, reference)
     checks, score, diff = await score_state(scenario, final_state, checker, transcript, reference, turns)
     rec.time("validate", t)

@@ -27,6 +27,7 @@ from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from envscaler_mcp._json import State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_success, episode_transcript
 from envscaler_mcp.harness.episode import call_tool_safely, score_state, state_verdict
@@ -61,6 +62,7 @@ class EnvScalerMCPEnv:
         stack: AsyncExitStack | None = None,
         state_check: bool = True,
         free_fields: list[FreeField] | None = None,
+        success_convention: str = DEFAULT_CONVENTION,
     ) -> None:
         if mode == "conversation" and user is None:
             raise UsageError("conversation mode needs a simulated-user provider (user=...)")
@@ -72,6 +74,7 @@ class EnvScalerMCPEnv:
         self.user_provider = user
         self.state_check = state_check
         self.free_fields = list(free_fields or [])
+        self.success_convention = success_convention
         self.references = ReferenceCache()
         self._stack = stack or AsyncExitStack()
         self._episode_stack: AsyncExitStack | None = None
@@ -110,7 +113,8 @@ class EnvScalerMCPEnv:
             raise
         info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
         return cls(server, checker, env_info=info, mode=mode, max_steps=max_steps, user=user, stack=stack,
-                   state_check=state_check, free_fields=list(skeleton.free_fields))
+                   state_check=state_check, free_fields=list(skeleton.free_fields),
+                   success_convention=skeleton.success_convention)
 
     async def reset(self, scenario: Scenario) -> tuple[str, dict[str, Any]]:
         """Open a fresh episode at the scenario's initial state. Returns (observation, info): the observation
@@ -167,11 +171,12 @@ class EnvScalerMCPEnv:
         except NoAdminPlane:
             final_state = None
         answers = [m.content for m in self._log if m.role == "assistant" and m.content]
-        transcript = episode_transcript(self._log, answers[-1] if answers else "")
+        transcript = episode_transcript(self._log, answers[-1] if answers else "", self.success_convention)
         checks, score, diff = await score_state(self._scenario, final_state, self.checker, transcript)
         reference = None
         if self.state_check and has_admin_plane(self.source):
-            reference = await self.references.get(self._scenario, self.source.episode, self.free_fields)
+            reference = await self.references.get(self._scenario, self.source.episode, self.free_fields,
+                                                  convention=self.success_convention)
         verdict = state_verdict(reference, final_state)
         unexpected = any(c.kind in UNEXPECTED for c in verdict.changes)
         status: EpisodeStatus = "completed" if terminated else "max_steps"

@@ -107,6 +107,7 @@ class EpisodeWorker:
             checker=checker,
             config=self.config.episode,
             env_info=plan.env_info,
+            success_convention=plan.success_convention,
             run_id=self.run_id,
             trial=trial,
         )

@@ -198,6 +198,7 @@ async def _run_prepared(
                         checker=checker,
                         config=config.episode,
                         env_info=plan.env_info,
+                        success_convention=plan.success_convention,
                         run_id=manifest.run_id,
                         trial=trial,
                     )
@@ -263,7 +264,8 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
         if server_dir.path not in references.code_hashes:
             references.code_hashes[server_dir.path] = server_dir.code_hash()
         code = references.code_hashes[server_dir.path]
-    return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id, env_hash=code)
+    return await references.get(scenario, source.episode, plan.free_fields, env_key=plan.env_id, env_hash=code,
+                                convention=plan.success_convention)
 
 
 def isolation_reports(checker: object, pool: SourcePool) -> dict[str, IsolationReport]:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, guess_convention
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
+from envscaler_mcp.interop.skips import Skipped
 from envscaler_mcp.interop.to_envscaler import (
     EXTRA_KEY,
     ORDER_KEY,
@@ -29,7 +31,7 @@ from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scenario.titles import title_from_task
 from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
-from envscaler_mcp.skeleton.checks import check_determinism, check_source
+from envscaler_mcp.skeleton.checks import check_determinism, check_findings
 from envscaler_mcp.skeleton.free_fields import infer_free_fields
 from envscaler_mcp.skeleton.models import Attribute, Entity, EnvSkeleton, Provenance
 from envscaler_mcp.skeleton.schema import extract_state, extract_tools, parse_module
@@ -52,6 +54,7 @@ class ImportResult:
     skeletons: list[EnvSkeleton] = field(default_factory=list)
     scenarios: dict[str, list[Scenario]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     duplicates: int = 0
 
 
@@ -86,6 +89,11 @@ def _entities(item: dict[str, Any], source: str) -> list[Entity]:
     return entities
 
 
+def _line_number(problem: str) -> int:
+    found = re.match(r"line (\d+)", problem)
+    return int(found.group(1)) if found else 10**9
+
+
 def _kept(original: dict[str, Any], derived: dict[str, Any], always: tuple[str, ...]) -> dict[str, Any]:
     kept = {k: v for k, v in original.items() if k in always or k not in derived or derived[k] != v}
     return {EXTRA_KEY: kept, ORDER_KEY: list(original)}
@@ -114,17 +122,29 @@ def with_default_state(skeleton: EnvSkeleton, default_state: State) -> EnvSkelet
     return skeleton.model_copy(update={"default_state": default_state, "provenance": provenance})
 
 
-def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False) -> EnvSkeleton:
+def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False,
+                      convention: str = "auto", contained: bool = False) -> EnvSkeleton:
     """One EnvScaler env item -> EnvSkeleton with an empty default state (everything a scenario's conversion
-    needs); raises EnvironmentCodeError when the code is unusable."""
+    needs); raises EnvironmentCodeError when the code is unusable. `convention` is how its tools report a failed
+    call (_outcome.py); 'auto' guesses it from the code (a `success` key: EnvScaler's, else error-field).
+    `contained`: its servers will run under the OS layers, so the static-check problems those contain are
+    warnings (notes), not refusals (skeleton/checks.py)."""
     source, class_name = item["env_class_code"], item["env_class_name"]
     notes = []
-    problems = check_source(source, class_name)
+    if convention == "auto":
+        convention = guess_convention(source)
+        if convention != DEFAULT_CONVENTION:
+            notes.append(f"success convention: {convention} (its code never answers a 'success' key)")
+    findings = check_findings(source, class_name)
+    problems, warnings = (findings.refusals, findings.warnings) if contained else \
+        (sorted(findings.refusals + findings.warnings, key=_line_number), [])
     if problems and not skip_checks:
+        what = " (what the OS layers cannot contain)" if contained else ""
         raise EnvironmentCodeError(
-            "failed the static checks (use --skip-checks to import anyway): " + "; ".join(problems)
+            f"failed the static checks{what} (use --skip-checks to import anyway): " + "; ".join(problems)
         )
     notes += [f"static check: {p}" for p in problems]
+    notes += [f"static check (warning): {p}" for p in warnings]
     notes += [f"determinism: {p}" for p in check_determinism(source)]
     tools = extract_tools(source, class_name)
     declared = {
@@ -160,6 +180,7 @@ def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_ch
         tools=tools,
         default_state={},
         free_fields=infer_free_fields(state),
+        success_convention=convention,
         provenance=Provenance(source="envscaler-import", source_id=env_id, notes=notes),
     )
     return skeleton.model_copy(update={"extra": _kept(item, derived_env_item(skeleton), ALWAYS_KEPT_ENV)})
@@ -238,19 +259,23 @@ class PreparedEnvs:
     """The env items of an import, converted without their default states, and the ones that failed."""
 
     skeletons: dict[str, EnvSkeleton]  # EnvScaler env_id -> skeleton (empty default state)
-    failed: dict[str, str]  # EnvScaler env_id -> its error line
+    failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
-def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
+def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto",
+                 contained: bool = False) -> PreparedEnvs:
     """Read and convert an env metadata file (ids made unique in file order); raises InputFileError."""
     prepared = PreparedEnvs({}, {})
     taken: set[str] = set()
     for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
         our_id = our_env_id(env_id, taken)
         try:
-            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks)
+            skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention,
+                                         contained=contained)
         except EnvironmentCodeError as exc:
-            prepared.failed[env_id] = f"{envs_path}: env '{env_id}': {exc}"
+            why = "failed the static checks" if str(exc).startswith("failed the static checks") else \
+                "code the extractor cannot use"
+            prepared.failed[env_id] = (why, f"{envs_path}: env '{env_id}': {exc}")
             continue
         taken.add(our_id)
         skeleton.extra[POSITION_KEY] = position
@@ -258,20 +283,30 @@ def prepare_envs(envs_path: Path, *, skip_checks: bool = False) -> PreparedEnvs:
     return prepared
 
 
-def import_errors(prepared: PreparedEnvs, skipped: dict[str, list[int]], envs_path: Path,
-                  scenarios_path: Path | None) -> list[str]:
-    """One line per failed environment (however many scenarios it had) and per env_id of scenarios that is not
-    in the env file. `skipped`: env_id -> positions of its scenarios that were not imported."""
-    errors = []
+def import_skips(prepared: PreparedEnvs, skipped: dict[str, list[int]], envs_path: Path,
+                 scenarios_path: Path | None) -> list[Skipped]:
+    """One record per failed environment (its scenarios counted with it, one line however many) and per env_id
+    of scenarios that is not in the env file. `skipped`: env_id -> positions of its scenarios that were not
+    imported."""
+    skips = []
     skipped = dict(skipped)
-    for env_id, error in prepared.failed.items():
+    for env_id, (why, error) in prepared.failed.items():
         lost = len(skipped.pop(env_id, []))
-        errors.append(error + (f"; its {lost} scenario(s) were skipped" if lost else ""))
+        line = error + (f"; its {lost} scenario(s) were skipped" if lost else "")
+        skips.append(Skipped("environment", why, line))
+        if lost:
+            skips.append(Skipped("scenario", "their environment was skipped", line, count=lost))
     for env_id, positions in skipped.items():
         first = ", ".join(f"#{i}" for i in positions[:3]) + (" ..." if len(positions) > 3 else "")
-        errors.append(f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
-                      f"scenario(s) ({first}) were skipped")
-    return errors
+        skips.append(Skipped("scenario", "env_id not in the env file",
+                             f"{scenarios_path}: env '{env_id}' is not in {envs_path}, so its {len(positions)} "
+                             f"scenario(s) ({first}) were skipped", count=len(positions)))
+    return skips
+
+
+def error_lines(skips: list[Skipped]) -> list[str]:
+    """The distinct lines of `skips`, in order (an environment and its scenarios share one line)."""
+    return list(dict.fromkeys(s.line for s in skips))
 
 
 def import_envscaler(
@@ -293,7 +328,8 @@ def import_envscaler(
     for owner, _, scenario in converted_scenarios(enumerate(scenario_items), by_env, routing):
         result.scenarios.setdefault(owner.id, []).append(scenario)
     result.duplicates = routing.duplicates
-    result.errors = import_errors(prepared, routing.skipped, envs_path, scenarios_path)
+    result.skipped = import_skips(prepared, routing.skipped, envs_path, scenarios_path)
+    result.errors = error_lines(result.skipped)
     return result
 
 

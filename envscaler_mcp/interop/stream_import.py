@@ -20,21 +20,24 @@ from envscaler_mcp.interop.envscaler_format import iter_scenario_metadata
 from envscaler_mcp.interop.from_envscaler import (
     Routing,
     converted_scenarios,
-    import_errors,
+    error_lines,
+    import_skips,
     prepare_envs,
     with_default_state,
 )
+from envscaler_mcp.interop.skips import Skipped
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
 
 @dataclass
 class WrittenImport:
     """What an import wrote: the skeletons (without their default states), scenario counts by our env id,
-    and per-item problems."""
+    per-item problems (one line each) and the items they left out."""
 
     skeletons: list[EnvSkeleton] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     duplicates: int = 0
 
 
@@ -44,13 +47,15 @@ def scenario_file(out: Path, env_id: str) -> Path:
 
 
 def stream_import(
-    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False
+    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False, convention: str = "auto",
+    contained: bool = False,
 ) -> WrittenImport:
     """Convert EnvScaler files into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl (with
     their index). Problems with one env or scenario are collected, not raised; file-level problems (bad
-    JSON, a missing field) raise InputFileError, with nothing written."""
+    JSON, a missing field) raise InputFileError, with nothing written. `contained`: the environments' servers run
+    under the OS layers, so static-check problems those contain are kept as warnings (skeleton/checks.py)."""
     out = Path(out)
-    prepared = prepare_envs(envs_path, skip_checks=skip_checks)
+    prepared = prepare_envs(envs_path, skip_checks=skip_checks, convention=convention, contained=contained)
     written = WrittenImport(skeletons=list(prepared.skeletons.values()))
     rows: dict[str, list[dict[str, object]]] = {}
     routing = Routing()
@@ -73,5 +78,6 @@ def stream_import(
         write_index_rows(scenario_file(out, env_id), env_rows)
         written.counts[env_id] = len(env_rows)
     written.duplicates = routing.duplicates
-    written.errors = import_errors(prepared, routing.skipped, envs_path, scenarios_path)
+    written.skipped = import_skips(prepared, routing.skipped, envs_path, scenarios_path)
+    written.errors = error_lines(written.skipped)
     return written

@@ -12,6 +12,8 @@ Two item shapes are read, in a JSON list or a JSONL file:
 
 EnvScaler's runner sends a tool's result back as `str()` of what the method returned, so a recorded result is
 kept as that text. Calls to `chat_with_user` (the simulated user of conversational tasks) are not tool calls.
+An item with no call at all (empty `messages` of tool calls, a `trajectory` without actions) is a trajectory: a
+task that needs no call is solved by making none.
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ def trajectory_from_item(position: int, item: Any) -> Trajectory | str:
         calls = _from_steps(steps)
     elif isinstance(messages, list):
         calls = _from_messages(messages)
+    elif isinstance(steps, list):  # a rollout that made no call: a task that needs none is solved by doing nothing
+        calls = []
     else:
         return "neither 'messages' nor 'trajectory' holds the calls"
     if isinstance(calls, str):

@@ -5,6 +5,7 @@
 * `seccomp`: system calls denied by name (exec, new processes, sockets, opening files, tracing ...).
 * `report`: `IsolationReport`, the record of which layers are active on this machine and why others are not.
 * `lifeline`: a child process that ends when this process ends, however it ends (the local model server).
+* `probe`: which layers a server process gets here, measured by a confined process (`server_layers`).
 
 Used by the validator sandbox (scoring/) and by launched environment servers (launch/). Every module but
 `report` uses the standard library only (plus `pyseccomp` for seccomp), so a freshly started sandboxed

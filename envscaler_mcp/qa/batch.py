@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 
 from envscaler_mcp._json import State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, WrongSolution, check_scenario
@@ -20,16 +21,22 @@ from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
 
 
-def free_fields_of(target: Any) -> list[FreeField]:
-    """The free fields of a server target (env id, skeleton path or EnvSkeleton); [] when it has no skeleton."""
+def _skeleton_of(target: Any) -> EnvSkeleton | None:
+    """The skeleton of a server target (env id, skeleton path or EnvSkeleton); None when it has none."""
     if isinstance(target, EnvSkeleton):
-        return list(target.free_fields)
+        return target
     from envscaler_mcp.catalog.store import get_skeleton
 
     try:
-        return list(get_skeleton(str(target)).free_fields)
+        return get_skeleton(str(target))
     except (UsageError, OSError, ValueError):
-        return []
+        return None
+
+
+def free_fields_of(target: Any) -> list[FreeField]:
+    """The free fields of a server target (env id, skeleton path or EnvSkeleton); [] when it has no skeleton."""
+    skeleton = _skeleton_of(target)
+    return list(skeleton.free_fields) if skeleton is not None else []
 
 
 def _env_key(target: Any) -> str:
@@ -60,21 +67,24 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
     references = ReferenceCache()
 
     async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Any,
-                       free: list[FreeField]) -> None:
+                       free: list[FreeField], convention: str) -> None:
         async with limiter:
             report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
                                           wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
-                                          free_fields=free, references=references, env_key=_env_key(target))
+                                          free_fields=free, references=references, env_key=_env_key(target),
+                                          convention=convention)
         done[n] = report
         if on_report:
             on_report(report)
 
     async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox,
                        target: Any) -> None:
-        free = free_fields_of(target)
+        skeleton = _skeleton_of(target)
+        free = list(skeleton.free_fields) if skeleton is not None else []
+        convention = skeleton.success_convention if skeleton is not None else DEFAULT_CONVENTION
         async with anyio.create_task_group() as tg:
             for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free)
+                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free, convention)
 
     numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
     count = 0

@@ -131,7 +131,7 @@ def check_command(
         if mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
-    missing = sum(1 for _, scs in groups for sc in scs if not sc.reference_solution)
+    missing = sum(1 for _, scs in groups for sc in scs if not sc.has_reference())
     if missing:
         console.print(no_reference_note(missing, len(reports), allow_no_reference), markup=False, highlight=False,
                       soft_wrap=True)

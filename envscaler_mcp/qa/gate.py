@@ -39,6 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.consistency import consistency_problems
 from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
 from envscaler_mcp.qa.reference import Reference, ReferenceCache
@@ -142,7 +143,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
                          require_reference: bool = True, mutation: bool = False,
                          wrong_solutions: Sequence[WrongSolution] = (), free_fields: Sequence[FreeField] = (),
                          references: ReferenceCache | None = None, env_key: str = "",
-                         validators_only: bool = False) -> GateReport:
+                         validators_only: bool = False, convention: str = DEFAULT_CONVENTION) -> GateReport:
     """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
 
     `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
@@ -180,12 +181,13 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     replay_status: StepStatus = "pass"
     replay_reasons: list[str] = []
     reference: Reference | None = None
-    if not scenario.reference_solution:
+    if not scenario.has_reference():
         replay_status = "fail" if require_reference else "skip"
         replay_reasons.append("no reference solution, so the task is not proven solvable")
         report.state_check = "the scenario has no reference solution"
     else:
-        reference = await (references if references is not None else ReferenceCache()).get(scenario, episode_factory, free_fields, env_key=env_key)
+        reference = await (references if references is not None else ReferenceCache()).get(
+            scenario, episode_factory, free_fields, env_key=env_key, convention=convention)
         report.replay, report.final_state, replay_reasons = reference.calls, reference.final_state, list(
             reference.replay_reasons)
         report.state_check = reference.reason
@@ -201,7 +203,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     final_status: StepStatus = "skip"
     final_reasons: list[str] = []
     if report.final_state is not None and items:
-        report.transcript = reference_transcript(scenario, report.replay)
+        report.transcript = reference_transcript(scenario, report.replay, convention)
         report.final_results = await _results_at_turns(scenario, reference, sandbox, report.final_state,
                                                        report.transcript)
         validator_problems += _errors(report.final_results, "final")
@@ -222,7 +224,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     # 5. wrong solutions (only when there are any)
     wrong = [*given_wrong_solutions(scenario), *wrong_solutions]
     if wrong:
-        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox)
+        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox, convention)
         wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
         add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
 
@@ -233,12 +235,12 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
 
     # 7. mutation and 8. wrong probes (optional)
     if mutation:
-        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only)
+        await _probe(report, scenario, episode_factory, sandbox, reference, validators_only, convention)
     return report
 
 
 async def _probe(report: GateReport, scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
-                 reference: Reference | None, validators_only: bool) -> None:
+                 reference: Reference | None, validators_only: bool, convention: str) -> None:
     """7. mutation and 8. wrong probes; only meaningful when the final state passes every validator."""
     add = report.steps.append
     if report.step("final_true").status != "pass" or report.final_state is None:
@@ -255,7 +257,8 @@ async def _probe(report: GateReport, scenario: Scenario, episode_factory: Episod
     if validators_only:
         return
     try:
-        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference)
+        report.wrong_probes = await wrong_probe_check(scenario, episode_factory, sandbox, reference,
+                                                      convention=convention)
     except Exception as exc:  # the server failed under a probe: report it, the other scenarios go on
         add(GateStep(name="wrong_probes", status="fail",
                      reasons=[f"the probes' episodes failed: {type(exc).__name__}: {exc}"]))

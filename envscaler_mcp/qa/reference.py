@@ -20,6 +20,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import ParsedState, State, encode_json
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
@@ -141,12 +142,12 @@ def unavailable(scenario: Scenario, reason: str) -> Reference:
     return Reference(scenario=scenario, final_state=None, unavailable=reason)
 
 
-async def _replay(scenario: Scenario, factory: EpisodeFactory
+async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str
                   ) -> tuple[list[ReplayCall], State | None, list[str], list[State]]:
     """One replay; an episode that fails without a failing call (the server, the transport) is retried."""
     for attempt in range(1, _INFRA_ATTEMPTS + 1):
         snapshots: list[State] = []
-        calls, final, reasons = await replay_reference(scenario, factory, snapshots)
+        calls, final, reasons = await replay_reference(scenario, factory, snapshots, convention=convention)
         if final is not None or (calls and not calls[-1].ok) or attempt == _INFRA_ATTEMPTS:
             return calls, final, reasons, snapshots
         await anyio.sleep(0.5 * attempt)
@@ -154,16 +155,17 @@ async def _replay(scenario: Scenario, factory: EpisodeFactory
 
 
 async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
-                          replays: int = _REPLAYS) -> Reference:
-    """Replay the reference solution `replays` times (concurrently) and build the scenario's Reference."""
+                          replays: int = _REPLAYS, convention: str = DEFAULT_CONVENTION) -> Reference:
+    """Replay the reference solution `replays` times (concurrently) and build the scenario's Reference; a call's
+    success is read under the environment's `convention`."""
     started = anyio.current_time()
     free = scenario_free_fields(scenario, env_free)
-    if not scenario.reference_solution:
+    if not scenario.has_reference():
         return Reference(scenario=scenario, final_state=None, unavailable=NO_REFERENCE, free=free)
     results: list[Any] = [None] * max(1, replays)
 
     async def one(n: int) -> None:
-        results[n] = await _replay(scenario, factory)
+        results[n] = await _replay(scenario, factory, convention)
 
     async with anyio.create_task_group() as tg:
         for n in range(len(results)):
@@ -212,7 +214,8 @@ class ReferenceCache:
         return env_key, scenario.id or scenario.compute_id(), canonical_hash([body, options])
 
     async def get(self, scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
-                  env_key: str = "", env_hash: str | None = None) -> Reference:
+                  env_key: str = "", env_hash: str | None = None, convention: str = DEFAULT_CONVENTION
+                  ) -> Reference:
         """The scenario's Reference, replayed through `factory` the first time it is asked for (or read from
         the store, given the environment's content hash)."""
         key = self.key(scenario, env_key)
@@ -221,19 +224,20 @@ class ReferenceCache:
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
             if key not in self._done:
-                self._done[key] = await self._stored_or_built(key, scenario, factory, env_free, env_hash)
+                self._done[key] = await self._stored_or_built(key, scenario, factory, env_free, env_hash,
+                                                              convention)
         return self._done[key]
 
     async def _stored_or_built(self, key: tuple[str, str, str], scenario: Scenario, factory: EpisodeFactory,
-                               env_free: Sequence[FreeField], env_hash: str | None) -> Reference:
+                               env_free: Sequence[FreeField], env_hash: str | None, convention: str) -> Reference:
         if self.store is None or not env_hash:
-            return await build_reference(scenario, factory, env_free, replays=self.replays)
+            return await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
         path = self.store.path(env_hash, key[1:], env_free)
         stored: Reference | None = self.store.load(path, scenario, env_free)
         if stored is not None:
             self.loaded += 1
             return stored
-        built = await build_reference(scenario, factory, env_free, replays=self.replays)
+        built = await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
         self.store.save(path, built)
         return built
 

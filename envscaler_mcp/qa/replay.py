@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_failure
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 
@@ -33,28 +34,25 @@ class ReplayCall(BaseModel):
 
     tool: str = Field(description="Tool name.")
     arguments: JSONObject = Field(default_factory=dict, description="Arguments sent.")
-    ok: bool = Field(description="The call succeeded (no is_error, structured success true).")
+    ok: bool = Field(description="The call succeeded (no is_error, no error under the environment's convention).")
     detail: str | None = Field(None, description="Error text when the call failed.")
     result_text: str = Field("", exclude=True, description="The result as JSON text (transcript items read it).")
     is_error: bool = Field(False, exclude=True, description="The result was an error result.")
 
 
-def call_outcome(result: Any) -> tuple[bool, str | None]:
-    """Did a CallToolResult-like object report success? Returns (ok, error detail)."""
+def call_outcome(result: Any, convention: str = DEFAULT_CONVENTION) -> tuple[bool, str | None]:
+    """Did a CallToolResult-like object report success under the environment's `convention` (_outcome.py)?
+    Returns (ok, error detail)."""
     text = " ".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or [])).strip()
-    if getattr(result, "is_error", False):
-        return False, f"is_error: {text[:300] or '(no message)'}"
     structured = getattr(result, "structured_content", None)
     if structured is None and text:
         try:
             structured = json.loads(text)
         except ValueError:
-            structured = None
-    if not isinstance(structured, dict):
-        return False, f"result has no structured 'success' field: {text[:300]!r}"
-    if structured.get("success") is not True:
-        return False, f"success is {structured.get('success')!r}: {str(structured.get('error', ''))[:300]}"
-    return True, None
+            structured = text
+    is_error = bool(getattr(result, "is_error", False))
+    failure = call_failure(text if is_error else structured, is_error, convention)
+    return failure is None, failure
 
 
 def result_data(result: Any) -> tuple[str, bool]:
@@ -70,13 +68,15 @@ def result_data(result: Any) -> tuple[str, bool]:
 
 async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
                        *, stop_at_failure: bool = True, checkpoints: Sequence[int] = (),
-                       snapshots: list[State] | None = None) -> tuple[list[ReplayCall], State | None, list[str]]:
+                       snapshots: list[State] | None = None, convention: str = DEFAULT_CONVENTION
+                       ) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
 
     With `stop_at_failure` the first failed call ends the replay (no final state, one reason); without it a
     failed call is recorded and the replay goes on (the server has rolled the call back). A reason is also
     given, and no final state, when the episode itself fails. For each n in `checkpoints` the state after the
-    first n calls is appended to `snapshots` (the end of each turn of a multi-turn scenario).
+    first n calls is appended to `snapshots` (the end of each turn of a multi-turn scenario). A call's success is
+    read under the environment's success `convention` (_outcome.py).
     """
     made: list[ReplayCall] = []
     try:
@@ -87,7 +87,7 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                 text, is_error = "", True
                 try:
                     result = await episode.call_tool(call.tool, call.arguments)
-                    ok, detail = call_outcome(result)
+                    ok, detail = call_outcome(result, convention)
                     text, is_error = result_data(result)
                 except Exception as exc:  # a client-side error: report it, the other scenarios go on
                     ok, detail = False, f"raised {type(exc).__name__}: {exc}"
@@ -112,9 +112,9 @@ def turn_ends(scenario: Scenario) -> list[int]:
 
 
 async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory,
-                           snapshots: list[State] | None = None
+                           snapshots: list[State] | None = None, *, convention: str = DEFAULT_CONVENTION
                            ) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay the reference solution in a fresh episode, stopping at the first failed call; with `snapshots`,
     the state at the end of each turn but the last is appended to it."""
     return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory,
-                              checkpoints=turn_ends(scenario), snapshots=snapshots)
+                              checkpoints=turn_ends(scenario), snapshots=snapshots, convention=convention)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.mutation import Probe
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 from envscaler_mcp.scoring._facts import fact_spans
@@ -39,19 +40,20 @@ def transcript_items(scenario: Scenario) -> list[ChecklistItem]:
     return [c for c in scenario.checklist if c.kind == "transcript"]
 
 
-def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed]) -> dict[str, Any]:
+def reference_transcript(scenario: Scenario, replay: Sequence[_Replayed], convention: str = DEFAULT_CONVENTION
+                         ) -> dict[str, Any]:
     """The transcript of replayed calls (with their results) followed by the scenario's reference answer (""
     when it has none): a correct agent's for the reference solution; for a wrong solution, an agent that does
     the wrong thing and says the right one."""
     calls = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in replay]
-    return make_transcript(calls, scenario.reference_answer or "")
+    return make_transcript(calls, scenario.reference_answer or "", convention=convention)
 
 
 def calls_transcript(scenario: Scenario, calls: Sequence[ToolCall]) -> dict[str, Any]:
     """The transcript of calls whose results were not kept (each counted as succeeded), followed by the
     reference answer: how the gate's wrong-solution probes are judged."""
     return make_transcript([call_record(c.tool, c.arguments, "{}", False) for c in calls],
-                           scenario.reference_answer or "")
+                           scenario.reference_answer or "", convention="no-error")
 
 
 def _variants(answer: str) -> list[tuple[str, str]]:

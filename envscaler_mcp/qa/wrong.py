@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_calls
 from envscaler_mcp.qa.transcript import reference_transcript
 from envscaler_mcp.scenario.models import Scenario, ToolCall
@@ -59,16 +60,18 @@ def given_wrong_solutions(scenario: Scenario) -> list[WrongSolution]:
 
 
 async def check_wrong_solutions(scenario: Scenario, solutions: Sequence[WrongSolution],
-                                episode_factory: EpisodeFactory, sandbox: ValidatorSandbox) -> list[WrongSolutionResult]:
-    """Replay each wrong solution and run the checklist on the state it leaves; one result per solution."""
+                                episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
+                                convention: str = DEFAULT_CONVENTION) -> list[WrongSolutionResult]:
+    """Replay each wrong solution and run the checklist on the state it leaves; one result per solution. A call's
+    success is read under the environment's `convention`."""
     results: list[WrongSolutionResult] = []
     for wrong in solutions:
         calls, final_state, reasons = await replay_calls(wrong.calls, scenario.initial_state, episode_factory,
-                                                         stop_at_failure=False)
+                                                         stop_at_failure=False, convention=convention)
         if final_state is None:
             results.append(WrongSolutionResult(label=wrong.label, calls=calls, error="; ".join(reasons)))
             continue
-        transcript = reference_transcript(scenario, calls)  # its calls, then the right answer
+        transcript = reference_transcript(scenario, calls, convention)  # its calls, then the right answer
         checks = await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
         results.append(WrongSolutionResult(label=wrong.label, calls=calls,
                                            failing=[r.item_id for r in checks if not r.passed]))

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSON, JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.mutation import is_records
 from envscaler_mcp.qa.reference import Reference
 from envscaler_mcp.qa.replay import EpisodeFactory, call_outcome, replay_calls
@@ -136,8 +137,10 @@ class ExtraCall(BaseModel):
     final_state: State | None = Field(None, description="The state after the reference and the call.")
 
 
-async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory) -> ExtraCall:
-    """Replay the reference noting which calls change the state, then try extra calls until one does harm."""
+async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, convention: str = DEFAULT_CONVENTION
+                             ) -> ExtraCall:
+    """Replay the reference noting which calls change the state, then try extra calls until one does harm (a call
+    succeeds or fails by the environment's `convention`)."""
     changing: list[int] = []
     async with factory(scenario.initial_state) as episode:
         before = await episode.get_state()
@@ -155,7 +158,7 @@ async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory) -> Ext
             if tried >= _MAX_CANDIDATES:
                 break
             tried += 1
-            ok, _ = call_outcome(await episode.call_tool(call.tool, call.arguments))
+            ok, _ = call_outcome(await episode.call_tool(call.tool, call.arguments), convention)
             if not ok:
                 continue  # a failed call leaves the state as it was
             after = await episode.get_state()
@@ -177,11 +180,11 @@ async def _judge(probe: WrongProbe, scenario: Scenario, sandbox: ValidatorSandbo
 
 
 async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
-                               reference: Reference | None, extra: Sequence[Sequence[ToolCall]] = ()
-                               ) -> WrongProbeReport:
+                               reference: Reference | None, extra: Sequence[Sequence[ToolCall]] = (),
+                               convention: str = DEFAULT_CONVENTION) -> WrongProbeReport:
     """Run the wrong-solution probes of one scenario (see the module docstring); `extra` adds given ones."""
     report = WrongProbeReport()
-    extra_call = await harmful_extra_call(scenario, episode_factory)
+    extra_call = await harmful_extra_call(scenario, episode_factory, convention)
     changing = extra_call.changing
     probe = WrongProbe(kind="extra_call", description=extra_call.description)
     if extra_call.final_state is None:

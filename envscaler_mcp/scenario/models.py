@@ -99,6 +99,12 @@ class Scenario(BaseModel):
     reference_solution: list[ToolCall] = Field(
         default_factory=list, description="Ordered tool calls that solve the task; empty when unknown."
     )
+    reference_makes_no_calls: bool = Field(
+        False,
+        exclude_if=lambda value: not value,  # unset: left out, so scenario files stay as they were
+        description="The reference solution is known and makes no call (the task needs none); "
+        "reference_solution is then empty.",
+    )
     reference_answer: str | None = Field(
         None,
         description="What a correct agent tells the user at the end (the facts transcript items look for); the "
@@ -162,6 +168,10 @@ class Scenario(BaseModel):
     def item_turn(self) -> dict[str, int]:
         """{checklist item id: the turn at whose end it is judged}, for items a turn names."""
         return {item: n for n, turn in enumerate(self.turns) for item in turn.checks}
+
+    def has_reference(self) -> bool:
+        """Is a reference solution known (some calls, or the known answer that no call is needed)?"""
+        return bool(self.reference_solution) or self.reference_makes_no_calls
 
     def compute_id(self) -> str:
         """The content hash that identifies this scenario."""

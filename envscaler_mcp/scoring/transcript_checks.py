@@ -4,7 +4,11 @@ A transcript item's validator defines `def check_func(transcript) -> bool`, wher
 
     {"calls": [{"name": str, "arguments": dict, "result": <JSON value or text>, "is_error": bool}, ...],
      "answer": str,            # the agent's final answer
-     "told_user": [str, ...]}  # every text the agent wrote (in conversation mode: what the user was told)
+     "told_user": [str, ...],  # every text the agent wrote (in conversation mode: what the user was told)
+     "success_convention": str}  # optional: how the environment reports a failed call (default "envscaler")
+
+A call succeeded when it is not an error result and its result reports no error under that convention
+(envscaler_mcp/_outcome.py: `"success": true` for EnvScaler-style environments).
 
 `says` matches facts after normalisation, never as raw substrings: numbers and amounts (`24`, `24.0`,
 `$24.00`, `24.00 USD`, `1,024.50`), dates (`2026-03-05`, `March 5, 2026`, `5 Mar 2026`, `Thursday, March 5`),
@@ -23,6 +27,7 @@ import re as _re
 from decimal import Decimal as _Decimal
 from typing import Any
 
+from envscaler_mcp._outcome import CONVENTIONS, DEFAULT_CONVENTION, call_succeeded
 from envscaler_mcp.scoring._facts import NUMBER_WORDS, Span, fact_spans, parse_date, parse_number, parse_time
 
 __all__ = ["called", "not_called", "not_says", "says"]  # what validators see (the sandbox exposes only these)
@@ -237,15 +242,16 @@ def _same(actual: Any, expected: Any) -> bool:
 
 
 def _succeeded(call: dict[str, Any]) -> bool:
-    if call.get("is_error"):
-        return False
-    result = call.get("result")
-    return not (isinstance(result, dict) and result.get("success") is False)
+    """The call succeeded under its environment's convention (_outcome.py), which `_calls` puts on each call."""
+    convention = call.get("_convention")
+    return call_succeeded(call.get("result"), bool(call.get("is_error")),
+                          convention if convention in CONVENTIONS else DEFAULT_CONVENTION)
 
 
 def _calls(transcript: Any) -> list[dict[str, Any]]:
     data = transcript if isinstance(transcript, dict) else {}
-    return [c for c in (data.get("calls") or []) if isinstance(c, dict)]
+    convention = data.get("success_convention", DEFAULT_CONVENTION)
+    return [{**c, "_convention": convention} for c in (data.get("calls") or []) if isinstance(c, dict)]
 
 
 def _matches(call: dict[str, Any], tool: str, key_args: dict[str, Any]) -> bool:
@@ -269,7 +275,8 @@ def _wanted(tool: str, key_args: dict[str, Any]) -> str:
 
 def called(transcript: Any, tool: str, *, ok: bool = True, **key_args: Any) -> bool:
     """True when the agent called `tool` with (at least) these argument values; with `ok=True` (default) the
-    call must also have succeeded (not an error result, no `"success": false`); `ok=False` counts any attempt.
+    call must also have succeeded (not an error result, no error under the environment's convention: for
+    EnvScaler-style environments `"success": true`); `ok=False` counts any attempt.
     An argument value may be a predicate: `called(t, "search", query=lambda q: "lamp" in q.lower())`."""
     calls = _calls(transcript)
     for n, call in enumerate(calls, start=1):

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp._io import read_json, validate_model
 from envscaler_mcp._json import State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
 from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.skeleton.checks import check_determinism, check_source, check_state_jsonable
 from envscaler_mcp.skeleton.free_fields import infer_free_fields
@@ -44,6 +45,9 @@ class EnvMeta(BaseModel):
         "timestamps), each with its reason; omitted: inferred from field names and types "
         "(skeleton.free_fields).",
     )
+    success_convention: SuccessConvention = Field(
+        DEFAULT_CONVENTION, description="How a tool reports a failed call: 'envscaler', 'error-field' or 'no-error' "
+        "(skeleton.success_convention).")
     quality: QualityReport | None = Field(None, description="How the environment's quality was assessed.")
     notes: list[str] = Field(default_factory=list, description="Provenance notes.")
     provenance: Provenance | None = Field(
@@ -114,6 +118,7 @@ def build_skeleton(
         tools=tools,
         default_state=default_state,
         free_fields=meta.free_fields if meta.free_fields is not None else infer_free_fields(state),
+        success_convention=meta.success_convention,
         provenance=provenance or meta.provenance or Provenance(source="hand-authored", notes=meta.notes),
         quality=meta.quality,
     )
@@ -180,7 +185,8 @@ def authoring_files(skeleton: EnvSkeleton) -> dict[str, str]:
     meta = EnvMeta(id=skeleton.id, name=skeleton.name, summary=skeleton.summary, introduction=skeleton.introduction,
                    class_name=skeleton.class_name, entities=skeleton.entities, rules=skeleton.rules,
                    tool_kinds={t.name: t.kind for t in skeleton.tools if derived.get(t.name) != t.kind},
-                   free_fields=skeleton.free_fields, quality=skeleton.quality, provenance=skeleton.provenance)
+                   free_fields=skeleton.free_fields, quality=skeleton.quality, provenance=skeleton.provenance,
+                   success_convention=skeleton.success_convention)
     return {SOURCE_FILE: skeleton.class_source,
             META_FILE: json.dumps(meta.model_dump(mode="json", exclude_defaults=True), indent=2,
                                   ensure_ascii=False) + "\n",

@@ -3,6 +3,19 @@
 These checks are a first gate, not a sandbox: they keep environment modules to plain, declarative
 Python (allowlisted imports, no dynamic code, no dunder access, no work at import time). Servers
 still run the code in their own process with time and memory limits.
+
+Each problem is one of two kinds (`check_findings`). A *refusal* is what the OS layers around a server
+cannot contain or what we cannot run: code we cannot use as an environment (a syntax error, a missing
+class, async or twice-defined methods, relative imports, a base class from elsewhere) and code that reaches
+into the interpreter the environment shares with the server runtime (its admin plane, the rollback journal,
+the state it reports, the other episodes of an HTTP process): dunder access, `exec`/`eval`/`compile`/
+`__import__`, `globals()`/`locals()`, `global` statements, and modules such as `sys`, `gc`, `inspect`,
+`ctypes`, `importlib`, `threading`, `asyncio`, `pickle`. A *containable* problem only does what the OS
+layers stop at the process's edge (files, network, programs: `open`, `os`, `socket`, `subprocess`), makes
+runs differ (`random`, `time`) or is a style our own code keeps (`getattr` with a computed name, `vars()`,
+`super().__init__()`, work at import time, a base class defined in the module). Bundled and synthesized
+code gets both as errors; imported third-party code, when the OS layers are on, gets the second kind as
+warnings (`check_findings(...).warnings`).
 """
 
 from __future__ import annotations
@@ -10,6 +23,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from envscaler_mcp.skeleton.quick_check import plain_json
@@ -56,6 +70,16 @@ FORBIDDEN_CALLS = frozenset(
         "memoryview",
     }
 )
+# Calls that reach the interpreter the code shares with the server runtime: refused even when contained.
+INTERPRETER_CALLS = frozenset({"exec", "eval", "compile", "__import__", "globals", "locals"})
+# Modules that reach the interpreter (its frames, objects, import system, threads and event loop, code
+# objects): what they do stays inside the server process, so the OS layers cannot contain it.
+INTERPRETER_MODULES = frozenset({
+    "sys", "gc", "inspect", "ctypes", "importlib", "builtins", "types", "threading", "_thread", "asyncio",
+    "concurrent", "multiprocessing", "signal", "atexit", "pickle", "marshal", "runpy", "code", "codeop",
+    "faulthandler", "tracemalloc", "weakref", "ast", "dis", "site", "sysconfig", "copyreg", "shelve", "dill",
+    "cloudpickle",
+})
 _DUNDER = re.compile(r"^__.+__$")
 _SAFE_DECORATORS = frozenset(
     {
@@ -161,9 +185,13 @@ class _BodyChecker(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.containable: set[str] = set()  # problems the OS layers contain (warnings for third-party code)
 
-    def add(self, node: ast.AST, text: str) -> None:
-        self.problems.append(f"line {getattr(node, 'lineno', '?')}: {text}")
+    def add(self, node: ast.AST, text: str, *, containable: bool = False) -> None:
+        problem = f"line {getattr(node, 'lineno', '?')}: {text}"
+        self.problems.append(problem)
+        if containable:
+            self.containable.add(problem)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -187,38 +215,47 @@ class _BodyChecker(ast.NodeVisitor):
                 node,
                 f"import of '{module}' is not allowed; use only the standard modules "
                 f"{', '.join(sorted(ALLOWED_IMPORTS - {'__future__'}))}.",
+                containable=top not in INTERPRETER_MODULES,
             )
 
     def visit_Call(self, node: ast.Call) -> None:
         name = node.func.id if isinstance(node.func, ast.Name) else ""
-        if name in FORBIDDEN_CALLS:
+        attr = node.args[1] if len(node.args) >= 2 else None
+        literal = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else None
+        if name in {"getattr", "hasattr", "setattr", "delattr"} and literal is not None and _DUNDER.match(literal):
+            self.add(node, f"'{name}(…, \"{literal}\")' reaches a dunder attribute; this is not allowed.")
+        elif name in FORBIDDEN_CALLS:
             self.add(
                 node,
                 f"call of '{name}()' is not allowed in environment code; "
                 "write the logic with plain attribute and dict access.",
+                containable=name not in INTERPRETER_CALLS,
             )
-        elif name in {"getattr", "hasattr"} and len(node.args) >= 2:
-            attr = node.args[1]
-            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
-                self.add(
-                    node,
-                    f"'{name}()' with a computed attribute name is not allowed; "
-                    "use explicit attributes or a dict lookup.",
-                )
-            elif _DUNDER.match(attr.value):
-                self.add(
-                    node, f"'{name}(…, \"{attr.value}\")' reaches a dunder attribute; this is not allowed."
-                )
+        elif name in {"getattr", "hasattr"} and attr is not None and literal is None:
+            self.add(
+                node,
+                f"'{name}()' with a computed attribute name is not allowed; "
+                "use explicit attributes or a dict lookup.",
+                containable=True,
+            )
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _DUNDER.match(node.attr):
+            # `super().__init__(...)`: the parent's initialiser, not a way into the interpreter
+            of_super = node.attr == "__init__" and isinstance(node.value, ast.Call) and \
+                _call_name(node.value.func) == "super" and not node.value.args
             self.add(
                 node,
                 f"access to dunder attribute '.{node.attr}' is not allowed; "
                 "environment code may only use ordinary attributes.",
+                containable=of_super,
             )
         self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.add(node, f"`global {', '.join(node.names)}` shares state between every episode of a server "
+                       "process; keep state on `self`.")
 
     def visit_Name(self, node: ast.Name) -> None:
         if _DUNDER.match(node.id):
@@ -290,43 +327,61 @@ def _check_definition_time(node: ast.stmt, out: list[str], where: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Findings:
+    """The problems of an environment module, split by what the OS layers can contain (see the module
+    docstring): `refusals` never run, `warnings` may run under the layers."""
+
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
 def check_source(source: str, class_name: str | None = None) -> list[str]:
     """Static-check problems of an environment module ([] = clean). Never executes the code.
 
     When class_name is given, the module must define exactly one top-level class with that name.
     """
+    findings = check_findings(source, class_name)
+    return sorted(set(findings.refusals + findings.warnings), key=_line_key)
+
+
+def check_findings(source: str, class_name: str | None = None) -> Findings:
+    """check_source's problems, split into refusals and the warnings the OS layers contain."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return [f"line {exc.lineno}: syntax error: {exc.msg}. Fix the code so it parses as Python 3.11."]
-    problems: list[str] = []
+        return Findings([f"line {exc.lineno}: syntax error: {exc.msg}. Fix the code so it parses as Python 3.11."])
+    containable: list[str] = []  # work at import time runs in the confined server process, once
     for node in tree.body:
-        _check_definition_time(node, problems, "module level")
+        _check_definition_time(node, containable, "module level")
     checker = _BodyChecker()
     checker.visit(tree)
-    problems.extend(checker.problems)
+    refused = [p for p in checker.problems if p not in checker.containable]
+    containable += [p for p in checker.problems if p in checker.containable]
     if class_name is not None:
         matches = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
         if not matches:
             classes = ", ".join(n.name for n in tree.body if isinstance(n, ast.ClassDef)) or "none"
-            problems.append(
+            refused.append(
                 f"class '{class_name}' is not defined at module level (classes found: {classes}); "
                 "set class_name to the environment class."
             )
         elif len(matches) > 1:
-            problems.append(
+            refused.append(
                 f"class '{class_name}' is defined {len(matches)} times; keep exactly one definition."
             )
         else:
             bases = [ast.unparse(b) for b in matches[0].bases if ast.unparse(b) != "object"]
             if bases or matches[0].keywords:
                 parents = ", ".join(bases) or "a metaclass"
-                problems.append(
+                local = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+                (containable if bases and not matches[0].keywords and set(bases) <= local else refused).append(
                     f"line {matches[0].lineno}: class '{class_name}' inherits from {parents}; "
                     "an environment class stands alone, so define every tool in it."
                 )
-            problems.extend(_class_shape_problems(matches[0]))
-    return sorted(set(problems), key=_line_key)
+            refused.extend(_class_shape_problems(matches[0]))
+    refusals = sorted(set(refused), key=_line_key)
+    return Findings(refusals, sorted(set(containable) - set(refusals), key=_line_key))
 
 
 def _class_shape_problems(cls: ast.ClassDef) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envscaler_mcp._json import JSON, JSONObject, State
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
 from envscaler_mcp._usage import Usage
 
 ToolKind = Literal["query", "state_change"]
@@ -141,6 +142,13 @@ class EnvSkeleton(BaseModel):
         description="Fields the state check lets differ from the reference solution's final state (free text, "
         "generated timestamps): declared in meta.json for the catalog, inferred for imported and synthesized "
         "environments.",
+    )
+    success_convention: SuccessConvention = Field(
+        DEFAULT_CONVENTION,
+        exclude_if=lambda value: value == DEFAULT_CONVENTION,  # the default is left out: files stay as they were
+        description="How a tool reports a failed call (envscaler_mcp/_outcome.py): 'envscaler' (a result "
+        "without \"success\": true failed), 'error-field' (a 'success' field when present, else a non-empty "
+        "'error' field) or 'no-error' (only a raised error).",
     )
     provenance: Provenance = Field(description="How this skeleton was made.")
     quality: QualityReport | None = Field(None, description="Quality-check outcome, when one was run.")

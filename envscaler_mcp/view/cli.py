@@ -29,7 +29,7 @@ def view_command(
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Listen on a non-loopback address: anyone who reaches it can read the runs.")] = False,
 ) -> None:
-    """Browse run folders in a web browser: runs, episodes, evidence, comparisons; follows runs being written."""
+    """Browse run folders in a web browser (runs, episodes, evidence, comparisons; follows live runs)."""
     roots = list(runs or [Path("runs")])
     missing = [str(r) for r in roots if not r.exists()]
     if missing:

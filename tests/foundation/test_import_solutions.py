@@ -39,7 +39,9 @@ def test_verified_solutions_are_attached_and_the_rest_reported(tmp_path: Path,
     out = tmp_path / "data"
     code, text, err = _import(out, TRAJECTORIES, capsys)
     assert code == 0, err
-    assert "2 attached" in text and "2 not verified" in text and "1 trajectory(ies) of no imported scenario" in text
+    assert "2 attached" in text and "2 not verified" in text
+    assert "skipped 3 item(s):" in text  # 2 not verified (each with its reason), 1 of no imported scenario
+    assert "  1 trajectory(ies): no imported scenario has its task" in text and "1 trajectory(ies) of no imported scenario" in text
     library = _by_task(out, "env_1")
     (solution,) = library.values()
     # the first trajectory (borrow only) fails the checklist's fine item; the second is attached without its
@@ -74,16 +76,51 @@ def test_a_recorded_result_the_replay_does_not_reproduce_is_not_attached(
     assert all(not calls for calls in _by_task(tmp_path / "data", "env_2").values())
 
 
-def test_an_item_that_is_not_a_trajectory_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_item_that_is_not_a_trajectory_is_skipped_and_counted(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "t.jsonl"
     good = json.loads(TRAJECTORIES.read_text(encoding="utf-8"))[3]
     path.write_text(json.dumps({"messages": []}) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
     code, text, err = _import(tmp_path / "data", path, capsys)
-    assert code == 1
+    assert code == 0, err  # one bad item does not fail the import
     assert "Traceback" not in err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {path}: item #0: no task_info.env_id"]
+    assert [line for line in err.splitlines() if line.startswith("skipped:")] == [
+        f"skipped: {path}: item #0: no task_info.env_id"]
     assert "1 attached" in text  # the good line still counts
+    assert "skipped 1 item(s):\n  1 trajectory(ies): no task_info.env_id" in text
+
+
+def test_a_trajectory_file_with_no_trajectory_is_counted_not_fatal(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"messages": []}) + "\n" + json.dumps({"task_info": {}}) + "\n", encoding="utf-8")
+    code, text, err = _import(tmp_path / "data", path, capsys)
+    assert code == 0  # the environments and scenarios were imported: something usable
+    assert "error:" not in err and len([line for line in err.splitlines() if line.startswith("skipped:")]) == 2
+    assert "skipped 2 item(s):\n  2 trajectory(ies): no task_info.env_id" in text
+    assert "imported 2 environment(s)" in text
+
+
+def test_a_trajectory_without_calls_is_a_reference_that_makes_none(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.jsonl"
+    nothing_needed = {"task_info": {"env_id": "env_2", "task_id": "0923-141503"},
+                      "trajectory": [{"step": 0, "observation": "Park the car with plate AB-123 in a free spot."}]}
+    nothing_done = {"task_info": {"env_id": "env_1", "task_id": "0923-141502"}, "messages": [
+        {"role": "user", "content": "Ada wants Dune."}, {"role": "assistant", "content": "Done."}]}
+    path.write_text(json.dumps(nothing_needed) + "\n" + json.dumps(nothing_done) + "\n", encoding="utf-8")
+    code, text, err = _import(tmp_path / "data", path, capsys)
+    assert code == 0, err
+    assert "1 attached" in text and "1 not verified" in text
+    # the library task needs calls: making none leaves a state its validators reject
+    assert "trajectory #1 (task_id 0923-141502)" in text and "the final state fails" in text
+    assert "1 trajectory(ies): the replayed final state fails the checklist" in text
+    (parked,) = [s for s in load_scenarios(tmp_path / "data" / "scenarios" / "env_2.jsonl")
+                 if s.provenance.source_id == "0923-141503"]
+    assert parked.reference_solution == [] and parked.reference_makes_no_calls and parked.has_reference()
+    (library,) = load_scenarios(tmp_path / "data" / "scenarios" / "env_1.jsonl")
+    assert not library.has_reference()
+    assert "reference_makes_no_calls" not in (tmp_path / "data" / "scenarios" / "env_1.jsonl").read_text()
 
 
 def test_trajectory_shapes() -> None:
@@ -97,6 +134,8 @@ def test_trajectory_shapes() -> None:
     assert not isinstance(conversation, str)
     assert [(c.tool, c.result) for c in conversation.calls] == [("f", None)]
     assert trajectory_from_item(0, {"task_info": {"env_id": "e"}}) == "neither 'messages' nor 'trajectory' holds the calls"
+    no_calls = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "trajectory": [{"step": 0}]})
+    assert not isinstance(no_calls, str) and no_calls.calls == []
     bad_args = trajectory_from_item(0, {"task_info": {"env_id": "e"}, "trajectory": [
         {"action": {"name": "f", "arguments": "not json"}}]})
     assert bad_args == "step 0 has an action without a name or with arguments that are not an object"
@@ -146,3 +185,16 @@ def test_a_server_that_does_not_start_leaves_the_files_and_is_reported(
         "environment env_2: its trajectories were not replayed (RuntimeError: port in use)"]
     assert report.unmatched == 1  # only the trajectory of an environment that was not imported
     assert {p: p.read_bytes() for p in sorted((out / "scenarios").iterdir())} == before
+
+
+def test_skipped_items_are_counted_by_kind_and_reason() -> None:
+    from envscaler_mcp.interop.skips import Skipped, reason_group, summary_lines
+
+    skips = [Skipped("trajectory", reason_group("message 3 is not an object"), "a"),
+             Skipped("trajectory", reason_group("message 12 is not an object"), "b"),
+             Skipped("scenario", "env_id not in the env file", "c", count=4),
+             Skipped("environment", "failed the static checks", "d")]
+    assert summary_lines(skips) == ["skipped 7 item(s):", "  4 scenario(s): env_id not in the env file",
+                                    "  2 trajectory(ies): message N is not an object",
+                                    "  1 environment(s): failed the static checks"]
+    assert summary_lines([]) == []

@@ -15,6 +15,7 @@ from envscaler_mcp.cli import app
 from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.interop.from_envscaler import import_envscaler
 from envscaler_mcp.interop.to_envscaler import derived_env_item, export_envscaler
+from tests.foundation._cli import os_layers
 from tests.foundation._inprocess import new_instance, run_validator, state_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -131,7 +132,8 @@ def test_imported_scenarios_and_their_validators(imported: Path) -> None:
     ]
 
 
-def test_bad_environments_are_reported_and_skipped(tmp_path: Path) -> None:
+def test_bad_environments_are_reported_and_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os_layers(monkeypatch, on=False)  # every static-check problem refuses
     result = import_envscaler(BAD)
     assert [s.id for s in result.skeletons] == ["env_9"]
     unannotated, forbidden = result.errors
@@ -139,7 +141,17 @@ def test_bad_environments_are_reported_and_skipped(tmp_path: Path) -> None:
     assert "'amount' has no type annotation" in unannotated
     assert "env 'env_5'" in forbidden and "import of 'os'" in forbidden
     cli = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(BAD), "--out", str(tmp_path)])
-    assert cli.exit_code == 1 and (tmp_path / "environments" / "env_9" / "skeleton.json").exists()
+    assert cli.exit_code == 0 and (tmp_path / "environments" / "env_9" / "skeleton.json").exists()
+    assert "2 environment(s)" not in cli.output and "skipped 2 item(s)" in cli.output
+    bad_only = tmp_path / "bad_only.json"
+    items = json.loads(BAD.read_text(encoding="utf-8"))
+    bad_only.write_text(json.dumps([i for i in items if i["env_id"] != "env_9"]), encoding="utf-8")
+    none_left = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(bad_only), "--out", str(tmp_path / "n")])
+    assert none_left.exit_code == 1 and "error: nothing usable was imported (no environment)" in none_left.output
+    os_layers(monkeypatch, on=True)  # `import os` is contained by the layers: a warning
+    contained = CliRunner().invoke(app, ["import", "envscaler", "--envs", str(BAD), "--out", str(tmp_path / "c")])
+    assert contained.exit_code == 0 and "env_5 -> env_5" in contained.output
+    assert "1 static-check warning(s) (contained by the OS layers):" in contained.output
     lenient = import_envscaler(BAD, skip_checks=True)
     shell = next(s for s in lenient.skeletons if s.id == "env_5")
     assert any("import of 'os'" in n for n in shell.provenance.notes)

@@ -168,6 +168,15 @@ async def test_no_reference_solution_or_a_failing_one_is_not_available() -> None
     assert failing.reason.startswith("the reference solution failed when replayed: call 1 cancel_order")
 
 
+async def test_a_reference_that_makes_no_calls_keeps_the_initial_state() -> None:
+    nothing = scenario(solution=[]).model_copy(update={"reference_makes_no_calls": True})
+    reference = await build_reference(nothing, fake_shop_episode)
+    assert reference.reason == "" and reference.final_state == nothing.initial_state
+    assert reference.check(dict(nothing.initial_state)).status == "pass"
+    changed = {**nothing.initial_state, "notes": [{"order_id": "O1", "text": "x"}]}
+    assert reference.check(changed).status == "fail"
+
+
 async def test_validators_only_asks_validators_to_guard_every_changed_field_but_free_ones() -> None:
     exists_only = "def check_func(final_state):\n    return any(n['order_id'] == 'O1' for n in final_state['notes'])\n"
     report = await gate(scenario([(CANCELLED, True), (exists_only, True)]), mutation=True, validators_only=True,

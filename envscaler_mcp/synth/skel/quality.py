@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import call_succeeded
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
@@ -120,7 +121,7 @@ def call_outcome(payload: Any, is_error: bool) -> Outcome:
     failed (an exception or a timeout: an error result), or never ran (arguments the tool's schema refuses)."""
     if is_error:
         return "invalid" if isinstance(payload, str) and payload.startswith(_SCHEMA_REFUSAL) else "crashed"
-    return "succeeded" if isinstance(payload, dict) and payload.get("success") is True else "refused"
+    return "succeeded" if call_succeeded(payload, False, "envscaler") else "refused"  # synthesized: EnvScaler's
 
 
 def call_facts(case: str, outcome: Outcome, payload: Any, changed: bool) -> str:
