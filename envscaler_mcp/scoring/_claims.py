@@ -9,7 +9,8 @@ statement and the clause around it:
   $119.85)". A cue reaches to the end of its clause only, so "not yet delivered, but shipped" asserts
   `shipped`;
 * hedged: a hedge cue earlier in its clause (`maybe`, `perhaps`, `possibly`, `probably`, `likely`, `might`,
-  `not sure` ...), a text fact joined to another word by `or` / `/` ("FedEx or UPS"), or a number, date,
+  `not sure`, `I think` ...), a statement that ends in a question mark, a date followed by a range of days
+  ("March 14-16"), a text fact joined to another word by `or` / `/` ("FedEx or UPS"), or a number, date,
   time or id in a run of values of its kind joined by `or` or `/` (numbers also by `to`, a dash or
   `between ... and`), introduced by `one of`, or in a run of four or more (more than the call asks for);
 * not bound (facts of one `says` call): the stretch of text from the first mention to the last (for dates,
@@ -46,8 +47,11 @@ _NEGATION = re.compile(
     r"|\b(?:instead\s+of|rather\s+than|other\s+than|except)\s+(?:the\s+|a\s+)?(?:[$\u20ac\u00a3]\s*)?$",
     re.IGNORECASE)
 _HEDGE = re.compile(r"\b(?:maybe|perhaps|possibly|probably|likely|might|unsure|uncertain|not\s+sure|could\s+be|"
-                    r"or\s+so|roughly|approximately|somewhere)\b", re.IGNORECASE)
-_OR_AFTER = re.compile(r"\s*,?\s*(?:or|nor|/)(?![\w])", re.IGNORECASE)
+                    r"or\s+so|roughly|approximately|somewhere|I\s+(?:think|believe|guess|assume|suppose))\b",
+                    re.IGNORECASE)
+_OR_AFTER = re.compile(r"\s*,?\s*(?:and\s*/\s*or|or|nor|/)(?![\w])", re.IGNORECASE)
+_DAY_RANGE = re.compile(r"\s*[-\u2013\u2014]\s*\d{1,2}(?!\d)")  # "March 14-16": a range of days
+_QUESTION = re.compile(r"\?+\s*$")
 _OR_BEFORE = re.compile(r"(?:\b(?:or|nor|either)|/)\s*(?:[A-Z][a-z]{0,3}\.\s*)?$", re.IGNORECASE)
 _GAP_TOKEN = re.compile(r"[A-Za-z]+|[,/\-\u2013\u2014]|[^\s$\u20ac\u00a3%]")
 _ALTERNATIVE = {"or", "nor", "/", "maybe", "perhaps", "possibly", "either"}
@@ -121,6 +125,10 @@ def denial(r: Reading, start: int, end: int, fact: Fact, asked: int) -> str | No
         return "negated"
     if _HEDGE.search(before):
         return "hedged"
+    if _QUESTION.search(r.text, *r.statement_range(r.statement(start))):
+        return "asked as a question"
+    if fact.kind == "date" and _DAY_RANGE.match(r.text, end):
+        return "given as a range"
     if fact.kind == "text":
         if _OR_AFTER.match(r.text, end) or _OR_BEFORE.search(r.text[max(0, start - 40):start]):
             return "offered with an alternative"

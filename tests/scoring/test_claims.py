@@ -47,6 +47,10 @@ def not_says(text: str, *facts: Any) -> bool:
     ("It costs 60.00 to 65.00.", 65, "range"),
     ("Your total is one of $119.85, $129.85.", 119.85, "list"),
     ("Deleted after 14, 18, 21, 30 days.", 18, "list"),
+    ("Did you pay $119.85?", 119.85, "question"),
+    ("It shipped with FedEx and/or UPS.", "FedEx", "alternative"),
+    ("It shipped on March 14-16.", "2026-03-14", "range"),
+    ("I think it shipped with FedEx.", "FedEx", "hedged"),
 ])
 def test_a_mention_that_does_not_assert_its_fact_does_not_count(text: str, fact: Any, why: str) -> None:
     ok, evidence = says(text, fact)
@@ -66,6 +70,8 @@ def test_a_mention_that_does_not_assert_its_fact_does_not_count(text: str, fact:
     ("Refunds of $7.50 and $5.00.", 7.5),
     ("Appointments on 2026-04-07, 2026-04-08 and 2026-04-10.", "2026-04-08"),
     ("It might arrive Friday; it shipped on 2026-03-14.", "2026-03-14"),
+    ("It shipped with FedEx. Anything else I can do?", "FedEx"),
+    ("It shipped on March 14 (day 73 of the year).", "2026-03-14"),
 ])
 def test_a_negation_or_hedge_about_something_else_leaves_the_fact_asserted(text: str, fact: Any) -> None:
     ok, evidence = says(text, fact)
