@@ -13,9 +13,9 @@ statement and the clause around it:
   ("March 14-16"), a text fact joined to another word by `or` / `/` ("FedEx or UPS"), or a number, date,
   time or id in a run of values of its kind joined by `or` or `/` (numbers also by `to`, a dash or
   `between ... and`), introduced by `one of`, or in a run of four or more (more than the call asks for);
-* not bound (facts of one `says` call): the stretch of text from the first mention to the last (for dates,
-  times and ids: the clauses it touches; across statements: those statements whole) may state no other
-  value of a kind the call asks for, unless that value is negated or the old value of a change ("from June
+* not bound (facts of one `says` call): the stretch of text from the first mention to the last (and, for
+  ids, the clauses it touches; for dates and times, those clauses or, across statements, the statements
+  whole) may state no other value of a kind the call asks for, unless that value is negated or the old value of a change ("from June
   24 to June 20"); ids compare by shape (`INC-3048` competes with `INC-3040`, not with `FE2026031410046`).
   A stretch that starts with a non-id fact may not follow another id of the asked shape in its statement
   ("INC-3048, due ..., is assigned to Tariq Aziz, and INC-3040 ...").
@@ -227,18 +227,17 @@ def _apart(r: Reading, group: Sequence[Fact], choice: Sequence[tuple[int, int]])
     start, end = min(s for s, _ in choice), max(e for _, e in choice)
     first, last = r.statement(start), r.statement(end - 1)
     chosen = set(choice)
-    if last > first:
-        region = (r.statement_range(first)[0], r.statement_range(last)[1])
-        kinds: tuple[str, ...] = VALUE_KINDS
-    else:
-        region = (r.clause_range(start)[0], r.clause_range(end - 1)[1])
-        kinds = ("date", "time", "id")
+    clauses = (r.clause_range(start)[0], r.clause_range(end - 1)[1])
+    # across statements a rival date or time counts anywhere in them, a rival id only in the clauses touched
+    # (the next clause may begin a new subject: "WELCOME15 is valid. It saves $7.50, and SPRING10 saves $5.00")
+    statements = (r.statement_range(first)[0], r.statement_range(last)[1]) if last > first else clauses
     for span in r.spans:
         if (span.start, span.end) in chosen or not _competes(span, group) or _set_aside(r, span) \
                 or _aside(r.text, span, choice):
             continue
+        region = clauses if span.kind == "id" else statements
         inside = start <= span.start < end
-        if inside or (region[0] <= span.start < region[1] and span.kind in kinds):
+        if inside or (region[0] <= span.start < region[1] and span.kind != "number"):
             return f"{span.text!r} stands between them"
     ids = [f for f in group if f.kind == "id"]
     lead = min(range(len(choice)), key=lambda k: choice[k][0])

@@ -85,6 +85,10 @@ def test_a_negation_or_hedge_about_something_else_leaves_the_fact_asserted(text:
     ("take1 goes in 21 days and take2 in 18 days.", ("take1", 18)),
     ("INC-3048, due 2026-03-14, is with Tariq Aziz, and INC-3040, due 2026-03-15, is open.",
      ("INC-3040", "Tariq Aziz")),
+    ("INC-3040 and Tariq Aziz's INC-3048 are overdue.", ("INC-3040", "Tariq Aziz")),
+    ("Dr. Rahman: 2026-04-07. Dr. Kaplan, at 09:00 on 2026-04-08.", ("Kaplan", "2026-04-07")),
+    ("In the trash (take1: 21 days, take2: 18 days).", ("take1", 18)),
+    ("WINTER25, the winter code, saves $7.50. WELCOME15 expired.", ("WELCOME15", 7.5)),
 ])
 def test_facts_asked_together_must_be_stated_about_one_thing(text: str, facts: tuple[Any, ...]) -> None:
     ok, evidence = says(text, *facts)
@@ -99,6 +103,8 @@ def test_facts_asked_together_must_be_stated_about_one_thing(text: str, facts: t
     ("Moving MR205 from June 24 to 2026-06-20 costs 65.00.", ("MR205", "2026-06-20")),
     ("Dr. Kaplan on 2026-04-07 (not 2026-04-08) at 10:00.", ("Kaplan", "2026-04-07", "10:00")),
     ("Dr. Kaplan on 2026-04-07 at 10:00 and Dr. Rahman on 2026-04-08 at 09:00.", ("Rahman", "2026-04-08")),
+    ("WELCOME15 is valid. It saves $7.50, and SPRING10 saves $5.00.", ("WELCOME15", 7.5)),
+    ("Order O-10046 went with FedEx under tracking FE2026031410046.", ("O-10046", "FedEx")),  # ids of other shapes
 ])
 def test_facts_stated_together_pass(text: str, facts: tuple[Any, ...]) -> None:
     ok, evidence = says(text, *facts)
