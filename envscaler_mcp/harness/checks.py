@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
-from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatus, SuccessRule
+from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
 from envscaler_mcp.harness.readings import values_read
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.statecheck import StateCheckStatus
+from envscaler_mcp.scoring.metrics import ItemVerdict
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
 NO_ADMIN_REASON = (
@@ -65,25 +65,15 @@ def not_scorable(items: list[ChecklistItem], reason: str) -> list[CheckOutcome]:
     ]
 
 
-def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
-    """passed / scorable items, rounded to 4 decimals; None when no item could be scored."""
-    scored = [o for o in outcomes if o.status != "not_scorable"]
-    if not scored:
-        return None
-    return round(sum(o.passed for o in scored) / len(scored), 4)
+def item_verdicts(outcomes: list[CheckOutcome]) -> list[ItemVerdict]:
+    """The outcomes as scoring.metrics reads them (the one score rule: `checklist_score(item_verdicts(...))`)."""
+    return [ItemVerdict(None if o.status == "not_scorable" else o.passed, o.at_start) for o in outcomes]
 
 
-def episode_success(rule: SuccessRule, score: float | None, status: EpisodeStatus, state_check: StateCheckStatus
-                    ) -> bool | None:
-    """Success of a scored episode under `rule` (see EpisodeConfig.success); None when it cannot be told."""
-    if score is None:
-        return None
-    completed = status == "completed"
-    if rule == "checklist":
-        return score == 1.0 and completed
-    if rule == "state":
-        return None if state_check == "not_available" else state_check == "pass" and completed
-    return score == 1.0 and completed and state_check != "fail"
+def mark_at_start(outcomes: list[CheckOutcome], at_start: list[CheckOutcome]) -> list[CheckOutcome]:
+    """The outcomes with `at_start` set from the same items' outcomes before the agent acted (the initial
+    state as the final state, an empty transcript)."""
+    return [o.model_copy(update={"at_start": s.passed}) for o, s in zip(outcomes, at_start, strict=True)]
 
 
 def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | None = None) -> CheckOutcome:

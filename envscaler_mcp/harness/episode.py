@@ -19,9 +19,9 @@ from envscaler_mcp.harness.budget import EpisodeClock
 from envscaler_mcp.harness.checks import (
     NO_ADMIN_REASON,
     Checker,
-    checklist_score,
-    episode_success,
     episode_transcript,
+    item_verdicts,
+    mark_at_start,
 )
 from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
@@ -35,6 +35,8 @@ from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
 from envscaler_mcp.qa.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
+from envscaler_mcp.scoring.metrics import checklist_score, episode_success
+from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT
 
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
 _MODEL_FAULT_CODES = {-32602, -32601}
@@ -157,20 +159,30 @@ async def score_state(
     transcript: JSONObject | None = None, reference: Reference | None = None, turns: TurnScoring | None = None,
 ) -> tuple[list[CheckOutcome], float | None, list[StateChange]]:
     """(checklist verdicts, checklist score, state diff) of a final state and a transcript. Without a final
-    state (no admin plane) state items are not scorable and transcript items still run. A final state that is
-    the reference's own (launch gives it back when the JSON is the same) has the reference's diff. Items a
-    turn of a multi-turn scenario names are judged on the state and transcript at that turn's end."""
-    if turns is not None and turns.has_turn_items():
-        checks = await score_turns(turns, checker, final_state, transcript)
-    else:
-        checks = await checker.check(scenario.checklist, scenario.initial_state, final_state, transcript)
+    state (no admin plane) state items are not scorable and transcript items still run. The items also run
+    on the untouched initial state with an empty transcript (at the same time): those already true there are
+    guards, which earn nothing (scoring.metrics.checklist_score). A final state that is the reference's own
+    (launch gives it back when the JSON is the same) has the reference's diff. Items a turn of a multi-turn
+    scenario names are judged on the state and transcript at that turn's end."""
+    found: dict[str, list[CheckOutcome]] = {}
+
+    async def run(key: str, final: State | None, seen: JSONObject | None) -> None:
+        if key == "final" and turns is not None and turns.has_turn_items():
+            found[key] = await score_turns(turns, checker, final, seen)
+        else:
+            found[key] = await checker.check(scenario.checklist, scenario.initial_state, final, seen)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "final", final_state, transcript)
+        tg.start_soon(run, "start", scenario.initial_state, dict(EMPTY_TRANSCRIPT))
+    checks = mark_at_start(found["final"], found["start"])
     if final_state is None:
         diff = []
     elif reference is not None and final_state is reference.final_state:
         diff = reference.diff_from_initial()
     else:
         diff = diff_states(scenario.initial_state, final_state)
-    return checks, checklist_score(checks), diff
+    return checks, checklist_score(item_verdicts(checks)), diff
 
 
 def state_verdict(reference: Reference | None, final_state: State | None) -> StateVerdict:
@@ -247,7 +259,7 @@ async def _attempt(
         model_error=rec.model_error,
         checks=checks,
         score=score,
-        success=episode_success(config.success, score, status, verdict.status),
+        success=episode_success(config.success, score, status == "completed", verdict.status),
         state_check=verdict.status,
         state_check_reason=verdict.reason,
         unexpected_changes=verdict.changes,

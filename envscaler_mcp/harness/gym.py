@@ -29,9 +29,8 @@ from typing import Any, Literal
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_success, episode_transcript
+from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_transcript
 from envscaler_mcp.harness.episode import call_tool_safely, score_state, state_verdict
-from envscaler_mcp.harness.models import EpisodeStatus
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.user_sim import SimulatedUser
@@ -40,6 +39,7 @@ from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, Too
 from envscaler_mcp.providers.tools import mcp_tools_to_defs
 from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scoring.metrics import episode_success
 from envscaler_mcp.skeleton.models import FreeField
 
 Action = dict[str, Any] | str
@@ -179,13 +179,12 @@ class EnvScalerMCPEnv:
                                                   convention=self.success_convention)
         verdict = state_verdict(reference, final_state)
         unexpected = any(c.kind in UNEXPECTED for c in verdict.changes)
-        status: EpisodeStatus = "completed" if terminated else "max_steps"
         info.update(
             checks=[c.model_dump(mode="json") for c in checks],
             score=score,
             diff=[c.model_dump(mode="json") for c in diff],
             state_check=verdict.model_dump(mode="json"),
-            success=episode_success("both", score, status, verdict.status) is True,
+            success=episode_success("both", score, terminated, verdict.status) is True,
         )
         reward = 0.0 if unexpected else float(score or 0.0)
         return obs, reward, terminated, not terminated, info

@@ -10,12 +10,12 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scenario.models import CheckKind
 from envscaler_mcp.scoring.diff import StateChange
+from envscaler_mcp.scoring.metrics import SuccessRule
 from envscaler_mcp.scoring.statecheck import StateCheckStatus, UnexpectedChange
 
 EpisodeStatus = Literal["completed", "max_steps", "timeout", "model_error", "infra_error"]
 Mode = Literal["task", "conversation"]
 CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
-SuccessRule = Literal["checklist", "state", "both"]
 
 
 class CheckOutcome(BaseModel):
@@ -36,6 +36,11 @@ class CheckOutcome(BaseModel):
         default_factory=list,
         description="What decided a transcript item: the sentence that stated a fact, the call that matched, "
         "or what was missing.",
+    )
+    at_start: bool = Field(
+        False,
+        description="The item already held before the agent acted (on the initial state and an empty "
+        "transcript): a guard that the score requires to stay true but that earns nothing itself.",
     )
 
     @property
@@ -129,8 +134,9 @@ class EpisodeResult(BaseModel):
     checks: list[CheckOutcome] = Field(default_factory=list, description="Per-checklist-item verdicts.")
     score: float | None = Field(
         None,
-        description="Checklist score: passed / total items, on the final state; None when not scorable "
-        "or for infra errors.",
+        description="Checklist score (scoring.metrics): passed / scorable items the task asks to become true "
+        "(items already true at the start are guards: they earn nothing, and a failed guard makes the score "
+        "0.0); None when no such item could be scored, or for infra errors.",
     )
     success: bool | None = Field(
         None,

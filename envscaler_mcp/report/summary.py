@@ -140,7 +140,8 @@ def _unscored(ran: Sequence[EpisodeResult]) -> dict[str, dict[str, int]]:
         for c in lost:
             checks[f"{c.kind} checks: {c.reason}"] += 1
         if r.score is None:
-            reasons = sorted({c.reason for c in lost}) or ["the scenario's checklist is empty"]
+            reasons = sorted({c.reason for c in lost}) or [
+                "every item already held at the start: nothing to earn" if r.checks else "the scenario's checklist is empty"]
             why["; ".join(reasons)] += 1
     return {"not_scorable_why": dict(sorted(why.items())), "unscored_checks": dict(sorted(checks.items()))}
 

@@ -1,4 +1,4 @@
-"""Scoring: the validator sandbox (worker processes with limits), checklist metrics and state diffs.
+"""Scoring: the validator sandbox (worker processes with limits), the score rule and metrics, and state diffs.
 
 Names are imported lazily so the worker process (`python -m envscaler_mcp.scoring.worker`) starts with
 the standard library only.

@@ -1,7 +1,14 @@
-"""Scores from check results: the EnvScaler checklist score, strict success, pass@k and pass^k.
+"""The score and success rule, and the metrics over trials: the one module every score is computed in.
 
-* checklist score = passed / total, rounded to 4 decimals (EnvScaler's reward); None for an empty checklist.
-* success = every check passed (None for an empty checklist).
+* An item that already held before the agent acted (on the initial state, and on an empty transcript) is a
+  **guard**: it protects what must stay true ("the other order is left alone", "nothing changed") and earns
+  nothing by itself. Every other item is a **goal**: what the task asks to become true (or to be said).
+* checklist score = passed goals / scorable goals, rounded to 4 decimals; 0.0 when any scorable guard failed
+  (the agent broke something the task did not ask it to touch); None when no goal could be scored.
+  An agent that changes nothing and says nothing scores 0.0 on every scenario with a goal.
+* success (`episode_success`), under the run's rule: `checklist`: score 1.0 and the episode completed;
+  `state`: the state check passed and the episode completed (None when the check is not available);
+  `both`: score 1.0, completed, and the state check did not fail. None when the score is None.
 * over n trials of one scenario with c successes (unbiased estimators):
   pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds),
   pass^k = C(c, k) / C(n, k)        (all k trials succeed; tau-bench's reliability measure).
@@ -12,24 +19,44 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from math import comb
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from envscaler_mcp.scoring.models import CheckResult
+from envscaler_mcp.scoring.statecheck import StateCheckStatus
+
+SuccessRule = Literal["checklist", "state", "both"]
 
 
-def checklist_score(results: Sequence[CheckResult]) -> float | None:
-    """Fraction of checks that passed, rounded to 4 decimals; None when there are no checks."""
-    if not results:
+class ItemVerdict(NamedTuple):
+    """One checklist item as the score sees it."""
+
+    passed: bool | None  # None: not scorable (no validator, no final state, no transcript)
+    at_start: bool  # it already held before the agent acted: a guard, not a goal
+
+
+def checklist_score(verdicts: Sequence[ItemVerdict]) -> float | None:
+    """Passed goals / scorable goals (4 decimals); 0.0 when a scorable guard failed; None without a scorable
+    goal (see the module docstring)."""
+    scored = [v for v in verdicts if v.passed is not None]
+    if any(v.at_start and not v.passed for v in scored):
+        return 0.0
+    goals = [v for v in scored if not v.at_start]
+    if not goals:
         return None
-    return round(sum(1 for r in results if r.passed) / len(results), 4)
+    return round(sum(1 for v in goals if v.passed) / len(goals), 4)
 
 
-def success(results: Sequence[CheckResult]) -> bool | None:
-    """True when every check passed; None when there are no checks."""
-    if not results:
+def episode_success(rule: SuccessRule, score: float | None, completed: bool, state_check: StateCheckStatus
+                    ) -> bool | None:
+    """Success of a scored episode under `rule`; None when it cannot be told (see the module docstring)."""
+    if score is None:
         return None
-    return all(r.passed for r in results)
+    if rule == "checklist":
+        return score == 1.0 and completed
+    if rule == "state":
+        return None if state_check == "not_available" else state_check == "pass" and completed
+    return score == 1.0 and completed and state_check != "fail"
 
 
 def _check_nck(n: int, c: int, k: int) -> None:

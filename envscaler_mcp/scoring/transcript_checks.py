@@ -24,10 +24,12 @@ from __future__ import annotations
 import datetime as _dt
 import json as _json
 import re as _re
+from collections.abc import Sequence
 from decimal import Decimal as _Decimal
 from typing import Any
 
 from envscaler_mcp._outcome import CONVENTIONS, DEFAULT_CONVENTION, call_succeeded
+from envscaler_mcp.scoring._claims import denial, reading, unbound
 from envscaler_mcp.scoring._facts import NUMBER_WORDS, Span, fact_spans, parse_date, parse_number, parse_time
 
 __all__ = ["called", "not_called", "not_says", "says"]  # what validators see (the sandbox exposes only these)
@@ -94,21 +96,22 @@ class _Fact:
             return "id", _re.sub(r"[-_ /]", "", text).upper()
         return "text", text.casefold()
 
-    def find(self, text: str, spans: list[Span]) -> tuple[int, int] | None:
-        """Where the fact is stated in `text` (start, end), or None."""
+    def find(self, text: str, spans: Sequence[Span]) -> tuple[int, int] | None:
+        """Where the fact is first stated in `text` (start, end), or None."""
+        found = self.find_all(text, spans)
+        return found[0] if found else None
+
+    def find_all(self, text: str, spans: Sequence[Span]) -> list[tuple[int, int]]:
+        """Every place the fact is mentioned in `text`, in order."""
         if self.kind in ("number", "date", "time"):
-            for span in spans:
-                if span.kind == self.kind and _same_key(self.kind, self.key, span.keys):
-                    return span.start, span.end
-            return None
+            return [(s.start, s.end) for s in spans if s.kind == self.kind and _same_key(self.kind, self.key, s.keys)]
         if self.kind == "id":
             parts = [_re.escape(ch) for ch in self.key]
             pattern = r"(?<![A-Za-z0-9])" + r"[-_ /]?".join(parts) + r"(?![A-Za-z0-9])(?![-_/][A-Za-z0-9])"
         else:
             words = [_re.escape(w) for w in self.key.split(" ")]
             pattern = r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)"
-        match = _re.search(pattern, text, _re.IGNORECASE)
-        return (match.start(), match.end()) if match else None
+        return [m.span() for m in _re.finditer(pattern, text, _re.IGNORECASE)]
 
 
 def _same_key(kind: str, wanted: frozenset[Any], found: frozenset[Any]) -> bool:
@@ -143,21 +146,6 @@ def _texts(transcript: Any, where: str) -> tuple[str, str]:
     raise ValueError(f"where must be 'answer', 'told_user' or 'any', not {where!r}")
 
 
-def _look(transcript: Any, facts: tuple[Any, ...], where: str, helper: str
-          ) -> list[tuple[_Fact, str | None, str, str]]:
-    """For each fact: (fact, the sentence stating it or None, the text searched, what that text is)."""
-    if not facts:
-        raise TypeError(f"{helper}() needs at least one fact")
-    text, name = _texts(transcript, where)
-    spans = fact_spans(text)
-    out = []
-    for value in facts:
-        fact = _Fact(value)
-        found = fact.find(text, spans)
-        out.append((fact, None if found is None else _sentence(text, *found), text, name))
-    return out
-
-
 def _candidates(text: str, facts: tuple[Any, ...]) -> dict[str, int]:
     """Kinds of fact (number, date, time) the text states so many different values of that it names
     candidates rather than an answer: {kind: how many}. The bound is `MAX_CANDIDATES`, or four per fact of
@@ -177,35 +165,64 @@ MAX_CANDIDATES = 30
 
 
 def says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
-    """True when every fact is stated in the agent's answer (`where="told_user"`: anything it told the user;
-    `"any"`: either). Facts are numbers, amounts, dates, times, ids or words, matched after normalisation.
+    """True when the agent's answer (`where="told_user"`: anything it told the user; `"any"`: either) asserts
+    every fact. Facts are numbers, amounts, dates, times, ids or words, matched after normalisation.
 
-    A text that states more than `MAX_CANDIDATES` different numbers (or dates, or times; at least four per
-    fact of that kind asked for) states none of them: a list of every possible amount is not an answer."""
+    A mention does not assert its fact when it is negated ("has not shipped", "(not $119.85)"), hedged
+    ("maybe", "FedEx or UPS", "$119.85 or $129.85", "between $110 and $120") or one of a list of candidates;
+    the facts of one call must be stated together, about one thing (scoring/_claims.py). A text that states
+    more than `MAX_CANDIDATES` different numbers (or dates, or times; at least four per fact of that kind
+    asked for) states none of them."""
+    if not facts:
+        raise TypeError("says() needs at least one fact")
+    text, name = _texts(transcript, where)
+    r = reading(text)
+    group = [_Fact(value) for value in facts]
+    asked = {kind: sum(f.kind == kind for f in group) for kind in {f.kind for f in group}}
+    shotgun = _candidates(text, facts)
+    asserted: list[list[tuple[int, int]]] = []
     ok = True
-    looked = _look(transcript, facts, where, "says")
-    shotgun = _candidates(looked[0][2], facts) if looked else {}
-    for fact, sentence, text, name in looked:
-        if sentence is not None and fact.kind in shotgun:
-            ok = False
-            _note(f"not counted {fact.label!r}: {name} states {shotgun[fact.kind]} different {fact.kind}s, "
-                  "a list of candidates rather than an answer")
-        elif sentence is not None:
-            _note(f"stated {fact.label!r}: \u00ab{sentence}\u00bb")
-        else:
-            ok = False
+    for fact in group:
+        mentions = fact.find_all(text, r.spans)
+        judged = [(m, denial(r, *m, fact, asked[fact.kind])) for m in mentions]
+        good = [m for m, why in judged if why is None]
+        asserted.append(good)
+        if not mentions:
             shown = f"\u00ab{_short(text)}\u00bb" if text.strip() else "(empty)"
             _note(f"missing {fact.label!r} in {name}: {shown}")
+        elif fact.kind in shotgun:
+            _note(f"not counted {fact.label!r}: {name} states {shotgun[fact.kind]} different {fact.kind}s, "
+                  "a list of candidates rather than an answer")
+        elif not good:
+            (start, end), why = judged[0]
+            _note(f"not counted {fact.label!r}: {why}: \u00ab{_sentence(text, start, end)}\u00bb")
+        else:
+            _note(f"stated {fact.label!r}: \u00ab{_sentence(text, *good[0])}\u00bb")
+            continue
+        ok = False
+    if ok and len(group) > 1:
+        apart = unbound(r, group, asserted)
+        if apart is not None:
+            labels = ", ".join(repr(f.label) for f in group)
+            _note(f"not counted {labels}: not stated together about one thing ({apart})")
+            return False
     return ok
 
 
 def not_says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
-    """True when none of the facts is stated (e.g. a wrong amount, a promise the agent must not make)."""
+    """True when none of the facts is stated (e.g. a wrong amount, a promise the agent must not make). A
+    negated mention ("not Dr. Rahman") does not state its fact; a hedged one ("Nakamura or Rahman") does."""
+    if not facts:
+        raise TypeError("not_says() needs at least one fact")
+    text, name = _texts(transcript, where)
+    r = reading(text)
     ok = True
-    for fact, sentence, _text, name in _look(transcript, facts, where, "not_says"):
-        if sentence is not None:
+    for value in facts:
+        fact = _Fact(value)
+        stating = [m for m in fact.find_all(text, r.spans) if denial(r, *m, fact, 1) != "negated"]
+        if stating:
             ok = False
-            _note(f"stated {fact.label!r}, which it must not: \u00ab{sentence}\u00bb")
+            _note(f"stated {fact.label!r}, which it must not: \u00ab{_sentence(text, *stating[0])}\u00bb")
         else:
             _note(f"did not state {fact.label!r} in {name}")
     return ok

@@ -84,7 +84,8 @@ async def test_wrong_but_plausible_agent_loses_exactly_the_wrong_check(
     )
     result = await run_episode(ALICE, source=server, agent=agent, checker=checker)
     assert {c.id: c.status for c in result.checks} == {"c1": "pass", "c2": "pass", "c3": "fail", "c4": "pass"}
-    assert result.score == 0.75 and result.success is False
+    assert [c.at_start for c in result.checks] == [False, False, False, True]  # c4 (O-1003 untouched): a guard
+    assert result.score == 0.6667 and result.success is False  # 2 of the 3 goals
 
 
 async def test_model_mistakes_become_error_results_the_agent_can_recover_from(

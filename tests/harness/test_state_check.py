@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from envscaler_mcp.harness.checks import episode_success
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
@@ -41,22 +40,6 @@ def seat(solutions: dict[str, list[ToolCall]]) -> Seat:
 
 async def _run(out: Path, agent: Seat, **kw: object) -> RunSummary:
     return finish_run((await run_eval(_config(**kw), out, agent=agent)).path)
-
-
-@pytest.mark.parametrize(("rule", "score", "status", "state", "expected"), [
-    ("checklist", 1.0, "completed", "fail", True),
-    ("checklist", 0.5, "completed", "pass", False),
-    ("state", 0.5, "completed", "pass", True),
-    ("state", 1.0, "completed", "not_available", None),
-    ("state", 1.0, "max_steps", "pass", False),
-    ("both", 1.0, "completed", "pass", True),
-    ("both", 1.0, "completed", "not_available", True),  # judged on the checklist alone
-    ("both", 1.0, "completed", "fail", False),
-    ("both", 1.0, "model_error", "pass", False),
-    ("both", None, "completed", "pass", None),
-])
-def test_success_rules(rule: Any, score: float | None, status: Any, state: Any, expected: bool | None) -> None:
-    assert episode_success(rule, score, status, state) is expected
 
 
 async def test_the_reference_passes_and_an_extra_change_fails(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 * the reference solution alone succeeds on every scenario;
 * the reference plus one harmful extra state-changing call that succeeds fails on every scenario that has one;
-* different words in free-text arguments (reasons, notes, comments) never fail the state check.
+* different words in free-text arguments (reasons, notes, comments) never fail the state check;
+* an agent that does nothing (no call; an empty answer, or "I can't help") scores 0.0 on every scenario: items
+  already true at the start are guards and earn nothing, while the oracle scores 1.0.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.launch import launch_server
+from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.qa.wrong_probes import harmful_extra_call
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario, ToolCall
@@ -42,9 +45,24 @@ async def _run(out: Path, solutions: dict[str, list[ToolCall]]) -> list[Any]:
 async def test_the_reference_alone_succeeds_everywhere(tmp_path: Path) -> None:
     results = await _run(tmp_path, {})
     assert len(results) == sum(len(scenarios_for(e)) for e in list_env_ids()) >= 69
+    assert all(r.score == 1.0 for r in results), [(r.scenario_id, r.score) for r in results if r.score != 1.0]
     assert all(r.state_check == "pass" and r.success is True for r in results), [
         (r.scenario_id, r.state_check_reason, [c.describe() for c in r.unexpected_changes]) for r in results
         if not r.success]
+
+
+@pytest.mark.parametrize("answer", ["", "Sorry, I can't help with that."])
+async def test_doing_nothing_scores_zero_everywhere(tmp_path: Path, answer: str) -> None:
+    config = RunConfig(all_envs=True, agent="mock", transport="memory", progress=False, concurrency=4)
+    agent = Seat("mock", factory=lambda sc: MockProvider([answer]))
+    finish_run((await run_eval(config, tmp_path, agent=agent)).path)
+    results = RunDir(tmp_path).read_results()
+    assert len(results) == sum(len(scenarios_for(e)) for e in list_env_ids()) >= 81
+    assert all(r.status == "completed" and r.tool_calls == 0 for r in results)
+    assert all(r.score == 0.0 and r.success is False for r in results), [
+        (r.scenario_id, r.score) for r in results if r.score != 0.0]
+    # what used to earn it credit: items already true at the start, now guards
+    assert sum(c.at_start and c.passed for r in results for c in r.checks) >= len(results) // 2
 
 
 async def test_one_harmful_extra_call_fails_every_episode(tmp_path: Path) -> None:

@@ -116,5 +116,5 @@ async def test_gym_rewards_transcript_items(server: Any, checker: SandboxChecker
     assert info["checks"][0]["evidence"][0].startswith("stated '25.5'")
     await env.reset(READ_ONLY)
     _, reward, *_ = await env.step("It totals $25.50 (order O-1001).")  # never looked it up
-    assert reward == 0.6667  # the look-up item fails; the answer and the unchanged state pass
+    assert reward == 0.5  # the answer passes, the look-up fails; the unchanged state is a guard: it earns nothing
     await env.close()

@@ -23,9 +23,11 @@ def test_reasons_for_missing_scores_and_checks_that_could_not_run() -> None:
         episode(2, [outcome("state", "not_scorable", NO_ADMIN_REASON)] * 2, None),
         episode(3, [outcome("state", "not_scorable", NO_ADMIN_REASON), outcome("transcript", "pass")], 1.0),
         episode(4, [outcome("state", "pass")], 1.0),
+        episode(5, [outcome("state", "pass").model_copy(update={"at_start": True})], None),  # only a guard
     ]
     overall = summarize(results, run_id="r", agent="a", user=None, mode="task", trials=1).overall
-    assert overall.not_scorable == 2
-    assert overall.not_scorable_why == {NO_ADMIN_REASON: 1, "the scenario's checklist is empty": 1}
+    assert overall.not_scorable == 3
+    assert overall.not_scorable_why == {NO_ADMIN_REASON: 1, "the scenario's checklist is empty": 1,
+                                        "every item already held at the start: nothing to earn": 1}
     assert overall.unscored_checks == {f"state checks: {NO_ADMIN_REASON}": 3}
     assert overall.scored == 2 and overall.mean_score == 1.0

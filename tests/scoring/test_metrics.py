@@ -1,4 +1,4 @@
-"""Checklist score, success, pass@k and pass^k."""
+"""The one score and success rule (scoring.metrics), pass@k and pass^k."""
 
 from __future__ import annotations
 
@@ -7,31 +7,57 @@ from math import comb
 import pytest
 
 from envscaler_mcp.scoring.metrics import (
+    ItemVerdict,
     TrialOutcome,
     aggregate,
     aggregate_by_env,
     checklist_score,
+    episode_success,
     pass_at_k,
     pass_hat_k,
-    success,
 )
-from envscaler_mcp.scoring.models import CheckResult
+
+GOAL_PASS, GOAL_FAIL = ItemVerdict(True, False), ItemVerdict(False, False)
+GUARD_KEPT, GUARD_BROKEN = ItemVerdict(True, True), ItemVerdict(False, True)
+UNSCORABLE_GOAL, UNSCORABLE_GUARD = ItemVerdict(None, False), ItemVerdict(None, True)
 
 
-def results(*passed: bool) -> list[CheckResult]:
-    return [CheckResult(item_id=f"c{i}", passed=p) for i, p in enumerate(passed)]
+def test_the_score_is_the_rounded_fraction_of_goals_passed() -> None:
+    assert checklist_score([GOAL_PASS, GOAL_FAIL, GOAL_FAIL]) == 0.3333
+    assert checklist_score([GOAL_PASS, GOAL_PASS]) == 1.0
+    assert checklist_score([GOAL_FAIL]) == 0.0
 
 
-def test_checklist_score_is_rounded_fraction() -> None:
-    assert checklist_score(results(True, False, False)) == 0.3333
-    assert checklist_score(results(True, True)) == 1.0
-    assert success(results(True, True)) is True
-    assert success(results(True, False)) is False
+def test_guards_earn_nothing_and_a_broken_guard_zeroes_the_score() -> None:
+    assert checklist_score([GOAL_PASS, GOAL_FAIL, GUARD_KEPT, GUARD_KEPT]) == 0.5  # not 0.75
+    assert checklist_score([GOAL_FAIL, GUARD_KEPT]) == 0.0  # doing nothing keeps the guard and earns nothing
+    assert checklist_score([GOAL_PASS, GOAL_PASS, GUARD_BROKEN]) == 0.0
+    assert checklist_score([GOAL_PASS, UNSCORABLE_GUARD]) == 1.0  # a guard that could not run breaks nothing
 
 
-def test_empty_checklist_scores_none() -> None:
+def test_without_a_scorable_goal_there_is_no_score() -> None:
     assert checklist_score([]) is None
-    assert success([]) is None
+    assert checklist_score([GUARD_KEPT]) is None
+    assert checklist_score([UNSCORABLE_GOAL, GUARD_KEPT]) is None
+    assert checklist_score([UNSCORABLE_GOAL, GOAL_FAIL]) == 0.0  # the unscorable goal is left out
+
+
+@pytest.mark.parametrize(("rule", "score", "completed", "state", "expected"), [
+    ("checklist", 1.0, True, "fail", True),
+    ("checklist", 0.9999, True, "pass", False),
+    ("checklist", 1.0, False, "pass", False),
+    ("state", 0.5, True, "pass", True),
+    ("state", 1.0, True, "not_available", None),
+    ("state", 1.0, False, "pass", False),
+    ("both", 1.0, True, "not_available", True),
+    ("both", 1.0, True, "fail", False),
+    ("both", 0.5, True, "pass", False),
+    ("both", 1.0, False, "pass", False),
+    ("both", None, True, "pass", None),
+])
+def test_episode_success_under_each_rule(rule: str, score: float | None, completed: bool, state: str,
+                                         expected: bool | None) -> None:
+    assert episode_success(rule, score, completed, state) is expected  # type: ignore[arg-type]
 
 
 def test_pass_at_k_and_pass_hat_k_match_the_combinatorial_definition() -> None:
