@@ -13,9 +13,12 @@ from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
 
 # The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
-# to harness.models.SuccessRule and launch.Transport (tests/foundation/test_cli_lazy.py checks).
+# to harness.models.SuccessRule, harness.models.ObservationMode and launch.Transport
+# (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
-SuccessRule = Literal["checklist", "state", "both"]
+SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
+                      "observation", "state+observation", "both"]
+ObservationMode = Literal["auto", "on", "off"]
 Transport = Literal["pipe", "http", "stdio", "memory"]
 
 
@@ -103,11 +106,20 @@ def eval_command(
         SuccessRule,
         typer.Option(
             "--success",
-            help="What success means: checklist (every item passes), state (the final state matches the "
-            "reference solution's, free fields aside) or both (every item passes and the state check does not "
-            "fail). The episode must also have completed.",
+            help="The verdicts an episode must not fail, joined by '+': checklist (every item passes), state "
+            "(the final state matches the reference solution's, free fields aside), observation (the agent's "
+            "calls returned what the reference's read-only calls did); 'state' or 'observation' alone must pass. "
+            "'both' = checklist+state. The episode must also have completed.",
         ),
-    ] = "both",
+    ] = "checklist+state+observation",
+    observation: Annotated[
+        ObservationMode,
+        typer.Option(
+            "--observation",
+            help="The observation check: auto (where the reference solution calls a tool the server marks "
+            "read-only), on (also where the server marks none: every reference result), off.",
+        ),
+    ] = "auto",
     server_timeout: Annotated[
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
@@ -157,6 +169,7 @@ def eval_command(
             infra_retries=infra_retries,
             server_timeout_s=server_timeout,
             success=success,
+            observation=observation,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,
@@ -203,6 +216,11 @@ def eval_command(
             f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "
             f"(see unexpected_changes); not available for {overall.state_check_not_available} (see "
             f"state_check_reason). Success rule: {config.episode.success}."
+        )
+    if overall.observation_failed:
+        console.print(
+            f"observation check: {overall.observation_failed} episode(s) did not get what the reference solution's "
+            "read-only calls returned (see observation.evidence)."
         )
     if overall.model_errors:
         console.print(

@@ -12,6 +12,7 @@ from envscaler_mcp.harness.models import CheckOutcome, CheckStatus, EpisodeStatu
 from envscaler_mcp.harness.readings import values_read
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring.observation import ObservationStatus
 from envscaler_mcp.scoring.statecheck import StateCheckStatus
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
@@ -70,17 +71,20 @@ def checklist_score(outcomes: list[CheckOutcome]) -> float | None:
     return round(sum(o.passed for o in scored) / len(scored), 4)
 
 
-def episode_success(rule: SuccessRule, score: float | None, status: EpisodeStatus, state_check: StateCheckStatus
-                    ) -> bool | None:
+def episode_success(rule: SuccessRule, score: float | None, status: EpisodeStatus, state_check: StateCheckStatus,
+                    observation: ObservationStatus = "not_applicable") -> bool | None:
     """Success of a scored episode under `rule` (see EpisodeConfig.success); None when it cannot be told."""
     if score is None:
         return None
-    completed = status == "completed"
-    if rule == "checklist":
-        return score == 1.0 and completed
-    if rule == "state":
-        return None if state_check == "not_available" else state_check == "pass" and completed
-    return score == 1.0 and completed and state_check != "fail"
+    parts = set(("checklist+state" if rule == "both" else rule).split("+"))
+    decided = {"checklist"} if "checklist" in parts else set()
+    decided |= {"state"} if state_check != "not_available" else set()
+    decided |= {"observation"} if observation != "not_applicable" else set()
+    if not parts & decided:  # a rule of checks none of which applies
+        return None
+    failed = (("checklist" in parts and score != 1.0) or ("state" in parts and state_check == "fail")
+              or ("observation" in parts and observation == "failed"))
+    return status == "completed" and not failed
 
 
 def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | None = None) -> CheckOutcome:

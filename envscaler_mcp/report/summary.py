@@ -46,6 +46,16 @@ class GroupSummary(BaseModel):
         0, description="Episodes (not infra errors) without a state check: no reference solution, its replay "
         "failed, or no final state. Under --success both they are judged on the checklist alone."
     )
+    observation_passed: int = Field(0, description="Episodes whose calls returned what the reference solution's "
+                                    "read-only calls did (the observation check passed).")
+    observation_failed: int = Field(
+        0, description="Episodes that did not get some result of the reference solution's read-only calls: failures "
+        "under a --success rule with 'observation' (the default)."
+    )
+    observation_not_applicable: int = Field(
+        0, description="Episodes (not infra errors) the observation check did not apply to (turned off, no "
+        "read-only reference call, no reference): judged on the rest of the success rule."
+    )
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
@@ -80,7 +90,8 @@ class RunSummary(BaseModel):
     mode: str = Field(description="'task' or 'conversation'.")
     trials: int = Field(description="Trials per scenario.")
     planned: int = Field(0, description="Episodes planned ((scenario, trial) pairs).")
-    success_rule: str = Field("both", description="What success means in this run: checklist, state or both.")
+    success_rule: str = Field("checklist+state+observation", description="What success means in this run: the "
+                              "verdicts an episode must not fail (EpisodeConfig.success).")
     overall: GroupSummary = Field(description="Aggregates over the whole run.")
     per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
     isolation: dict[str, str] = Field(
@@ -119,6 +130,9 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         state_check_passed=sum(1 for r in ran if r.state_check == "pass"),
         state_check_failed=sum(1 for r in ran if r.state_check == "fail"),
         state_check_not_available=sum(1 for r in ran if r.state_check == "not_available"),
+        observation_passed=sum(1 for r in ran if r.observation.status == "passed"),
+        observation_failed=sum(1 for r in ran if r.observation.status == "failed"),
+        observation_not_applicable=sum(1 for r in ran if r.observation.status == "not_applicable"),
         status_counts=dict(sorted(statuses.items())),
         mean_score=agg.mean_score,
         success_rate=agg.success_rate,
@@ -156,7 +170,7 @@ def summarize(
     mode: str,
     trials: int,
     planned: int = 0,
-    success_rule: str = "both",
+    success_rule: str = "checklist+state+observation",
 ) -> RunSummary:
     """Summaries per environment and overall."""
     by_env: dict[str, list[EpisodeResult]] = defaultdict(list)
@@ -199,17 +213,24 @@ def _state(group: GroupSummary) -> str:
     return cell + (f", {group.state_check_not_available} n/a" if group.state_check_not_available else "")
 
 
+def _observation(group: GroupSummary) -> str:
+    cell = f"{group.observation_failed} fail"
+    return cell + (f", {group.observation_not_applicable} n/a" if group.observation_not_applicable else "")
+
+
 def summary_table(summary: RunSummary) -> Table:
     """The summary as a rich table: one row per environment, then the overall row.
 
     pass@k / pass^k columns appear when there is more than one trial (with one, pass@1 = success); the state
-    check column when some episode failed it or had none."""
+    check and observation columns when some episode failed that check or it did not apply to some."""
     k = summary.trials
     state = bool(summary.overall.state_check_failed or summary.overall.state_check_not_available)
+    observed = bool(summary.overall.observation_failed or summary.overall.observation_not_applicable)
     title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
     title += f" (success: {summary.success_rule})"
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, collapse_padding=True)
     cols = ["environment", "n", "score", "success"] + (["state check"] if state else [])
+    cols += ["observation"] if observed else []
     if summary.trials > 1:
         cols += [f"pass@{k}", f"pass^{k}"]
     cols += ["steps", "tokens", "cost", "latency", "infra"]
@@ -222,6 +243,7 @@ def summary_table(summary: RunSummary) -> Table:
     for g in rows:
         usage = g.agent_usage + g.user_usage
         cells = [g.name, str(g.episodes), _pct(g.mean_score), _pct(g.success_rate)] + ([_state(g)] if state else [])
+        cells += [_observation(g)] if observed else []
         if summary.trials > 1:
             cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
         cells += [

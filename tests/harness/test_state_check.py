@@ -56,6 +56,30 @@ async def _run(out: Path, agent: Seat, **kw: object) -> RunSummary:
 ])
 def test_success_rules(rule: Any, score: float | None, status: Any, state: Any, expected: bool | None) -> None:
     assert episode_success(rule, score, status, state) is expected
+    assert episode_success(rule, score, status, state, "passed") is expected  # no rule above names it
+
+
+@pytest.mark.parametrize(("rule", "score", "state", "observation", "expected"), [
+    ("checklist+state+observation", 1.0, "pass", "passed", True),
+    ("checklist+state+observation", 1.0, "pass", "failed", False),
+    ("checklist+state+observation", 1.0, "fail", "passed", False),
+    ("checklist+state+observation", 0.5, "pass", "passed", False),
+    ("checklist+state+observation", 1.0, "not_available", "not_applicable", True),  # the checklist alone
+    ("checklist+observation", 1.0, "fail", "passed", True),
+    ("checklist+observation", 1.0, "pass", "failed", False),
+    ("checklist+state", 1.0, "pass", "failed", True),
+    ("observation", 0.0, "fail", "passed", True),
+    ("observation", 1.0, "pass", "failed", False),
+    ("observation", 1.0, "pass", "not_applicable", None),
+    ("state+observation", 1.0, "not_available", "not_applicable", None),
+    ("state+observation", 0.0, "not_available", "passed", True),
+    ("state+observation", 1.0, "pass", "failed", False),
+])
+def test_success_rules_with_the_observation_check(rule: Any, score: float, state: Any, observation: Any,
+                                                  expected: bool | None) -> None:
+    assert episode_success(rule, score, "completed", state, observation) is expected
+    if expected:
+        assert episode_success(rule, score, "max_steps", state, observation) is False
 
 
 async def test_the_reference_passes_and_an_extra_change_fails(tmp_path: Path) -> None:
@@ -67,10 +91,10 @@ async def test_the_reference_passes_and_an_extra_change_fails(tmp_path: Path) ->
     assert bob.score == 1.0 and bob.state_check == "fail" and bob.success is False  # the checklist alone passes
     assert [(c.path, c.kind, c.expected, c.actual) for c in bob.unexpected_changes] == [
         ("orders['O-1004'].status", "collateral", "pending", "cancelled")]
-    assert summary.success_rule == "both" and summary.overall.state_check_failed == 1
+    assert summary.success_rule == "checklist+state+observation" and summary.overall.state_check_failed == 1
     assert summary.overall.state_check_passed == 1 and summary.overall.success_rate == 0.5
     manifest = json.loads((tmp_path / "run.json").read_text())
-    assert manifest["config"]["episode"]["success"] == "both"
+    assert manifest["config"]["episode"]["success"] == "checklist+state+observation"
     assert any(t.kind == "state_check" for t in bob.timings)
 
 
