@@ -34,6 +34,7 @@ def test_normalise_ignores_key_order_and_number_form_but_not_types_or_list_order
     assert normalise([1, 2]) != normalise([2, 1])
     assert normalise(2.5) != normalise(2) and normalise("2") != normalise(2)
     assert normalise(None) != normalise("") and normalise([]) != normalise({})
+    assert normalise(None) != normalise("None")
 
 
 @pytest.mark.parametrize(("result", "expected"), [
@@ -124,7 +125,8 @@ def test_only_read_only_calls_count_when_they_are_known() -> None:
 def test_message_only_and_failed_reference_calls_are_not_required() -> None:
     ref = [call("cancel_order", {"success": True, "message": "cancelled"}),
            call("get_order", {"success": False, "error": "not found"}, is_error=True)]
-    assert one_turn(ref, []).status == "not_applicable"
+    verdict = one_turn(ref, [])
+    assert (verdict.status, verdict.required, verdict.observed, verdict.evidence) == ("not_applicable", 0, 0, [])
 
 
 def test_results_that_vary_between_replays_are_skipped() -> None:
