@@ -3,10 +3,10 @@
 * the reference solution succeeds on every scenario;
 * lazy (the reference without its read-only calls): fails wherever the reference looked something up that
   carries information (the observation check), succeeds where it had nothing to look up;
+* doing nothing: never succeeds;
 * the reference plus one harmful extra call (qa.wrong_probes builds it: a state change aimed at another
   record) and the reference with one wrong argument (a state-changing call aimed at another record instead):
-  never succeed.
-Doing nothing is tests/harness/test_transports.py's."""
+  never succeed."""
 
 from __future__ import annotations
 
@@ -94,7 +94,9 @@ async def test_perturbed_agents_get_the_verdict_their_work_deserves(tmp_path: Pa
 
     extra, wrong = await _wrong(catalog)
     assert len(extra) > len(scenarios) // 2 and len(wrong) > len(scenarios) // 3
-    for label, solutions in (("extra call", extra), ("wrong argument", wrong)):
+    print(f"built: {len(extra)} extra-call and {len(wrong)} wrong-argument solutions of {len(scenarios)} scenarios")
+    nothing: dict[str, list[ToolCall]] = {s.id: [] for s in scenarios}
+    for label, solutions in (("nothing", nothing), ("extra call", extra), ("wrong argument", wrong)):
         results = await _run(tmp_path / label.replace(" ", "_"), catalog, solutions)
         assert len(results) == len(solutions)
         assert [(label, sid, r.score, r.state_check) for sid, r in results.items() if r.success is not False] == []
