@@ -20,6 +20,7 @@ ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)
 ChecklistFilter = Literal["any", "pass"]
 StateCheckFilter = Literal["any", "pass", "not-fail"]
+ObservationFilter = StateCheckFilter  # pass: the observation check passed; not-fail: also where it did not apply
 
 
 def _tool_text(m: Message) -> str:
@@ -112,10 +113,10 @@ def to_sharegpt(result: EpisodeResult) -> dict[str, Any] | None:
 
 
 def select(results: list[EpisodeResult], min_score: float | None, *, checklist: ChecklistFilter = "any",
-           state_check: StateCheckFilter = "any") -> list[EpisodeResult]:
+           state_check: StateCheckFilter = "any", observation: ObservationFilter = "any") -> list[EpisodeResult]:
     """Episodes worth exporting: never infra errors; with min_score, only scored episodes at or above it;
     checklist 'pass': every scorable item passed; state_check 'pass': the state check passed, 'not-fail': it
-    passed or was not available."""
+    passed or was not available; observation the same for the observation check."""
     kept = [r for r in results if r.status != "infra_error"]
     if min_score is not None:
         kept = [r for r in kept if r.score is not None and r.score >= min_score]
@@ -125,17 +126,24 @@ def select(results: list[EpisodeResult], min_score: float | None, *, checklist: 
         kept = [r for r in kept if r.state_check == "pass"]
     elif state_check == "not-fail":
         kept = [r for r in kept if r.state_check != "fail"]
+    if observation == "pass":
+        kept = [r for r in kept if r.observation.status == "passed"]
+    elif observation == "not-fail":
+        kept = [r for r in kept if r.observation.status != "failed"]
     return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
 
 
 def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
-               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any") -> Path:
+               checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any",
+               observation: ObservationFilter = "any") -> Path:
     """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); return the file written.
 
-    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`."""
+    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist`, `state_check` and `observation` filter as in
+    `select`."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    results = select(RunDir(Path(run_dir)).read_results(), min_score, checklist=checklist, state_check=state_check)
+    results = select(RunDir(Path(run_dir)).read_results(), min_score, checklist=checklist, state_check=state_check,
+                     observation=observation)
     records: list[dict[str, Any]] = []
     for r in results:
         record = to_openai(r) if fmt == "openai" else to_sharegpt(r)
@@ -146,5 +154,5 @@ def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Pat
     return target
 
 
-__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "StateCheckFilter", "export_run", "select", "to_openai",
+__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "ObservationFilter", "StateCheckFilter", "export_run", "select", "to_openai",
            "to_sharegpt"]

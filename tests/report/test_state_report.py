@@ -51,8 +51,9 @@ async def test_export_filters_on_checklist_and_state_check(tmp_path: Path) -> No
     assert exported() == 2
     assert exported(checklist="pass") == 1 and exported(state_check="pass") == 1
     assert exported(state_check="not-fail") == 1
+    assert exported(observation="pass") == 1 and exported(observation="not-fail") == 1  # Alice's never looked
     result = CliRunner().invoke(app, ["export", "run", str(run), "--format", "sharegpt", "--state-check", "pass",
-                                      "--checklist", "pass", "--out", str(tmp_path / "x.jsonl")])
+                                      "--checklist", "pass", "--observation", "pass", "--out", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 0, result.output
     [record] = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
     assert "Customer changed mind" in json.dumps(record)  # Bob's episode
