@@ -13,9 +13,12 @@ from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
 
 # The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
-# to harness.models.SuccessRule and launch.Transport (tests/foundation/test_cli_lazy.py checks).
+# to harness.models.SuccessRule, harness.models.ObservationMode and launch.Transport
+# (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
-SuccessRule = Literal["checklist", "state", "both"]
+SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
+                      "observation", "state+observation", "both"]
+ObservationMode = Literal["auto", "on", "off"]
 Transport = Literal["pipe", "http", "stdio", "memory"]
 
 
@@ -104,11 +107,20 @@ def eval_command(
         SuccessRule,
         typer.Option(
             "--success",
-            help="What success means: checklist (every item passes), state (the final state matches the "
-            "reference solution's, free fields aside) or both (every item passes and the state check does not "
-            "fail). The episode must also have completed.",
+            help="The verdicts an episode must not fail, joined by '+': checklist (every item passes), state "
+            "(the final state matches the reference solution's, free fields aside), observation (the agent's "
+            "calls returned what the reference's read-only calls did); 'state' or 'observation' alone must pass. "
+            "'both' = checklist+state. The episode must also have completed.",
         ),
-    ] = "both",
+    ] = "checklist+state+observation",
+    observation: Annotated[
+        ObservationMode,
+        typer.Option(
+            "--observation",
+            help="The observation check: auto (where the reference solution calls a tool the server marks "
+            "read-only), on (also where the server marks none: every reference result), off.",
+        ),
+    ] = "auto",
     server_timeout: Annotated[
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
@@ -159,6 +171,7 @@ def eval_command(
             infra_retries=infra_retries,
             server_timeout_s=server_timeout,
             success=success,
+            observation=observation,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
         ),
         progress=progress,

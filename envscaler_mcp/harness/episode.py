@@ -25,6 +25,7 @@ from envscaler_mcp.harness.checks import (
 )
 from envscaler_mcp.harness.faults import describe, is_infra
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
+from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.turns import TurnScoring, score_turns
@@ -36,6 +37,7 @@ from envscaler_mcp.qa.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
 from envscaler_mcp.scoring.metrics import checklist_score, episode_success
+from envscaler_mcp.scoring.observation import ObservationVerdict
 from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT
 
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
@@ -52,6 +54,7 @@ class _Recorder:
         self.messages: list[Message] = []
         self.timings: list[StepTiming] = []
         self.tools: list[ToolDef] = []
+        self.read_only: set[str] | None = None  # tools the server marks read-only (None: it marks none)
         self.agent_usage = Usage()
         self.user: SimulatedUser | ScriptedUser | None = None
         self.turn_marks: list[int] = []  # len(messages) at the end of each turn but the last (multi-turn)
@@ -151,6 +154,7 @@ async def run_episode(
         latency_s=round(time.perf_counter() - t0, 4),
         scorable=False,
         state_check_reason="the episode ended in an infrastructure error",
+        observation=ObservationVerdict(reason="the episode ended in an infrastructure error"),
     )
 
 
@@ -210,7 +214,8 @@ async def _attempt(
     t = time.perf_counter()
     async with source.episode(scenario.initial_state if has_admin_plane(source) else None) as opened:
         ep = _Watched(opened, rec, config.server_timeout_s)
-        rec.tools = mcp_tools_to_defs(await ep.list_tools())
+        listed = await ep.list_tools()
+        rec.tools, rec.read_only = mcp_tools_to_defs(listed), read_only_tools(listed)
         rec.time("setup", t)
         clock = EpisodeClock(agent, config)
         with clock.scope as scope:
@@ -233,6 +238,9 @@ async def _attempt(
     t = time.perf_counter()
     verdict = state_verdict(reference, final_state)
     turn_outcomes, verdict = turns.state_checks(verdict)
+    turn_calls = [sum(len(m.tool_calls) for m in rec.messages[:mark] if m.role == "assistant")
+                  for mark in rec.turn_marks]
+    observation = observation_verdict(config.observation, reference, transcript, rec.read_only, turn_calls)
     rec.time("state_check", t)
     return EpisodeResult(
         run_id="",
@@ -259,9 +267,10 @@ async def _attempt(
         model_error=rec.model_error,
         checks=checks,
         score=score,
-        success=episode_success(config.success, score, status == "completed", verdict.status),
+        success=episode_success(config.success, score, status == "completed", verdict.status, observation.status),
         state_check=verdict.status,
         state_check_reason=verdict.reason,
+        observation=observation,
         unexpected_changes=verdict.changes,
         diff=diff,
         turns=turn_outcomes,

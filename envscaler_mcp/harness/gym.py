@@ -12,8 +12,10 @@ user (terminated), or at the step limit (truncated); every other step has reward
 checklist score of the final state and of the transcript (the calls and text answers so far), computed by the
 validators in the sandbox, and the state check compares the final state with the reference solution's
 (replayed once per scenario, as eval does): a change the reference did not make (kind collateral or extra)
-sets the reward to 0.0. `info` holds the checks, the score, the diff, the state check and `success` (every
-item passes and the state check does not fail). Pass state_check=False for the checklist score alone.
+sets the reward to 0.0. `info` holds the checks, the score, the diff, the state check, the observation check
+(the results of the reference's read-only calls among the agent's) and `success` (every item passes and
+neither check fails). Pass state_check=False for the checklist score alone (no reference is replayed, so the
+observation check does not apply either).
 
 An episode must be reset, stepped and closed from one task (its MCP session lives in that task): callers
 that run each call in a task of its own (Ray actors, web servers) give the environment one owner task, as
@@ -31,6 +33,7 @@ from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_transcript
 from envscaler_mcp.harness.episode import call_tool_safely, score_state, state_verdict
+from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.user_sim import SimulatedUser
@@ -82,6 +85,7 @@ class EnvScalerMCPEnv:
         self._scenario: Scenario | None = None
         self._user: SimulatedUser | None = None
         self._names: set[str] = set()
+        self._read_only: set[str] | None = None  # tools the server marks read-only (the observation check)
         self._log: list[Message] = []  # the agent's calls, their results and its answers (for transcript items)
         self.tools: list[ToolDef] = []
         self.steps = 0
@@ -122,7 +126,8 @@ class EnvScalerMCPEnv:
         await self._close_episode()
         self._episode_stack = AsyncExitStack()
         self._ep = await self._episode_stack.enter_async_context(self.source.episode(scenario.initial_state))
-        self.tools = mcp_tools_to_defs(await self._ep.list_tools())
+        listed = await self._ep.list_tools()
+        self.tools, self._read_only = mcp_tools_to_defs(listed), read_only_tools(listed)
         self._names = {t.name for t in self.tools}
         self._scenario, self.steps, self.done, self._log = scenario, 0, False, []
         obs = scenario.task
@@ -178,13 +183,16 @@ class EnvScalerMCPEnv:
             reference = await self.references.get(self._scenario, self.source.episode, self.free_fields,
                                                   convention=self.success_convention)
         verdict = state_verdict(reference, final_state)
+        observation = observation_verdict("auto", reference, transcript, self._read_only)
         unexpected = any(c.kind in UNEXPECTED for c in verdict.changes)
         info.update(
             checks=[c.model_dump(mode="json") for c in checks],
             score=score,
             diff=[c.model_dump(mode="json") for c in diff],
             state_check=verdict.model_dump(mode="json"),
-            success=episode_success("both", score, terminated, verdict.status) is True,
+            observation=observation.model_dump(mode="json"),
+            success=episode_success("checklist+state+observation", score, terminated, verdict.status,
+                                    observation.status) is True,
         )
         reward = 0.0 if unexpected else float(score or 0.0)
         return obs, reward, terminated, not terminated, info

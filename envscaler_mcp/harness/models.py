@@ -11,11 +11,13 @@ from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scenario.models import CheckKind
 from envscaler_mcp.scoring.diff import StateChange
 from envscaler_mcp.scoring.metrics import SuccessRule
+from envscaler_mcp.scoring.observation import ObservationVerdict
 from envscaler_mcp.scoring.statecheck import StateCheckStatus, UnexpectedChange
 
 EpisodeStatus = Literal["completed", "max_steps", "timeout", "model_error", "infra_error"]
 Mode = Literal["task", "conversation"]
 CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
+ObservationMode = Literal["auto", "on", "off"]
 
 
 class CheckOutcome(BaseModel):
@@ -140,10 +142,10 @@ class EpisodeResult(BaseModel):
     )
     success: bool | None = Field(
         None,
-        description="Under the run's success rule (EpisodeConfig.success): 'checklist': every scorable item "
-        "passed and the episode completed; 'state': the state check passed and the episode completed (None when "
-        "it is not available); 'both': the checklist rule and the state check did not fail. None when not "
-        "scorable or on an infra error.",
+        description="Under the run's success rule (EpisodeConfig.success): the episode completed and none of the "
+        "rule's parts failed ('checklist': every scorable item passed; 'state': the state check did not fail; "
+        "'observation': the observation check did not fail). A rule of 'state' or 'observation' alone needs that "
+        "check to pass (None when it does not apply). None when not scorable or on an infra error.",
     )
     state_check: StateCheckStatus = Field(
         "not_available",
@@ -151,6 +153,12 @@ class EpisodeResult(BaseModel):
         "unexpected_changes) or 'not_available' (see state_check_reason).",
     )
     state_check_reason: str = Field("", description="Why the state check is not available.")
+    observation: ObservationVerdict = Field(
+        default_factory=ObservationVerdict,
+        description="The observation check: the results of the reference solution's read-only calls against the "
+        "results of the agent's own calls (status passed / failed / not_applicable, evidence of what was not "
+        "observed).",
+    )
     unexpected_changes: list[UnexpectedChange] = Field(
         default_factory=list,
         description="What the agent's final state has that the reference's has not: collateral changes, "
@@ -192,9 +200,15 @@ class EpisodeConfig(BaseModel):
     )
     infra_retries: int = Field(2, ge=0, description="Extra attempts after an infrastructure failure.")
     success: SuccessRule = Field(
-        "both",
-        description="What success means: 'checklist' (every item passes), 'state' (the state check passes) or "
-        "'both' (every item passes and the state check does not fail); the episode must also have completed.",
+        "checklist+state+observation",
+        description="What success means: the parts, joined by '+', that must not fail: 'checklist' (every item "
+        "passes), 'state' (the state check), 'observation' (the observation check); 'state' or 'observation' "
+        "alone must pass. 'both' = 'checklist+state'. The episode must also have completed.",
+    )
+    observation: ObservationMode = Field(
+        "auto",
+        description="The observation check: 'auto' where the reference solution calls a tool the server marks "
+        "read-only, 'on' wherever the reference has results, 'off' never.",
     )
     infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
     agent_settings: GenerationSettings = Field(

@@ -84,6 +84,7 @@ class Reference:
     unavailable: str = ""
     free: FreeFields = field(default_factory=FreeFields)
     nondeterministic: list[tuple[str, str]] = field(default_factory=list)
+    unstable_results: list[int] = field(default_factory=list)  # calls (0-based) whose results differ between replays
     seconds: float = 0.0
     turn_states: list[State] = field(default_factory=list)  # the state at the end of each turn but the last
     _encoded: bytes | None = field(default=None, repr=False)
@@ -135,6 +136,10 @@ class Reference:
                                 fixed_keys(self.scenario))
         return StateVerdict(status="pass" if result.passed else "fail", changes=result.changes,
                             ignored=result.ignored)
+def unstable_results(calls: Sequence[ReplayCall], other: Sequence[ReplayCall]) -> list[int]:
+    """The calls (0-based) whose results differ between two replays: generated ids, clock readings, random
+    values. The observation check skips them (an agent's call would differ in the same way)."""
+    return [n for n, (a, b) in enumerate(zip(calls, other, strict=False)) if a.result_text != b.result_text]
 
 
 def unavailable(scenario: Scenario, reason: str) -> Reference:
@@ -176,7 +181,7 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
     if final is None:
         ref.unavailable = "the reference solution failed when replayed: " + "; ".join(reasons)
     else:
-        for _, other, other_reasons, _ in results[1:]:
+        for other_calls, other, other_reasons, _ in results[1:]:
             if other is None:
                 ref.unavailable = "a second replay of the reference solution failed: " + "; ".join(other_reasons)
                 break
@@ -185,6 +190,7 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
                 ref.unavailable = "two replays of the reference solution disagree: " + "; ".join(problems[:5])
                 break
             ref.nondeterministic += [p for p in patterns if p not in ref.nondeterministic]
+            ref.unstable_results = sorted({*ref.unstable_results, *unstable_results(calls, other_calls)})
         if ref.nondeterministic:
             ref.free = free + FreeFields(ref.nondeterministic)
     ref.seconds = round(anyio.current_time() - started, 4)

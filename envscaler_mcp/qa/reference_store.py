@@ -29,7 +29,7 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.freefields import FreeFields
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
-FORMAT = 3
+FORMAT = 3  # 3: the calls whose results differ between replays (the observation check skips them)
 
 
 def _state_path(path: Path) -> Path:
@@ -53,6 +53,7 @@ class ReferenceStore:
             data = read_json(path)
             calls = [ReplayCall.model_validate(c) for c in data["calls"]]
             nondeterministic = [(str(p), str(r)) for p, r in data["nondeterministic"]]
+            unstable = [int(n) for n in data["unstable_results"]]
             final = parse_state(_state_path(path).read_bytes())
             turn_states = [dict(t) for t in data.get("turn_states", [])]
         except (InputFileError, OSError, KeyError, TypeError, ValueError, ValidationError):
@@ -61,6 +62,7 @@ class ReferenceStore:
             return None
         free = scenario_free_fields(scenario, env_free)
         return Reference(scenario=scenario, final_state=final, calls=calls, nondeterministic=nondeterministic,
+                         unstable_results=unstable,
                          free=free + FreeFields(nondeterministic) if nondeterministic else free,
                          turn_states=turn_states)
 
@@ -73,6 +75,7 @@ class ReferenceStore:
             atomic_write_bytes(_state_path(path), encode_json(reference.final_state))
             atomic_write_json(path, {"nondeterministic": [list(p) for p in reference.nondeterministic],
                                      "turn_states": reference.turn_states,
+                                     "unstable_results": reference.unstable_results,
                                      "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text,
                                                 "is_error": c.is_error} for c in reference.calls]}, indent=None)
         except OSError:

@@ -9,7 +9,13 @@ import typer
 from rich.console import Console
 
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.report.export import ChecklistFilter, ExportFormat, StateCheckFilter, export_run
+from envscaler_mcp.report.export import (
+    ChecklistFilter,
+    ExportFormat,
+    ObservationFilter,
+    StateCheckFilter,
+    export_run,
+)
 from envscaler_mcp.report.html import load_run, write_report
 from envscaler_mcp.report.table import summary_notes, summary_table
 
@@ -46,6 +52,14 @@ def export_run_command(
             help="pass: only episodes whose final state passed the state check; not-fail: also those without one.",
         ),
     ] = "any",
+    observation: Annotated[
+        ObservationFilter,
+        typer.Option(
+            "--observation",
+            help="pass: only episodes whose calls returned what the reference solution's read-only calls did; "
+            "not-fail: also those the observation check did not apply to.",
+        ),
+    ] = "any",
     out: Annotated[
         Path | None, typer.Option("--out", help="Output file (default RUN_DIR/export-<format>.jsonl).")
     ] = None,
@@ -59,7 +73,7 @@ def export_run_command(
     if not run_dir.is_dir():
         raise UsageError(f"'{run_dir}' is not a run directory; pass the folder `envscaler-mcp eval` wrote.")
     done = export_run(run_dir, fmt, min_score, out, checklist=checklist, state_check=state_check,
-                      keep_reasoning=keep_reasoning)
+                      observation=observation, keep_reasoning=keep_reasoning)
     typer.echo(f"wrote {done.records} of {done.episodes} episode(s) to {done.path}")
 
 

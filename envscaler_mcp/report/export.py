@@ -21,6 +21,7 @@ ExportFormat = Literal["openai", "sharegpt"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)
 ChecklistFilter = Literal["any", "pass"]
 StateCheckFilter = Literal["any", "pass", "not-fail"]
+ObservationFilter = StateCheckFilter  # pass: the observation check passed; not-fail: also where it did not apply
 
 
 def _tool_text(m: Message) -> str:
@@ -114,10 +115,10 @@ def to_sharegpt(result: EpisodeResult, *, keep_reasoning: bool = False) -> dict[
 
 
 def select(results: list[EpisodeResult], min_score: float | None, *, checklist: ChecklistFilter = "any",
-           state_check: StateCheckFilter = "any") -> list[EpisodeResult]:
+           state_check: StateCheckFilter = "any", observation: ObservationFilter = "any") -> list[EpisodeResult]:
     """Episodes worth exporting: never infra errors; with min_score, only scored episodes at or above it;
     checklist 'pass': every scorable item passed; state_check 'pass': the state check passed, 'not-fail': it
-    passed or was not available."""
+    passed or was not available; observation the same for the observation check."""
     kept = [r for r in results if r.status != "infra_error"]
     if min_score is not None:
         kept = [r for r in kept if r.score is not None and r.score >= min_score]
@@ -127,6 +128,10 @@ def select(results: list[EpisodeResult], min_score: float | None, *, checklist: 
         kept = [r for r in kept if r.state_check == "pass"]
     elif state_check == "not-fail":
         kept = [r for r in kept if r.state_check != "fail"]
+    if observation == "pass":
+        kept = [r for r in kept if r.observation.status == "passed"]
+    elif observation == "not-fail":
+        kept = [r for r in kept if r.observation.status != "failed"]
     return sorted(kept, key=lambda r: (r.env_id, r.scenario_id, r.trial))
 
 
@@ -144,11 +149,11 @@ class NothingToExport(EnvScalerError):
 
 def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Path | None = None, *,
                checklist: ChecklistFilter = "any", state_check: StateCheckFilter = "any",
-               keep_reasoning: bool = False) -> Exported:
+               observation: ObservationFilter = "any", keep_reasoning: bool = False) -> Exported:
     """Write the run's trajectories as JSONL in `fmt` ('openai' or 'sharegpt'); say what was written.
 
-    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist` and `state_check` filter as in `select`;
-    `keep_reasoning` keeps the models' reasoning (provider-internal, left out by default). A
+    Default output: RUN_DIR/export-<fmt>.jsonl. `checklist`, `state_check` and `observation` filter as in
+    `select`; `keep_reasoning` keeps the models' reasoning (provider-internal, left out by default). A
     min_score outside [0, 1] is a usage error (no checklist score reaches it); when no record is left,
     NothingToExport is raised and no file is written (an existing one is left as it was)."""
     if fmt not in FORMATS:
@@ -157,7 +162,7 @@ def export_run(run_dir: Path, fmt: str, min_score: float | None = None, out: Pat
         raise UsageError(f"--min-score {min_score:g}: a checklist score lies between 0 and 1")
     run = RunDir(Path(run_dir))
     everything = with_plans(run.read_results(), run.read_manifest().config.agent)
-    results = select(everything, min_score, checklist=checklist, state_check=state_check)
+    results = select(everything, min_score, checklist=checklist, state_check=state_check, observation=observation)
     records: list[dict[str, Any]] = []
     for r in results:
         record = (to_openai if fmt == "openai" else to_sharegpt)(r, keep_reasoning=keep_reasoning)
@@ -181,5 +186,5 @@ def _nothing_left(episodes: int, selected: int, fmt: str, target: Path) -> str:
     return f"nothing to export: {why}; no file written{kept}"
 
 
-__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "Exported", "NothingToExport", "StateCheckFilter",
-           "export_run", "select", "to_openai", "to_sharegpt"]
+__all__ = ["FORMATS", "ChecklistFilter", "ExportFormat", "Exported", "NothingToExport", "ObservationFilter",
+           "StateCheckFilter", "export_run", "select", "to_openai", "to_sharegpt"]

@@ -44,6 +44,16 @@ class GroupSummary(BaseModel):
         0, description="Episodes (not infra errors) without a state check: no reference solution, its replay "
         "failed, or no final state. Under --success both they are judged on the checklist alone."
     )
+    observation_passed: int = Field(0, description="Episodes whose calls returned what the reference solution's "
+                                    "read-only calls did (the observation check passed).")
+    observation_failed: int = Field(
+        0, description="Episodes that did not get some result of the reference solution's read-only calls: failures "
+        "under a --success rule with 'observation' (the default)."
+    )
+    observation_not_applicable: int = Field(
+        0, description="Episodes (not infra errors) the observation check did not apply to (turned off, no "
+        "read-only reference call, no reference): judged on the rest of the success rule."
+    )
     status_counts: dict[str, int] = Field(default_factory=dict, description="Episodes per status.")
     mean_score: float | None = Field(None, description="Mean checklist score of scored episodes.")
     success_rate: float | None = Field(None, description="Share of scored episodes that succeeded.")
@@ -78,7 +88,8 @@ class RunSummary(BaseModel):
     mode: str = Field(description="'task' or 'conversation'.")
     trials: int = Field(description="Trials per scenario.")
     planned: int = Field(0, description="Episodes planned ((scenario, trial) pairs).")
-    success_rule: str = Field("both", description="What success means in this run: checklist, state or both.")
+    success_rule: str = Field("checklist+state+observation", description="What success means in this run: the "
+                              "verdicts an episode must not fail (EpisodeConfig.success).")
     overall: GroupSummary = Field(description="Aggregates over the whole run.")
     per_env: list[GroupSummary] = Field(default_factory=list, description="Aggregates per environment.")
     isolation: dict[str, str] = Field(
@@ -117,6 +128,9 @@ def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) ->
         state_check_passed=sum(1 for r in ran if r.state_check == "pass"),
         state_check_failed=sum(1 for r in ran if r.state_check == "fail"),
         state_check_not_available=sum(1 for r in ran if r.state_check == "not_available"),
+        observation_passed=sum(1 for r in ran if r.observation.status == "passed"),
+        observation_failed=sum(1 for r in ran if r.observation.status == "failed"),
+        observation_not_applicable=sum(1 for r in ran if r.observation.status == "not_applicable"),
         status_counts=dict(sorted(statuses.items())),
         mean_score=agg.mean_score,
         success_rate=agg.success_rate,
@@ -155,7 +169,7 @@ def summarize(
     mode: str,
     trials: int,
     planned: int = 0,
-    success_rule: str = "both",
+    success_rule: str = "checklist+state+observation",
 ) -> RunSummary:
     """Summaries per environment and overall."""
     by_env: dict[str, list[EpisodeResult]] = defaultdict(list)

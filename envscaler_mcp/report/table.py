@@ -38,24 +38,32 @@ def _state(group: GroupSummary) -> str:
     return cell + (f", {group.state_check_not_available} n/a" if group.state_check_not_available else "")
 
 
+def _observation(group: GroupSummary) -> str:
+    cell = f"{group.observation_failed} fail"
+    return cell + (f", {group.observation_not_applicable} n/a" if group.observation_not_applicable else "")
+
+
 def summary_table(summary: RunSummary, width: int = 80) -> Table:
     """The summary as a rich table no wider than `width` where it can be.
 
     `n` counts the episodes recorded, `scored` those with a score (the score and success columns are over
     them), `not scored` (shown when some episode had none) those that ran without a scorable check, `infra`
     those lost to infrastructure. pass@k / pass^k columns appear when there is more than one trial (with
-    one, pass@1 = success); the state check column when some episode failed it or had none. At a narrow
-    width latency, tokens, steps, cost, pass^k, pass@k and the state check are left out, in that order."""
+    one, pass@1 = success); the state check and observation columns when some episode failed that check or it
+    did not apply to some. At a narrow width latency, tokens, steps, cost, pass^k, pass@k, the observation and
+    the state check are left out, in that order."""
     k = summary.trials
     overall = summary.overall
     state = bool(overall.state_check_failed or overall.state_check_not_available)
+    observed = bool(overall.observation_failed or overall.observation_not_applicable)
     title = f"{summary.run_id}: {summary.agent}" + (f" with user {summary.user}" if summary.user else "")
     title += f" (success: {summary.success_rule})"
     right: Literal["right"] = "right"
     cols = [Col("environment", "id"), Col("n", justify=right), Col("scored", justify=right)]
     cols += [Col("not scored", justify=right)] if overall.not_scorable else []
     cols += [Col("score", justify=right), Col("success", justify=right)]
-    cols += [Col("state check", drop=7, justify=right)] if state else []
+    cols += [Col("state check", drop=8, justify=right)] if state else []
+    cols += [Col("observation", drop=7, justify=right)] if observed else []
     cols += [Col(f"pass@{k}", drop=6, justify=right), Col(f"pass^{k}", drop=5, justify=right)] if k > 1 else []
     cols += [Col("steps", drop=3, justify=right), Col("tokens", drop=2, justify=right),
              Col("cost", drop=4, justify=right), Col("latency", drop=1, justify=right), Col("infra", justify=right)]
@@ -65,6 +73,7 @@ def summary_table(summary: RunSummary, width: int = 80) -> Table:
         usage = g.agent_usage + g.user_usage
         cells = [g.name, str(g.episodes), str(g.scored)] + ([str(g.not_scorable)] if overall.not_scorable else [])
         cells += [_pct(g.mean_score), _pct(g.success_rate)] + ([_state(g)] if state else [])
+        cells += [_observation(g)] if observed else []
         if k > 1:
             cells += [_pct(g.pass_at_k.get(k)), _pct(g.pass_hat_k.get(k))]
         cells += [
@@ -96,6 +105,11 @@ def summary_notes(summary: RunSummary, run_path: Path) -> list[Text]:
             f"state check: {overall.state_check_failed} episode(s) changed the state unlike the reference solution "
             f"(see unexpected_changes); not available for {overall.state_check_not_available} (see "
             f"state_check_reason). Success rule: {summary.success_rule}."
+        )
+    if overall.observation_failed:
+        lines.append(
+            f"observation check: {overall.observation_failed} episode(s) did not get what the reference solution's "
+            "read-only calls returned (see observation.evidence)."
         )
     if overall.model_errors:
         lines.append(

@@ -6,9 +6,11 @@
 * checklist score = passed goals / scorable goals, rounded to 4 decimals; 0.0 when any scorable guard failed
   (the agent broke something the task did not ask it to touch); None when no goal could be scored.
   An agent that changes nothing and says nothing scores 0.0 on every scenario with a goal.
-* success (`episode_success`), under the run's rule: `checklist`: score 1.0 and the episode completed;
-  `state`: the state check passed and the episode completed (None when the check is not available);
-  `both`: score 1.0, completed, and the state check did not fail. None when the score is None.
+* success (`episode_success`), under the run's rule, a `+`-joined set of checks (default
+  `checklist+state+observation`; `both` = `checklist+state`): the episode completed and none of the named
+  checks failed (`checklist`: score 1.0; `state`: the state check did not fail; `observation`: the
+  observation check did not fail). A check that does not apply (no reference, no read-only reference call)
+  decides nothing; None when none of the named checks applies, or the score is None.
 * over n trials of one scenario with c successes (unbiased estimators):
   pass@k = 1 - C(n-c, k) / C(n, k)  (at least one of k trials succeeds),
   pass^k = C(c, k) / C(n, k)        (all k trials succeed; tau-bench's reliability measure).
@@ -23,9 +25,12 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp.scoring.observation import ObservationStatus
 from envscaler_mcp.scoring.statecheck import StateCheckStatus
 
-SuccessRule = Literal["checklist", "state", "both"]
+SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
+                      "observation", "state+observation", "both"]
+"""The checks an episode must not fail to succeed, joined by '+'; 'both' is an older name of 'checklist+state'."""
 
 
 class ItemVerdict(NamedTuple):
@@ -47,16 +52,20 @@ def checklist_score(verdicts: Sequence[ItemVerdict]) -> float | None:
     return round(sum(1 for v in goals if v.passed) / len(goals), 4)
 
 
-def episode_success(rule: SuccessRule, score: float | None, completed: bool, state_check: StateCheckStatus
-                    ) -> bool | None:
+def episode_success(rule: SuccessRule, score: float | None, completed: bool, state_check: StateCheckStatus,
+                    observation: ObservationStatus = "not_applicable") -> bool | None:
     """Success of a scored episode under `rule`; None when it cannot be told (see the module docstring)."""
     if score is None:
         return None
-    if rule == "checklist":
-        return score == 1.0 and completed
-    if rule == "state":
-        return None if state_check == "not_available" else state_check == "pass" and completed
-    return score == 1.0 and completed and state_check != "fail"
+    parts = set(("checklist+state" if rule == "both" else rule).split("+"))
+    decided = {"checklist"} if "checklist" in parts else set()
+    decided |= {"state"} if state_check != "not_available" else set()
+    decided |= {"observation"} if observation != "not_applicable" else set()
+    if not parts & decided:  # a rule of checks none of which applies
+        return None
+    failed = (("checklist" in parts and score != 1.0) or ("state" in parts and state_check == "fail")
+              or ("observation" in parts and observation == "failed"))
+    return completed and not failed
 
 
 def _check_nck(n: int, c: int, k: int) -> None:

@@ -39,12 +39,28 @@ def test_bad_options_are_usage_errors(args: list[str], message: str, tmp_path: P
     assert message in str(result.exception)
 
 
-@pytest.mark.parametrize(("option", "value"), [("--transport", "pigeon"), ("--mode", "chat")])
+@pytest.mark.parametrize(("option", "value"), [("--transport", "pigeon"), ("--mode", "chat"),
+                                               ("--observation", "maybe"), ("--success", "checklist+luck")])
 def test_enumerations_are_choices(option: str, value: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "--env", "x", "--agent", "oracle", option, value,
                                  "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and not (tmp_path / "run").exists()
     assert option in result.output and f"'{value}' is not one of" in result.output
+
+
+def test_observation_and_success_options_reach_every_episode(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "memory",
+                                 "--out", str(out), "--no-progress", "--observation", "off",
+                                 "--success", "checklist+observation"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["observation"]["status"] for r in records] == ["not_applicable"] * 2
+    assert {r["observation"]["reason"] for r in records} == {"the observation check is turned off (--observation off)"}
+    assert json.loads((out / "run.json").read_text())["config"]["episode"]["observation"] == "off"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success_rule"] == "checklist+observation" and summary["overall"]["observation_not_applicable"] == 2
+    assert "2 n/a" in result.output  # the observation column, shown when the check did not apply
 
 
 def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ async def test_reset_step_and_reward_at_termination(server: Any, checker: Sandbo
     await env.step({"name": "cancel_order", "arguments": {"order_id": "O-1002"}})
     await env.step({"name": "add_note", "arguments": {"order_id": "O-1002", "text": "Customer changed mind"}})
     _, reward, terminated, _, info = await env.step("done")
-    assert reward == 1.0 and info["success"] is True
+    assert reward == 1.0 and info["state_check"]["status"] == "pass"
+    assert info["observation"]["status"] == "failed" and info["success"] is False  # it never looked the order up
     await env.close()
 
 
@@ -81,6 +82,7 @@ async def test_a_collateral_change_voids_the_reward(server: Any, checker: Sandbo
             await env.step({"name": call.tool, "arguments": call.arguments})
         _, reward, *_, info = await env.step("done")
         assert reward == 1.0 and info["state_check"]["status"] == "pass" and info["success"] is True
+        assert info["observation"]["status"] == "passed"
         await env.reset(BOB)
         for call in BOB.reference_solution:
             await env.step({"name": call.tool, "arguments": call.arguments})
@@ -100,3 +102,4 @@ async def test_state_check_off_gives_the_checklist_score(server: Any, checker: S
         await env.step({"name": "cancel_order", "arguments": {"order_id": "O-1001"}})
         _, reward, _, _, info = await env.step("done")
     assert reward == 1.0 and info["state_check"]["status"] == "not_available"
+    assert info["observation"]["status"] == "not_applicable"

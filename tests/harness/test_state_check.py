@@ -51,10 +51,10 @@ async def test_the_reference_passes_and_an_extra_change_fails(tmp_path: Path) ->
     assert bob.score == 1.0 and bob.state_check == "fail" and bob.success is False  # the checklist alone passes
     assert [(c.path, c.kind, c.expected, c.actual) for c in bob.unexpected_changes] == [
         ("orders['O-1004'].status", "collateral", "pending", "cancelled")]
-    assert summary.success_rule == "both" and summary.overall.state_check_failed == 1
+    assert summary.success_rule == "checklist+state+observation" and summary.overall.state_check_failed == 1
     assert summary.overall.state_check_passed == 1 and summary.overall.success_rate == 0.5
     manifest = json.loads((tmp_path / "run.json").read_text())
-    assert manifest["config"]["episode"]["success"] == "both"
+    assert manifest["config"]["episode"]["success"] == "checklist+state+observation"
     assert any(t.kind == "state_check" for t in bob.timings)
 
 

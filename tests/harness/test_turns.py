@@ -153,3 +153,13 @@ async def test_the_gate_judges_a_turn_item_on_the_references_state_at_that_turn(
     assert passed.step("final_true").status == "pass", passed.reasons()
     assert failed.step("final_true").status == "fail"
     assert any("c3 is not True" in r for r in failed.reasons())
+
+
+async def test_the_observation_check_is_judged_turn_by_turn(server: Any) -> None:
+    scenario = two_turns(hide_note=False)
+    looked = MockProvider([calls(GET), calls(CANCEL), "Cancelled.", calls(NOTE), "Noted."])
+    blind = MockProvider([calls(CANCEL), "Cancelled.", calls(NOTE), "Noted."])  # never reads the order
+    late = MockProvider([calls(CANCEL), "Cancelled.", calls(GET), calls(NOTE), "Noted."])  # reads it a turn late
+    verdicts = [(await _run(server, scenario, agent)).observation for agent in (looked, blind, late)]
+    assert [v.status for v in verdicts] == ["passed", "failed", "failed"]
+    assert verdicts[2].evidence and verdicts[2].evidence[0].startswith("turn 1")

@@ -151,3 +151,17 @@ async def test_a_second_run_reads_the_stored_references_and_writes_the_same_resu
     assert len(opened) - first == len(SCENARIOS)  # the episodes only: the references were read back
     assert len(list((tmp_path / "cache" / "references").glob("*.json"))) == len(SCENARIOS)
     assert _comparable(tmp_path / "run1") == _comparable(tmp_path / "run2")
+
+
+async def test_the_calls_whose_results_vary_between_replays_are_kept(tmp_path: Path, counted: Any) -> None:
+    factory, _ = counted
+    store = ReferenceStore(tmp_path)
+    built, _ = await _get(store, factory)
+    assert built.unstable_results == []  # mini_shop answers the same every time
+    built.unstable_results = [0, 2]
+    path = store.path("code-2", ("x",), [])
+    store.save(path, built)
+    loaded = store.load(path, BOB, [])
+    assert loaded is not None and loaded.unstable_results == [0, 2]
+    assert [c.result_text for c in loaded.calls] == [c.result_text for c in built.calls]
+    assert json.loads(loaded.calls[0].result_text)["data"]["order_id"] == "O-1002"

@@ -29,8 +29,14 @@ async def test_report_shows_the_state_check_and_unexpected_changes(tmp_path: Pat
         ("orders['O-1001'].status", "mismatch"), ("orders['O-1004'].status", "mismatch")]
     summary = finish_run(run)
     assert (summary.overall.state_check_passed, summary.overall.state_check_failed) == (1, 1)
+    assert (results[BOB.id].observation.status, results[ALICE.id].observation.status) == ("passed", "failed")
+    assert (summary.overall.observation_passed, summary.overall.observation_failed) == (1, 1)
     html = render_report(run)
-    assert "success rule <b>both</b>" in html
+    assert "success rule <b>checklist+state+observation</b>" in html
+    assert "Observation check: <span class=\"obs-failed\">failed</span>" in html
+    assert "Observation check: <span class=\"obs-passed\">passed</span>" in html
+    assert "0 of 2 result(s) of the reference solution's read-only calls" in html  # Alice's two orders
+    assert "turn 1, reference call 1 list_orders(" in html
     assert "State check: <span class=\"fail\">fail</span>" in html
     assert "<code>orders[&#39;O-1004&#39;].status</code></td><td>mismatch</td>" in html
     assert "The final state matches the reference solution" in html
@@ -45,8 +51,9 @@ async def test_export_filters_on_checklist_and_state_check(tmp_path: Path) -> No
     assert exported() == 2
     assert exported(checklist="pass") == 1 and exported(state_check="pass") == 1
     assert exported(state_check="not-fail") == 1
+    assert exported(observation="pass") == 1 and exported(observation="not-fail") == 1  # Alice's never looked
     result = CliRunner().invoke(app, ["export", "run", str(run), "--format", "sharegpt", "--state-check", "pass",
-                                      "--checklist", "pass", "--out", str(tmp_path / "x.jsonl")])
+                                      "--checklist", "pass", "--observation", "pass", "--out", str(tmp_path / "x.jsonl")])
     assert result.exit_code == 0, result.output
     [record] = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text().splitlines()]
     assert "Customer changed mind" in json.dumps(record)  # Bob's episode

@@ -60,6 +60,30 @@ def test_episode_success_under_each_rule(rule: str, score: float | None, complet
     assert episode_success(rule, score, completed, state) is expected  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("rule", "score", "state", "observation", "expected"), [
+    ("checklist+state+observation", 1.0, "pass", "passed", True),
+    ("checklist+state+observation", 1.0, "pass", "failed", False),
+    ("checklist+state+observation", 1.0, "fail", "passed", False),
+    ("checklist+state+observation", 0.5, "pass", "passed", False),
+    ("checklist+state+observation", 1.0, "not_available", "not_applicable", True),  # the checklist alone
+    ("checklist+observation", 1.0, "fail", "passed", True),
+    ("checklist+observation", 1.0, "pass", "failed", False),
+    ("checklist+state", 1.0, "pass", "failed", True),
+    ("both", 1.0, "pass", "failed", True),  # no rule above names the observation check
+    ("observation", 0.0, "fail", "passed", True),
+    ("observation", 1.0, "pass", "failed", False),
+    ("observation", 1.0, "pass", "not_applicable", None),
+    ("state+observation", 1.0, "not_available", "not_applicable", None),
+    ("state+observation", 0.0, "not_available", "passed", True),
+    ("state+observation", 1.0, "pass", "failed", False),
+])
+def test_episode_success_with_the_observation_check(rule: str, score: float, state: str, observation: str,
+                                                    expected: bool | None) -> None:
+    assert episode_success(rule, score, True, state, observation) is expected  # type: ignore[arg-type]
+    if expected:
+        assert episode_success(rule, score, False, state, observation) is False  # type: ignore[arg-type]
+
+
 def test_pass_at_k_and_pass_hat_k_match_the_combinatorial_definition() -> None:
     n, c = 5, 2
     assert pass_at_k(n, c, 1) == pytest.approx(c / n)
