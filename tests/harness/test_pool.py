@@ -85,17 +85,25 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
 
 
 def _server_children(flag: bytes) -> list[int]:
-    """PIDs of this test process's own child server processes started with `flag` (--http; --state-dir: the
-    pipe, whose server also has one)."""
-    pids = []
+    """PIDs of this test process's own server processes started with `flag` (--http; --state-dir: the pipe,
+    whose server also has one). Where the launched process only waits for the server it forked into a PID
+    namespace of its own (isolation/confined.py), that server is the one named."""
+    table: dict[int, tuple[int, list[bytes]]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            table[int(stat.parent.name)] = (int(fields[1]), (stat.parent / "cmdline").read_bytes().split(b"\0"))
+        except (OSError, ValueError):
             continue
-        if int(fields[1]) == os.getpid() and flag in cmdline and (flag == b"--http" or b"--http" not in cmdline):
-            pids.append(int(stat.parent.name))
+
+    def wanted(cmdline: list[bytes]) -> bool:
+        return flag in cmdline and (flag == b"--http" or b"--http" not in cmdline)
+
+    pids = []
+    for pid, (parent, cmdline) in table.items():
+        if parent == os.getpid() and wanted(cmdline):
+            inner = [p for p, (pp, cl) in table.items() if pp == pid and wanted(cl)]
+            pids += inner or [pid]
     return pids
 
 
