@@ -1,4 +1,5 @@
-"""The zygote's loop: one forked batch process per request, its answers relayed, its life watched.
+"""The zygote's loop: one forked batch process per request (per trial when a request carries several trials of
+a scenario: each is judged on a fresh interpreter), its answers relayed, its life watched.
 
 How a batch ends, and whose fault it is (the rule the sandbox documents):
 
@@ -37,7 +38,7 @@ _SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
 # ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
-_MAX_EPISODES = 64  # trials of one scenario checked in one batch process
+_MAX_EPISODES = 64  # trials of one scenario in one request (each in batch processes of its own)
 
 
 class _Fault(Exception):
@@ -91,8 +92,11 @@ class Zygote:
             initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
             request["states"] = _episode_states(initial, texts[1:], episodes, pending)
             try:
-                while pending:
-                    pending = self._batch(request, pending)
+                # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
+                # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
+                for trial in _by_episode(pending):
+                    while trial:
+                        trial = self._batch(request, trial)
             except _Fault as fault:
                 self._send({"fault": str(fault)})
             self._flush()
@@ -316,6 +320,14 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
         transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=on_transcript > 1) if per > 1 else None
         states.append((initial, final, transcript))
     return states
+
+
+def _by_episode(checks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A request's checks split by trial (episode), each trial's in order; trials in order of their first check."""
+    trials: dict[int, list[dict[str, Any]]] = {}
+    for check in checks:
+        trials.setdefault(int(check.get("e", 0)), []).append(check)
+    return list(trials.values())
 
 
 def _argument(check: dict[str, Any], states: list[tuple[Pristine, Pristine, Pristine | None]]) -> Pristine:

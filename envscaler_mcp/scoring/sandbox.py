@@ -11,8 +11,9 @@ layers and limits.
 Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
 namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
 the kernel refuses is logged as a warning and shown in `isolation`). Trials of one scenario that wait for a
-worker at the same time are checked in one batch process (the same checklist and the same initial state, each
-trial on its own final state); different scenarios never share one. Whatever a validator does, the outcome
+worker at the same time go in one request (the same checklist and the same initial state, sent and parsed
+once), each trial checked in batch processes of its own on its own final state; no two trials, and no two
+scenarios, share one. Whatever a validator does, the outcome
 is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
 validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
@@ -36,7 +37,7 @@ from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.process import Answer, Worker, WorkerFault
 
-_MAX_TRIALS = 16  # trials of one scenario checked in one batch process (the worker takes up to 64)
+_MAX_TRIALS = 16  # trials of one scenario sent in one request (the worker takes up to 64)
 _TRIAL_SHARE = 40  # a request's final states and transcripts: at most 1/40 of the memory limit (12.8 MB of 512)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
@@ -204,7 +205,7 @@ class ValidatorSandbox:
 
     async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...]) -> Answers:
         """Run one episode's checks; other trials of the same scenario that come while this one waits for a
-        worker join it, and all are checked in one batch process (the boundary stays the scenario: one
+        worker join it, and all go in one request, each trial in batch processes of its own (one
         checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself."""
         key = (states[0], len(states), tuple(runnable))  # by content: a run reads each episode's state afresh
         while True:

@@ -1,5 +1,6 @@
-"""Trials of one scenario that wait for a worker together are checked in one batch process, each on its own
-final state and transcript; different scenarios never share one. Each trial hands in its own copy of the
+"""Trials of one scenario that wait for a worker together are sent in one request, and each is checked in
+batch processes of its own (a fresh fork of the pre-imported zygote), on its own final state and transcript:
+no trial sees the interpreter state another left, nor can it answer for another. Each trial hands in its own copy of the
 initial state, as a run does (it reads every episode's scenario line afresh)."""
 
 from __future__ import annotations
@@ -128,9 +129,10 @@ async def _cancellable(scope: anyio.CancelScope, work: Any) -> None:
         await work
 
 
-async def test_different_scenarios_never_share_a_batch_process() -> None:
+async def test_no_two_trials_share_a_batch_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the real `os`/`sys` handed to validators (as an escape would), a check counts the checks its
-    process has run: trials of one scenario share a process, another scenario's checks start from zero."""
+    process has run: trials of one scenario sent in one request, and another scenario's, all start from zero."""
+    requests = _Requests(monkeypatch)
     counter = ("def check_func(s):\n    seen = int(os.environ.get('CHECKS_SEEN', '0')) + 1\n"
                "    os.environ['CHECKS_SEEN'] = str(seen)\n    return seen == 1\n")
     items = [ChecklistItem(id="first", description="first in its process", validator=counter)]
@@ -146,7 +148,8 @@ async def test_different_scenarios_never_share_a_batch_process() -> None:
                 for n, (name, initial) in enumerate((("a1", INITIAL), ("b1", other), ("a2", INITIAL))):
                     tg.start_soon(one, name, initial)
                     await _until(lambda n=n: _waiting(sb) == n + 1)
-    assert got == {"a1": True, "a2": False, "b1": True}
+    assert sorted(requests.episodes) == [1, 2]  # a1 and a2 in one request, b1 in another
+    assert got == {"a1": True, "a2": True, "b1": True}
 
 
 async def test_a_first_trial_cancelled_while_its_batch_runs_leaves_the_others_answered(
@@ -229,7 +232,7 @@ async def test_a_trial_that_kills_the_shared_batch_takes_no_other_trials_answer(
                 for n, status in enumerate(("hostile", "shipped", "pending")):
                     tg.start_soon(trial, status)
                     await _until(lambda n=n: _waiting(sb) == n + 1)
-    assert requests.episodes == [3]  # one request, one batch process until the hostile check
+    assert requests.episodes == [3]  # one request; each trial in batch processes of its own
     assert got == {"hostile": [(False, reason), (True, None)], "shipped": [(True, None), (True, None)],
                    "pending": [(False, None), (False, None)]}
 
@@ -262,3 +265,74 @@ async def test_a_worker_killed_under_a_shared_batch_is_a_fault_every_trial_survi
         restarts, faults = sb.restarts, list(sb.faults)
     assert got == {"shipped": (True, None), "pending": (False, None)}
     assert requests.episodes == [2, 2] and restarts == 1 and len(faults) == 1
+
+
+ROUNDING = [  # an honest-looking item that leaves the decimal context changed behind it
+    ChecklistItem(id="half", description="a quarter of the total rounds to 2", validator=(
+        "import decimal\n"
+        "def check_func(s):\n"
+        "    quarter = decimal.Decimal(s['orders']['O1']['total']) / 4\n"
+        "    ok = quarter.quantize(decimal.Decimal('1')) == 2\n"
+        "    decimal.getcontext().rounding = decimal.ROUND_UP\n"
+        "    return ok\n")),
+    ChecklistItem(id="status", description="shipped",
+                  validator="def check_func(s):\n    return s['orders']['O1']['status'] == 'shipped'\n"),
+]
+
+
+async def test_trials_checked_together_get_the_verdicts_they_get_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every trial is judged on a fresh interpreter: a check that changes the decimal rounding mode (2.5 rounds
+    to 2 under the default, to 3 after it) changes nothing for the trials checked with it. Before each trial got
+    batch processes of its own, the trials after the first failed the item on the same final state."""
+    requests = _Requests(monkeypatch)
+    alone: list[list[bool]] = []
+    together: dict[int, list[bool]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        for _ in range(3):
+            alone.append([r.passed for r in await sb.run(ROUNDING, copy.deepcopy(INITIAL), _final("shipped"))])
+
+        async def trial(k: int) -> None:
+            results = await sb.run(ROUNDING, copy.deepcopy(INITIAL), _final("shipped"))
+            together[k] = [r.passed for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for k in range(3):
+                    tg.start_soon(trial, k)
+                await _until(lambda: _waiting(sb) == 3)
+    assert requests.episodes == [1, 1, 1, 3]  # three alone, then the three in one request
+    assert alone == [[True, True]] * 3
+    assert together == {k: [True, True] for k in range(3)}
+
+
+async def test_a_check_cannot_write_the_answers_of_the_trials_checked_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the real `os` handed to validators (as an escape would), the first trial's check writes answer lines
+    claiming a pass for the other trials' checks to every descriptor it has: the other trials' verdicts are
+    those their own states give (the forged lines reach no batch process that answers for them)."""
+    requests = _Requests(monkeypatch)
+    forged = "".join(f'{{"i": {i}, "passed": true, "reason": null, "duration_s": 0.0, "evidence": []}}\\n'
+                     for i in range(4))
+    source = ("def check_func(s):\n"
+              "    if s['orders']['O1']['status'] == 'hostile':\n"
+              "        for fd in range(3, 64):\n"
+              "            try:\n"
+              f"                os.write(fd, b'{forged}')\n"
+              "            except OSError:\n"
+              "                pass\n"
+              "    return s['orders']['O1']['status'] == 'shipped'\n")
+    items = [ChecklistItem(id="shipped", description="shipped", validator=source)]
+    got: dict[str, bool] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
+        async def trial(status: str) -> None:
+            [result] = await sb.run(items, copy.deepcopy(INITIAL), _final(status))
+            got[status] = result.passed
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("hostile", "pending", "cancelled", "shipped")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+    assert requests.episodes == [4]
+    assert {k: v for k, v in got.items() if k != "hostile"} == {"pending": False, "cancelled": False, "shipped": True}
