@@ -74,6 +74,16 @@ def _stride(runnable: list[tuple[int, str, str]]) -> int:
     return max(i for i, _, _ in runnable) + 1
 
 
+def _charge(header: dict[str, Any], episode: int, reason: str,
+            charged: Answers) -> tuple[dict[str, Any], list[int]]:
+    """Fail every check of trial `episode` with `reason` (into `charged`); the request without them, and the
+    indices still to be answered."""
+    mine = [c for c in header["checks"] if c.get("e", 0) == episode]
+    charged.update({c["i"]: (False, reason, 0.0, []) for c in mine})
+    rest = [c for c in header["checks"] if c.get("e", 0) != episode]
+    return {**header, "checks": rest}, [c["i"] for c in rest]
+
+
 def _by_trial(answers: Answers, trials: int, stride: int) -> dict[int, Answers]:
     return {e: {i - e * stride: a for i, a in answers.items() if e * stride <= i < (e + 1) * stride}
             for e in range(trials)}
@@ -258,21 +268,30 @@ class ValidatorSandbox:
 
     async def _ask(self, compose: Callable[[], tuple[dict[str, Any], tuple[bytes, ...], list[int]]]) -> Answers:
         """Borrow an idle worker, then send it the request `compose` makes (once the worker is free); retried
-        once on a fresh worker after a fault. Raises SandboxFault after a second fault."""
+        once on a fresh worker after a fault. Raises SandboxFault after a second fault.
+
+        A worker that a trial's validators changed (it names the trial) is replaced too, but that is the trial's
+        doing: its checks fail with the reason and the request goes on for the other trials, uncounted."""
         worker: Worker = await self._idle_recv.receive()
         try:
             header, states, indices = compose()
             line_timeout = self._line_deadline(sum(len(text) for text in states))
             seen: list[str] = []
+            charged: Answers = {}
             while True:
                 if worker.process.returncode is not None:
                     worker = await self._replace(worker)
                 try:
-                    return await worker.ask(header, states, indices, line_timeout)
+                    return {**charged, **await worker.ask(header, states, indices, line_timeout)}
                 except WorkerFault as fault:
-                    seen.append(str(fault))
-                    self.faults.append(str(fault))
                     worker = await self._replace(worker)
+                    if fault.culprit is not None:
+                        header, indices = _charge(header, fault.culprit, str(fault), charged)
+                        if not indices:
+                            return charged
+                        continue
+                    self.faults.append(str(fault))
+                    seen.append(str(fault))
                     if len(seen) == 2:
                         raise SandboxFault(
                             f"the validator sandbox failed twice in a row through no fault of the validators: "

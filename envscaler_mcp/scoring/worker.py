@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if seam.get("grant_os"):  # tests only: hand validators the real modules, as a successful escape would
         import ctypes
 
-        runner.grant(os=os, sys=sys, ctypes=ctypes)
+        runner.grant(os=os, sys=sys, ctypes=ctypes, resource=resource)
     _preload()
     layers = confine.Layers(enabled=not args.no_isolation, skip=frozenset(seam.get("skip", ())))
     filters = confine.compile_filters() if layers.enabled else ""

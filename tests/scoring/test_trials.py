@@ -336,3 +336,59 @@ async def test_a_check_cannot_write_the_answers_of_the_trials_checked_with_it(
                     await _until(lambda n=n: _waiting(sb) == n + 1)
     assert requests.episodes == [4]
     assert {k: v for k, v in got.items() if k != "hostile"} == {"pending": False, "cancelled": False, "shipped": True}
+
+
+MISBEHAVIOURS = {
+    # lowers its own process's hard CPU limit: the next check of that process can no longer be given its time
+    "own-limits": "resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))",
+    # writes garbage to every descriptor it has (its answer pipe among them)
+    "garbage": "[_write(fd) for fd in range(3, 64)]",
+    # ends its process before answering (libc's exit: `os._exit` is a private name the restrictions refuse)
+    "exits": "ctypes.CDLL(None).exit(0)",
+    # lowers the limits of the worker's zygote, its parent (same user): the zygote could fork no more batches
+    "zygote-limits": "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (4, 4))",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MISBEHAVIOURS))
+async def test_a_validator_that_misbehaves_is_charged_and_its_neighbours_get_a_clean_runs_verdicts(
+        monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """With the real `os`/`resource` handed to validators (as an escape would), the first check of one trial
+    misbehaves. Its check fails with a reason; the neighbours' later verdicts (the next check of its trial, the
+    other trials sent with it, a scenario checked after it on the same worker) equal a clean run's; a worker the
+    validator changed is replaced, and nothing becomes an infrastructure fault."""
+    requests = _Requests(monkeypatch)
+    source = ("def _write(fd):\n    try:\n        os.write(fd, b'garbage\\n{not json\\n')\n    except OSError:\n"
+              "        pass\n"
+              f"def check_func(s):\n    if s['orders']['O1']['status'] == 'hostile':\n        {MISBEHAVIOURS[how]}\n"
+              "    return s['orders']['O1']['status'] == 'shipped'\n")
+    second = "def check_func(s):\n    return s['orders']['O1']['status'] != 'pending'\n"
+    items = [ChecklistItem(id="first", description="may misbehave", validator=source),
+             ChecklistItem(id="second", description="not pending", validator=second)]
+    later = {**copy.deepcopy(INITIAL), "today": "2025-01-02"}  # another scenario, after the request
+    got: dict[str, list[tuple[bool, str | None]]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1,
+                                _test_seam={"grant_os": True}) as sb:
+        async def trial(status: str, initial: dict[str, Any] = INITIAL) -> None:
+            results = await sb.run(items, copy.deepcopy(initial), _final(status))
+            got[status] = [(r.passed, r.reason) for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("shipped", "hostile", "pending")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+        await trial("cancelled", later)
+        await trial("shipped", later)
+        restarts, faults = sb.restarts, list(sb.faults)
+    assert requests.episodes[0] == 3
+    hostile_first, hostile_second = got.pop("hostile")
+    assert hostile_first[0] is False and hostile_first[1]  # the misbehaving check: failed, with the reason
+    assert got == {"shipped": [(True, None), (True, None)], "pending": [(False, None), (False, None)],
+                   "cancelled": [(False, None), (True, None)]}
+    assert faults == []
+    if how == "zygote-limits":  # the worker itself was changed: replaced, and the trial charged as a whole
+        assert restarts == 1 and hostile_second[0] is False
+        assert "changed the limits of the sandbox's worker (RLIMIT_NOFILE)" in str(hostile_first[1])
+    else:
+        assert restarts == 0 and hostile_second == (True, None)
