@@ -310,7 +310,10 @@ async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[
     Model mistakes (undecodable arguments, unknown tool, a request the server rejects as invalid) become error
     results the agent can recover from; other MCP errors propagate (they are the infrastructure's).
     """
-    if call.raw_arguments is not None:
+    if call.rejected is not None:
+        result = _error_result(f"The call to '{call.name}' was not sent: {call.rejected}. Send the arguments as a "
+                               "JSON object matching the tool's schema.")
+    elif call.raw_arguments is not None:
         result = _error_result(
             f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
             "Send the arguments as a JSON object matching the tool's schema."

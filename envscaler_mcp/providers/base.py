@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envscaler_mcp._json import JSONObject, valid_text
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.providers.arguments import bounded_call
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -21,7 +22,12 @@ class ToolCallRequest(BaseModel):
     raw_arguments: str | None = Field(
         None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
     )
+    rejected: str | None = Field(
+        None, description="Why the arguments were not sent to the tool (nested too deep, too large); arguments "
+        "is then {} and the call an error result (providers/arguments.py)."
+    )
 
+    _bounded = model_validator(mode="before")(bounded_call)
     _valid_text = field_validator("name", "arguments", "raw_arguments")(valid_text)
 
 
