@@ -40,6 +40,10 @@ class Message(BaseModel):
     tool_call_id: str | None = Field(None, description="For role 'tool': the call this answers.")
     name: str | None = Field(None, description="For role 'tool': the tool's name.")
     is_error: bool = Field(False, description="For role 'tool': the result is an error the model should see.")
+    full_chars: int | None = Field(
+        None, description="When the content was cut to a size cap (a tool result shown to the agent, an over-long "
+        "answer, a transcript stored in results.jsonl): its length in characters before the cut."
+    )
     reasoning: str | None = Field(None, description="Reasoning content, where the model gives it.")
     reasoning_signature: str | None = Field(
         None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."
