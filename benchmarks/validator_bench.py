@@ -1,13 +1,16 @@
 """Validator throughput: the sandbox with its OS layers on and off, side by side, vs in-process `exec`.
 
     python benchmarks/validator_bench.py [--states catalog|synthetic|transcript] [--rounds 5] [--workers 2]
-                                         [--concurrency 8] [--scenarios 200] [--records 50]   (synthetic only)
+                                         [--concurrency 8] [--trials-per-request N]
+                                         [--scenarios 200] [--records 50]   (synthetic only)
 
 `--states catalog` (the default): every bundled scenario with a reference solution, its validators run on
 the final state that solution leaves (50-120 KB of JSON; transcript items on the reference transcript),
 `--rounds` times. `--states synthetic`: 5 typical validators per synthetic scenario over a shop state with
 `--records` orders and products. `--states transcript`: 5 typical transcript validators (the
 `transcript_checks` helpers) per synthetic scenario, on a transcript of 8 lookups and a 3-sentence answer.
+The synthetic scenarios share one checklist and one initial state, so they are checked as trials of one
+scenario: when every worker is busy they go together in one request (`--trials-per-request 1`: never).
 For each way of running them prints checks/s, and CPU time per check of the calling process and of the
 workers (all their processes), which is steadier than wall time on a shared machine. Every check must
 pass, so a broken run cannot report a rate.
@@ -32,6 +35,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring import sandbox as sandbox_module
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.scoring.transcript import call_record, make_transcript
 
@@ -205,7 +209,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=50, help="synthetic: orders and products in the state")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--trials-per-request", type=int, default=None,
+                        help="at most this many trials of a scenario go in one request (1: never grouped)")
     args = parser.parse_args()
+    if args.trials_per_request is not None:
+        sandbox_module._MAX_TRIALS = args.trials_per_request
     if args.states == "catalog":
         jobs, rounds = catalog_jobs(), args.rounds
     else:

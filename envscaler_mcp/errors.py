@@ -86,6 +86,12 @@ class ServerFault(EnvScalerError):
     Infrastructure: the episode is retried on a fresh episode and, failing that, left out of the scores."""
 
 
+class OutputTooLarge(ServerFault):
+    """An environment's output (a tool result, the final state) went past its size cap (harness/limits.py):
+    the environment's fault, not the model's. The episode is `infra_error` with the reason, at once (a retry
+    would meet the same environment code)."""
+
+
 class HarnessError(EnvScalerError):
     """A bug in the harness itself (not the model's, not the infrastructure's): the run stops, its finished
     episodes and summary are kept, and the traceback is written to the run folder."""

@@ -125,6 +125,26 @@ def eval_command(
         float,
         typer.Option("--server-timeout", min=0.1, help="Seconds a server may stay silent before it counts as hung."),
     ] = 60.0,
+    max_shown_result: Annotated[
+        int, typer.Option("--max-shown-result", min=100, help="Characters of a tool result shown to the agent; "
+                          "longer ones are cut with a marker (the full length is recorded).")
+    ] = 50_000,
+    max_tool_result: Annotated[
+        int, typer.Option("--max-tool-result", min=100, help="Characters of a tool result beyond which the "
+                          "environment is at fault: the episode is infra_error with the reason.")
+    ] = 5_000_000,
+    max_state: Annotated[
+        int, typer.Option("--max-state", min=100, help="Bytes of a final state's JSON beyond which the environment "
+                          "is at fault: the episode is infra_error with the reason.")
+    ] = 5_000_000,
+    max_answer: Annotated[
+        int, typer.Option("--max-answer", min=100, help="Characters of the agent's answer; a longer one is the "
+                          "model's fault (model_error answer_too_long), scored cut to this length.")
+    ] = 50_000,
+    max_transcript: Annotated[
+        int, typer.Option("--max-transcript", min=1_000, help="Characters of message text stored per episode in "
+                          "results.jsonl; over it each message is cut to an equal share.")
+    ] = 2_000_000,
     home: HomeOption = None,
 ) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
@@ -132,6 +152,7 @@ def eval_command(
 
     from envscaler_mcp import _interrupt
     from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.limits import OutputLimits
     from envscaler_mcp.harness.models import EpisodeConfig
     from envscaler_mcp.harness.run import new_run_id, run_eval
     from envscaler_mcp.harness.rundir import RunDir
@@ -173,6 +194,8 @@ def eval_command(
             success=success,
             observation=observation,
             agent_settings=GenerationSettings(temperature=temperature, max_tokens=4096),
+            limits=OutputLimits(shown_result_chars=max_shown_result, tool_result_chars=max_tool_result,
+                                state_bytes=max_state, answer_chars=max_answer, transcript_chars=max_transcript),
         ),
         progress=progress,
         ray=ray,

@@ -23,7 +23,8 @@ from envscaler_mcp.harness.checks import (
     item_verdicts,
     mark_at_start,
 )
-from envscaler_mcp.harness.faults import describe, is_infra
+from envscaler_mcp.harness.faults import describe, is_infra, not_retried
+from envscaler_mcp.harness.limits import OutputLimits, check_state, cut, shown_result, stored_messages
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
@@ -109,7 +110,9 @@ async def run_episode(
         raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
     reasons: list[str] = []
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    for attempt in range(1, config.infra_retries + 2):
+    attempt = 0
+    while attempt <= config.infra_retries:
+        attempt += 1
         if attempt > 1:
             await anyio.sleep(config.infra_backoff_s * (attempt - 1))
         t0 = time.perf_counter()
@@ -121,6 +124,8 @@ async def run_episode(
             if not is_infra(exc):
                 raise
             reasons.append(f"attempt {attempt}: {describe(exc)}")
+            if not_retried(exc):  # the environment's code would do it again
+                break
             continue
         return result.model_copy(
             update={
@@ -139,13 +144,13 @@ async def run_episode(
         mode=config.mode,
         status="infra_error",
         infra_reason="; ".join(reasons),
-        attempts=config.infra_retries + 1,
+        attempts=attempt,
         agent_model=agent.spec,
         user_model=user.spec if user else None,
         title=scenario.title,
         task=scenario.task,
         tools=rec.tools,
-        messages=rec.messages,
+        messages=stored_messages(rec.messages, config.limits),
         timings=rec.timings,
         agent_usage=rec.agent_usage,
         user_usage=rec.user.usage if rec.user else Usage(),
@@ -230,6 +235,7 @@ async def _attempt(
         except NoAdminPlane:
             final_state = None
         rec.time("state", t)
+    check_state(final_state, config.limits)
     t = time.perf_counter()
     transcript = episode_transcript(rec.messages, rec.final_answer, success_convention)
     turns = TurnScoring(scenario, rec.turn_marks, rec.turn_states, rec.messages, reference)
@@ -254,8 +260,8 @@ async def _attempt(
         title=scenario.title,
         task=scenario.task,
         tools=rec.tools,
-        messages=rec.messages,
-        user_messages=rec.user.messages if rec.user else [],
+        messages=stored_messages(rec.messages, config.limits),
+        user_messages=stored_messages(rec.user.messages, config.limits) if rec.user else [],
         final_answer=rec.final_answer,
         steps=rec.steps,
         tool_calls=rec.tool_calls,
@@ -324,6 +330,15 @@ async def _loop(
             rec.model_error = "refusal: the provider stopped the answer (content filter / refusal)"
             return "model_error"
         message = reply_turn.message.model_copy(update={"role": "assistant"})
+        over = len(message.content) - config.limits.answer_chars
+        if over > 0 and not message.tool_calls:  # an answer (or a message to the user) past its cap: the model's
+            rec.model_error = (f"answer_too_long: the answer has {len(message.content):,} characters, more than "
+                               f"the cap of {config.limits.answer_chars:,} (--max-answer); scored cut to the cap")
+            message = message.model_copy(update={"content": cut(message.content, config.limits.answer_chars,
+                                                                 "the answer"), "full_chars": len(message.content)})
+            rec.messages.append(message)
+            rec.final_answer = message.content
+            return "model_error"
         rec.messages.append(message)
         if not message.tool_calls:
             rec.final_answer = message.content
@@ -342,7 +357,7 @@ async def _loop(
                 tools, names = offered()
             continue
         for call in message.tool_calls:
-            rec.messages.append(await _execute(rec, ep, call, names))
+            rec.messages.append(await _execute(rec, ep, call, names, config.limits))
     return "max_steps"
 
 
@@ -357,22 +372,29 @@ async def _end_of_turn(rec: _Recorder, ep: EpisodeHandle) -> None:
     rec.time("state", t)
 
 
-async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
+async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str],
+                   limits: OutputLimits) -> Message:
     rec.tool_calls += 1
     t = time.perf_counter()
-    message = await call_tool_safely(ep, call, names)
+    message = await call_tool_safely(ep, call, names, limits)
     rec.tool_errors += message.is_error
     rec.time("tool", t, name=call.name, is_error=message.is_error)
     return message
 
 
-async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[str]) -> Message:
-    """Run one tool call through MCP and return the `tool` message answering it.
+async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[str],
+                           limits: OutputLimits | None = None) -> Message:
+    """Run one tool call through MCP and return the `tool` message answering it, cut for the agent to
+    `limits.shown_result_chars` (harness/limits.py).
 
-    Model mistakes (undecodable arguments, unknown tool, a request the server rejects as invalid) become error
-    results the agent can recover from; other MCP errors propagate (they are the infrastructure's).
+    Model mistakes (undecodable or malformed arguments, unknown tool, a request the server rejects as invalid)
+    become error results the agent can recover from; other MCP errors propagate (they are the
+    infrastructure's), and so does OutputTooLarge for a result past `limits.tool_result_chars`.
     """
-    if call.raw_arguments is not None:
+    if call.rejected is not None:
+        result = _error_result(f"The call to '{call.name}' was not sent: {call.rejected}. Send the arguments as a "
+                               "JSON object matching the tool's schema.")
+    elif call.raw_arguments is not None:
         result = _error_result(
             f"The arguments of '{call.name}' are not a JSON object: {call.raw_arguments[:300]!r}. "
             "Send the arguments as a JSON object matching the tool's schema."
@@ -386,13 +408,14 @@ async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[
             if exc.code not in _MODEL_FAULT_CODES:
                 raise
             result = _error_result(f"Tool call rejected: {exc.message}")
-    return Message(
+    message = Message(
         role="tool",
         content=result_text(result),
         tool_call_id=call.id,
         name=call.name,
         is_error=bool(result.is_error),
     )
+    return shown_result(message, limits or OutputLimits())
 
 
 class _Watched:

@@ -15,6 +15,7 @@ import httpx2
 from mcp import MCPError
 
 from envscaler_mcp.errors import (
+    OutputTooLarge,
     ProviderError,
     ProviderNotConfigured,
     ServerFault,
@@ -51,6 +52,14 @@ def is_infra(exc: BaseException) -> bool:
     if isinstance(exc, ProviderError):
         return True
     return isinstance(exc, _INFRA_TYPES)
+
+
+def not_retried(exc: BaseException) -> bool:
+    """An infrastructure failure a retry would meet again: an environment's output past its size cap
+    (OutputTooLarge), alone or in an exception group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return bool(exc.exceptions) and any(not_retried(e) for e in exc.exceptions)
+    return isinstance(exc, OutputTooLarge)
 
 
 def describe(exc: BaseException) -> str:

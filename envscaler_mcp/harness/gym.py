@@ -24,7 +24,6 @@ harness.openenv_env does.
 
 from __future__ import annotations
 
-import json
 from contextlib import AsyncExitStack
 from typing import Any, Literal
 
@@ -39,7 +38,7 @@ from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin
 from envscaler_mcp.harness.user_sim import SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
-from envscaler_mcp.providers.tools import mcp_tools_to_defs
+from envscaler_mcp.providers.tools import decode_arguments, mcp_tools_to_defs
 from envscaler_mcp.qa.reference import ReferenceCache
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.metrics import episode_success
@@ -218,14 +217,11 @@ def _to_call(action: dict[str, Any], step: int) -> ToolCallRequest:
     """A tool-call action as a ToolCallRequest; a non-object argument string is kept raw (an error result)."""
     if "name" not in action:
         raise UsageError("a tool-call action needs a 'name' (and 'arguments'); a text answer is a plain str")
-    args = action.get("arguments") or {}
-    raw = None
-    if isinstance(args, str):
-        try:
-            decoded = json.loads(args)
-        except json.JSONDecodeError:
-            decoded = None
-        args, raw = (decoded, None) if isinstance(decoded, dict) else ({}, args)
+    given = action.get("arguments") or {}
+    if isinstance(given, str | dict):
+        args, raw = decode_arguments(given)
+    else:
+        args, raw = {}, f"a {type(given).__name__}"
     return ToolCallRequest(
         id=str(action.get("id") or f"step_{step}"),
         name=str(action["name"]),

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.harness.limits import OutputLimits
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scenario.models import CheckKind
 from envscaler_mcp.scoring.diff import StateChange
@@ -211,6 +212,11 @@ class EpisodeConfig(BaseModel):
         "read-only, 'on' wherever the reference has results, 'off' never.",
     )
     infra_backoff_s: float = Field(1.0, ge=0, description="Wait before retry n: n x this many seconds.")
+    limits: OutputLimits = Field(
+        default_factory=OutputLimits,
+        description="Size caps on tool results (shown to the agent, accepted), final states, answers and stored "
+        "transcripts (harness/limits.py).",
+    )
     agent_settings: GenerationSettings = Field(
         default_factory=lambda: GenerationSettings(temperature=0.0, max_tokens=4096),
         description="Generation settings of the agent seat.",

@@ -20,7 +20,7 @@ from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from envscaler_mcp._json import State
-from envscaler_mcp.errors import ServerFault
+from envscaler_mcp.errors import OutputTooLarge, ServerFault
 from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
@@ -135,6 +135,8 @@ def _server_gone(exc: BaseException) -> bool:
     """A connection-level failure (refused, reset, closed stream): the server process is gone or hung."""
     if isinstance(exc, BaseExceptionGroup):
         return any(_server_gone(e) for e in exc.exceptions)
+    if isinstance(exc, OutputTooLarge):  # the server answered, too much: it is not gone
+        return False
     if isinstance(exc, MCPError) and exc.code in _GONE_CODES:
         return True
     return isinstance(exc, _GONE) or (exc.__cause__ is not None and _server_gone(exc.__cause__))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from envscaler_mcp._json import JSONObject, valid_text
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.providers.arguments import bounded_call
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -21,7 +22,12 @@ class ToolCallRequest(BaseModel):
     raw_arguments: str | None = Field(
         None, description="The undecoded argument text when it was not a JSON object (arguments is then {})."
     )
+    rejected: str | None = Field(
+        None, description="Why the arguments were not sent to the tool (nested too deep, too large); arguments "
+        "is then {} and the call an error result (providers/arguments.py)."
+    )
 
+    _bounded = model_validator(mode="before")(bounded_call)
     _valid_text = field_validator("name", "arguments", "raw_arguments")(valid_text)
 
 
@@ -34,6 +40,10 @@ class Message(BaseModel):
     tool_call_id: str | None = Field(None, description="For role 'tool': the call this answers.")
     name: str | None = Field(None, description="For role 'tool': the tool's name.")
     is_error: bool = Field(False, description="For role 'tool': the result is an error the model should see.")
+    full_chars: int | None = Field(
+        None, description="When the content was cut to a size cap (a tool result shown to the agent, an over-long "
+        "answer, a transcript stored in results.jsonl): its length in characters before the cut."
+    )
     reasoning: str | None = Field(None, description="Reasoning content, where the model gives it.")
     reasoning_signature: str | None = Field(
         None, description="Opaque signature of the reasoning (Anthropic thinking blocks), sent back unchanged."

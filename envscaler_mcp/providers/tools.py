@@ -117,7 +117,7 @@ def decode_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], 
         return {}, None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past the interpreter's recursion limit: not sent
         return {}, raw
     return (value, None) if isinstance(value, dict) else ({}, raw)
 

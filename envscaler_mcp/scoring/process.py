@@ -25,7 +25,13 @@ Answer = tuple[bool, str | None, float, list[str]]  # passed, reason, seconds, e
 
 
 class WorkerFault(Exception):
-    """The worker could not complete a request through no fault of the validators (stopped, stalled, killed)."""
+    """The worker could not complete a request: through no fault of the validators (stopped, stalled, killed,
+    an answer it should never write), or, when `culprit` names a trial of the request, because that trial's
+    validators changed the worker itself (its checks are charged; the worker is replaced)."""
+
+    def __init__(self, reason: str, culprit: int | None = None) -> None:
+        super().__init__(reason)
+        self.culprit = culprit
 
 
 def _state(pid: int) -> str:
@@ -35,6 +41,12 @@ def _state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError("a reason that is not a string")
 
 
 class Worker:
@@ -93,11 +105,15 @@ class Worker:
         for index in indices:
             answer = await self._next_answer(line_timeout)
             if "fault" in answer:
-                raise WorkerFault(str(answer["fault"]))
+                culprit = answer.get("culprit")
+                raise WorkerFault(str(answer["fault"])[:500], culprit if isinstance(culprit, int) else None)
             if answer.get("i") != index:
                 raise WorkerFault(f"the worker answered check {answer.get('i')} when {index} was due")
-            answers[index] = (bool(answer["passed"]), answer.get("reason"), float(answer.get("duration_s", 0.0)),
-                              [str(e) for e in answer.get("evidence") or []])
+            try:
+                answers[index] = (answer["passed"] is True, _text_or_none(answer.get("reason")),
+                                  float(answer.get("duration_s", 0.0)), [str(e) for e in answer.get("evidence") or []])
+            except (TypeError, ValueError) as exc:
+                raise WorkerFault(f"the worker wrote a garbled answer ({type(exc).__name__})") from exc
         return answers
 
     async def _next_answer(self, line_timeout: float) -> dict[str, Any]:
@@ -116,7 +132,12 @@ class Worker:
                                   f"(no answer for {line_timeout:.1f} s)")
             if not line:
                 raise WorkerFault(f"the worker process died ({await self._exit_text()})")
-            answer: dict[str, Any] = json.loads(line)
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                answer = None
+            if not isinstance(answer, dict):
+                raise WorkerFault(f"the worker wrote a garbled line ({line[:60]!r})")
             if not answer.get("alive"):
                 return answer
 

@@ -1,4 +1,5 @@
-"""The zygote's loop: one forked batch process per request, its answers relayed, its life watched.
+"""The zygote's loop: one forked batch process per request (per trial when a request carries several trials of
+a scenario: each is judged on a fresh interpreter), its answers relayed, its life watched.
 
 How a batch ends, and whose fault it is (the rule the sandbox documents):
 
@@ -25,7 +26,15 @@ from typing import Any, BinaryIO
 
 from envscaler_mcp.isolation import namespaces
 from envscaler_mcp.scoring import confine
-from envscaler_mcp.scoring.runner import MAX_EVIDENCE, MAX_REASON, Pristine, Runner, answer_line
+from envscaler_mcp.scoring.runner import (
+    MAX_EVIDENCE,
+    MAX_REASON,
+    Pristine,
+    Runner,
+    answer_line,
+    changed_limits,
+    limits_now,
+)
 
 _CRASHES = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGSYS,
             signal.SIGTRAP}
@@ -33,15 +42,26 @@ _MAX_LINE = 1 << 16
 _STALL_CPU_SHARE = 0.05  # a batch process that used less of the CPU than this while overdue has stalled
 _PARSE_RATE = 20e6  # bytes of state JSON per second, pessimistic: time allowed for parsing before a check
 _SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
+_TAMPERED = 71  # exit code of a batch process whose last answered check changed its limits: go on in a fresh one
+_MALFORMED = "the batch process wrote a malformed answer"
 # Initial states kept parsed for later batches of the same scenario (trials, the gate's probes): a few small
 # ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
-_MAX_EPISODES = 64  # trials of one scenario checked in one batch process
+_MAX_EPISODES = 64  # trials of one scenario in one request (each in batch processes of its own)
 
 
 class _Fault(Exception):
     """The batch process failed through no fault of its validators."""
+
+
+class _Tampered(Exception):
+    """A batch process changed the zygote itself (its limits): the zygote cannot serve another batch. Not a
+    fault of the machine: the trial whose batch it was is named, so the caller charges it."""
+
+    def __init__(self, reason: str, episode: int) -> None:
+        super().__init__(reason)
+        self.episode = episode
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -71,6 +91,7 @@ class Zygote:
         self.pid1 = os.getpid() == 1
         self._recent: dict[bytes, Pristine] = {}  # initial-state text -> parsed (_RECENT_STATES, _RECENT_BYTES)
         self._outbox: list[dict[str, Any]] = []
+        self._limits = limits_now("RLIMIT_CPU")  # what the zygote set itself; only a batch process could change it
         for sig in (signal.SIGALRM, signal.SIGPROF):  # the zygote has no handler a batch could trigger
             signal.signal(sig, signal.SIG_IGN)
 
@@ -91,10 +112,17 @@ class Zygote:
             initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
             request["states"] = _episode_states(initial, texts[1:], episodes, pending)
             try:
-                while pending:
-                    pending = self._batch(request, pending)
+                # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
+                # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
+                for trial in _by_episode(pending):
+                    while trial:
+                        trial = self._batch(request, trial)
             except _Fault as fault:
                 self._send({"fault": str(fault)})
+            except _Tampered as tampered:
+                self._send({"fault": str(tampered), "culprit": tampered.episode})
+                self._flush()
+                os._exit(1)  # this zygote is no longer what it was: the caller starts a fresh worker
             self._flush()
 
     def _initial(self, text: bytes) -> Pristine:
@@ -136,6 +164,10 @@ class Zygote:
             os.close(alive_r)
             self._end_batch(pid)
             self._flush()
+            changed = changed_limits(self._limits)
+            if changed:
+                raise _Tampered(f"a validator changed the limits of the sandbox's worker ({', '.join(changed)})",
+                                int(pending[0].get("e", 0)))
 
     def _child(self, write_end: int, request: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         try:
@@ -158,6 +190,8 @@ class Zygote:
                 answer = self.runner.run_check(check["prepared"], initial, arguments[k], timeout_s, keep,
                                                kind=str(check.get("kind", "state")))
                 os.write(write_end, answer_line(check["i"], answer))
+                if self.runner.tampered:
+                    os._exit(_TAMPERED)
         finally:
             os._exit(0)
 
@@ -171,26 +205,32 @@ class Zygote:
         window = timeout_s + float(request.get("grace_s", 1.0)) + \
             sum(request["sizes"]) / _PARSE_RATE
         buffer = b""
-        done = 0
+        done = before = 0
         slow = _Progress(_cpu_seconds(pid))
+        wake = time.monotonic() + window
         while True:
-            ended = bool(select.select([alive], [], [], window)[0])
+            ended = _ended(alive, max(0.0, wake - time.monotonic()))
             buffer += _drain(answers)
-            before = done
             lines: list[dict[str, Any]] = []
             while b"\n" in buffer and done < len(pending):
                 line, buffer = buffer.split(b"\n", 1)
                 lines.append(self._checked(line, pending[done]["i"]))
                 done += 1
+                if lines[-1]["reason"] == _MALFORMED:
+                    break  # the check that was running wrote it: charged to it, the rest in a fresh process
             if len(buffer) > _MAX_LINE and done < len(pending):
-                lines.append(_answer(pending[done]["i"], "the batch process wrote a malformed answer"))
+                lines.append(_answer(pending[done]["i"], _MALFORMED))
+                done += 1
+            if lines and lines[-1]["reason"] == _MALFORMED:
                 self._send(*lines)
-                return pending[done + 1:]
+                return pending[done:]
             self._send(*lines)
             if done == len(pending):
                 return []
             if ended:
                 return self._died(pid, pending, done, timeout_s, window)
+            if ended is None and time.monotonic() < wake:
+                continue  # woken by bytes on the alive pipe: the window goes on
             if done == before:
                 verdict = self._overdue(pid, pending, done, timeout_s, slow, window)
                 if verdict is not None:
@@ -199,6 +239,7 @@ class Zygote:
                 slow.window_cpu = _cpu_seconds(pid)
             else:
                 slow = _Progress(_cpu_seconds(pid))
+            before, wake = done, time.monotonic() + window
             self._flush()  # progress, and a sign of life for the caller's watchdog
 
     def _checked(self, line: bytes, index: int) -> dict[str, Any]:
@@ -212,7 +253,7 @@ class Zygote:
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
                 raise ValueError(line[:80])
         except (ValueError, KeyError, TypeError):
-            return _answer(index, "the batch process wrote a malformed answer")
+            return _answer(index, _MALFORMED)
         return {"i": index, "passed": passed and reason is None, "reason": reason and reason[:MAX_REASON],
                 "duration_s": duration, "evidence": [e[:MAX_REASON] for e in evidence[:MAX_EVIDENCE]]}
 
@@ -230,7 +271,7 @@ class Zygote:
         if waited and os.WIFSTOPPED(status):
             raise _Fault(f"the batch process was stopped by {_signame(os.WSTOPSIG(status))} (it stalled)")
         if waited:  # it just ended: judge by how
-            return self._judge(status, pending, done, timeout_s)
+            return self._judge(status, pending, done, timeout_s, answered=done > 0)
         now = _cpu_seconds(pid)
         recent, used = now - since.window_cpu, now - since.cpu
         waited_s = time.monotonic() - since.wall
@@ -259,7 +300,7 @@ class Zygote:
             while time.monotonic() < give_up:
                 waited, status = os.waitpid(pid, os.WNOHANG)
                 if waited:
-                    return self._judge(status, pending, done, timeout_s)
+                    return self._judge(status, pending, done, timeout_s, answered=done > 0)
                 time.sleep(0.005)
             verdict = self._overdue(pid, pending, done, timeout_s, since, window)
             if verdict is not None:
@@ -268,7 +309,10 @@ class Zygote:
             self._flush()
             since.window_cpu = _cpu_seconds(pid)
 
-    def _judge(self, status: int, pending: list[dict[str, Any]], done: int, timeout_s: float) -> list[dict[str, Any]]:
+    def _judge(self, status: int, pending: list[dict[str, Any]], done: int, timeout_s: float,
+               answered: bool = False) -> list[dict[str, Any]]:
+        """How the batch process ended, before answering `pending[done]`; `answered`: it answered some check of
+        this batch (a process that ends with _TAMPERED after an answer asks for a fresh one)."""
         index = pending[done]["i"]
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
@@ -280,6 +324,8 @@ class Zygote:
                 raise _Fault(f"the batch process was killed by {_signame(sig)} from outside the sandbox")
         elif os.WEXITSTATUS(status) == _SETUP_FAILED:
             raise _Fault("the batch process could not apply its isolation layers")
+        elif os.WEXITSTATUS(status) == _TAMPERED and answered:
+            return pending[done:]  # the check that changed the process was charged in its answer
         else:
             reason = f"the validator ended its process (exit code {os.WEXITSTATUS(status)})"
         self._send(_answer(index, reason))
@@ -318,12 +364,31 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
     return states
 
 
+def _by_episode(checks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A request's checks split by trial (episode), each trial's in order; trials in order of their first check."""
+    trials: dict[int, list[dict[str, Any]]] = {}
+    for check in checks:
+        trials.setdefault(int(check.get("e", 0)), []).append(check)
+    return list(trials.values())
+
+
 def _argument(check: dict[str, Any], states: list[tuple[Pristine, Pristine, Pristine | None]]) -> Pristine:
     """What a check is run on: its episode's transcript for a transcript item, else its final state."""
     _, final, transcript = states[int(check.get("e", 0))]
     if check.get("kind") == "transcript" and transcript is not None:
         return transcript
     return final
+
+
+def _ended(alive: int, wait: float) -> bool | None:
+    """Wait up to `wait` s for the batch process to close its end of the `alive` pipe: True when it did, False
+    when the time ran out, None when it wrote there instead (read and ignored: the pipe carries no answers)."""
+    if not select.select([alive], [], [], wait)[0]:
+        return False
+    try:
+        return True if os.read(alive, _MAX_LINE) == b"" else None
+    except OSError:
+        return True
 
 
 def _drain(fd: int) -> bytes:

@@ -30,6 +30,22 @@ from envscaler_mcp.scoring._restrict import (
 )
 
 MAX_REASON = 300
+# The limits the zygote set (scoring/worker.py), inherited by each batch process; RLIMIT_CPU is set per check.
+WATCHED_LIMITS = ("RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NOFILE")
+
+
+def limits_now(*extra: str) -> dict[str, tuple[int, int]]:
+    """This process's watched limits, and the `extra` ones named (e.g. "RLIMIT_CPU")."""
+    return {name: resource.getrlimit(getattr(resource, name)) for name in (*WATCHED_LIMITS, *extra)}
+
+
+def changed_limits(before: dict[str, tuple[int, int]]) -> list[str]:
+    """The names of this process's limits in `before` that differ now (all of them when unreadable)."""
+    try:
+        now = limits_now(*(name for name in before if name not in WATCHED_LIMITS))
+    except (OSError, ValueError):
+        return list(before)
+    return [name for name, value in before.items() if now[name] != value]
 MAX_EVIDENCE = 20  # entries per check, each at most MAX_REASON characters
 # Captured now: a validator may patch json's classes inside its batch, and the answers must not change.
 _quote = json.encoder.encode_basestring_ascii
@@ -135,6 +151,9 @@ class Runner:
         self._fired = False
         self._granted: dict[str, Any] = {}
         self._prepared: dict[str, Prepared] = {}
+        self._limits: dict[str, tuple[int, int]] = {}
+        self._cpu_limit = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+        self.tampered = ""  # set when a check changed its process's limits or alarm: the batch must end
 
     def grant(self, **names: Any) -> None:
         """Test seam: extra globals every validator gets (the security tests hand over the real `os`)."""
@@ -145,6 +164,7 @@ class Runner:
         process's CPU time (ITIMER_PROF), not the clock's: a loaded machine slows a check down but never
         makes it time out (the zygote tells a slow check from a stalled one, scoring/relay.py)."""
         signal.signal(signal.SIGPROF, self._on_alarm)
+        self._limits = limits_now()
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         self._fired = True
@@ -171,8 +191,27 @@ class Runner:
         transcript_checks._begin()
         passed, reason = self._run(prepared, initial, argument, timeout_s, keep, kind)
         evidence = [_short(str(e)) for e in transcript_checks._take()[:MAX_EVIDENCE]]
+        self.tampered = self._tampering()
+        if self.tampered:  # the check's own doing: its verdict is the failure; the next check needs a fresh process
+            passed, reason, evidence = False, self.tampered, []
         return {"passed": passed, "reason": reason, "duration_s": round(time.perf_counter() - start, 6),
                 "evidence": evidence}
+
+    def _tampering(self) -> str:
+        """Why the process is no longer fit to run another check ('' when it is): a check changed the limits
+        it was given (its own CPU limit included) or took over the alarm."""
+        changed = changed_limits(self._limits)
+        try:
+            if resource.getrlimit(resource.RLIMIT_CPU) != self._cpu_limit:
+                changed.append("RLIMIT_CPU")
+            alarm = signal.getsignal(signal.SIGPROF)
+        except (OSError, ValueError):
+            alarm = None
+        if changed:
+            return _short(f"the validator changed its process's limits ({', '.join(changed)})")
+        if alarm != self._on_alarm:
+            return "the validator changed its process's CPU-time alarm"
+        return ""
 
     def _run(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
              keep: tuple[bool, bool], kind: str = "state") -> tuple[bool, str | None]:
@@ -193,7 +232,7 @@ class Runner:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else _short(f"bad state JSON: {exc}")
         self._fired = False
         result: Any = None
-        _cap_cpu(timeout_s)
+        self._cpu_limit = _cap_cpu(timeout_s)
         try:
             signal.setitimer(signal.ITIMER_PROF, timeout_s)
             try:
@@ -238,9 +277,10 @@ def answer_line(index: int, answer: dict[str, Any]) -> bytes:
             f'"evidence": [{evidence}]}}\n').encode("ascii")
 
 
-def _cap_cpu(timeout_s: float) -> None:
+def _cap_cpu(timeout_s: float) -> tuple[int, int]:
     """Kernel backstop: the batch process dies (SIGXCPU) if this check burns the CPU well past its time, even
-    when the alarm is ignored by C code."""
+    when the alarm is ignored by C code. Returns the limit set."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+    limit = (math.ceil(usage.ru_utime + usage.ru_stime + timeout_s) + 2, resource.RLIM_INFINITY)
+    resource.setrlimit(resource.RLIMIT_CPU, limit)
+    return limit

@@ -11,8 +11,9 @@ layers and limits.
 Each worker (scoring/worker.py) forks a fresh batch process for every scenario's checks, inside new
 namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (scoring/confine.py; a layer
 the kernel refuses is logged as a warning and shown in `isolation`). Trials of one scenario that wait for a
-worker at the same time are checked in one batch process (the same checklist and the same initial state, each
-trial on its own final state); different scenarios never share one. Whatever a validator does, the outcome
+worker at the same time go in one request (the same checklist and the same initial state, sent and parsed
+once), each trial checked in batch processes of its own on its own final state; no two trials, and no two
+scenarios, share one. Whatever a validator does, the outcome
 is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
 validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
@@ -36,7 +37,7 @@ from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.scoring.models import CheckResult
 from envscaler_mcp.scoring.process import Answer, Worker, WorkerFault
 
-_MAX_TRIALS = 16  # trials of one scenario checked in one batch process (the worker takes up to 64)
+_MAX_TRIALS = 16  # trials of one scenario sent in one request (the worker takes up to 64)
 _TRIAL_SHARE = 40  # a request's final states and transcripts: at most 1/40 of the memory limit (12.8 MB of 512)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
@@ -71,6 +72,16 @@ class _Trials:
 
 def _stride(runnable: list[tuple[int, str, str]]) -> int:
     return max(i for i, _, _ in runnable) + 1
+
+
+def _charge(header: dict[str, Any], episode: int, reason: str,
+            charged: Answers) -> tuple[dict[str, Any], list[int]]:
+    """Fail every check of trial `episode` with `reason` (into `charged`); the request without them, and the
+    indices still to be answered."""
+    mine = [c for c in header["checks"] if c.get("e", 0) == episode]
+    charged.update({c["i"]: (False, reason, 0.0, []) for c in mine})
+    rest = [c for c in header["checks"] if c.get("e", 0) != episode]
+    return {**header, "checks": rest}, [c["i"] for c in rest]
 
 
 def _by_trial(answers: Answers, trials: int, stride: int) -> dict[int, Answers]:
@@ -204,7 +215,7 @@ class ValidatorSandbox:
 
     async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...]) -> Answers:
         """Run one episode's checks; other trials of the same scenario that come while this one waits for a
-        worker join it, and all are checked in one batch process (the boundary stays the scenario: one
+        worker join it, and all go in one request, each trial in batch processes of its own (one
         checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself."""
         key = (states[0], len(states), tuple(runnable))  # by content: a run reads each episode's state afresh
         while True:
@@ -257,21 +268,30 @@ class ValidatorSandbox:
 
     async def _ask(self, compose: Callable[[], tuple[dict[str, Any], tuple[bytes, ...], list[int]]]) -> Answers:
         """Borrow an idle worker, then send it the request `compose` makes (once the worker is free); retried
-        once on a fresh worker after a fault. Raises SandboxFault after a second fault."""
+        once on a fresh worker after a fault. Raises SandboxFault after a second fault.
+
+        A worker that a trial's validators changed (it names the trial) is replaced too, but that is the trial's
+        doing: its checks fail with the reason and the request goes on for the other trials, uncounted."""
         worker: Worker = await self._idle_recv.receive()
         try:
             header, states, indices = compose()
             line_timeout = self._line_deadline(sum(len(text) for text in states))
             seen: list[str] = []
+            charged: Answers = {}
             while True:
                 if worker.process.returncode is not None:
                     worker = await self._replace(worker)
                 try:
-                    return await worker.ask(header, states, indices, line_timeout)
+                    return {**charged, **await worker.ask(header, states, indices, line_timeout)}
                 except WorkerFault as fault:
-                    seen.append(str(fault))
-                    self.faults.append(str(fault))
                     worker = await self._replace(worker)
+                    if fault.culprit is not None:
+                        header, indices = _charge(header, fault.culprit, str(fault), charged)
+                        if not indices:
+                            return charged
+                        continue
+                    self.faults.append(str(fault))
+                    seen.append(str(fault))
                     if len(seen) == 2:
                         raise SandboxFault(
                             f"the validator sandbox failed twice in a row through no fault of the validators: "

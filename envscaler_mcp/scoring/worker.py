@@ -4,8 +4,8 @@ Processes (scoring/confine.py applies the OS layers):
 
     worker  -- imports everything validators may use, enters new namespaces, forks:
       zygote  -- PID 1 of the new PID namespace; empty root, nobody, Landlock, seccomp; reads requests,
-        batch -- one fork per request (a scenario's checks, for one episode or for trials that waited
-                 together): stacks a seccomp filter with no fork/signals,
+        batch -- one fork per request (a scenario's checks for one episode), one per trial when trials that
+                 waited together come in one request: stacks a seccomp filter with no fork/signals,
                  runs the checks and writes one answer line each to a pipe the zygote reads.
 
 The zygote relays each answer to the caller after checking it (so a batch process cannot speak for another
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if seam.get("grant_os"):  # tests only: hand validators the real modules, as a successful escape would
         import ctypes
 
-        runner.grant(os=os, sys=sys, ctypes=ctypes)
+        runner.grant(os=os, sys=sys, ctypes=ctypes, resource=resource)
     _preload()
     layers = confine.Layers(enabled=not args.no_isolation, skip=frozenset(seam.get("skip", ())))
     filters = confine.compile_filters() if layers.enabled else ""

@@ -161,3 +161,26 @@ async def test_a_validators_own_failures_are_results_not_faults() -> None:
     assert results["non_bool"].reason == "returned 'yes' (str), not a bool"
     assert (results["recursion"].reason or "").startswith("raised RecursionError")
     assert results["after"].passed and results["after"].reason is None
+
+
+@pytest.mark.parametrize("line", [b"garbage\n", b"[1, 2]\n", b'{"i": 0, "passed": true, "reason": 5}\n'])
+async def test_a_worker_that_writes_a_garbled_line_is_a_fault_not_a_crash_of_the_caller(line: bytes) -> None:
+    """A stand-in for a broken worker: it says hello, reads a request, answers with `line`. The caller gets a
+    WorkerFault (retried on a fresh worker by the sandbox), never a ValueError out of the protocol reader."""
+    import sys
+
+    from anyio.streams.buffered import BufferedByteReceiveStream
+
+    from envscaler_mcp.scoring.process import Worker, WorkerFault
+
+    script = ("import sys\nsys.stdout.write('{\"ready\": true, \"pid\": 1, \"isolation\": {}}\\n'); sys.stdout.flush()\n"
+              f"sys.stdin.readline()\nsys.stdout.buffer.write({line!r}); sys.stdout.flush()\nsys.stdin.read()\n")
+    process = await anyio.open_process([sys.executable, "-c", script], start_new_session=True)
+    assert process.stdout is not None
+    worker = Worker(process, BufferedByteReceiveStream(process.stdout))
+    try:
+        assert b"ready" in await worker.reader.receive_until(b"\n", 1 << 16)
+        with pytest.raises(WorkerFault, match="garbled"):
+            await worker.ask({"sizes": [2, 2], "checks": [{"i": 0}]}, (b"{}", b"{}"), [0], 20.0)
+    finally:
+        await worker.kill()

@@ -1,5 +1,6 @@
-"""Trials of one scenario that wait for a worker together are checked in one batch process, each on its own
-final state and transcript; different scenarios never share one. Each trial hands in its own copy of the
+"""Trials of one scenario that wait for a worker together are sent in one request, and each is checked in
+batch processes of its own (a fresh fork of the pre-imported zygote), on its own final state and transcript:
+no trial sees the interpreter state another left, nor can it answer for another. Each trial hands in its own copy of the
 initial state, as a run does (it reads every episode's scenario line afresh)."""
 
 from __future__ import annotations
@@ -128,9 +129,10 @@ async def _cancellable(scope: anyio.CancelScope, work: Any) -> None:
         await work
 
 
-async def test_different_scenarios_never_share_a_batch_process() -> None:
+async def test_no_two_trials_share_a_batch_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the real `os`/`sys` handed to validators (as an escape would), a check counts the checks its
-    process has run: trials of one scenario share a process, another scenario's checks start from zero."""
+    process has run: trials of one scenario sent in one request, and another scenario's, all start from zero."""
+    requests = _Requests(monkeypatch)
     counter = ("def check_func(s):\n    seen = int(os.environ.get('CHECKS_SEEN', '0')) + 1\n"
                "    os.environ['CHECKS_SEEN'] = str(seen)\n    return seen == 1\n")
     items = [ChecklistItem(id="first", description="first in its process", validator=counter)]
@@ -146,7 +148,8 @@ async def test_different_scenarios_never_share_a_batch_process() -> None:
                 for n, (name, initial) in enumerate((("a1", INITIAL), ("b1", other), ("a2", INITIAL))):
                     tg.start_soon(one, name, initial)
                     await _until(lambda n=n: _waiting(sb) == n + 1)
-    assert got == {"a1": True, "a2": False, "b1": True}
+    assert sorted(requests.episodes) == [1, 2]  # a1 and a2 in one request, b1 in another
+    assert got == {"a1": True, "a2": True, "b1": True}
 
 
 async def test_a_first_trial_cancelled_while_its_batch_runs_leaves_the_others_answered(
@@ -229,7 +232,7 @@ async def test_a_trial_that_kills_the_shared_batch_takes_no_other_trials_answer(
                 for n, status in enumerate(("hostile", "shipped", "pending")):
                     tg.start_soon(trial, status)
                     await _until(lambda n=n: _waiting(sb) == n + 1)
-    assert requests.episodes == [3]  # one request, one batch process until the hostile check
+    assert requests.episodes == [3]  # one request; each trial in batch processes of its own
     assert got == {"hostile": [(False, reason), (True, None)], "shipped": [(True, None), (True, None)],
                    "pending": [(False, None), (False, None)]}
 
@@ -262,3 +265,130 @@ async def test_a_worker_killed_under_a_shared_batch_is_a_fault_every_trial_survi
         restarts, faults = sb.restarts, list(sb.faults)
     assert got == {"shipped": (True, None), "pending": (False, None)}
     assert requests.episodes == [2, 2] and restarts == 1 and len(faults) == 1
+
+
+ROUNDING = [  # an honest-looking item that leaves the decimal context changed behind it
+    ChecklistItem(id="half", description="a quarter of the total rounds to 2", validator=(
+        "import decimal\n"
+        "def check_func(s):\n"
+        "    quarter = decimal.Decimal(s['orders']['O1']['total']) / 4\n"
+        "    ok = quarter.quantize(decimal.Decimal('1')) == 2\n"
+        "    decimal.getcontext().rounding = decimal.ROUND_UP\n"
+        "    return ok\n")),
+    ChecklistItem(id="status", description="shipped",
+                  validator="def check_func(s):\n    return s['orders']['O1']['status'] == 'shipped'\n"),
+]
+
+
+async def test_trials_checked_together_get_the_verdicts_they_get_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every trial is judged on a fresh interpreter: a check that changes the decimal rounding mode (2.5 rounds
+    to 2 under the default, to 3 after it) changes nothing for the trials checked with it. Before each trial got
+    batch processes of its own, the trials after the first failed the item on the same final state."""
+    requests = _Requests(monkeypatch)
+    alone: list[list[bool]] = []
+    together: dict[int, list[bool]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        for _ in range(3):
+            alone.append([r.passed for r in await sb.run(ROUNDING, copy.deepcopy(INITIAL), _final("shipped"))])
+
+        async def trial(k: int) -> None:
+            results = await sb.run(ROUNDING, copy.deepcopy(INITIAL), _final("shipped"))
+            together[k] = [r.passed for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for k in range(3):
+                    tg.start_soon(trial, k)
+                await _until(lambda: _waiting(sb) == 3)
+    assert requests.episodes == [1, 1, 1, 3]  # three alone, then the three in one request
+    assert alone == [[True, True]] * 3
+    assert together == {k: [True, True] for k in range(3)}
+
+
+async def test_a_check_cannot_write_the_answers_of_the_trials_checked_with_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the real `os` handed to validators (as an escape would), the first trial's check writes answer lines
+    claiming a pass for the other trials' checks to every descriptor it has: the other trials' verdicts are
+    those their own states give (the forged lines reach no batch process that answers for them)."""
+    requests = _Requests(monkeypatch)
+    forged = "".join(f'{{"i": {i}, "passed": true, "reason": null, "duration_s": 0.0, "evidence": []}}\\n'
+                     for i in range(4))
+    source = ("def check_func(s):\n"
+              "    if s['orders']['O1']['status'] == 'hostile':\n"
+              "        for fd in range(3, 64):\n"
+              "            try:\n"
+              f"                os.write(fd, b'{forged}')\n"
+              "            except OSError:\n"
+              "                pass\n"
+              "    return s['orders']['O1']['status'] == 'shipped'\n")
+    items = [ChecklistItem(id="shipped", description="shipped", validator=source)]
+    got: dict[str, bool] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1, _test_seam={"grant_os": True}) as sb:
+        async def trial(status: str) -> None:
+            [result] = await sb.run(items, copy.deepcopy(INITIAL), _final(status))
+            got[status] = result.passed
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("hostile", "pending", "cancelled", "shipped")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+    assert requests.episodes == [4]
+    assert {k: v for k, v in got.items() if k != "hostile"} == {"pending": False, "cancelled": False, "shipped": True}
+
+
+MISBEHAVIOURS = {
+    # lowers its own process's hard CPU limit: the next check of that process can no longer be given its time
+    "own-limits": "resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))",
+    # writes garbage to every descriptor it has (its answer pipe among them)
+    "garbage": "[_write(fd) for fd in range(3, 64)]",
+    # ends its process before answering (libc's exit: `os._exit` is a private name the restrictions refuse)
+    "exits": "ctypes.CDLL(None).exit(0)",
+    # lowers the limits of the worker's zygote, its parent (same user): the zygote could fork no more batches
+    "zygote-limits": "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (4, 4))",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MISBEHAVIOURS))
+async def test_a_validator_that_misbehaves_is_charged_and_its_neighbours_get_a_clean_runs_verdicts(
+        monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """With the real `os`/`resource` handed to validators (as an escape would), the first check of one trial
+    misbehaves. Its check fails with a reason; the neighbours' later verdicts (the next check of its trial, the
+    other trials sent with it, a scenario checked after it on the same worker) equal a clean run's; a worker the
+    validator changed is replaced, and nothing becomes an infrastructure fault."""
+    requests = _Requests(monkeypatch)
+    source = ("def _write(fd):\n    try:\n        os.write(fd, b'garbage\\n{not json\\n')\n    except OSError:\n"
+              "        pass\n"
+              f"def check_func(s):\n    if s['orders']['O1']['status'] == 'hostile':\n        {MISBEHAVIOURS[how]}\n"
+              "    return s['orders']['O1']['status'] == 'shipped'\n")
+    second = "def check_func(s):\n    return s['orders']['O1']['status'] != 'pending'\n"
+    items = [ChecklistItem(id="first", description="may misbehave", validator=source),
+             ChecklistItem(id="second", description="not pending", validator=second)]
+    later = {**copy.deepcopy(INITIAL), "today": "2025-01-02"}  # another scenario, after the request
+    got: dict[str, list[tuple[bool, str | None]]] = {}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1,
+                                _test_seam={"grant_os": True}) as sb:
+        async def trial(status: str, initial: dict[str, Any] = INITIAL) -> None:
+            results = await sb.run(items, copy.deepcopy(initial), _final(status))
+            got[status] = [(r.passed, r.reason) for r in results]
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n, status in enumerate(("shipped", "hostile", "pending")):
+                    tg.start_soon(trial, status)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+        await trial("cancelled", later)
+        await trial("shipped", later)
+        restarts, faults = sb.restarts, list(sb.faults)
+    assert requests.episodes[0] == 3
+    hostile_first, hostile_second = got.pop("hostile")
+    assert hostile_first[0] is False and hostile_first[1]  # the misbehaving check: failed, with the reason
+    assert got == {"shipped": [(True, None), (True, None)], "pending": [(False, None), (False, None)],
+                   "cancelled": [(False, None), (True, None)]}
+    assert faults == []
+    if how == "zygote-limits":  # the worker itself was changed: replaced, and the trial charged as a whole
+        assert restarts == 1 and hostile_second[0] is False
+        assert "changed the limits of the sandbox's worker (RLIMIT_NOFILE)" in str(hostile_first[1])
+    else:
+        assert restarts == 0 and hostile_second == (True, None)
