@@ -90,6 +90,7 @@ async def test_the_gym_api_gives_malformed_arguments_an_error_result(transport: 
             deep_text = "[" * 100_000 + "]" * 100_000  # past the interpreter's recursion limit when decoded
             obs, *_, info = await env.step({"name": "cancel_order", "arguments": deep_text})
             assert info["is_error"] and "not a JSON object" in obs
+            await env.step({"name": "get_order", "arguments": {"order_id": "O-1002"}})  # looks it up, as told
             await env.step({"name": "cancel_order", "arguments": {"order_id": "O-1002"}})
             await env.step({"name": "add_note", "arguments": {"order_id": "O-1002", "text": "Customer changed mind"}})
             _, reward, terminated, _, info = await env.step("done")
