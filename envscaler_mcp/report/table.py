@@ -50,7 +50,7 @@ def summary_table(summary: RunSummary, width: int = 80) -> Table:
     them), `not scored` (shown when some episode had none) those that ran without a scorable check, `infra`
     those lost to infrastructure. pass@k / pass^k columns appear when there is more than one trial (with
     one, pass@1 = success); the state check and observation columns when some episode failed that check or it
-    did not apply to some. At a narrow width latency, tokens, steps, cost, pass^k, pass@k, the observation and
+    did not apply to some. At a narrow width latency, tokens, steps, cost, pass^k, the observation, pass@k and
     the state check are left out, in that order."""
     k = summary.trials
     overall = summary.overall
@@ -63,8 +63,8 @@ def summary_table(summary: RunSummary, width: int = 80) -> Table:
     cols += [Col("not scored", justify=right)] if overall.not_scorable else []
     cols += [Col("score", justify=right), Col("success", justify=right)]
     cols += [Col("state check", drop=8, justify=right)] if state else []
-    cols += [Col("observation", drop=7, justify=right)] if observed else []
-    cols += [Col(f"pass@{k}", drop=6, justify=right), Col(f"pass^{k}", drop=5, justify=right)] if k > 1 else []
+    cols += [Col("observation", drop=6, justify=right)] if observed else []
+    cols += [Col(f"pass@{k}", drop=7, justify=right), Col(f"pass^{k}", drop=5, justify=right)] if k > 1 else []
     cols += [Col("steps", drop=3, justify=right), Col("tokens", drop=2, justify=right),
              Col("cost", drop=4, justify=right), Col("latency", drop=1, justify=right), Col("infra", justify=right)]
     groups = [*summary.per_env, overall] if len(summary.per_env) > 1 else summary.per_env or [overall]

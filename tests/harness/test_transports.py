@@ -110,7 +110,7 @@ async def test_scores_are_identical_over_stdio_http_and_memory(tmp_path: Path) -
         ]
     assert outcomes["stdio"] == outcomes["http"] == outcomes["memory"]
     scores = {sid: score for sid, _, score, *_ in outcomes["http"]}
-    assert scores == {BOB.id: 0.5, ALICE.id: 0.5}
+    assert scores == {BOB.id: 0.5, ALICE.id: 0.3333}  # Alice: 1 of 3 goals (her 4th item is a guard)
 
 
 async def test_an_agent_that_does_nothing_never_succeeds_on_a_bundled_scenario(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ async def test_doing_nothing_fails_on_the_agents_own_final_state(served: Any, sa
     assert verdicts(r) == ("completed", 0.0, ["fail", "fail"], "fail", "failed", False)
     assert r.diff == [] and {c.kind for c in r.unexpected_changes} == {"mismatch"}
     alice = await episode(served, sandbox, ALICE, agent())
-    assert verdicts(alice) == ("completed", 0.25, ["fail", "fail", "fail", "pass"], "fail", "failed", False)
+    assert verdicts(alice) == ("completed", 0.0, ["fail", "fail", "fail", "pass"], "fail", "failed", False)
 
 
 async def test_an_extra_destructive_call_fails_the_state_check(served: Any, sandbox: SandboxChecker) -> None:
@@ -111,7 +111,7 @@ async def test_a_wrong_argument_fails(served: Any, sandbox: SandboxChecker) -> N
     wrong = [*ALICE.reference_solution[:2], ToolCall(tool="cancel_order", arguments={"order_id": "O-1002",
                                                                                       "reason": "moving abroad"})]
     r = await episode(served, sandbox, ALICE, agent(*wrong))
-    assert verdicts(r) == ("completed", 0.5, ["pass", "fail", "fail", "pass"], "fail", "passed", False)
+    assert verdicts(r) == ("completed", 0.3333, ["pass", "fail", "fail", "pass"], "fail", "passed", False)
     kinds = {(c.path, c.kind) for c in r.unexpected_changes}
     assert ("orders['O-1002'].status", "collateral") in kinds and ("orders['O-1004'].status", "mismatch") in kinds
 

@@ -17,7 +17,7 @@ from tests.report.runs import make_run
 from tests.tables import assert_fits, left_out, render
 
 LONG = "hospital_appointment_scheduling_system"
-DROPPABLE = ["state check", "pass@3", "pass^3", "steps", "tokens", "cost", "latency"]
+DROPPABLE = ["state check", "observation", "pass@3", "pass^3", "steps", "tokens", "cost", "latency"]
 
 
 def _episode(env: str, n: int, trial: int, status: str, score: float | None) -> EpisodeResult:
