@@ -20,6 +20,7 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, SynthesisError
 from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_progress import current_step
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 USER_MARKER = "<!-- user -->"
@@ -123,6 +124,7 @@ async def ask(
         settings = settings.model_copy(update={"json_schema": schema})
     first = messages
     last_error = ""
+    current_step.set(step)  # for the progress lines (this task's context only)
     for attempt in range(retries + 1):
         try:
             turn = await provider.complete(messages, None, settings)
