@@ -10,6 +10,7 @@ one item (`item_scope`), `synth.llm.ask` sets `current_step`; the provider wrapp
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +19,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from envscaler_mcp.providers.base import AssistantTurn, GenerationSettings, Message, Provider, ToolDef
 
@@ -96,34 +99,55 @@ class RunLog:
         self.line(f"[{stage} {count}] {item_id}: {outcome} ({duration(elapsed)} elapsed{eta})")
 
     def call_started(self, spec: str) -> None:
-        self.line(f"  {self._where()}: asking {spec}")
+        self.line(f"  {self.where()}: asking {spec}")
 
     def call_ended(self, turn: AssistantTurn) -> None:
-        self.line(f"  {self._where()}: answered ({turn_speed(turn)})")
+        self.line(f"  {self.where()}: answered ({turn_speed(turn)})")
 
     def call_failed(self, exc: BaseException) -> None:
-        self.line(f"  {self._where()}: the call failed: {type(exc).__name__}: {str(exc)[:200]}")
+        self.line(f"  {self.where()}: the call failed: {type(exc).__name__}: {str(exc)[:200]}")
 
     @staticmethod
-    def _where() -> str:
+    def where() -> str:
         return " ".join(part for part in (current_item.get(), current_step.get()) if part) or "model"
 
 
-class ReportingProvider:
-    """A provider that reports each call's start and end to a RunLog; everything else is the wrapped one's."""
+def model_activity() -> str:
+    """What this process's embedded model server is doing ('' when none runs or it is idle)."""
+    from envscaler_mcp.providers.local.server import activity_line
 
-    def __init__(self, inner: Provider, log: RunLog) -> None:
+    return activity_line()
+
+
+class ReportingProvider:
+    """A provider that reports each call's start and end to a RunLog, and every `heartbeat_s` of a call still
+    running, what the embedded model is doing (reading the prompt, generating); the rest is the wrapped one's."""
+
+    def __init__(self, inner: Provider, log: RunLog, heartbeat_s: float = 60.0) -> None:
         self.inner = inner
         self.log = log
         self.spec = inner.spec
+        self.heartbeat_s = heartbeat_s
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolDef] | None = None,
                        settings: GenerationSettings | None = None) -> AssistantTurn:
         self.log.call_started(self.spec)
+        started = time.monotonic()
+        call = asyncio.ensure_future(self.inner.complete(list(messages), list(tools) if tools is not None else None,
+                                                         settings))
         try:
-            turn = await self.inner.complete(list(messages), list(tools) if tools is not None else None, settings)
-        except Exception as exc:
-            self.log.call_failed(exc)
+            while not (await asyncio.wait({call}, timeout=self.heartbeat_s))[0]:
+                activity = model_activity()
+                self.log.line(f"  {RunLog.where()}: still waiting ({duration(time.monotonic() - started)}"
+                              + (f"; {activity})" if activity else ")"))
+            turn = call.result()
+        except BaseException as exc:
+            if not call.done():  # cancelled (Ctrl-C, SIGTERM): the call goes too
+                call.cancel()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.gather(call, return_exceptions=True)
+            elif isinstance(exc, Exception):
+                self.log.call_failed(exc)
             raise
         self.log.call_ended(turn)
         return turn

@@ -4,20 +4,25 @@ any model starts, and Ctrl-C / SIGTERM ending with what was kept and how to resu
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from typer.testing import CliRunner
 
 import envscaler_mcp.providers as providers
 from envscaler_mcp.cli import app
 from envscaler_mcp.errors import UsageError
+from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
+from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog, current_step, item_scope
 from envscaler_mcp.synth._common_report import count_reasons
 from tests.synth.fixtures.scen_router import ScenRouter
 from tests.synth.fixtures.skel_router import SkelRouter
@@ -25,6 +30,11 @@ from tests.synth.fixtures.skel_router import SkelRouter
 ROOT = Path(__file__).resolve().parents[2]
 SKELETON = ROOT / "tests" / "fixtures" / "mini_shop" / "skeleton.json"
 CORPUS = ROOT / "tests" / "synth" / "fixtures" / "skel_corpus.jsonl"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def scen_args(out: Path, *more: str) -> list[str]:
@@ -157,3 +167,46 @@ def test_envs_interrupted_say_what_is_kept_and_how_to_resume(tmp_path: Path) -> 
     assert f"interrupted: 1 task(s) judged, 0 environment(s) modelled, 0 kept by the check; kept in {out}" in lines
     assert f"resume: envscaler-mcp {' '.join(args)} --resume" in lines
     assert "Traceback" not in done.stderr
+
+
+class _Slow(MockProvider):
+    """Answers once `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(["done"], spec="mock/slow")
+        self.release = asyncio.Event()
+
+    async def complete(self, *args: Any, **kwargs: Any) -> AssistantTurn:
+        await self.release.wait()
+        return await super().complete(*args, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_a_long_call_says_it_is_still_waiting(tmp_path: Path) -> None:
+    lines: list[str] = []
+    log = RunLog(tmp_path / "synth.log", echo=lines.append)
+    slow = _Slow()
+    provider = ReportingProvider(slow, log, heartbeat_s=0.05)
+    with item_scope("s003"):
+        current_step.set("task")
+        call = asyncio.ensure_future(provider.complete([Message(role="user", content="hi")]))
+        while not any("still waiting" in line for line in lines):
+            await asyncio.sleep(0.02)
+        assert not call.done()
+        slow.release.set()
+        turn = await call
+    assert turn.message.content == "done"
+    assert lines[0] == "  s003 task: asking mock/slow" and lines[1].startswith("  s003 task: still waiting (0s")
+    assert lines[-1].startswith("  s003 task: answered (")
+    assert (tmp_path / "synth.log").read_text().count("still waiting") == sum("still waiting" in x for x in lines)
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_is_cancelled_with_its_caller(tmp_path: Path) -> None:
+    slow = _Slow()
+    provider = ReportingProvider(slow, RunLog(tmp_path / "synth.log", echo=lambda _: None), heartbeat_s=0.05)
+    with anyio.move_on_after(0.2):
+        await provider.complete([Message(role="user", content="hi")])
+    slow.release.set()
+    await asyncio.sleep(0.05)
+    assert slow.requests == []  # the inner call never went on to answer after its caller gave up
