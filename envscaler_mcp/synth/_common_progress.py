@@ -49,13 +49,14 @@ def duration(seconds: float) -> str:
 
 
 def turn_speed(turn: AssistantTurn) -> str:
-    """'812 tokens in, 120 out, 14.2s, 8.5 tok/s' (the speed only where the provider reported output tokens)."""
+    """'812 tokens in, 120 out, 14.2s, 8.5 tokens out/s' (the speed only where the provider reported output
+    tokens; over the whole call, reading the prompt included)."""
     usage = turn.usage
     text = f"{usage.input_tokens} tokens in, {usage.output_tokens} out, {turn.latency_s:.1f}s"
     if turn.cached:
         return text + ", from the cache"
     if usage.output_tokens and turn.latency_s > 0:
-        text += f", {usage.output_tokens / turn.latency_s:.1f} tok/s"
+        text += f", {usage.output_tokens / turn.latency_s:.1f} tokens out/s"
     return text
 
 
