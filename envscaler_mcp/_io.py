@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from envscaler_mcp.errors import InputFileError
+from envscaler_mcp.errors import InputFileError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -255,3 +255,14 @@ def user_cache_dir() -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "envscaler-mcp"
+
+
+def check_writable_folder(path: Path, option: str = "--out", what: str = "the output folder") -> None:
+    """Refuse a folder that cannot be created or written, before any work starts: a UsageError (one line)."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {path}: a file is in the way; pass a folder")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot create {what} ({parent} is not a writable folder)")

@@ -3,12 +3,12 @@ it (summary.json, the table) and writes the HTML report. It sits above both, so 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
+from envscaler_mcp._io import check_writable_folder
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
 
@@ -202,7 +202,7 @@ def eval_command(
         ray_workers=ray_workers,
     )
     run_path = out or Path("runs") / new_run_id()
-    _check_writable(run_path)
+    check_writable_folder(run_path, what="the run folder")
     console = Console()
     try:
         _interrupt.run(
@@ -235,17 +235,6 @@ def eval_command(
             f"--max-infra {100 * max_infra:g}%[/]: these scores do not cover the run."
         )
         raise typer.Exit(3)
-
-
-def _check_writable(run_path: Path) -> None:
-    """Refuse an --out that cannot become a run folder before anything starts (one line, exit 2)."""
-    if run_path.exists() and not run_path.is_dir():
-        raise UsageError(f"--out {run_path}: a file is in the way; pass a folder")
-    parent = run_path
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {run_path}: cannot create the run folder ({parent} is not a writable folder)")
 
 
 def register(app: typer.Typer) -> None:

@@ -32,8 +32,10 @@ class MockProvider:
     """Replays a script of turns. A string is a text answer; a Message or AssistantTurn is returned as is;
     a callable gets (messages, tools) and returns either. Running past the end of the script is an error."""
 
-    def __init__(self, script: Sequence[ScriptItem] = (), *, spec: str = "mock", repeat_last: bool = False) -> None:
+    def __init__(self, script: Sequence[ScriptItem] = (), *, spec: str = "mock", repeat_last: bool = False,
+                 context_tokens: int | None = None) -> None:
         self.spec = spec
+        self.context_tokens = context_tokens  # a context window to fit prompts into (None: not said)
         self._script = list(script)
         self._repeat_last = repeat_last
         self.requests: list[tuple[list[Message], list[ToolDef], GenerationSettings]] = []

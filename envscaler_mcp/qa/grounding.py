@@ -64,16 +64,25 @@ def _mentions_key(text: str, collection: str, key: str) -> bool:
                      text) is not None
 
 
+def named_records(state: Mapping[str, Any], task: str) -> set[tuple[str, str]]:
+    """(collection, key) of every record the task names: by its key, or by a value (or a word of one) that only
+    this record of its collection has."""
+    text = task.lower()
+    found: set[tuple[str, str]] = set()
+    for name, collection in _collections(state).items():
+        distinct = _distinct(collection)
+        for key, record in collection.items():
+            values = {value for _, value in _strings(record)}
+            own = {v for v in values if v in distinct} | {w for v in values for w in _words(v) if w in distinct}
+            if _mentions_key(text, name, key) or any(_mentions(text, value) for value in own):
+                found.add((name, key))
+    return found
+
+
 def names_a_record(state: Mapping[str, Any], task: str) -> bool:
     """The task contains the key of a record of the initial state, or a value that only one record of its
     collection has; True for a state without keyed collections (nothing to check)."""
-    collections = _collections(state)
-    if not collections:
-        return True
-    text = task.lower()
-    return any(any(_mentions_key(text, name, key) for key in collection)
-               or any(_mentions(text, value) for value in _distinct(collection))
-               for name, collection in collections.items())
+    return not _collections(state) or bool(named_records(state, task))
 
 
 def records_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:

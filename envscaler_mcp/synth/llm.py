@@ -8,8 +8,8 @@ it is a single user message.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +19,9 @@ from envscaler_mcp._json import JSONObject
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, SynthesisError
 from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
+from envscaler_mcp.synth._common_fit import context_window, estimate_tokens, fit_prompt
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_progress import current_step
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 USER_MARKER = "<!-- user -->"
@@ -100,6 +102,7 @@ async def ask(
     settings: GenerationSettings | None = None,
     template: str | None = None,
     schema: JSONObject | None = None,
+    ladder: Sequence[Mapping[str, Any]] = (),
 ) -> T:
     """Ask the model for step `step` and return `accept(answer text)`.
 
@@ -113,19 +116,40 @@ async def ask(
     `schema` asks for structured output: the answer is constrained to this JSON schema where the provider
     can (constrained decoding, `json_schema` response format, a forced tool); `accept` still reads and
     validates it, so a provider that ignores the schema falls back to the tolerant reader.
+
+    `ladder` gives the shrinkable parts of the context, richest first (`synth._common_fit`): when the provider
+    says its context window, the prompt is rendered at the first rung that leaves room for the answer (its
+    `max_tokens`, at most half the window); a prompt that fits at no rung ends the step as a context overflow
+    before any call.
     """
-    messages = render_prompt(template or step, **context)
     # Long generations (a class, a rich state) can take minutes on slow or local models. Real answers of
     # every step stay well under 2,048 tokens (a class skeleton of the 1.5B local model: ~450); longer
     # output is a model repeating itself, which costs a small local model ~10 minutes per 2,000 tokens.
     settings = settings or GenerationSettings(temperature=0.0, max_tokens=2048, timeout_s=600.0)
     if schema is not None:
         settings = settings.model_copy(update={"json_schema": schema})
-    first = messages
+    window = context_window(provider)
+    answer_room = min(settings.max_tokens or 2048, window // 2) if window else 0
+
+    def fit(extra: int = 0) -> tuple[list[Message], GenerationSettings]:
+        budget = None if window is None else window - answer_room - extra
+        fitted = fit_prompt(partial(render_prompt, template or step), context, ladder, budget)
+        if window is None:
+            return fitted.messages, settings
+        if budget is not None and fitted.tokens > budget:
+            raise StepFailed(step, f"the prompt needs about {fitted.tokens + extra} tokens at its shortest; "
+                             f"{provider.spec}'s context is {window} tokens, {answer_room} of them kept for the "
+                             "answer", 0, kind="context_overflow")
+        room = window - fitted.tokens - extra
+        return fitted.messages, settings.model_copy(update={"max_tokens": min(settings.max_tokens or room, room)})
+
+    first, call_settings = fit()
+    messages = first
     last_error = ""
+    current_step.set(step)  # for the progress lines (this task's context only)
     for attempt in range(retries + 1):
         try:
-            turn = await provider.complete(messages, None, settings)
+            turn = await provider.complete(messages, None, call_settings)
         except ModelFault as exc:
             raise StepFailed(step, str(exc), attempt + 1, kind=exc.kind) from exc
         meter.add(turn.usage, seat)
@@ -135,9 +159,9 @@ async def ask(
         except (AnswerFormatError, ValueError) as exc:
             last_error = str(exc) or type(exc).__name__
         if attempt < retries:
-            messages = [
-                *first,
-                Message(role="assistant", content=answer),
-                Message(role="user", content=RETRY_TEMPLATE.format(error=last_error)),
-            ]
+            follow = [Message(role="assistant", content=answer),
+                      Message(role="user", content=RETRY_TEMPLATE.format(error=last_error))]
+            if window is not None:  # the answer and the error travel with the prompt: shorten it to make room
+                first, call_settings = fit(estimate_tokens(follow))
+            messages = [*first, *follow]
     raise StepFailed(step, last_error, retries + 1)

@@ -93,6 +93,11 @@ class LocalProvider(OpenAIChatProvider):
         self._calls = 0
         self._prompt_tokens = 0  # size of the last whole prompt: what a cold turn would have to read
 
+    @property
+    def context_tokens(self) -> int:
+        """The context window of the server's slot: prompt and answer together must fit in it."""
+        return self.server.ctx
+
     def turn_budget_s(self, settings: GenerationSettings | None = None) -> float:
         """Seconds one more turn may take at the speed this server has measured (before any measurement, a
         slow machine's): reading the last prompt in full (as if its cache were lost) and writing the longest

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from envscaler_mcp import _interrupt
+from envscaler_mcp._io import check_writable_folder
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
+from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
+from envscaler_mcp.synth._common_report import existing, fail_empty, read_drops, resume_command
 from envscaler_mcp.synth.skel.cli import RAY_HELP
 
 if TYPE_CHECKING:
@@ -69,7 +72,8 @@ def scenarios(
     """Generate scenarios (state, task, checklist, validators, reference solution) that pass the QA gate."""
     from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
     from envscaler_mcp.synth.scen.pipeline import ScenOptions, run_scenarios
-    from envscaler_mcp.synth.scen.summary import print_summary
+    from envscaler_mcp.synth.scen.store import EnvWork
+    from envscaler_mcp.synth.scen.summary import ScenSummary, print_summary
 
     if not model:
         raise UsageError("--model is required (provider/model, e.g. openai/gpt-4.1; see `envscaler-mcp models`)")
@@ -79,25 +83,56 @@ def scenarios(
     if not names:
         raise UsageError("name at least one environment (id or skeleton path), or pass --all")
     skeletons = [get_skeleton(name) for name in names]
+    check_writable_folder(out)  # before any model starts
+    log = RunLog(out / "_work" / "synth.log")
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, guard=guard, temperature=temperature,
                           validator_workers=min(2, concurrency), questions=questions, ray=ray,
-                          ray_workers=ray_workers)
+                          ray_workers=ray_workers,
+                          on_item=lambda env_id, item_id, outcome: log.item("scenarios", f"{env_id}/{item_id}", outcome))
     generator, solver = make_providers(model, solver_model, cache_dir)
+    generator = ReportingProvider(generator, log)
+    solver = ReportingProvider(solver, log) if solver is not None else None
 
-    async def main() -> None:
+    async def main() -> ScenSummary:
         try:
-            summary = await run_scenarios(skeletons, generator, solver, options,
-                                          make_providers=partial(make_providers, model, solver_model, cache_dir))
+            return await run_scenarios(skeletons, generator, solver, options,
+                                       make_providers=partial(make_providers, model, solver_model, cache_dir),
+                                       on_start=lambda todo: log.expect("scenarios", todo))
         finally:
             await generator.aclose()
             if solver is not None:
                 await solver.aclose()
-        print_summary(summary)
-        typer.echo(f"scenario sets: {', '.join(str(out / f'{sk.id}.jsonl') for sk in skeletons)}; "
-                   f"dropped items: {out / '_work' / '<env>' / 'dropped.jsonl'}")
 
-    _interrupt.run(main)
+    try:
+        summary = _interrupt.run(main)
+    except KeyboardInterrupt:
+        say_interrupted(out, [sk.id for sk in skeletons], n, log)
+        raise typer.Exit(130) from None
+    print_summary(summary)
+    works = [EnvWork(out, sk.id) for sk in skeletons]
+    added = [f"{w.scenario_file} (+{env.added})" for w, env in zip(works, summary.environments, strict=True)
+             if env.added and w.scenario_file.exists()]
+    dropped = existing(w.dropped.path for w in works)
+    if added:
+        typer.echo(f"scenarios added to: {', '.join(added)}")
+    if dropped:
+        typer.echo(f"dropped items: {', '.join(map(str, dropped))}")
+    typer.echo(f"log: {log.path}")
+    if not any(env.kept for env in summary.environments):
+        fail_empty("no scenario kept", [d for w in works for d in read_drops(w.dropped.path)], log)
+
+
+def say_interrupted(out: Path, env_ids: list[str], n: int, log: RunLog) -> None:
+    """Two lines: what the interrupted run kept (on disk in OUT/_work) and the command that continues it."""
+    from envscaler_mcp.synth.scen.store import EnvWork
+
+    works = [EnvWork(out, env_id) for env_id in env_ids]
+    kept = sum(len(w.kept()) for w in works)
+    dropped = sum(len(w.dropped.records) for w in works)
+    log.line(f"interrupted: {kept} scenario(s) passed the gate and {dropped} item(s) were dropped, of "
+             f"{n * len(works)}; kept in {out / '_work'} (a resumed run adds them to the sets)")
+    log.line(f"resume: {resume_command()}")
 
 
 def register(app: typer.Typer) -> None:

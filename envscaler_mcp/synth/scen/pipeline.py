@@ -22,6 +22,7 @@ from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
+from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
@@ -58,6 +59,7 @@ class ScenOptions:
     questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)
     ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
+    on_item: ItemCallback | None = None  # (env id, item id, outcome) when an item is kept or dropped
 
 
 Providers = tuple[Provider, Provider | None]  # generator, solver (None: the generator)
@@ -91,7 +93,8 @@ class ScenJob:
         generator, solver = self.state["providers"]
         ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver or generator,
                           retries=self.options.retries, temperature=self.options.temperature)
-        await EnvRun(skeleton, ctx, server, self.state["sandbox"], replace(self.options, out=out)).item(index)
+        await EnvRun(skeleton, ctx, server, self.state["sandbox"], replace(self.options, out=out, on_item=on_item)
+                     ).item(index)
 
     async def close(self) -> None:
         generator, solver = self.state.get("providers", (None, None))
@@ -144,6 +147,11 @@ class EnvRun:
         """Record an item as given up."""
         self.work.dropped.add(DroppedRecord(item_id=item_id, step=step, reason=reason, usage=usage)
                               .model_dump(mode="json"))
+        self.report(item_id, f"dropped at {step}: {reason[:160]}")
+
+    def report(self, item_id: str, outcome: str) -> None:
+        if self.options.on_item is not None:
+            self.options.on_item(self.skeleton.id, item_id, outcome)
 
     async def state_for(self, item_id: str, index: int) -> StateRecord | None:
         """The item's initial state: from disk, or generated, schema-checked and loaded into the server."""
@@ -168,6 +176,10 @@ class EnvRun:
         item_id = f"s{index + 1:03d}"
         if self.work.finished(item_id):
             return
+        with item_scope(item_id):
+            await self._make(item_id, index)
+
+    async def _make(self, item_id: str, index: int) -> None:
         record = await self.state_for(item_id, index)
         if record is None:
             return
@@ -192,6 +204,7 @@ class EnvRun:
         scenario = draft_scenario(self.skeleton.id, record.state, draft, provenance)
         self.work.items.write(item_id, ItemRecord(item_id=item_id, scenario=scenario, usage=_usage_dict(meter))
                               .model_dump(mode="json"))
+        self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)")
 
     async def run(self) -> MergeResult:
         """Every item of this environment, then de-duplication and the merge into OUT/<env>.jsonl."""
@@ -214,22 +227,27 @@ async def _run_on_ray(skeletons: Sequence[EnvSkeleton], options: ScenOptions, op
         for index, item_id in enumerate(item_ids(options.n)):
             if not work.finished(item_id):
                 items.append((skeleton.id, index, work.states.read(item_id) if work.states.done(item_id) else None))
-    job = ScenJob({sk.id: sk for sk in skeletons}, make_providers, options, open_server)
+    job = ScenJob({sk.id: sk for sk in skeletons}, make_providers, replace(options, on_item=None), open_server)
     await run_items(job, items, options.out, options.ray, workers=options.ray_workers,
-                    per_worker=options.concurrency)
+                    per_worker=options.concurrency, on_item=options.on_item)
     return {sk.id: merge(EnvWork(options.out, sk.id), options.similarity) for sk in skeletons}
 
 
 async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, solver: Provider | None,
                         options: ScenOptions, open_server: ServerOpener = http_server,
-                        make_providers: Callable[[], Providers] | None = None) -> ScenSummary:
+                        make_providers: Callable[[], Providers] | None = None,
+                        on_start: Callable[[int], None] | None = None) -> ScenSummary:
     """Generate scenarios for each environment in turn; returns the totals (also in OUT/_work/summary.json).
-    With options.ray the items run on Ray workers, each building its providers with `make_providers`."""
+    With options.ray the items run on Ray workers, each building its providers with `make_providers`.
+    `on_start(number of items to make)` is called once the run is known to go ahead."""
     if not options.resume:
         busy = [sk.id for sk in skeletons if EnvWork(options.out, sk.id).has_work()]
         if busy:
             raise UsageError(f"{options.out / '_work'} already holds work for {', '.join(busy)}; pass --resume to "
                              "continue it (finished items are skipped) or choose another --out")
+    if on_start is not None:
+        works = [EnvWork(options.out, sk.id) for sk in skeletons]
+        on_start(sum(not w.finished(item_id) for w in works for item_id in item_ids(options.n)))
     if options.ray:
         if make_providers is None:
             raise UsageError("a Ray run needs make_providers: the worker builds its own providers")

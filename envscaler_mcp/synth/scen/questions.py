@@ -22,10 +22,10 @@ from envscaler_mcp.scoring.transcript_checks import stated
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth._common_parse import AnswerFormatError, require_sections
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
+from envscaler_mcp.synth.scen.excerpt import state_ladder
 from envscaler_mcp.synth.scen.parsers import TASK_SCHEMA, parse_task
 from envscaler_mcp.synth.scen.records import Draft
-from envscaler_mcp.synth.scen.steps import STATE_LIMIT, StepContext, gen_solution
-from envscaler_mcp.synth.skel.quality import dump_state
+from envscaler_mcp.synth.scen.steps import ANSWER_TOKENS, StepContext, gen_solution
 
 _OPENERS = ("has ", "have ", "is ", "are ", "did ", "does ")
 _RESULT_LIMIT = 4000  # characters of one call's result shown to the model
@@ -35,10 +35,10 @@ async def gen_question(ctx: StepContext, state: dict[str, Any], meter: UsageMete
                        ) -> tuple[str, str]:
     """(title, question) grounded in `state`; answering it changes nothing."""
     sk = ctx.skeleton
-    context = {"summary": sk.summary, "introduction": sk.introduction, "tools": ctx.tools(),
-               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback}
+    context = {"summary": sk.summary, "introduction": sk.introduction, "tools": ctx.tools(), "feedback": feedback}
     return await ask(ctx.generator, "question", context, parse_task, meter=meter, seat="task",
-                     retries=ctx.retries, settings=ctx.settings(), template="scen/question", schema=TASK_SCHEMA)
+                     retries=ctx.retries, settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/question", schema=TASK_SCHEMA,
+                     ladder=state_ladder(state))
 
 
 def _says(spec: str, answer: str) -> str:
@@ -110,7 +110,8 @@ async def gen_answer(ctx: StepContext, task: str, replay: list[Any], meter: Usag
                "previous": previous}
     tools = {c.tool for c in replay}
     return await ask(ctx.generator, "answer", context, lambda text: parse_answer(text, tools), meter=meter,
-                     seat="answer", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/answer")
+                     seat="answer", retries=ctx.retries, settings=ctx.settings(0.0, ANSWER_TOKENS["answer"]),
+                     template="scen/answer")
 
 
 async def answered(builder: Any, state: dict[str, Any], draft: Draft, meter: UsageMeter, feedback: str = ""

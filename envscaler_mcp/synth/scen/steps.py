@@ -16,7 +16,15 @@ from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.skeleton.schema import state_schema
+from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.scen.excerpt import (
+    code_and_state_ladder,
+    outline,
+    state_ladder,
+    state_view,
+    without_descriptions,
+)
 from envscaler_mcp.synth.scen.parsers import (
     CHECKLIST_SCHEMA,
     TASK_SCHEMA,
@@ -31,7 +39,10 @@ from envscaler_mcp.synth.skel.quality import dump_state
 
 PROMPT_GROUP = "scen"
 PROMPT_VERSION = "scen-1"
-STATE_LIMIT = 60000  # characters of state shown in a prompt
+# Room kept for each step's answer in a small context (the embedded model's 8,192 tokens): a rich state is
+# the longest answer; a plan, a checklist or a task are a few hundred tokens.
+ANSWER_TOKENS = {"states": 4096, "task": 1024, "checklist": 1024, "validators": 2048, "solution": 1536,
+                 "answer": 1024}
 
 THEMES = (
     "an ordinary busy week with most records in progress",
@@ -86,14 +97,16 @@ class StepContext:
             return self.skeleton
         return self.skeleton.model_copy(update={"tools": [t for t in self.skeleton.tools if t.name in proven]})
 
-    def tools(self, schemas: bool = False) -> list[dict[str, Any]]:
-        """The tools as the templates show them (the proven ones, when known)."""
+    def tools(self, schemas: bool = False, compact: bool = False) -> list[dict[str, Any]]:
+        """The tools as the templates show them (the proven ones, when known); `compact` leaves the descriptions
+        out of the input schemas."""
         out = []
         for t in self.planning_skeleton().tools:
             entry: dict[str, Any] = {"name": t.name, "kind": t.kind,
                                      "summary": (t.description.strip().splitlines() or [""])[0]}
             if schemas:
-                entry["schema"] = json.dumps(t.input_schema, ensure_ascii=False)
+                schema = without_descriptions(t.input_schema) if compact else t.input_schema
+                entry["schema"] = json.dumps(schema, ensure_ascii=False)
             out.append(entry)
         return out
 
@@ -111,10 +124,13 @@ class StepContext:
         calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self._succeeded()]
         return list(dict.fromkeys(calls))[:limit]
 
-    def settings(self, temperature: float | None = None) -> GenerationSettings:
-        """Generation settings of a step."""
+    def settings(self, temperature: float | None = None, answer: int = ANSWER_TOKENS["states"],
+                 provider: Provider | None = None) -> GenerationSettings:
+        """Generation settings of a step: `answer` is the room kept for the answer when the step's model says
+        its context window (the prompt is shortened to leave it; see `synth.llm.ask`), else 8,192 tokens."""
+        window = context_window(provider or self.generator)
         return GenerationSettings(temperature=self.temperature if temperature is None else temperature,
-                                  max_tokens=8192, timeout_s=self.timeout_s)
+                                  max_tokens=answer if window else 8192, timeout_s=self.timeout_s)
 
 
 async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> State:
@@ -124,13 +140,25 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
     def accept(text: str) -> dict[str, Any]:
         return accept_initial_state(skeleton, text)
 
-    example = dump_state(skeleton.default_state, limit=4000) if skeleton.default_state else ""
-    context = {"summary": skeleton.summary, "introduction": skeleton.introduction,
-               "class_source": skeleton.class_source, "variant": index + 1, "total": total,
-               "theme": THEMES[index % len(THEMES)],
-               "state_schema": json.dumps(state_schema(skeleton)["properties"], indent=1), "example": example}
+    context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
+               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)]}
     return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
-                     settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton))
+                     settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton),
+                     ladder=state_step_ladder(skeleton))
+
+
+def state_step_ladder(skeleton: EnvSkeleton) -> list[dict[str, str]]:
+    """What the state step shows, richest first: the code, its outline, none; an example state (its first 4,000
+    characters), then two, then one record per collection; the state schema indented, then compact."""
+    schema = state_schema(skeleton)["properties"]
+    default = skeleton.default_state or {}
+    code = [skeleton.class_source, outline(skeleton.class_source), ""]
+    examples = [dump_state(default, limit=4000) if default else ""]
+    examples += [state_view(default, n) if default else "" for n in (2, 1)]
+    schemas = [json.dumps(schema, indent=1), json.dumps(schema, separators=(",", ":"))]
+    rungs = [(code[0], examples[0], schemas[0]), (code[1], examples[0], schemas[0]), (code[1], examples[1], schemas[1]),
+             (code[2], examples[1], schemas[1]), (code[2], examples[2], schemas[1]), (code[2], "", schemas[1])]
+    return [{"class_source": c, "example": e, "state_schema": s} for c, e, s in rungs]
 
 
 async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = ""
@@ -138,10 +166,9 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     """Stage 2: (title, task) grounded in `state`."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
-               "state": dump_state(state, limit=STATE_LIMIT), "feedback": feedback, "observed": ctx.observed(),
-               "changers": ctx.changers()}
+               "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers()}
     return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
-                     settings=ctx.settings(), template="scen/task", schema=TASK_SCHEMA)
+                     settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
 
 async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
@@ -149,7 +176,8 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
     return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
-                     retries=ctx.retries, settings=ctx.settings(0.0), template="scen/checklist",
+                     retries=ctx.retries, settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
+                     template="scen/checklist",
                      schema=CHECKLIST_SCHEMA)
 
 
@@ -159,12 +187,14 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
     ids = [c.id for c in checklist]
     previous = {c.id: c.validator or "" for c in checklist} if feedback else {}
     state_keys = list(state)
-    context = {"summary": ctx.skeleton.summary, "class_source": ctx.skeleton.class_source,
-               "state": dump_state(state, limit=STATE_LIMIT), "task": task, "checklist": checklist,
-               "feedback": feedback, "previous": previous}
+    context = {"summary": ctx.skeleton.summary, "task": task, "checklist": checklist, "feedback": feedback,
+               "previous": previous}
     sources, marks = await ask(ctx.generator, "validators", context,
-                               lambda text: parse_validator_answer(text, ids, state_keys), meter=meter, seat="validators", retries=ctx.retries, settings=ctx.settings(0.0),
-                               template="scen/validators")
+                               lambda text: parse_validator_answer(text, ids, state_keys), meter=meter,
+                               seat="validators", retries=ctx.retries,
+                               settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+                               template="scen/validators",
+                               ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
     if not feedback:
         marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
     return [c.model_copy(update={"validator": sources[c.id], "claims_change": marks.get(c.id, c.claims_change)})
@@ -176,11 +206,14 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
     """Stage 5: the reference solution, a list of tool calls whose tools and arguments fit the schemas (for a
     question: the queries that find the answer)."""
     sk = ctx.skeleton
-    context = {"summary": sk.summary, "rules": sk.rules, "class_source": sk.class_source,
-               "tools": ctx.tools(schemas=True), "state": dump_state(state, limit=STATE_LIMIT), "task": task,
+    context = {"summary": sk.summary, "rules": sk.rules, "task": task,
                "feedback": feedback, "question": question, "observed": ctx.observed(),
                "previous": json.dumps([c.model_dump() for c in previous or []], ensure_ascii=False, indent=1)}
     planning = ctx.planning_skeleton()
+    full, compact = ctx.tools(schemas=True), ctx.tools(schemas=True, compact=True)
+    ladder = [{**rung, "tools": full} for rung in code_and_state_ladder(sk.class_source, state, task)]
+    ladder += [{"class_source": "", "state": state_view(state, n, task), "tools": compact} for n in (3, 2, 1)]
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, planning), meter=meter,
-                     seat="solution", retries=ctx.retries, settings=ctx.settings(0.0), template="scen/solution",
-                     schema=solution_schema(planning))
+                     seat="solution", retries=ctx.retries,
+                     settings=ctx.settings(0.0, ANSWER_TOKENS["solution"], ctx.solver), template="scen/solution",
+                     schema=solution_schema(planning), ladder=ladder)

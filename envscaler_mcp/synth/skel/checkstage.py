@@ -21,6 +21,7 @@ from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton, skeleton_json,
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.codecheck import accept_method
@@ -198,8 +199,9 @@ async def run_check(records: list[ModelRecord], out: Path, generator: Provider, 
     async def work(record: ModelRecord) -> None:
         meter = UsageMeter()
         try:
-            check_record, skeleton = await check_environment(record, generator, tester, checker, options, meter,
-                                                             episode_factory)
+            with item_scope(record.env_id):
+                check_record, skeleton = await check_environment(record, generator, tester, checker, options,
+                                                                 meter, episode_factory)
         except StepFailed as exc:
             drop(record.env_id, exc.step, exc.reason, meter, exc.kind)
             return

@@ -6,6 +6,7 @@ finished task per line, appended as each finishes), topics.jsonl and dedupe.json
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from envscaler_mcp._io import atomic_write_json, write_jsonl_atomic
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.providers.base import Provider
+from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, JsonlLedger, run_bounded, slugify
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.corpus import CorpusTask, collect_tasks
@@ -33,6 +35,7 @@ class MineOptions:
     retries: int = 2
     concurrency: int = 4
     on_item: ItemCallback | None = None
+    on_start: Callable[[str, int], None] | None = None  # (stage, items to make) once they are known
 
 
 async def judge_and_describe(provider: Provider, task: CorpusTask, retries: int) -> MineRecord:
@@ -108,12 +111,16 @@ async def run_mine(tasks_file: Path, out: Path, provider: Provider, options: Min
     ledger = JsonlLedger(folder / "judged.jsonl", "task_id")
 
     async def work(task: CorpusTask) -> None:
-        record = await judge_and_describe(provider, task, options.retries)
+        with item_scope(task.task_id):
+            record = await judge_and_describe(provider, task, options.retries)
         ledger.add(record.model_dump(mode="json"))
         if options.on_item:
             options.on_item("mine", task.task_id, record.status)
 
-    await run_bounded([t for t in tasks if t.task_id not in ledger], work, concurrency=options.concurrency)
+    todo = [t for t in tasks if t.task_id not in ledger]
+    if options.on_start:
+        options.on_start("mine", len(todo))
+    await run_bounded(todo, work, concurrency=options.concurrency)
     records = [MineRecord.model_validate(ledger.records[t.task_id]) for t in tasks if t.task_id in ledger]
     selected, report = select_topics(records, options)
     write_jsonl_atomic(folder / "topics.jsonl", [s.model_dump() for s in selected])

@@ -20,6 +20,7 @@ from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.skeleton.models import Entity, EnvSkeleton, Provenance
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.skel import PROMPT_VERSION
@@ -160,7 +161,8 @@ async def run_model(topics: list[SelectedTopic], out: Path, provider: Provider, 
     async def work(topic: SelectedTopic) -> None:
         meter = UsageMeter()
         try:
-            record = await build_environment(provider, topic, options, meter)
+            with item_scope(topic.env_id):
+                record = await build_environment(provider, topic, options, meter)
         except StepFailed as exc:
             dropped.add(DroppedRecord(env_id=topic.env_id, stage="model", step=exc.step, reason=exc.reason,
                                       kind=exc.kind, usage=meter.total).model_dump(mode="json"))

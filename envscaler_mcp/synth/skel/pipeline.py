@@ -53,6 +53,7 @@ class SkelConfig:
     ray: str | None = None  # run the model and check stages on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
     make_seats: Callable[[], Seats] | None = None  # builds the seats on each Ray worker
+    on_start: Callable[[str, int], None] | None = None  # (stage, items to make) before the model and check stages
 
 
 @dataclass
@@ -139,6 +140,8 @@ async def run_skel(config: SkelConfig, seats: Seats, episode_factory: EpisodeFac
             raise UsageError("the mine stage needs --tasks FILE (a task corpus: JSONL or a JSON list)")
         await run_mine(config.tasks, config.out, seats.generator, config.mine)
     if "model" in stages:
+        if config.on_start:
+            config.on_start("model", len(model_todo(load_topics(config.out), config.out)))
         if config.ray and config.make_seats is not None:
             from envscaler_mcp.synth.ray_items import run_items
 
@@ -149,6 +152,8 @@ async def run_skel(config: SkelConfig, seats: Seats, episode_factory: EpisodeFac
         else:
             await run_model(load_topics(config.out), config.out, seats.generator, config.model)
     if "check" in stages:
+        if config.on_start:
+            config.on_start("check", len(check_todo(load_models(config.out), config.out)))
         if config.ray and config.make_seats is not None:
             from envscaler_mcp.synth.ray_items import run_items
 

@@ -26,7 +26,8 @@ def test_synth_envs_mine_stage(tmp_path, monkeypatch, router, corpus):
     assert result.exit_code == 0, result.output
     assert specs == ["mock/gen", "mock/judge"]
     assert "Usage per stage" in result.output and "mine" in result.output
-    assert result.output.count("[mine] ") == 3  # one progress line per finished task
+    assert all(f"[mine {i}/3] " in result.output for i in (1, 2, 3))  # one progress line per finished task
+    assert (out / "synth.log").read_text().count("[mine") == 4  # the same lines, and the stage's start
     assert len((out / "mine" / "judged.jsonl").read_text().splitlines()) == 3
     assert json.loads((out / "summary.json").read_text())["counts"]["judged"] == 3
 
