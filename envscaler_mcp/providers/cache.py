@@ -42,12 +42,31 @@ class CacheEntry(BaseModel):
                              self.fault.get("kind", "invalid_request"))  # type: ignore[arg-type]
 
 
+# Message fields added after answers were first recorded: left out of the request while unset, so a key (and
+# every recorded fixture) stays what it was for requests that do not use them.
+_LATER_MESSAGE_FIELDS = ("full_chars", "plan")
+_LATER_CALL_FIELDS = ("rejected",)
+
+
+def message_body(message: Message) -> dict[str, Any]:
+    """A message as a request body holds it (newer fields left out while unset)."""
+    body = message.model_dump(mode="json")
+    for name in _LATER_MESSAGE_FIELDS:
+        if body.get(name) is None:
+            body.pop(name, None)
+    for call in body.get("tool_calls") or []:
+        for name in _LATER_CALL_FIELDS:
+            if call.get(name) is None:
+                call.pop(name, None)
+    return body
+
+
 def request_body(spec: str, messages: Sequence[Message], tools: Sequence[ToolDef],
                  settings: GenerationSettings) -> dict[str, Any]:
     """The parts of a request that shape the answer (the per-request timeout is left out)."""
     return {
         "spec": spec,
-        "messages": [m.model_dump(mode="json") for m in messages],
+        "messages": [message_body(m) for m in messages],
         "tools": [t.model_dump(mode="json") for t in tools],
         "settings": settings.model_dump(mode="json", exclude={"timeout_s"}),
     }

@@ -101,11 +101,8 @@ def diagnose(report: GateReport, scenario: Scenario, require_mutation: bool) -> 
     failing = {s.name for s in report.steps if s.status == "fail"}
     if require_mutation and status.get("mutation") in ("warn", "fail"):
         failing.add("mutation")
-    if failing == {"consistency"}:  # the plan and checklist agree with each other, not with the task
-        feedback = _bullets(reasons) + ("\n\nWrite a task that asks for exactly what is changed: name the records "
-                                        "the plan changes (by id, or by a value only they have), and nothing the "
-                                        "assistant cannot see.")
-        return Verdict(reasons=reasons, part="task", feedback=feedback, report=report)
+    if "consistency" in failing:  # the task disagrees with its plan or checklist (or points at unseen state):
+        return Verdict(reasons=reasons, part=None, report=report)  # no part to regenerate saves it: dropped
     validators_bad = bool(failing & {"validators", "initial_false", "mutation"})
     solution_bad = "replay" in failing
     part: Part = ("validators+solution" if "final_true" in failing or (validators_bad and solution_bad)
@@ -261,6 +258,8 @@ class ScenarioBuilder:
             return marked_by_evidence(draft, verdict.report)
         rounds = 1 if question else REPAIR_ROUNDS
         for round_ in range(rounds):
+            if verdict.part is None:  # the gate's consistency step failed
+                raise Dropped("gate", "the task does not ask for what its plan does: " + "; ".join(verdict.reasons))
             if round_ == 0 and not question:
                 verdict = self.plan_stands(state, draft, verdict)
             repaired = _describe(verdict)
