@@ -1,7 +1,7 @@
 """Agreement of our verdicts with BFCL's own multi-turn checker on the imported BFCL pack.
 
-For every task: the ground truth, and perturbed trajectories (reads dropped, a turn's calls made one turn early,
-one wrong argument, an extra state-changing call, an empty turn), each judged twice:
+For every task: the ground truth, and perturbed trajectories (a read repeated, reads dropped, a turn's calls made
+one turn early, one wrong argument, an extra state-changing call, an empty turn), each judged twice:
 * by the project: a scripted agent (the oracle policy on the perturbed turns) through `run_episode` on the
   environment's launched server (pipe transport), the checklist in the validator sandbox, the state checked
   after every turn against the reference (the ground truth replayed through the same server);
@@ -40,8 +40,8 @@ from envscaler_mcp.qa.reference import Reference, scenario_free_fields
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
-PERTURBATIONS = ("ground_truth", "reads_dropped", "one_turn_early", "wrong_argument", "extra_state_change",
-                 "empty_turn")
+PERTURBATIONS = ("ground_truth", "extra_read", "reads_dropped", "one_turn_early", "wrong_argument",
+                 "extra_state_change", "empty_turn")
 Turns = list[list[ToolCall]]
 
 
@@ -94,6 +94,12 @@ def perturbations(scenario: Scenario, kinds: dict[str, str]) -> dict[str, Turns]
     """The ground truth's turns and each perturbation that applies to this task (kinds: tool -> kind)."""
     truth = [list(t.reference) for t in scenario.turns]
     out: dict[str, Turns] = {"ground_truth": truth}
+    queries = [(k, c) for k, calls in enumerate(truth) for c in calls if kinds.get(c.tool) == "query"]
+    if queries:  # harmless: the state BFCL compares is the same (a seeded generator may move: a private field)
+        k, call = queries[-1]
+        again = [list(calls) for calls in truth]
+        again[k] = [*again[k], call]
+        out["extra_read"] = again
     reads = [[c for c in calls if kinds.get(c.tool) != "query"] for calls in truth]
     if reads != truth:
         out["reads_dropped"] = reads
