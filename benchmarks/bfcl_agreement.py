@@ -1,7 +1,9 @@
 """Agreement of our verdicts with BFCL's own multi-turn checker on the imported BFCL pack.
 
 For every task: the ground truth, and perturbed trajectories (a read repeated, reads dropped, a turn's calls made
-one turn early, one wrong argument, an extra state-changing call, an empty turn), each judged twice:
+one turn early, one wrong argument, an extra state-changing call, an empty turn, and, where a turn has no ground
+truth because the user left something out, that turn acting on a guess: the next turn's calls made there too),
+each judged twice:
 * by the project: a scripted agent (the oracle policy on the perturbed turns) through `run_episode` on the
   environment's launched server (pipe transport), the checklist in the validator sandbox, the state checked
   after every turn against the reference (the ground truth replayed through the same server);
@@ -41,7 +43,7 @@ from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
 PERTURBATIONS = ("ground_truth", "extra_read", "reads_dropped", "one_turn_early", "wrong_argument",
-                 "extra_state_change", "empty_turn")
+                 "extra_state_change", "empty_turn", "acts_on_guess")
 Turns = list[list[ToolCall]]
 
 
@@ -124,6 +126,13 @@ def perturbations(scenario: Scenario, kinds: dict[str, str]) -> dict[str, Turns]
         extra = [list(calls) for calls in truth]
         extra[k] = [*extra[k], call]
         out["extra_state_change"] = extra
+    hidden = {name for turn in scenario.turns for name in turn.tools_added}
+    guess = next((k for k in range(len(truth) - 1) if not truth[k] and truth[k + 1]
+                  and not {c.tool for c in truth[k + 1]} & hidden), None)
+    if guess is not None:  # a turn BFCL does not judge (the user left something out): act on a guess, then again
+        guessed = [list(calls) for calls in truth]
+        guessed[guess] = list(truth[guess + 1])
+        out["acts_on_guess"] = guessed
     last = max((k for k, calls in enumerate(truth) if calls), default=None)
     if last is not None:
         empty = [list(calls) for calls in truth]

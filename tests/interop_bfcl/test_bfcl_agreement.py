@@ -114,6 +114,8 @@ async def test_our_verdicts_agree_with_bfcls_checker(home: Path, env: str) -> No
     assert not disagreements, disagreements
     truth = [o for o in outcomes if o.perturbation == "ground_truth"]
     assert truth and all(o.bfcl and o.ours for o in truth)
+    # acting on a guess in a turn BFCL does not judge (the user left a parameter out) is judged as BFCL does
+    assert [o.category for o in outcomes if o.perturbation == "acts_on_guess"] == ["miss_param"]
     # a repeated read passes both (VehicleControlAPI's reads move its seeded generator: a private field)
     again = [o for o in outcomes if o.perturbation == "extra_read"]
     assert all(o.bfcl and o.ours for o in again)

@@ -138,6 +138,8 @@ def test_turns_hold_out_missed_functions_and_check_only_turns_with_ground_truth(
         if "miss_param" not in task_id:
             continue
         assert [bool(t.checks) for t in scenario.turns] == [bool(calls) for calls in truth[task_id]]
+        assert [t.check_state for t in scenario.turns] == [bool(calls) for calls in truth[task_id]]
+        assert not all(t.check_state for t in scenario.turns)  # miss_param: a turn leaves something out
         assert [len(t.reference) for t in scenario.turns] == [len(calls) for calls in truth[task_id]]
     base = found["multi_turn_base_0"]
     assert base.turns[0].user.startswith("Move 'final_report.pdf' within document directory")

@@ -3,7 +3,8 @@
 BFCL's checker (multi_turn_eval/multi_turn_checker.py) judges every turn that has ground truth by two checks,
 and this conversion gives each its counterpart:
 * the state check: every involved class's public attributes equal the ground truth's after the turn -> our
-  state check after every turn (Reference.check_turn), with every private attribute (`*._*`) a free field;
+  state check after every turn (Reference.check_turn), with every private attribute (`*._*`) a free field; a
+  turn without ground truth is not judged by BFCL, and says `check_state: false`;
 * the response check: every result of the turn's ground-truth calls is among the results of the model's
   calls so far (order-free, each call answering one), and the model made some call in that turn -> a
   transcript item judged at that turn's end (a call's `turn` in the transcript says when it was made).
@@ -96,7 +97,7 @@ def scenario_from_task(task: dict[str, Any], category: str, env: str, turns: lis
             checklist.append(item)
             checks.append(item.id)
         out_turns.append(Turn(user=turn_text(messages, n in missed), tools_added=missed.get(n, []),
-                              reference=calls, checks=checks))
+                              reference=calls, checks=checks, check_state=bool(calls)))
     task_id = str(task["id"])
     first = out_turns[0].user.splitlines()[0] if out_turns else ""
     scenario = Scenario(
