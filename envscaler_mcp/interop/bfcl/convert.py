@@ -131,8 +131,8 @@ def skeleton_for(env: str, class_name: str, classes: list[str], module_text: str
         provenance=Provenance(source="bfcl-import", source_id="+".join(sorted(classes)), notes=[
             ATTRIBUTION.format(version=version),
             "third-party code: not held to the static checks of environment code (it imports random and "
-            "subprocess, executes its modules from their sources); it runs confined in the server like any "
-            "environment code",
+            "subprocess, executes its modules from their sources); it runs confined, in the server and at import, "
+            "like any environment code",
         ]),
         extra={"bfcl": {"classes": sorted(classes), "version": version}},
     )

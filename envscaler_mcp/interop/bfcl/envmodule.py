@@ -1,16 +1,14 @@
 """The environment module of one combination of BFCL classes: BFCL's sources (kept verbatim, with their
 attribution), the runtime that loads them (envruntime.py), and a class with one method per BFCL function.
 
-The same text is the generated server's environment.py and what the import executes in process to compute the
-initial states and the ground truth's results, so both run one code.
+The same text is the generated server's environment.py and what the import executes (confined,
+ground_truth.py) to compute the initial states and the ground truth's results, so both run one code.
 """
 
 from __future__ import annotations
 
 import re
-import types
 from pathlib import Path
-from typing import Any
 
 from envscaler_mcp.interop.bfcl.source import ATTRIBUTION, CLASS_STEMS, BfclSource
 from envscaler_mcp.skeleton.models import ToolSpec
@@ -76,18 +74,3 @@ def build_module(source: BfclSource, classes: list[str], tools: dict[str, list[T
         for tool in tools[name]:
             lines.append("\n" + _method(tool, name))
     return "".join(lines)
-
-
-def load_module(text: str, name: str = "bfcl_environment") -> types.ModuleType:
-    """Execute an environment module's text in process (BFCL's own checker runs the same classes so)."""
-    module = types.ModuleType(name)
-    exec(compile(text, f"<{name}>", "exec"), module.__dict__)
-    return module
-
-
-def fresh_classes(module: types.ModuleType) -> Any:
-    """The module's BFCL classes loaded anew (envruntime.Classes): BFCL's classes keep mutable defaults (a
-    `mentions=[]` that a later call extends), so every task is executed on modules of its own."""
-    return module.__dict__["Classes"](module.__dict__["_SOURCES"], module.__dict__["_OWNERS"])
-
-

@@ -17,9 +17,11 @@ are not all strings), {"$random": state}, {"$directory": name, "contents": {...}
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import json
 import random
+import sys
 import types
 from typing import Any
 
@@ -190,3 +192,59 @@ class Classes:
             holder.clear()
             holder.update(after)
         return tool_result(value)
+
+
+def _public(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items() if not k.startswith("_")}
+
+
+def execute_task(classes: Classes, task: dict[str, Any], turns: list[list[dict[str, Any]]], long_context: bool
+                 ) -> dict[str, Any]:
+    """A task's ground truth (`turns`: per turn, {"tool", "arguments"} calls) executed as BFCL's checker executes
+    it (multi_turn_utils.execute_multi_turn_func_call): one instance per involved class, loaded by
+    `_load_scenario(initial_config, long_context)` and kept across turns, each return value as the text BFCL
+    records, an exception as `Error during execution: ...`. Returns {"initial_state", "outputs" (per turn),
+    "states" (after each turn), "changed" (tools whose call changed some public attribute)}."""
+    config = task.get("initial_config") or {}
+    instances: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for name in task["involved_classes"]:
+        cls, _ = classes.classes[name]
+        instance = cls()
+        if hasattr(instance, "_load_scenario"):
+            instance._load_scenario(copy.deepcopy(config.get(name, {})), long_context=long_context)
+        instances[name] = instance
+        owner.update((m, name) for m in dir(instance) if not m.startswith("_") and callable(getattr(instance, m)))
+    initial = {name: encode_instance(instance) for name, instance in instances.items()}
+    outputs: list[list[str]] = []
+    states: list[dict[str, Any]] = []
+    changed: set[str] = set()
+    for calls in turns:
+        row = []
+        for call in calls:
+            instance = instances[owner[call["tool"]]]
+            before = _public(encode_instance(instance))
+            try:  # fresh arguments, as BFCL's eval of the call text makes them: a method may keep and change them
+                row.append(bfcl_output(getattr(instance, call["tool"])(**copy.deepcopy(call["arguments"]))))
+            except Exception as exc:
+                row.append(f"Error during execution: {exc}")
+            if _public(encode_instance(instance)) != before:
+                changed.add(call["tool"])
+        outputs.append(row)
+        states.append({name: encode_instance(instance) for name, instance in instances.items()})
+    return {"initial_state": initial, "outputs": outputs, "states": states, "changed": sorted(changed)}
+
+
+def serve_tasks(sources: dict[str, str], owners: dict[str, str]) -> None:
+    """Answer tasks from stdin, one JSON line each ({"task", "turns", "long_context"}), with one JSON line each on
+    stdout: execute_task's result or {"error": ...}. Each task runs on freshly loaded modules: BFCL's classes keep
+    mutable defaults (a `mentions=[]` that a later call extends)."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            answer = execute_task(Classes(sources, owners), request["task"], request["turns"],
+                                  bool(request["long_context"]))
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()

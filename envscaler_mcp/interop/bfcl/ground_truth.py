@@ -1,16 +1,25 @@
-"""A task's ground truth executed as BFCL's checker executes it: one instance per involved class, loaded by its
-`_load_scenario(initial_config, long_context)` and kept across turns, every call's return value turned into the
-text BFCL compares (multi_turn_utils.execute_multi_turn_func_call)."""
+"""The tasks' ground truth executed as BFCL's checker executes it (envruntime.execute_task), in a process of its
+own under the OS layers that confine environment servers (isolation/confined.py): BFCL's code is third-party
+environment code, so at import too it reads only its own folder and Python's, and reaches no network, file or
+process of the user's.
+"""
 
 from __future__ import annotations
 
-import copy
-import types
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from envscaler_mcp.interop.bfcl.envmodule import fresh_classes
 from envscaler_mcp.scenario.models import ToolCall
+
+DRIVER = "bfcl_ground_truth"
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -23,44 +32,44 @@ class Execution:
     changed: set[str]  # tools whose call changed some class's public attributes
 
 
-def _public(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in state.items() if not k.startswith("_")}
+@dataclass
+class Request:
+    """One task to execute."""
+
+    task: dict[str, Any]
+    turns: list[list[ToolCall]]
+    long_context: bool
 
 
-def execute(module: types.ModuleType, task: dict[str, Any], turns: list[list[ToolCall]], long_context: bool
-            ) -> Execution:
-    """Run `turns` on fresh instances of the task's classes, from fresh modules of the environment `module`'s
-    sources."""
-    runtime = module.__dict__
-    classes = fresh_classes(module).classes
-    encode_instance, bfcl_output = runtime["encode_instance"], runtime["bfcl_output"]
-    config = task.get("initial_config") or {}
-    instances: dict[str, Any] = {}
-    owner: dict[str, str] = {}
-    for name in task["involved_classes"]:
-        cls, _ = classes[name]
-        instance = cls()
-        if hasattr(instance, "_load_scenario"):
-            instance._load_scenario(copy.deepcopy(config.get(name, {})), long_context=long_context)
-        instances[name] = instance
-        owner.update((method, name) for method in dir(instance)
-                     if not method.startswith("_") and callable(getattr(instance, method)))
-    initial = {name: encode_instance(instance) for name, instance in instances.items()}
-    outputs: list[list[str]] = []
-    states: list[dict[str, Any]] = []
-    changed: set[str] = set()
-    for calls in turns:
-        row = []
-        for call in calls:
-            instance = instances[owner[call.tool]]
-            before = _public(encode_instance(instance))
-            try:
-                # fresh arguments, as BFCL's eval of the call text makes them: a method may keep and change them
-                row.append(bfcl_output(getattr(instance, call.tool)(**copy.deepcopy(call.arguments))))
-            except Exception as exc:  # BFCL records the error as the call's result
-                row.append(f"Error during execution: {exc}")
-            if _public(encode_instance(instance)) != before:
-                changed.add(call.tool)
-        outputs.append(row)
-        states.append({name: encode_instance(instance) for name, instance in instances.items()})
-    return Execution(initial_state=initial, outputs=outputs, states=states, changed=changed)
+def execute_all(module_text: str, requests: list[Request], *, isolation: bool = True) -> list[Execution | str]:
+    """Each request's Execution, or the reason it failed, from one confined process running `module_text`
+    (an environment module of envmodule.build_module). RuntimeError when that process fails as a whole."""
+    if not requests:
+        return []
+    lines = "".join(json.dumps({"task": r.task, "long_context": r.long_context,
+                                "turns": [[c.model_dump(mode="json") for c in calls] for calls in r.turns]}) + "\n"
+                    for r in requests)
+    with tempfile.TemporaryDirectory(prefix="envscaler-bfcl-") as folder:
+        Path(folder, f"{DRIVER}.py").write_text(
+            module_text + "\n\nif __name__ == '__main__':\n    serve_tasks(_SOURCES, _OWNERS)\n", encoding="utf-8")
+        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--read", folder,
+                   "--path", folder, *([] if isolation else ["--off"]), "--", "-m", DRIVER]
+        env = {"PATH": os.defpath, "PYTHONPATH": _PACKAGE_PARENT, "PYTHONDONTWRITEBYTECODE": "1",
+               "LANG": "C.UTF-8", **{k: os.environ[k] for k in ("TZ",) if k in os.environ}}
+        try:
+            done = subprocess.run(command, input=lines, capture_output=True, text=True, env=env, cwd=folder,
+                                  timeout=_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"executing the ground truth took longer than {_TIMEOUT_S:g} s") from None
+    answers = done.stdout.splitlines()
+    if done.returncode != 0 or len(answers) != len(requests):
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise RuntimeError(f"executing the ground truth failed (exit {done.returncode}): {tail[0][:300]}")
+    results: list[Execution | str] = []
+    for answer in map(json.loads, answers):
+        if "error" in answer:
+            results.append(f"its ground truth failed to run: {answer['error']}")
+        else:
+            results.append(Execution(initial_state=answer["initial_state"], outputs=answer["outputs"],
+                                     states=answer["states"], changed=set(answer["changed"])))
+    return results

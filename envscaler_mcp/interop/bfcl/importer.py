@@ -1,9 +1,10 @@
 """`import bfcl`: BFCL's multi-turn tasks -> a data folder (environments/<id>/skeleton.json, scenarios/<id>.jsonl).
 
 Tasks are grouped by their combination of involved classes, one environment each. For each task the ground
-truth is parsed, checked against the tools' schemas and executed in process as BFCL's checker executes it (the
-initial state, every turn's expected results); a task that fails any of it is left out with one line (BFCL's
-own ground truth of task 173 passes a ticket id as text where its docs ask for an integer).
+truth is parsed, checked against the tools' schemas and executed as BFCL's checker executes it, in a confined
+process (ground_truth.py: the initial state, every turn's expected results); a task that fails any of it is
+left out with one line (BFCL's own ground truth of task 173 passes a ticket id as text where its docs ask for
+an integer).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from envscaler_mcp.catalog.store import save_scenarios, save_skeleton
 from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.interop.bfcl import envmodule
 from envscaler_mcp.interop.bfcl.convert import scenario_from_task, skeleton_for
-from envscaler_mcp.interop.bfcl.ground_truth import execute
+from envscaler_mcp.interop.bfcl.ground_truth import Request, execute_all
 from envscaler_mcp.interop.bfcl.source import CLASS_STEMS, UNSUPPORTED, BfclSource
 from envscaler_mcp.interop.bfcl.tools import parse_turns, signatures, tool_spec
 from envscaler_mcp.scenario.models import Scenario, ToolCall
@@ -90,14 +91,11 @@ def import_environment(source: BfclSource, classes: list[str], tasks: list[Task]
     env = envmodule.env_id(classes)
     specs = {name: [tool_spec(doc, "state_change") for doc in source.func_docs(name)] for name in classes}
     text = envmodule.build_module(source, classes, specs)
-    module = envmodule.load_module(text, env)
     params: dict[str, list[str]] = {}
     for name in classes:
         params.update(signatures(source.module_source(CLASS_STEMS[name]), name))
     tools = {t.name: t for name in classes for t in specs[name]}
-    scenarios: list[Scenario] = []
-    changed: set[str] = set()
-    seen: set[str] = set()
+    ready: list[tuple[str, dict[str, Any], Request]] = []
     for category, task, truth in tasks:
         task_id = str(task.get("id"))
         try:
@@ -105,13 +103,29 @@ def import_environment(source: BfclSource, classes: list[str], tasks: list[Task]
             _check_arguments(task_id, turns, tools)
             if len(turns) != len(task["question"]):
                 raise ValueError(f"{len(task['question'])} turns but ground truth for {len(turns)}")
-            execution = execute(module, task, turns, long_context=category == "long_context")
-            scenario = scenario_from_task(task, category, env, turns, execution, version)
         except InputFileError as exc:
             result.left_out.append(exc.problem)
             continue
         except (ValueError, TypeError, KeyError) as exc:
             result.left_out.append(f"task {task_id}: {exc}")
+            continue
+        ready.append((category, task, Request(task=task, turns=turns, long_context=category == "long_context")))
+    try:
+        executions = execute_all(text, [request for _, _, request in ready])
+    except RuntimeError as exc:
+        result.left_out.append(f"{len(ready)} task(s) of {'+'.join(classes)}: {exc}")
+        return None
+    scenarios: list[Scenario] = []
+    changed: set[str] = set()
+    seen: set[str] = set()
+    for (category, task, request), execution in zip(ready, executions, strict=True):
+        if isinstance(execution, str):
+            result.left_out.append(f"task {task.get('id')}: {execution}")
+            continue
+        try:
+            scenario = scenario_from_task(task, category, env, request.turns, execution, version)
+        except (ValueError, TypeError, KeyError) as exc:
+            result.left_out.append(f"task {task.get('id')}: {exc}")
             continue
         changed |= execution.changed
         if scenario.id not in seen:
