@@ -177,3 +177,10 @@ def test_bad_input_is_one_line_and_writes_nothing(args: list[str], says: str, tm
     code, out, err = run_main(["import", "bfcl", "--out", str(tmp_path / "home"), *args], capsys)
     assert code == 2 and says in err and "Traceback" not in out + err
     assert not (tmp_path / "home").exists()
+
+
+def test_limit_takes_the_first_tasks_of_each_category(tmp_path: Path) -> None:
+    result = import_bfcl(FIXTURE, tmp_path, ["base", "miss_param"], limit=2)
+    firsts = [t["id"] for c in ("base", "miss_param") for t in BfclSource(FIXTURE).tasks(c)[:2]]
+    assert sorted(scenarios_of(tmp_path)) == sorted(firsts) and sum(result.counts.values()) == 4
+    assert not result.left_out and not result.unsupported

@@ -52,6 +52,8 @@ def _static_kinds(source: BfclSource, class_name: str) -> dict[str, str]:
 def _check_arguments(task_id: str, turns: list[list[ToolCall]], tools: dict[str, ToolSpec]) -> None:
     for n, calls in enumerate(turns, start=1):
         for call in calls:
+            if call.tool not in tools:
+                raise ValueError(f"turn {n}: {call.tool} is a method of the classes but not in BFCL's function docs")
             problem = next(jsonschema.Draft202012Validator(tools[call.tool].input_schema).iter_errors(
                 call.arguments), None)
             if problem is not None:
