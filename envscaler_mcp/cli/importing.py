@@ -135,4 +135,7 @@ def _attach(out: Path, env_ids: list[str], trajectories: Path, transport: Transp
 
 def register(app: typer.Typer) -> None:
     """Add the `import` group to the main app."""
+    from envscaler_mcp.interop.bfcl.cli import import_bfcl_cmd
+
+    import_app.command("bfcl")(import_bfcl_cmd)
     app.add_typer(import_app, name="import")

@@ -38,14 +38,17 @@ class Checker(Protocol):
 def episode_transcript(messages: list[Message], final_answer: str, convention: str = DEFAULT_CONVENTION
                        ) -> dict[str, Any]:
     """The plain-data transcript of an episode (scoring/transcript.py): every tool call in order with its
-    result, the final answer, and every text the agent wrote (in conversation mode, what the user read); a
-    call's success is read under the environment's `convention`."""
+    result and the user turn it was made in, the final answer, and every text the agent wrote (in conversation
+    mode, what the user read); a call's success is read under the environment's `convention`."""
     calls: list[dict[str, Any]] = []
     pending: list[tuple[str, dict[str, Any]]] = []  # (call id, its record) awaiting a tool result
+    users = 0  # user messages so far: a call's `turn` is the user turn it answers (0: the first)
     for message in messages:
+        users += message.role == "user"
         if message.role == "assistant":
             for call in message.tool_calls:
                 record = call_record(call.name, call.arguments, "", True)  # no result seen: an error
+                record["turn"] = max(users - 1, 0)
                 calls.append(record)
                 pending.append((call.id, record))
         elif message.role == "tool" and pending:

@@ -3,8 +3,9 @@
 The episode loop keeps, at the end of each turn but the last, where the transcript stood and the state
 (harness/episode.py `_end_of_turn`). A checklist item a turn names is judged on that state and on the
 transcript up to that point; every other item on the final state. The state after turn k is compared with
-the reference solution's state after its turn-k calls (qa.reference `Reference.check_turn`); one failing turn
-fails the episode's state check. A turn the episode never reached (it stopped early) fails both.
+the reference solution's state after its turn-k calls (qa.reference `Reference.check_turn`), unless the turn
+says `check_state: false`; one failing turn fails the episode's state check. A turn the episode never reached
+(it stopped early) fails both.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from envscaler_mcp.qa.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 
 NOT_REACHED = "the episode ended before this turn did"
+NOT_JUDGED = "the scenario does not judge the state at this turn (Turn.check_state is false)"
 
 
 class TurnScoring:
@@ -47,7 +49,9 @@ class TurnScoring:
         outcomes: list[TurnOutcome] = []
         verdicts: list[StateVerdict] = []
         for k in range(self.last):
-            if k >= len(self.marks):
+            if not self.scenario.turns[k].check_state:
+                verdict = StateVerdict(status="not_available", reason=NOT_JUDGED)
+            elif k >= len(self.marks):
                 status = "fail" if self.reference is not None and not self.reference.reason else "not_available"
                 verdict = StateVerdict(status=status, reason=NOT_REACHED)
             elif self.reference is None:

@@ -67,6 +67,13 @@ class Turn(BaseModel):
         description="Ids of checklist items judged on the state (and transcript) at the end of this turn instead "
         "of at the end of the episode.",
     )
+    check_state: bool = Field(
+        True,
+        exclude_if=lambda value: value,  # the default is left out: files and content hashes stay as they were
+        description="False: the state is not compared with the reference's at this turn's end (a turn the task "
+        "leaves unjudged, such as BFCL's turns without ground truth); the next judged turn still is. The last "
+        "turn is always judged.",
+    )
 
 
 class StateCheckOptions(BaseModel):

@@ -106,10 +106,12 @@ class FreeField(BaseModel):
 class Provenance(BaseModel):
     """How an artefact was made."""
 
-    source: Literal["hand-authored", "envscaler-import", "synthesized"] = Field(
-        description="Origin of the artefact."
+    source: Literal["hand-authored", "envscaler-import", "synthesized", "bfcl-import"] = Field(
+        description="Origin of the artefact ('bfcl-import': BFCL's multi-turn benchmark, `import bfcl`)."
     )
-    source_id: str | None = Field(None, description="Identifier in the source (EnvScaler env_id or task_id).")
+    source_id: str | None = Field(
+        None, description="Identifier in the source (EnvScaler env_id or task_id, BFCL task id or classes)."
+    )
     source_task: str | None = Field(None, description="The corpus task the environment was mined from.")
     models: dict[str, str] = Field(default_factory=dict, description="Model per seat, e.g. {'generator': 'openai/gpt-4.1'}.")
     prompt_version: str | None = Field(None, description="Version of the prompt templates used.")

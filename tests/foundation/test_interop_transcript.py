@@ -65,14 +65,16 @@ def test_user_turns_survive_export_and_import(tmp_path: Path) -> None:
     bob = load_scenarios(MINI_SHOP / "scenarios.jsonl")[0]
     calls = bob.reference_solution
     turns = [Turn(user="Cancel O-1002.", reference=calls[:2], checks=["c1"], answer="Cancelled."),
+             Turn(user="Which note?", check_state=False),
              Turn(user="Note why.", reference=[ToolCall(tool=calls[2].tool, arguments=calls[2].arguments)],
                   tools_added=["add_note"])]
     data = bob.model_dump(exclude={"id", "reference_solution"})
     multi = Scenario.model_validate({**data, "turns": turns}).with_id()
     envs, items = export_envscaler([(skeleton, [multi])])
-    assert [t["user"] for t in items[0][OWN_KEY]["turns"]] == ["Cancel O-1002.", "Note why."]
+    assert [t["user"] for t in items[0][OWN_KEY]["turns"]] == ["Cancel O-1002.", "Which note?", "Note why."]
     (tmp_path / "e.json").write_text(json.dumps(envs))
     (tmp_path / "s.json").write_text(json.dumps(items))
     (again,) = import_envscaler(tmp_path / "e.json", tmp_path / "s.json").scenarios["mini_shop"]
     assert again.turns == multi.turns and again.id == multi.id
+    assert [t.check_state for t in again.turns] == [True, False, True]
     assert again.reference_solution == multi.reference_solution  # the turns' calls, in order

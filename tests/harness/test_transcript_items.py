@@ -47,19 +47,22 @@ def test_episode_transcript_pairs_calls_with_results_in_order() -> None:
         calls(("get_order", {"order_id": "O-1"}), ("list_orders", {}), text="Let me look."),
         Message(role="tool", tool_call_id="call_1_list_orders", name="list_orders", content="not json"),
         Message(role="tool", tool_call_id="call_0_get_order", name="get_order", content='{"success": true}'),
+        Message(role="assistant", content="Looked."), Message(role="user", content="now cancel it"),
         calls(("cancel_order", {"order_id": "O-1"})),
         Message(role="tool", tool_call_id="call_0_cancel_order", name="cancel_order", content="boom",
                 is_error=True),
         Message(role="assistant", content="Done."),
     ]
     assert episode_transcript(messages, "Done.") == {
-        "calls": [
-            {"name": "get_order", "arguments": {"order_id": "O-1"}, "result": {"success": True}, "is_error": False},
-            {"name": "list_orders", "arguments": {}, "result": "not json", "is_error": False},
-            {"name": "cancel_order", "arguments": {"order_id": "O-1"}, "result": "boom", "is_error": True},
+        "calls": [  # `turn`: the user turn each call answers
+            {"name": "get_order", "arguments": {"order_id": "O-1"}, "result": {"success": True}, "is_error": False,
+             "turn": 0},
+            {"name": "list_orders", "arguments": {}, "result": "not json", "is_error": False, "turn": 0},
+            {"name": "cancel_order", "arguments": {"order_id": "O-1"}, "result": "boom", "is_error": True,
+             "turn": 1},
         ],
         "answer": "Done.",
-        "told_user": ["Let me look.", "Done."],
+        "told_user": ["Let me look.", "Looked.", "Done."],
     }
 
 

@@ -86,6 +86,21 @@ async def test_acting_a_turn_early_fails_although_the_final_state_is_the_referen
     assert result.success is False
 
 
+async def test_a_turn_that_does_not_check_the_state_lets_the_work_come_early(server: Any) -> None:
+    scenario = two_turns(hide_note=False)
+    unjudged = [scenario.turns[0].model_copy(update={"checks": [], "check_state": False}), scenario.turns[1]]
+    scenario = Scenario.model_validate({**scenario.model_dump(exclude={"id"}), "turns": unjudged}).with_id()
+    assert "check_state" in scenario.turns[0].model_dump() and "check_state" not in scenario.turns[1].model_dump()
+    eager = MockProvider([calls(GET), calls(CANCEL), calls(NOTE), "Done, and I added the note too.", "Done."])
+    result = await _run(server, scenario, eager)
+    assert [(t.state_check, t.state_check_reason[:40]) for t in result.turns] == [
+        ("not_available", "the scenario does not judge the state at"), ("pass", "")]
+    assert result.state_check == "pass" and result.success is True
+    lazy = MockProvider(["Sure.", "Done."])  # the last turn is judged whatever the earlier ones say
+    result = await _run(server, scenario, lazy)
+    assert result.turns[1].state_check == "fail" and result.success is False
+
+
 async def test_an_item_judged_at_its_turn_fails_when_the_work_comes_a_turn_late(server: Any) -> None:
     scenario = two_turns(hide_note=False)
     late = MockProvider(["Sure, give me a moment.", calls(GET), calls(CANCEL), calls(NOTE), "All done."])
