@@ -34,7 +34,7 @@ from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
-from envscaler_mcp.qa.reference import fixed_keys
+from envscaler_mcp.qa.reference import fixed_keys, strings_in
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 
 _UNSEEN = re.compile(
@@ -93,23 +93,12 @@ def _values_of_touched(initial: Mapping[str, Any], final: Mapping[str, Any], cha
     """Every string held by a record the reference changes or passes the key of (before or after): the records
     those point at (a ticket's flight, an order's customer) are accounted for when the task names them."""
     found: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            found.add(value)
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
     for name in keyed_collections(initial):
         for state in (initial, final):
             records = state.get(name)
             if isinstance(records, dict):
                 for key in changed.get(name, set()) | (set(records) & passed):
-                    walk(records.get(key))
+                    strings_in(records.get(key), found)
     return found
 
 

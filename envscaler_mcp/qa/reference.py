@@ -54,22 +54,25 @@ def scenario_free_fields(scenario: Scenario, env_free: Sequence[FreeField] = ())
     return FreeFields([*env_free, *extra], options.not_free if options else [])
 
 
+def strings_in(value: Any, found: set[str] | None = None) -> set[str]:
+    """Every string inside a JSON value (dict values and list items, at any depth), added to `found`."""
+    found = set() if found is None else found
+    if isinstance(value, str):
+        found.add(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            strings_in(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            strings_in(v, found)
+    return found
+
+
 def fixed_keys(scenario: Scenario) -> set[str]:
     """Strings the reference solution passes as arguments: keys the task names, never renamed."""
     found: set[str] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            found.add(value)
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
     for call in scenario.reference_solution:
-        walk(call.arguments)
+        strings_in(call.arguments, found)
     return found
 
 
