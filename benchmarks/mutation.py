@@ -1,0 +1,143 @@
+"""One-line mutants of the code that decides verdicts, and the share the test suite kills.
+
+    .venv/bin/python benchmarks/mutation.py [--per-module N] [--module PATH ...] [--seed S]
+
+Each mutant changes one operator or constant on one line of a module (== -> !=, < -> <=, and -> or,
+`not x` -> `x`, True <-> False, a number n -> n + 1, `return x` -> `return not x` for bool-looking returns),
+then the tests mapped to that module run (`pytest -x -q`, a time limit per mutant). A mutant is killed when
+some test fails or the run times out, survives when every test passes. The module is restored after each
+mutant (and on Ctrl-C). Prints one row per module and every survivor, so a test can be written for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# module -> the tests that judge it (the verdict code of scoring/, qa/ and the harness)
+TARGETS: dict[str, list[str]] = {
+    "envscaler_mcp/scoring/metrics.py": ["tests/scoring/test_metrics.py", "tests/harness/test_episode.py"],
+    "envscaler_mcp/scoring/observation.py": ["tests/scoring/test_observation.py", "tests/harness/test_observe.py"],
+    "envscaler_mcp/scoring/_claims.py": ["tests/scoring/test_claims.py"],
+    "envscaler_mcp/scoring/statecheck.py": ["tests/scoring/test_statecheck.py", "tests/harness/test_state_check.py"],
+    "envscaler_mcp/harness/turns.py": ["tests/harness/test_turns.py"],
+    "envscaler_mcp/harness/checks.py": ["tests/harness/test_episode.py", "tests/harness/test_transcript_items.py"],
+    "envscaler_mcp/qa/consistency.py": ["tests/qa/test_seeded_defects.py"],
+    "envscaler_mcp/qa/gate.py": ["tests/qa/test_gate.py", "tests/qa/test_gate_transcript.py"],
+}
+
+_SWAPS = {ast.Eq: "!=", ast.NotEq: "==", ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.In: "not in",
+          ast.NotIn: "in", ast.Is: "is not", ast.IsNot: "is"}
+_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.In: "in",
+         ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+
+
+@dataclass
+class Mutant:
+    line: int  # 1-based
+    before: str
+    after: str
+
+    def describe(self) -> str:
+        return f"line {self.line}: {self.before.strip()!r} -> {self.after.strip()!r}"
+
+
+def _replace_once(line: str, col: int, old: str, new: str) -> str | None:
+    at = line.find(old, col)
+    return None if at < 0 else line[:at] + new + line[at + len(old):]
+
+
+def mutants(source: str) -> list[Mutant]:
+    """Every one-line mutant of `source` this tool knows how to make (single-line nodes only)."""
+    lines = source.splitlines(keepends=True)
+    found: list[Mutant] = []
+    docstrings = {n.body[0].value.lineno for n in ast.walk(ast.parse(source))
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+    def add(node: ast.AST, old: str, new: str, col: int | None = None) -> None:
+        lineno = getattr(node, "lineno", None)
+        if lineno is None or lineno != getattr(node, "end_lineno", lineno) or lineno in docstrings:
+            return
+        line = lines[lineno - 1]
+        changed = _replace_once(line, node.col_offset if col is None else col, old, new)  # type: ignore[attr-defined]
+        if changed is not None and changed != line:
+            found.append(Mutant(lineno, line, changed))
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _SWAPS:
+            op = type(node.ops[0])
+            add(node, f" {_TEXT[op]} ", f" {_SWAPS[op]} ", node.left.end_col_offset)  # type: ignore[arg-type]
+        elif isinstance(node, ast.BoolOp) and len(node.values) == 2:
+            old, new = (" and ", " or ") if isinstance(node.op, ast.And) else (" or ", " and ")
+            add(node, old, new, node.values[0].end_col_offset)  # type: ignore[arg-type]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            add(node, "not ", "")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            add(node, str(node.value), str(not node.value))
+        elif isinstance(node, ast.Constant) and type(node.value) is int and node.value in (0, 1, 2):
+            add(node, str(node.value), str(node.value + 1))
+    return found
+
+
+def run_tests(tests: list[str], timeout_s: float) -> str:
+    """'killed' (a test failed or the run timed out) or 'survived'."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                              cwd=ROOT, capture_output=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return "killed"
+    return "survived" if done.returncode == 0 else "killed"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-module", type=int, default=10, help="mutants drawn per module (0: all)")
+    parser.add_argument("--module", action="append", help="only these modules (paths as in TARGETS)")
+    parser.add_argument("--seed", type=int, default=20261128)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's test run")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    total_killed = total = 0
+    survivors: list[str] = []
+    print(f"{'module':45} {'mutants':>7} {'killed':>6} {'share':>6}  seconds")
+    for module, tests in TARGETS.items():
+        if args.module and module not in args.module:
+            continue
+        path = ROOT / module
+        original = path.read_text()
+        pool = mutants(original)
+        chosen = pool if not args.per_module else rng.sample(pool, min(args.per_module, len(pool)))
+        killed = 0
+        started = time.monotonic()
+        try:
+            for mutant in chosen:
+                lines = original.splitlines(keepends=True)
+                lines[mutant.line - 1] = mutant.after
+                path.write_text("".join(lines))
+                if run_tests(tests, args.timeout) == "killed":
+                    killed += 1
+                else:
+                    survivors.append(f"{module} {mutant.describe()}")
+        finally:
+            path.write_text(original)
+        total += len(chosen)
+        total_killed += killed
+        share = killed / len(chosen) if chosen else float("nan")
+        print(f"{module:45} {len(chosen):7} {killed:6} {share:6.0%}  {time.monotonic() - started:.0f} "
+              f"(of {len(pool)} possible)", flush=True)
+    print(f"{'all':45} {total:7} {total_killed:6} {total_killed / max(total, 1):6.0%}")
+    for line in survivors:
+        print("survived:", line)
+
+
+if __name__ == "__main__":
+    main()
