@@ -27,11 +27,14 @@ TARGETS: dict[str, list[str]] = {
     "envscaler_mcp/scoring/metrics.py": ["tests/scoring/test_metrics.py", "tests/harness/test_episode.py"],
     "envscaler_mcp/scoring/observation.py": ["tests/scoring/test_observation.py", "tests/harness/test_observe.py"],
     "envscaler_mcp/scoring/_claims.py": ["tests/scoring/test_claims.py"],
-    "envscaler_mcp/scoring/statecheck.py": ["tests/scoring/test_statecheck.py", "tests/harness/test_state_check.py"],
+    "envscaler_mcp/scoring/statecheck.py": ["tests/scoring/test_statecheck.py", "tests/harness/test_state_check.py",
+                                            "tests/harness/test_check_outcomes.py"],
     "envscaler_mcp/harness/turns.py": ["tests/harness/test_turns.py"],
-    "envscaler_mcp/harness/checks.py": ["tests/harness/test_episode.py", "tests/harness/test_transcript_items.py"],
+    "envscaler_mcp/harness/checks.py": ["tests/harness/test_check_outcomes.py", "tests/harness/test_episode.py",
+                                        "tests/harness/test_transcript_items.py"],
     "envscaler_mcp/qa/consistency.py": ["tests/qa/test_seeded_defects.py"],
-    "envscaler_mcp/qa/gate.py": ["tests/qa/test_gate.py", "tests/qa/test_gate_transcript.py"],
+    "envscaler_mcp/qa/gate.py": ["tests/qa/test_gate.py", "tests/qa/test_gate_transcript.py",
+                                 "tests/harness/test_turns.py::test_the_gate_judges_a_turn_item_on_the_references_state_at_that_turn"],
 }
 
 _SWAPS = {ast.Eq: "!=", ast.NotEq: "==", ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.In: "not in",

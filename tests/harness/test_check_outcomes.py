@@ -1,0 +1,45 @@
+"""How a validator's result becomes an episode's verdict: a failed state item names the values it read, a
+transcript item does not (it reads no state), and a list that became an object is a mismatch of the state check
+(both written for survivors of benchmarks/mutation.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from envscaler_mcp.harness.checks import mark_at_start, outcome_from_result
+from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.scoring.statecheck import compare_states
+
+STATE_ITEM = ChecklistItem(id="c1", description="Has O1 shipped?",
+                           validator="def check_func(final_state):\n    return final_state['orders']['O1'] == 'shipped'\n")
+SAYS_ITEM = ChecklistItem(id="c2", description="Told the total?", kind="transcript",
+                          validator="def check_func(transcript):\n    return 'x' in transcript['answer']\n")
+FINAL = {"orders": {"O1": "pending"}}
+
+
+def test_a_failed_state_item_says_what_it_read_and_a_transcript_item_does_not() -> None:
+    failed = SimpleNamespace(passed=False, reason=None, evidence=[])
+    state = outcome_from_result(STATE_ITEM, failed, FINAL)
+    assert state.status == "fail" and "it read" in state.reason and "pending" in state.reason
+    said = outcome_from_result(SAYS_ITEM, failed, FINAL)
+    assert said.status == "fail" and said.reason == "check_func returned False"
+    errored = outcome_from_result(STATE_ITEM, SimpleNamespace(passed=False, reason="raised KeyError: 'O1'"), FINAL)
+    assert errored.status == "error" and errored.reason == "raised KeyError: 'O1'"
+
+
+def test_at_start_marks_need_one_outcome_per_item() -> None:
+    passed = SimpleNamespace(passed=True, reason=None, evidence=[])
+    outcomes = [outcome_from_result(STATE_ITEM, passed, FINAL), outcome_from_result(SAYS_ITEM, passed, FINAL)]
+    with pytest.raises(ValueError):
+        mark_at_start(outcomes, outcomes[:1])  # a verdict without its start-of-episode twin is a bug, not a guess
+    assert [o.at_start for o in mark_at_start(outcomes, outcomes)] == [True, True]
+
+
+def test_a_list_that_became_an_object_is_a_mismatch() -> None:
+    initial = {"tags": ["a"]}
+    reference = {"tags": ["a", "b"]}
+    result = compare_states(initial, reference, {"tags": {"0": "a", "1": "b"}})
+    assert not result.passed and [c.path for c in result.changes] == ["tags"]
+    assert compare_states(initial, reference, {"tags": ["a", "b"]}).passed
