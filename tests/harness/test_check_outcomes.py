@@ -43,3 +43,32 @@ def test_a_list_that_became_an_object_is_a_mismatch() -> None:
     result = compare_states(initial, reference, {"tags": {"0": "a", "1": "b"}})
     assert not result.passed and [c.path for c in result.changes] == ["tags"]
     assert compare_states(initial, reference, {"tags": ["a", "b"]}).passed
+
+
+def test_a_call_without_a_result_is_an_error_and_a_user_message_is_no_result() -> None:
+    from envscaler_mcp.harness.checks import episode_transcript
+    from envscaler_mcp.providers.base import Message, ToolCallRequest
+    messages = [Message(role="user", content="Cancel O1."),
+                Message(role="assistant", tool_calls=[ToolCallRequest(id="c1", name="cancel_order",
+                                                                      arguments={"order_id": "O1"})]),
+                Message(role="user", content="Are you there?")]  # the call's result never came
+    (call,) = episode_transcript(messages, "")["calls"]
+    assert call["is_error"] is True and call["result"] in ("", None)
+
+
+def test_consistency_counts_a_record_reached_through_a_changed_one_and_a_four_letter_search() -> None:
+    from envscaler_mcp.qa.consistency import _looked_up, mismatched_records
+    from envscaler_mcp.scenario.models import Scenario, ToolCall
+    from envscaler_mcp.skeleton.models import Provenance
+    state = {"flights": {"FL-1": {"id": "FL-1", "to": "Oslo"}, "FL-2": {"id": "FL-2", "to": "Rome"},
+                         "FL-3": {"id": "FL-3", "to": "Oslo"}},
+             "tickets": {"T-1": {"id": "T-1", "flight": "FL-1", "seat": "1A"}}}
+    final = {**state, "tickets": {"T-1": {"id": "T-1", "flight": "FL-2", "seat": "1A"}}}
+    scenario = Scenario(env_id="e", task="I was on FL-1; move ticket T-1 to a later flight.", initial_state=state,
+                        checklist=[], reference_solution=[ToolCall(tool="rebook", arguments={"ticket_id": "T-1",
+                                                                                           "flight_id": "FL-2"})],
+                        provenance=Provenance(source="hand-authored"))
+    assert mismatched_records(scenario, final) == []  # FL-1 is the ticket's old flight: accounted for
+    wrong = scenario.model_copy(update={"task": "I was on FL-3; move ticket T-1 to a later flight."})
+    assert mismatched_records(wrong, final) != []  # FL-3: the ticket never held it, the reference never reads it
+    assert _looked_up({"name": "Blue Lamp"}, "P1", {"Lamp"}) and not _looked_up({"name": "Blue Lamp"}, "P1", {"Lam"})

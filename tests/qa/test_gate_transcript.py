@@ -68,6 +68,9 @@ async def test_a_wrong_reference_answer_or_none_fails_final_true() -> None:
     assert report.step("final_true").reasons == [
         "c1 is not True after the reference solution",
         "the scenario has no reference_answer, so transcript items that read the answer cannot pass"]
+    alone = await gate(read_only([GOOD[0], GOOD[2]], answer=None))  # the only transcript item fails: still said
+    assert alone.step("final_true").reasons[-1].startswith("the scenario has no reference_answer")
+    assert "transcript" not in alone.model_dump()  # the reference transcript is not saved with a report
 
 
 async def test_unchecked_facts_of_the_reference_answer_fail_the_answer_probes() -> None:

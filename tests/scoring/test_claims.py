@@ -139,3 +139,10 @@ def test_the_adversarial_answer_set_gets_the_verdicts_it_deserves() -> None:
     assert wrong == []
     limits = [r for r in rows if "limitation" in r]
     assert all(bench.verdict(scenarios[r["scenario"]], r["answer"])[0] for r in limits)  # still a known miss
+
+
+def test_a_date_stated_without_its_year_matches_on_month_and_day_only() -> None:
+    assert says("It arrives on March 5.", "2026-03-05")[0]
+    assert says("It arrives on 2026-03-05.", "2026-03-05")[0]
+    assert not says("It arrives on March 6.", "2026-03-05")[0]
+    assert not says("It arrives on March 5, 2025.", "2026-03-05")[0]  # a year given must be the year
