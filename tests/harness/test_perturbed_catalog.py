@@ -6,7 +6,10 @@
 * doing nothing: never succeeds;
 * the reference plus one harmful extra call (qa.wrong_probes builds it: a state change aimed at another
   record) and the reference with one wrong argument (a state-changing call aimed at another record instead):
-  never succeed."""
+  never succeed;
+* a hedging answerer (the reference's calls, then its answer with the first amount or number given alongside a
+  rival, "$119.85 or $120.85"): never succeeds on a read-only question.
+Acting a turn early needs multi-turn scenarios, which the catalog has none of: tests/harness/test_turns.py."""
 
 from __future__ import annotations
 
@@ -100,3 +103,34 @@ async def test_perturbed_agents_get_the_verdict_their_work_deserves(tmp_path: Pa
         results = await _run(tmp_path / label.replace(" ", "_"), catalog, solutions)
         assert len(results) == len(solutions)
         assert [(label, sid, r.score, r.state_check) for sid, r in results.items() if r.success is not False] == []
+
+
+def _hedged(answer: str) -> str | None:
+    """The answer with its first amount or number given alongside a rival ("$119.85 or $120.85")."""
+    import re
+
+    match = (re.search(r"\$\d[\d,]*(?:\.\d+)?", answer)  # an amount first, else a number that is no id's part
+             or re.search(r"(?<![\w-])\d+(?:\.\d+)?(?![\w-])", answer))
+    if match is None:
+        return None
+    value = match.group(0)
+    digits = value.lstrip("$").replace(",", "")
+    rival = f"{float(digits) + 1:.2f}" if "." in digits else str(int(digits) + 1)
+    rival = ("$" if value.startswith("$") else "") + rival
+    return answer[:match.end()] + f" or {rival}" + answer[match.end():]
+
+
+async def test_a_hedging_answerer_never_succeeds_where_the_reference_answer_does(tmp_path: Path) -> None:
+    catalog = _catalog()
+    questions = {s.id: s for _, scs in catalog for s in scs if s.reference_answer and _hedged(s.reference_answer)}
+    assert len(questions) >= 10  # the catalog's read-only questions state amounts, counts and dates
+    plans = [p.model_copy(update={"scenarios": [s for s in p.scenarios if s.id in questions]}) for p in _plans(catalog)]
+    plans = [p for p in plans if p.scenarios]
+    config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", concurrency=4, transport="memory",
+                       progress=False)
+    hedging = Seat("oracle", factory=lambda sc: OraclePolicy(
+        sc.model_copy(update={"reference_answer": _hedged(sc.reference_answer or "")})))
+    await run_eval(config, tmp_path / "hedged", plans=plans, agent=hedging)
+    results = RunDir(tmp_path / "hedged").read_results()
+    assert len(results) == len(questions)
+    assert [(r.scenario_id, r.final_answer) for r in results if r.success is not False] == []
