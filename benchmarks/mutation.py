@@ -32,7 +32,7 @@ TARGETS: dict[str, list[str]] = {
     "envscaler_mcp/harness/turns.py": ["tests/harness/test_turns.py"],
     "envscaler_mcp/harness/checks.py": ["tests/harness/test_check_outcomes.py", "tests/harness/test_episode.py",
                                         "tests/harness/test_transcript_items.py"],
-    "envscaler_mcp/qa/consistency.py": ["tests/qa/test_seeded_defects.py"],
+    "envscaler_mcp/qa/consistency.py": ["tests/qa/test_seeded_defects.py", "tests/harness/test_check_outcomes.py"],
     "envscaler_mcp/qa/gate.py": ["tests/qa/test_gate.py", "tests/qa/test_gate_transcript.py",
                                  "tests/harness/test_turns.py::test_the_gate_judges_a_turn_item_on_the_references_state_at_that_turn"],
 }
