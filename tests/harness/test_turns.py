@@ -17,7 +17,7 @@ from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.user_sim import ScriptedSeat
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.qa.reference import build_reference
-from envscaler_mcp.scenario.models import Scenario, ToolCall, Turn
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall, Turn
 from tests.harness.shop import BOB, ENV_INFO, calls, shop_server
 
 pytestmark = pytest.mark.anyio
@@ -179,3 +179,22 @@ async def test_the_observation_check_is_judged_turn_by_turn(server: Any) -> None
     verdicts = [(await _run(server, scenario, agent)).observation for agent in (looked, blind, late)]
     assert [v.status for v in verdicts] == ["passed", "failed", "failed"]
     assert verdicts[2].evidence and verdicts[2].evidence[0].startswith("turn 1")
+
+
+async def test_a_hedged_or_negated_answer_fails_on_every_transport(server: Any) -> None:
+    """The answer attacks of tests/scoring/test_claims.py through whole episodes: the reference's calls, then an
+    answer that states the total beside a rival, or denies it, fails the transcript item; the plain one passes."""
+    told = ChecklistItem(id="c3", description="Has the agent told Bob his order's total ($12.00)?", kind="transcript",
+                         validator="from transcript_checks import says\n"
+                                   "def check_func(transcript):\n    return says(transcript, 12)\n")
+    data = BOB.model_dump(exclude={"id"})
+    data["checklist"].append(told.model_dump())
+    scenario = Scenario.model_validate({**data, "reference_answer": "Cancelled and noted; the total was $12.00."})
+    scenario = scenario.with_id()
+    verdicts = []
+    for answer in ("Cancelled and noted; the total was $12.00.", "Cancelled; the total was $12.00 or $13.00.",
+                   "Cancelled; the total was not $12.00."):
+        agent = MockProvider([calls(GET), calls(CANCEL), calls(NOTE), answer])
+        result = await _run(server, scenario, agent)
+        verdicts.append((result.checks[-1].status, result.success))
+    assert verdicts == [("pass", True), ("fail", False), ("fail", False)]
