@@ -34,8 +34,9 @@ from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
-from envscaler_mcp.qa.reference import fixed_keys, strings_in
+from envscaler_mcp.qa.reference import fixed_keys
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scoring.matching import strings_in
 
 _UNSEEN = re.compile(
     r"\b(?:given|from|in|per|using|based on|according to)\s+the\s+(?:(?:initial|current|above|below)\s+)?"
@@ -111,6 +112,10 @@ def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
     passed = fixed_keys(scenario)
     changed = changed_records(scenario.initial_state, reference_final)
     related = _values_of_touched(scenario.initial_state, reference_final, changed, passed)
+    holders: dict[str, set[str]] = {}  # key -> the collections that have a record under it
+    for name in keyed_collections(scenario.initial_state):
+        for key in scenario.initial_state[name]:  # type: ignore[union-attr]  # keyed: a dict
+            holders.setdefault(str(key), set()).add(name)
     problems = []
     for collection, asked in sorted(named.items()):
         records = scenario.initial_state.get(collection)
@@ -121,9 +126,8 @@ def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
         if not targeted:
             continue
         acts = "changes" if touched & passed else "acts on"
-        others = {k for c in keyed_collections(scenario.initial_state) if c != collection
-                  for k in scenario.initial_state[c]}  # type: ignore[union-attr]  # keyed: a dict
-        accounted = touched | passed | (related - others)  # "3" held by a record may be a doctor, not this one
+        # a value held by a record counts only when no other collection has that key ("3" may be a doctor)
+        accounted = touched | passed | {v for v in related if holders.get(v, set()) <= {collection}}
         if not asked & accounted and not any(_looked_up(records.get(key), key, passed) for key in asked):
             problems.append(f"the task names {collection} {', '.join(sorted(asked))} but the reference solution "
                             f"{acts} {', '.join(sorted(targeted))} and never looks the named ones up")

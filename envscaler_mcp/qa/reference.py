@@ -25,6 +25,7 @@ from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.diff import StateChange, diff_states
 from envscaler_mcp.scoring.freefields import FreeFields
+from envscaler_mcp.scoring.matching import strings_in
 from envscaler_mcp.scoring.statecheck import (
     StateCheckStatus,
     UnexpectedChange,
@@ -52,20 +53,6 @@ def scenario_free_fields(scenario: Scenario, env_free: Sequence[FreeField] = ())
     options = scenario.state_check
     extra = options.free if options else []
     return FreeFields([*env_free, *extra], options.not_free if options else [])
-
-
-def strings_in(value: Any, found: set[str] | None = None) -> set[str]:
-    """Every string inside a JSON value (dict values and list items, at any depth), added to `found`."""
-    found = set() if found is None else found
-    if isinstance(value, str):
-        found.add(value)
-    elif isinstance(value, dict):
-        for v in value.values():
-            strings_in(v, found)
-    elif isinstance(value, list):
-        for v in value:
-            strings_in(v, found)
-    return found
 
 
 def fixed_keys(scenario: Scenario) -> set[str]:

@@ -114,15 +114,17 @@ def _containers(i: Any, r: Any, a: Any, path: list[PathPart], out: list[tuple[li
             _containers(before, r[key], a[key], [*path, key], out)
 
 
-def _strings(value: Any, out: set[str]) -> set[str]:
+def strings_in(value: Any, out: set[str] | None = None) -> set[str]:
+    """Every string inside a JSON value (dict values and list items, at any depth), added to `out`."""
+    out = set() if out is None else out
     if isinstance(value, str):
         out.add(value)
     elif isinstance(value, dict):
         for v in value.values():
-            _strings(v, out)
+            strings_in(v, out)
     elif isinstance(value, list):
         for v in value:
-            _strings(v, out)
+            strings_in(v, out)
     return out
 
 
@@ -170,7 +172,7 @@ def pair_added(initial: Any, reference: Any, agent: Any, norm: Normalizer, fixed
     _containers(initial, reference, agent, [], containers)
     if not containers:
         return {}, set(), set()
-    existing = _strings(initial, set())
+    existing = strings_in(initial, set())
     for path, new_r, new_a in containers:
         mark = "\x00new " + format_path(path)
         for side, keys in (("reference", new_r), ("agent", new_a)):
