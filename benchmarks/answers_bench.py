@@ -1,6 +1,6 @@
 """How often `says` is fooled: an adversarial answer set over the bundled read-only scenarios.
 
-    python benchmarks/answers_bench.py [--answers tests/scoring/data/answers.jsonl] [--verbose]
+    python benchmarks/answers_bench.py [--answers tests/transcript/data/answers.jsonl] [--verbose]
 
 Each line of the answer set names a bundled scenario (by title), an answer an agent might give, what kind of
 answer it is (`right`: a correct paraphrase; `hedge`, `negation`, `list`, `inversion`: wrong answers that
@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 
 from envscaler_mcp.catalog.store import load_scenarios  # noqa: E402
 from envscaler_mcp.scenario.models import Scenario  # noqa: E402
-from envscaler_mcp.scoring import transcript_checks  # noqa: E402
-from envscaler_mcp.scoring.transcript import make_transcript  # noqa: E402
+from envscaler_mcp.transcript import checks as transcript_checks  # noqa: E402
+from envscaler_mcp.transcript.record import make_transcript  # noqa: E402
 
-DEFAULT_ANSWERS = ROOT / "tests" / "scoring" / "data" / "answers.jsonl"
+DEFAULT_ANSWERS = ROOT / "tests" / "transcript" / "data" / "answers.jsonl"
 
 
 def read_only_scenarios() -> dict[str, Scenario]:

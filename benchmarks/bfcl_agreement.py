@@ -38,7 +38,7 @@ from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.interop.bfcl.importer import import_bfcl
 from envscaler_mcp.interop.bfcl.source import CATEGORIES, BfclSource
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.qa.reference import Reference, scenario_free_fields
+from envscaler_mcp.references.reference import Reference, scenario_free_fields
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -145,7 +145,7 @@ def perturbations(scenario: Scenario, kinds: dict[str, str]) -> dict[str, Turns]
 
 async def server_reference(server: Any, scenario: Scenario, skeleton: EnvSkeleton) -> Reference:
     """The reference of the state check: the ground truth replayed through the server, the state read at the end
-    of every turn (as qa.reference does, without its `did the call succeed` rule, see docs/bfcl.md)."""
+    of every turn (as references.reference does, without its `did the call succeed` rule, see docs/bfcl.md)."""
     states = []
     async with server.episode(scenario.initial_state) as episode:
         for turn in scenario.turns:

@@ -42,8 +42,8 @@ from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.harness.source import EpisodeSource
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring import transcript_checks
-from envscaler_mcp.scoring.transcript import call_record, make_transcript
+from envscaler_mcp.transcript import checks as transcript_checks
+from envscaler_mcp.transcript.record import call_record, make_transcript
 
 _HAS_LAZY_PLANS = hasattr(EnvPlan, "full")  # older checkouts (--against) loaded every scenario in full
 

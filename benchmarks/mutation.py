@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # module -> the tests that judge it (the verdict code of scoring/, qa/ and the harness)
 TARGETS: dict[str, list[str]] = {
     "envscaler_mcp/scoring/metrics.py": ["tests/scoring/test_metrics.py", "tests/harness/test_episode.py"],
-    "envscaler_mcp/scoring/observation.py": ["tests/scoring/test_observation.py", "tests/harness/test_observe.py"],
-    "envscaler_mcp/scoring/_claims.py": ["tests/scoring/test_claims.py"],
-    "envscaler_mcp/scoring/statecheck.py": ["tests/scoring/test_statecheck.py", "tests/harness/test_state_check.py",
+    "envscaler_mcp/transcript/observation.py": ["tests/transcript/test_observation.py", "tests/harness/test_observe.py"],
+    "envscaler_mcp/transcript/claims.py": ["tests/transcript/test_claims.py"],
+    "envscaler_mcp/compare/statecheck.py": ["tests/compare/test_statecheck.py", "tests/harness/test_state_check.py",
                                             "tests/harness/test_check_outcomes.py"],
     "envscaler_mcp/harness/turns.py": ["tests/harness/test_turns.py"],
     "envscaler_mcp/harness/checks.py": ["tests/harness/test_check_outcomes.py", "tests/harness/test_episode.py",

@@ -36,8 +36,8 @@ import httpx2
 
 from envscaler_mcp.catalog.store import list_env_ids
 from envscaler_mcp.launch import launch_server, resolve_target
-from envscaler_mcp.launch.confine import server_command, server_env
 from envscaler_mcp.launch.memory import import_server_package
+from envscaler_mcp.launch.server_process import server_command, server_env
 from envscaler_mcp.launch.servers import HttpServer
 from envscaler_mcp.launch.target import ServerDir, read_spec
 

@@ -4,7 +4,7 @@
 
 For every scenario with a reference solution, on one server per environment (started before timing):
 
-* the reference final state: `qa.reference.build_reference` (two replays of the reference solution, run at
+* the reference final state: `references.reference.build_reference` (two replays of the reference solution, run at
   the same time; paid once per scenario per run);
 * one oracle episode through `harness.episode.run_episode` (tools over MCP, final state, validators in the
   sandbox, the state check): what a run pays per episode;
@@ -35,9 +35,9 @@ from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.qa.reference import build_reference
 from envscaler_mcp.qa.wrong_probes import harmful_extra_call
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.references.reference import build_reference
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 
 
 def _ms(seconds: float) -> str:

@@ -34,10 +34,10 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envscaler_mcp.sandbox import validators as sandbox_module
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring import sandbox as sandbox_module
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-from envscaler_mcp.scoring.transcript import call_record, make_transcript
+from envscaler_mcp.transcript.record import call_record, make_transcript
 
 # items, initial state, final state, transcript (None when no item reads one)
 Job = tuple[list[ChecklistItem], dict[str, Any], dict[str, Any], dict[str, Any] | None]
@@ -151,7 +151,7 @@ def catalog_jobs() -> list[Job]:
 
 def in_process(jobs: list[Job]) -> float:
     """EnvScaler's way: exec with full builtins in this process, one shared final_state, no limits."""
-    sys.modules.setdefault("transcript_checks", importlib.import_module("envscaler_mcp.scoring.transcript_checks"))
+    sys.modules.setdefault("transcript_checks", importlib.import_module("envscaler_mcp.transcript.checks"))
     n = sum(len(items) for items, _, _, _ in jobs)
     start = time.perf_counter()
     passed = 0

@@ -17,8 +17,8 @@ from typing import Any
 import uvicorn
 from openenv.core.generic_client import GenericEnvClient
 
+from envscaler_mcp.adapters.openenv_env import openenv_app
 from envscaler_mcp.catalog.store import scenarios_for
-from envscaler_mcp.harness.openenv_env import openenv_app
 from envscaler_mcp.scenario.models import Scenario
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import ray
 
+from envscaler_mcp.adapters.gym import EnvScalerMCPEnv
 from envscaler_mcp.catalog.store import scenarios_for
-from envscaler_mcp.harness.gym import EnvScalerMCPEnv
 from envscaler_mcp.scenario.models import Scenario
 
 

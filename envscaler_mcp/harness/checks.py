@@ -14,7 +14,7 @@ from envscaler_mcp.harness.readings import values_read
 from envscaler_mcp.providers.base import Message
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.metrics import ItemVerdict
-from envscaler_mcp.scoring.transcript import call_record, make_transcript
+from envscaler_mcp.transcript.record import call_record, make_transcript
 
 NO_ADMIN_REASON = (
     "the server has no admin plane, so the final state cannot be read and state checks cannot run"
@@ -37,7 +37,7 @@ class Checker(Protocol):
 
 def episode_transcript(messages: list[Message], final_answer: str, convention: str = DEFAULT_CONVENTION
                        ) -> dict[str, Any]:
-    """The plain-data transcript of an episode (scoring/transcript.py): every tool call in order with its
+    """The plain-data transcript of an episode (transcript/record.py): every tool call in order with its
     result and the user turn it was made in, the final answer, and every text the agent wrote (in conversation
     mode, what the user read); a call's success is read under the environment's `convention`."""
     calls: list[dict[str, Any]] = []
@@ -98,13 +98,13 @@ def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | N
 
 
 class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
-    """A Checker on scoring.sandbox.ValidatorSandbox (worker processes with time and memory limits).
+    """A Checker on sandbox.validators.ValidatorSandbox (worker processes with time and memory limits).
 
     One instance is shared by every episode of a run; use it as an async context manager.
     """
 
     def __init__(self, timeout_s: float = 2.0, memory_mb: int = 512, workers: int = 1, isolation: bool = True) -> None:
-        from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+        from envscaler_mcp.sandbox.validators import ValidatorSandbox
 
         self._sandbox = ValidatorSandbox(timeout_s=timeout_s, memory_mb=memory_mb, workers=workers,
                                          isolation=isolation)

@@ -14,6 +14,7 @@ from mcp.types import CallToolResult, TextContent, Tool
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.compare.diff import StateChange, diff_states
 from envscaler_mcp.errors import ModelFault, ServerFault, UsageError
 from envscaler_mcp.harness.budget import EpisodeClock
 from envscaler_mcp.harness.checks import (
@@ -34,12 +35,11 @@ from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedUser, SimulatedUser
 from envscaler_mcp.launch.episodes import NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
-from envscaler_mcp.qa.reference import Reference, StateVerdict
+from envscaler_mcp.references.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.diff import StateChange, diff_states
 from envscaler_mcp.scoring.metrics import checklist_score, episode_success
-from envscaler_mcp.scoring.observation import ObservationVerdict
-from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT
+from envscaler_mcp.transcript.observation import ObservationVerdict
+from envscaler_mcp.transcript.record import EMPTY_TRANSCRIPT
 
 # JSON-RPC errors a model can cause by a bad call; they go back to the agent as error results.
 _MODEL_FAULT_CODES = {-32602, -32601}
@@ -95,7 +95,7 @@ async def run_episode(
 ) -> EpisodeResult:
     """Run one (scenario, trial) episode and score it.
 
-    `reference` is the scenario's reference final state (qa.reference, shared by every trial): the final state
+    `reference` is the scenario's reference final state (references.reference, shared by every trial): the final state
     is compared with it (the state check); without it the state check is not available. `success_convention`
     is how the environment reports a failed call (_outcome.py), for the transcript checks.
 
@@ -195,7 +195,7 @@ async def score_state(
 
 
 def state_verdict(reference: Reference | None, final_state: State | None) -> StateVerdict:
-    """The state check of a final state against the scenario's reference (qa.reference)."""
+    """The state check of a final state against the scenario's reference (references.reference)."""
     if final_state is None:
         return StateVerdict(status="not_available", reason=NO_ADMIN_REASON)
     if reference is None:

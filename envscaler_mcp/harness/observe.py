@@ -1,4 +1,4 @@
-"""The observation check of an episode (scoring/observation.py) against its scenario's replayed reference
+"""The observation check of an episode (transcript/observation.py) against its scenario's replayed reference
 solution, under the run's setting (`eval --observation auto|on|off`)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from envscaler_mcp.harness.models import ObservationMode
-from envscaler_mcp.qa.reference import Reference
-from envscaler_mcp.qa.replay import turn_ends
-from envscaler_mcp.scoring.observation import ObservationTurn, ObservationVerdict, check_observation
-from envscaler_mcp.scoring.transcript import call_record
+from envscaler_mcp.references.reference import Reference
+from envscaler_mcp.references.replay import turn_ends
+from envscaler_mcp.transcript.observation import ObservationTurn, ObservationVerdict, check_observation
+from envscaler_mcp.transcript.record import call_record
 
 
 def read_only_tools(tools: Iterable[Any]) -> set[str] | None:

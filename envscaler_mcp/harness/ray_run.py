@@ -32,7 +32,7 @@ from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.pool import SourcePool, open_pool
 from envscaler_mcp.harness.seats import seat_for
 from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.qa.reference import ReferenceCache
+from envscaler_mcp.references.reference import ReferenceCache
 
 try:
     import ray

@@ -28,8 +28,8 @@ from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.qa.reference import Reference, ReferenceCache
-from envscaler_mcp.qa.reference_store import ReferenceStore
+from envscaler_mcp.references.reference import Reference, ReferenceCache
+from envscaler_mcp.references.store import ReferenceStore
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]

@@ -3,7 +3,7 @@
 The episode loop keeps, at the end of each turn but the last, where the transcript stood and the state
 (harness/episode.py `_end_of_turn`). A checklist item a turn names is judged on that state and on the
 transcript up to that point; every other item on the final state. The state after turn k is compared with
-the reference solution's state after its turn-k calls (qa.reference `Reference.check_turn`), unless the turn
+the reference solution's state after its turn-k calls (references.reference `Reference.check_turn`), unless the turn
 says `check_state: false`; one failing turn fails the episode's state check. A turn the episode never reached
 (it stopped early) fails both.
 """
@@ -14,7 +14,7 @@ from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp.harness.checks import Checker, episode_transcript
 from envscaler_mcp.harness.models import CheckOutcome, TurnOutcome
 from envscaler_mcp.providers.base import Message
-from envscaler_mcp.qa.reference import Reference, StateVerdict
+from envscaler_mcp.references.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 
 NOT_REACHED = "the episode ended before this turn did"

@@ -29,7 +29,7 @@ from envscaler_mcp.interop.to_envscaler import (
 )
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scenario.titles import title_from_task
-from envscaler_mcp.skeleton._annotations import annotation_text, collect_module_types
+from envscaler_mcp.skeleton.annotations import annotation_text, collect_module_types
 from envscaler_mcp.skeleton.build import validate_state
 from envscaler_mcp.skeleton.checks import check_determinism, check_findings
 from envscaler_mcp.skeleton.free_fields import infer_free_fields

@@ -19,11 +19,11 @@ _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
 
 def server_layers(timeout_s: float = 60.0) -> IsolationReport:
-    """The layers of a confined server process here: `isolation.confined` applies them, writes its report,
+    """The layers of a confined server process here: `isolation.confine_server` applies them, writes its report,
     then runs an empty module (`keyword`). Every layer is off when the probe could not run."""
     with tempfile.TemporaryDirectory(prefix="envscaler-layers-") as tmp:
         path = Path(tmp) / "layers.json"
-        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--report", str(path),
+        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--report", str(path),
                    "--", "-m", "keyword"]
         env = {"PATH": os.defpath, "PYTHONPATH": _PKG_PARENT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
         try:

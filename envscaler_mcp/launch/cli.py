@@ -32,7 +32,12 @@ def serve_command(
     """Run an environment's MCP server in the foreground (no install needed)."""
     from envscaler_mcp._io import read_json
     from envscaler_mcp.errors import UsageError
-    from envscaler_mcp.launch.confine import ServerLimits, loopback_listener, server_command, server_env
+    from envscaler_mcp.launch.server_process import (
+        ServerLimits,
+        loopback_listener,
+        server_command,
+        server_env,
+    )
     from envscaler_mcp.launch.target import resolve_target
 
     if state is not None and scenario:

@@ -18,8 +18,8 @@ from mcp import Client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import in_process_report
 from envscaler_mcp.launch.episodes import Episode, WarmCache
+from envscaler_mcp.launch.server_process import in_process_report
 from envscaler_mcp.launch.servers import LaunchedServer
 from envscaler_mcp.launch.target import ServerDir
 

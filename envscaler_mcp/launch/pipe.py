@@ -29,14 +29,6 @@ from pydantic import ConfigDict
 
 from envscaler_mcp._json import State, parse_state
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import (
-    DEFAULT_LIMITS,
-    ServerLimits,
-    read_report,
-    server_command,
-    server_env,
-    serving_pid,
-)
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminResult,
@@ -44,6 +36,14 @@ from envscaler_mcp.launch.episodes import (
     RoutedClient,
     WarmCache,
     all_tools,
+)
+from envscaler_mcp.launch.server_process import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    read_report,
+    server_command,
+    server_env,
+    serving_pid,
 )
 from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter

@@ -32,7 +32,8 @@ from mcp.types import Tool
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.launch.confine import (
+from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
+from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
     loopback_listener,
@@ -41,7 +42,6 @@ from envscaler_mcp.launch.confine import (
     server_env,
     serving_pid,
 )
-from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
@@ -287,9 +287,9 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
-    Server processes get an allowlisted environment and run under the OS layers (launch/confine.py);
+    Server processes get an allowlisted environment and run under the OS layers (launch/server_process.py);
     `isolation=False` leaves the layers out (to measure their cost). Each server process has hard limits
-    (launch/confine.py ServerLimits; `max_memory_mb`, `max_cpu_s`, `max_threads` replace the defaults). With `warm` (the default) episodes
+    (launch/server_process.py ServerLimits; `max_memory_mb`, `max_cpu_s`, `max_threads` replace the defaults). With `warm` (the default) episodes
     skip the protocol handshake and `tools/list` (launch/episodes.py WarmCache): over HTTP every episode
     goes through the server's one shared client, over stdio `stdio_prestart` processes are started ahead;
     every episode still has its own server-side state (its own process on stdio). `warm=False` is the

@@ -1,6 +1,6 @@
 """Initial states handed to launched servers as files: each distinct state is written once, named by its
 content's hash, into a folder only the launcher and its servers read (the server is given read access to that
-folder alone: launch/confine.py). An episode is then created by naming the file, so a scenario's state is not
+folder alone: launch/server_process.py). An episode is then created by naming the file, so a scenario's state is not
 sent through the admin plane for every episode, and a server parses it once for all of them."""
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from mcp.client.stdio import stdio_client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.confine import DEFAULT_LIMITS, ServerLimits, read_report, server_command, server_env
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminReset,
@@ -31,6 +30,13 @@ from envscaler_mcp.launch.episodes import (
     Episode,
     WarmCache,
     stdio_get_state,
+)
+from envscaler_mcp.launch.server_process import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    read_report,
+    server_command,
+    server_env,
 )
 from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter

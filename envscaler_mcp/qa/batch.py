@@ -13,9 +13,9 @@ from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, WrongSolution, check_scenario
-from envscaler_mcp.qa.reference import ReferenceCache
+from envscaler_mcp.references.reference import ReferenceCache
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
 
 Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)

@@ -33,10 +33,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp.compare.matching import strings_in
 from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
-from envscaler_mcp.qa.reference import fixed_keys
+from envscaler_mcp.references.reference import fixed_keys
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
-from envscaler_mcp.scoring.matching import strings_in
 
 _UNSEEN = re.compile(
     r"\b(?:given|from|in|per|using|based on|according to)\s+the\s+(?:(?:initial|current|above|below)\s+)?"

@@ -9,7 +9,7 @@ For one scenario, `check_scenario` verifies, in order:
                      transcript (no call, no answer: an agent that does nothing fails);
 3. replay          - the reference solution, replayed through a real server episode started at the initial
                      state, has every call succeed (not `is_error`, structured `success` true); it is replayed
-                     twice, which also gives the reference final state of the state check (qa.reference);
+                     twice, which also gives the reference final state of the state check (references.reference);
 4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
                      transcript (the replayed calls and the scenario's reference answer);
    consistency     - the task asks for what the reference solution does: the records it names are the ones
@@ -42,8 +42,6 @@ from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.consistency import consistency_problems
 from envscaler_mcp.qa.mutation import MutationReport, Probe, mutation_check
-from envscaler_mcp.qa.reference import Reference, ReferenceCache
-from envscaler_mcp.qa.replay import Episode, EpisodeFactory, ReplayCall, call_outcome, replay_reference
 from envscaler_mcp.qa.transcript import EMPTY_TRANSCRIPT, answer_probes, reference_transcript
 from envscaler_mcp.qa.wrong import (
     WrongSolution,
@@ -52,10 +50,18 @@ from envscaler_mcp.qa.wrong import (
     given_wrong_solutions,
 )
 from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
+from envscaler_mcp.references.reference import Reference, ReferenceCache
+from envscaler_mcp.references.replay import (
+    Episode,
+    EpisodeFactory,
+    ReplayCall,
+    call_outcome,
+    replay_reference,
+)
+from envscaler_mcp.sandbox.results import CheckResult
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scenario.titles import shown_title
-from envscaler_mcp.scoring.models import CheckResult
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
 
 __all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",

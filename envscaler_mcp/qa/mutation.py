@@ -12,7 +12,7 @@ Collateral probes, of what the solution did NOT change (an agent that also cance
 * in each dict of records the solution touched, another record gets the same field changes, and is removed;
 * each top-level attribute the solution left alone has its first field changed.
 
-A probe is *caught* when a validator turns False (or errors) or the state check (`qa.reference`) finds an
+A probe is *caught* when a validator turns False (or errors) or the state check (`references.reference`) finds an
 unexpected change. A probe neither catches is *skipped* when its field is free (free text, a generated
 timestamp: any value is right), else it is *uncaught*: the scoring would pass a wrong final state.
 
@@ -28,10 +28,10 @@ from typing import Any, TypeGuard
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSON, JSONObject, State
-from envscaler_mcp.qa.reference import Reference
+from envscaler_mcp.compare.diff import PathPart, diff_states, format_path
+from envscaler_mcp.references.reference import Reference
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.diff import PathPart, diff_states, format_path
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 _MAX_PROBES = 250
 _COLLATERAL_FIELDS = 3  # field changes copied to another record, per dict of records

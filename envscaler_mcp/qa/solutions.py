@@ -28,12 +28,12 @@ from envscaler_mcp.catalog.store import index_row, load_skeleton, skeleton_file,
 from envscaler_mcp.interop.skips import Skipped, reason_group
 from envscaler_mcp.interop.trajectories import RecordedCall, Trajectory, iter_trajectories
 from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.replay import EpisodeFactory, replay_calls
+from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario, ToolCall
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT
 from envscaler_mcp.skeleton.arguments import argument_problems, coerce_arguments
 from envscaler_mcp.skeleton.models import ToolSpec
+from envscaler_mcp.transcript.record import EMPTY_TRANSCRIPT
 
 
 @dataclass(frozen=True)

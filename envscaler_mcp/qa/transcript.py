@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.qa.mutation import Probe
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
-from envscaler_mcp.scoring._facts import fact_spans
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT, call_record, make_transcript
+from envscaler_mcp.transcript.facts import fact_spans
+from envscaler_mcp.transcript.record import EMPTY_TRANSCRIPT, call_record, make_transcript
 
 __all__ = ["EMPTY_TRANSCRIPT", "answer_probes", "calls_transcript", "reference_transcript", "transcript_items"]
 

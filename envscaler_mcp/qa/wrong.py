@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
-from envscaler_mcp.qa.replay import EpisodeFactory, ReplayCall, replay_calls
 from envscaler_mcp.qa.transcript import reference_transcript
+from envscaler_mcp.references.replay import EpisodeFactory, ReplayCall, replay_calls
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario, ToolCall
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 
 class WrongSolution(BaseModel):

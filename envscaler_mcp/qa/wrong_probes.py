@@ -30,13 +30,13 @@ from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSON, JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.mutation import is_records
-from envscaler_mcp.qa.reference import Reference
-from envscaler_mcp.qa.replay import EpisodeFactory, call_outcome, replay_calls
 from envscaler_mcp.qa.transcript import calls_transcript
+from envscaler_mcp.references.reference import Reference
+from envscaler_mcp.references.replay import EpisodeFactory, call_outcome, replay_calls
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario, ToolCall
-from envscaler_mcp.scoring.diff import diff_states
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 ProbeKind = Literal["extra_call", "without_last_change", "given"]
 _MAX_CANDIDATES = 24

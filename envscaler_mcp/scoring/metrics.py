@@ -25,8 +25,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from envscaler_mcp.scoring.observation import ObservationStatus
-from envscaler_mcp.scoring.statecheck import StateCheckStatus
+from envscaler_mcp.compare.statecheck import StateCheckStatus
+from envscaler_mcp.transcript.observation import ObservationStatus
 
 SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
                       "observation", "state+observation", "both"]

@@ -9,14 +9,14 @@ import re
 from typing import Any
 
 from envscaler_mcp.errors import EnvironmentCodeError
-from envscaler_mcp.skeleton._annotations import (
+from envscaler_mcp.skeleton._docstrings import parse_docstring
+from envscaler_mcp.skeleton._effects import MethodEffects, class_effects, transitive_writes
+from envscaler_mcp.skeleton.annotations import (
     AnnotationConverter,
     annotation_text,
     collect_module_types,
     make_nullable,
 )
-from envscaler_mcp.skeleton._docstrings import parse_docstring
-from envscaler_mcp.skeleton._effects import MethodEffects, class_effects, transitive_writes
 from envscaler_mcp.skeleton.models import EnvSkeleton, StateAttribute, ToolKind, ToolSpec
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envscaler_mcp.scoring.diff import diff_states
+from envscaler_mcp.compare.diff import diff_states
 
 
 def _show(value: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
-from envscaler_mcp.scoring.freefields import matches, parse_pattern
+from envscaler_mcp.compare.freefields import matches, parse_pattern
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.skeleton.free_fields import field_reason, infer_free_fields
 from envscaler_mcp.skeleton.models import StateAttribute

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from envscaler_mcp._outcome import call_failure, call_succeeded, guess_convention
-from envscaler_mcp.scoring import transcript_checks
-from envscaler_mcp.scoring.transcript import call_record, make_transcript
+from envscaler_mcp.transcript import checks as transcript_checks
+from envscaler_mcp.transcript.record import call_record, make_transcript
 
 CASES = [  # result, is_error, {convention: succeeded}
     ({"success": True, "data": 1}, False, {"envscaler": True, "error-field": True, "no-error": True}),
@@ -67,8 +67,8 @@ def test_transcript_checks_read_the_convention_of_the_transcript() -> None:
 
 @pytest.mark.anyio
 async def test_the_sandboxed_transcript_check_reads_the_convention() -> None:
+    from envscaler_mcp.sandbox.validators import ValidatorSandbox
     from envscaler_mcp.scenario.models import ChecklistItem
-    from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
     item = ChecklistItem(id="t1", description="closed ticket 1", kind="transcript", validator=(
         "from transcript_checks import called\n"

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from envscaler_mcp.compare.statecheck import compare_states
 from envscaler_mcp.harness.checks import mark_at_start, outcome_from_result
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.statecheck import compare_states
 
 STATE_ITEM = ChecklistItem(id="c1", description="Has O1 shipped?",
                            validator="def check_func(final_state):\n    return final_state['orders']['O1'] == 'shipped'\n")

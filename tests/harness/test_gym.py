@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp.adapters.gym import EnvScalerMCPEnv
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
-from envscaler_mcp.harness.gym import EnvScalerMCPEnv
 from envscaler_mcp.harness.prompts import STOP_TOKEN
 from envscaler_mcp.providers.mock import MockProvider
 from tests.harness.shop import BOB, MINI_SHOP

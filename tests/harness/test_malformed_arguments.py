@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp.adapters.gym import EnvScalerMCPEnv
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
-from envscaler_mcp.harness.gym import EnvScalerMCPEnv
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.providers.arguments import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH
@@ -104,7 +104,7 @@ def test_argument_text_nested_past_the_recursion_limit_is_kept_raw() -> None:
 
 def test_the_openenv_api_gives_malformed_arguments_an_error_result() -> None:
     pytest.importorskip("openenv", reason="OpenEnv is the optional extra .[openenv]")
-    from envscaler_mcp.harness.openenv_env import EnvScalerAction, EnvScalerOpenEnv
+    from envscaler_mcp.adapters.openenv_env import EnvScalerAction, EnvScalerOpenEnv
 
     env = EnvScalerOpenEnv("ecommerce_orders", transport="memory", seed=0)
     try:

@@ -9,8 +9,8 @@ from typing import Any
 from mcp.types import Tool, ToolAnnotations
 
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
-from envscaler_mcp.qa.reference import Reference
-from envscaler_mcp.qa.replay import ReplayCall
+from envscaler_mcp.references.reference import Reference
+from envscaler_mcp.references.replay import ReplayCall
 from tests.harness.shop import BOB
 
 ORDER = {"order_id": "O-1002", "customer": "bob", "status": "pending", "total": 12.0, "notes": ["Gift wrap"]}

@@ -20,7 +20,7 @@ from envscaler_mcp.scenario.models import Scenario
 
 pytest.importorskip("openenv", reason="OpenEnv is the optional extra .[openenv]: pip install -e '.[openenv]'")
 
-from envscaler_mcp.harness.openenv_env import (
+from envscaler_mcp.adapters.openenv_env import (
     EnvScalerAction,
     EnvScalerOpenEnv,
     openenv_app,
@@ -155,6 +155,6 @@ def test_openenv_clients_run_episodes_over_the_websocket() -> None:
 
 
 def test_nothing_imports_openenv_unless_asked() -> None:
-    code = "import sys, envscaler_mcp.cli, envscaler_mcp.harness.gym; print('openenv' in sys.modules)"
+    code = "import sys, envscaler_mcp.cli, envscaler_mcp.adapters.gym; print('openenv' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -87,7 +87,7 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
 def _server_children(flag: bytes) -> list[int]:
     """PIDs of this test process's own server processes started with `flag` (--http; --state-dir: the pipe,
     whose server also has one). Where the launched process only waits for the server it forked into a PID
-    namespace of its own (isolation/confined.py), that server is the one named."""
+    namespace of its own (isolation/confine_server.py), that server is the one named."""
     table: dict[int, tuple[int, list[bytes]]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

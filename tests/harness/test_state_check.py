@@ -14,7 +14,7 @@ from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
-from envscaler_mcp.qa import reference as reference_module
+from envscaler_mcp.references import reference as reference_module
 from envscaler_mcp.report.summary import RunSummary, finish_run
 from envscaler_mcp.report.table import summary_table
 from envscaler_mcp.scenario.models import Scenario, ToolCall

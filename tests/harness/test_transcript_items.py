@@ -109,7 +109,7 @@ def test_external_warning_says_which_checks_run() -> None:
 
 
 async def test_gym_rewards_transcript_items(server: Any, checker: SandboxChecker) -> None:
-    from envscaler_mcp.harness.gym import EnvScalerMCPEnv
+    from envscaler_mcp.adapters.gym import EnvScalerMCPEnv
 
     env = EnvScalerMCPEnv(server, checker)
     await env.reset(READ_ONLY)

@@ -16,7 +16,7 @@ from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.user_sim import ScriptedSeat
 from envscaler_mcp.providers.mock import MockProvider
-from envscaler_mcp.qa.reference import build_reference
+from envscaler_mcp.references.reference import build_reference
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall, Turn
 from tests.harness.shop import BOB, ENV_INFO, calls, shop_server
 
@@ -150,8 +150,8 @@ async def test_the_scripted_user_seat_in_conversation_mode(server: Any) -> None:
 
 async def test_the_gate_judges_a_turn_item_on_the_references_state_at_that_turn() -> None:
     from envscaler_mcp.qa.gate import check_scenario
+    from envscaler_mcp.sandbox.validators import ValidatorSandbox
     from envscaler_mcp.scenario.models import ChecklistItem
-    from envscaler_mcp.scoring.sandbox import ValidatorSandbox
     scenario = two_turns(hide_note=False)
     # True only while the order is cancelled and the note is not there yet: the state at turn 1's end.
     between = ChecklistItem(id="c3", description="Has O-1002 been cancelled before the note was added?",
@@ -182,7 +182,7 @@ async def test_the_observation_check_is_judged_turn_by_turn(server: Any) -> None
 
 
 async def test_a_hedged_or_negated_answer_fails_on_every_transport(server: Any) -> None:
-    """The answer attacks of tests/scoring/test_claims.py through whole episodes: the reference's calls, then an
+    """The answer attacks of tests/transcript/test_claims.py through whole episodes: the reference's calls, then an
     answer that states the total beside a rival, or denies it, fails the transcript item; the plain one passes."""
     told = ChecklistItem(id="c3", description="Has the agent told Bob his order's total ($12.00)?", kind="transcript",
                          validator="from transcript_checks import says\n"

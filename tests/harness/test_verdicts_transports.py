@@ -17,7 +17,7 @@ from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeConfig, EpisodeResult
 from envscaler_mcp.providers.mock import MockProvider
-from envscaler_mcp.qa.reference import Reference, ReferenceCache
+from envscaler_mcp.references.reference import Reference, ReferenceCache
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 from tests.harness.shop import ALICE, BOB, ENV_INFO, SKELETON, calls, shop_server
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.qa.gate import check_scenario
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
 from tests.qa.fake_episode import broken_episode, fake_shop_episode
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from envscaler_mcp.qa.reference import ReferenceCache, StateVerdict, build_reference
+from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.qa.wrong import WrongSolution
 from envscaler_mcp.qa.wrong_probes import extra_call_candidates, wrong_probe_check
+from envscaler_mcp.references.reference import ReferenceCache, StateVerdict, build_reference
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import StateCheckOptions, ToolCall
-from envscaler_mcp.scoring.freefields import FreeFields
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import FreeField
 from tests.qa.fake_episode import FakeShopEpisode, fake_shop_episode
 from tests.qa.test_gate import CANCELLED, NOTE, gate, scenario

@@ -1,9 +1,9 @@
-"""Which reference calls answer differently on two replays (qa/reference.py unstable_results)."""
+"""Which reference calls answer differently on two replays (references/reference.py unstable_results)."""
 
 from __future__ import annotations
 
-from envscaler_mcp.qa.reference import unstable_results
-from envscaler_mcp.qa.replay import ReplayCall
+from envscaler_mcp.references.reference import unstable_results
+from envscaler_mcp.references.replay import ReplayCall
 
 
 def _call(text: str) -> ReplayCall:

@@ -9,8 +9,8 @@ import sys
 
 import anyio
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.test_validator_os_layers import CONNECT, EXEC, FILES
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio
 
 from envscaler_mcp.launch import launch_server
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.test_server_attacks import malicious_server
 from tests.security.test_server_limits import attack_module
 from tests.security.test_validator_limits_ipc import HONEST, LOWER_LIMITS, cpu_limit

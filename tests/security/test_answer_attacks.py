@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
-from envscaler_mcp.scoring.transcript import make_transcript
+from envscaler_mcp.transcript.record import make_transcript
 
 pytestmark = pytest.mark.anyio
 

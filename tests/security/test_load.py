@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mini_shop"
 
 PLANTED = ("sitecustomize.py", "argparse.py", "json.py", "envscaler_mcp/__init__.py",
-           "envscaler_mcp/isolation/__init__.py", "envscaler_mcp/isolation/confined.py")
+           "envscaler_mcp/isolation/__init__.py", "envscaler_mcp/isolation/confine_server.py")
 
 
 def planted_server(folder: Path, markers: Path) -> Path:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 
 pytestmark = pytest.mark.anyio
 

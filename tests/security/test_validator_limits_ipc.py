@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.test_validator_os_layers import GROUPS, only
 
 pytestmark = pytest.mark.anyio

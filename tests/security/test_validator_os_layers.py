@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.conftest import Listener, processes_named
 
 pytestmark = pytest.mark.anyio

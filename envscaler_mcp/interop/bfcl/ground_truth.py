@@ -1,5 +1,5 @@
 """The tasks' ground truth executed as BFCL's checker executes it (envruntime.execute_task), in a process of its
-own under the OS layers that confine environment servers (isolation/confined.py): BFCL's code is third-party
+own under the OS layers that confine environment servers (isolation/confine_server.py): BFCL's code is third-party
 environment code, so at import too it reads only its own folder and Python's, and reaches no network, file or
 process of the user's.
 """
@@ -52,7 +52,7 @@ def execute_all(module_text: str, requests: list[Request], *, isolation: bool = 
     with tempfile.TemporaryDirectory(prefix="envscaler-bfcl-") as folder:
         Path(folder, f"{DRIVER}.py").write_text(
             module_text + "\n\nif __name__ == '__main__':\n    serve_tasks(_SOURCES, _OWNERS)\n", encoding="utf-8")
-        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confined", "--read", folder,
+        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--read", folder,
                    "--path", folder, *([] if isolation else ["--off"]), "--", "-m", DRIVER]
         env = {"PATH": os.defpath, "PYTHONPATH": _PACKAGE_PARENT, "PYTHONDONTWRITEBYTECODE": "1",
                "LANG": "C.UTF-8", **{k: os.environ[k] for k in ("TZ",) if k in os.environ}}

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from envscaler_mcp._json import State
+from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
-from envscaler_mcp.scoring.diff import diff_states
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions

@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 
 from envscaler_mcp._json import JSON, JSONObject
+from envscaler_mcp.sandbox.restrict import _FORBIDDEN_CALLS, ALLOWED_MODULES, static_problem
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
-from envscaler_mcp.scoring._restrict import _FORBIDDEN_CALLS, ALLOWED_MODULES, static_problem
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_parse import (
     AnswerFormatError,

@@ -20,7 +20,7 @@ from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
 from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded

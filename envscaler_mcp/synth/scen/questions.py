@@ -16,9 +16,6 @@ from typing import Any
 from envscaler_mcp.authoring.readonly import read_only_scenario
 from envscaler_mcp.qa.gate import replay_reference
 from envscaler_mcp.scenario.models import Scenario, ToolCall
-from envscaler_mcp.scoring._facts import fact_spans
-from envscaler_mcp.scoring.transcript import result_value
-from envscaler_mcp.scoring.transcript_checks import stated
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth._common_parse import AnswerFormatError, require_sections
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
@@ -26,6 +23,9 @@ from envscaler_mcp.synth.scen.excerpt import state_ladder
 from envscaler_mcp.synth.scen.parsers import TASK_SCHEMA, parse_task
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import ANSWER_TOKENS, StepContext, gen_solution
+from envscaler_mcp.transcript.checks import stated
+from envscaler_mcp.transcript.facts import fact_spans
+from envscaler_mcp.transcript.record import result_value
 
 _OPENERS = ("has ", "have ", "is ", "are ", "did ", "does ")
 _RESULT_LIMIT = 4000  # characters of one call's result shown to the model

@@ -19,8 +19,8 @@ from envscaler_mcp.launch import LaunchedServer, launch_server
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.qa.gate import check_scenario
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth.scen.parsers import MIN_TASK_WORDS

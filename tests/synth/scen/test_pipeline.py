@@ -13,7 +13,7 @@ from envscaler_mcp._io import iter_jsonl
 from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.qa.gate import check_scenario
-from envscaler_mcp.scoring.sandbox import ValidatorSandbox
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.steps import prompt_version
 

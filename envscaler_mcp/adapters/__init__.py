@@ -1,0 +1,1 @@
+"""The harness behind other frameworks' interfaces: a gym-style API, OpenEnv environments."""

@@ -1,0 +1,143 @@
+"""Run a Python module under the OS layers, in this process (nothing is executed after them):
+
+    python -s -P -m envscaler_mcp.isolation.confine_server --read DIR [--read DIR ...] [--path DIR ...]
+           [--report FILE] [--memory-mb N] [--cpu-s N] [--threads N] [--off] -- -m PACKAGE [ARGS ...]
+
+How launched environment servers start. Before PACKAGE is imported, this process gives itself:
+
+* new network, IPC and PID namespaces (a user namespace first when not root): no interface, no route out,
+  no process outside its own. A listening socket the launcher created and handed down keeps serving the
+  host's loopback. With a PID namespace this process forks: the child (PID 1 there) goes on, the parent
+  only waits for it and passes on SIGTERM and SIGHUP (isolation/namespaces.py `become_pid_one`).
+* no capabilities; as root, a user id of its own (isolation/namespaces.py `become_unique_user`).
+* hard limits (isolation/limits.py): `--memory-mb` of address space, `--cpu-s` of CPU time, `--threads`
+  threads (where the kernel can count them for this server alone), no core dumps.
+* Landlock: files may only be read, and only beneath the `--read` folders (the server package), Python's
+  own folders and the system's shared libraries; no TCP bind or connect; no signal beyond the sandbox.
+* seccomp: no exec, no new processes (threads are fine), no new sockets, no tracing, signals to itself only.
+
+`--path DIR` is put first on the module search path only after the layers, so that nothing in DIR is
+imported before them (start Python with `-P` and keep DIR out of PYTHONPATH for the same reason).
+`--report FILE` receives {layer: [active, detail]} once the layers are in place (opened before them).
+A layer the kernel refuses is recorded there and the server still starts. Standard library + pyseccomp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+import sysconfig
+from typing import Any
+
+from envscaler_mcp.isolation import landlock, limits, namespaces, seccomp
+
+_SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime",
+                "/usr/share/zoneinfo", "/dev/null", "/dev/urandom")
+
+
+def python_folders() -> list[str]:
+    """Where this interpreter reads its standard library and installed packages from."""
+    paths = sysconfig.get_paths()
+    found = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    found.update({sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))})
+    return sorted(p for p in found if os.path.exists(p))
+
+
+def _identity(table: dict[str, list[Any]], seed: int) -> bool:
+    """Drop privileges; True when this process now has a user id no other process holds or shares its count
+    of processes with nobody (root: a uid of its own, from `seed`; a normal user: alone in a new user
+    namespace)."""
+    try:
+        if os.geteuid() == 0:
+            table["unprivileged-identity"] = [True, namespaces.become_unique_user(seed)]
+            return True
+        table["unprivileged-identity"] = [True, namespaces.drop_capabilities()]
+        return bool(table.get("user-namespace", [False])[0])
+    except OSError as exc:
+        table["unprivileged-identity"] = [False, f"could not drop privileges ({exc})"]
+        return False
+
+
+def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0) -> dict[str, list[Any]]:
+    """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
+    table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
+    table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
+    active, refused = namespaces.isolate(pid=True)
+    table.update({name: [True, detail] for name, detail in active.items()})
+    table.update({name: [False, detail] for name, detail in refused.items()})
+    seed, alive = namespaces.become_pid_one() if "pid-namespace" in active else (os.getpid(), -1)
+    try:  # built while libseccomp can still be found and loaded (before Landlock)
+        syscalls: Any = seccomp.server_filter(os.getpid())
+    except OSError as exc:
+        syscalls = f"refused: {exc.strerror or exc}"
+    table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
+    if alive >= 0:
+        namespaces.stay_tied(alive)
+    allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
+    try:
+        enforced = landlock.restrict(read=allowed)
+    except OSError as exc:
+        enforced = {}
+        reason = f"refused: {exc.strerror or exc}"
+    else:
+        reason = f"this kernel's Landlock ABI ({landlock.abi_version()}) is too old for it"
+    for name in ("landlock-fs", "landlock-net", "landlock-scope"):
+        table[name] = [True, enforced[name]] if name in enforced else [False, reason]
+    if isinstance(syscalls, str):
+        table["seccomp"] = [False, syscalls]
+        return table
+    try:
+        landlock.set_no_new_privs()
+        syscalls.load()
+        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"]
+    except OSError as exc:
+        table["seccomp"] = [False, f"refused: {exc.strerror or exc}"]
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Confine this process, then run the module given after `--` as `__main__`."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--" not in args:
+        raise SystemExit("usage: python -m envscaler_mcp.isolation.confine_server [options] -- -m PACKAGE [ARGS]")
+    split = args.index("--")
+    parser = argparse.ArgumentParser(prog="envscaler_mcp.isolation.confine_server")
+    parser.add_argument("--read", action="append", default=[], help="a folder the module may read")
+    parser.add_argument("--path", action="append", default=[],
+                        help="a folder put on the module search path once the layers are in place")
+    parser.add_argument("--report", default=None, help="where to write the layers in force (JSON)")
+    parser.add_argument("--memory-mb", type=int, default=0, help="address-space limit (MiB; 0: none)")
+    parser.add_argument("--cpu-s", type=int, default=0, help="CPU-time limit of the process (s; 0: none)")
+    parser.add_argument("--threads", type=int, default=0, help="most threads (0: no limit)")
+    parser.add_argument("--off", action="store_true", help="apply no layer but the limits (to measure their cost)")
+    options = parser.parse_args(args[:split])
+    rest = args[split + 1:]
+    if len(rest) < 2 or rest[0] != "-m":
+        raise SystemExit("envscaler_mcp.isolation.confine_server: give the module as `-- -m PACKAGE [ARGS]`")
+    report = open(options.report, "w", encoding="utf-8") if options.report else None
+    if options.off:
+        table = {"clean-environment": [True, "only the variables the launcher allowed"],
+                 **limits.apply(options.memory_mb, options.cpu_s)}
+        for name in ("network-namespace", "ipc-namespace", "pid-namespace", "unprivileged-identity", "thread-limit",
+                     "landlock-fs", "landlock-net", "landlock-scope", "seccomp"):
+            table[name] = [False, "turned off (isolation disabled)"]
+    else:
+        table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,
+                        options.threads)
+    if report is not None:
+        with report:
+            report.write(json.dumps(table))
+    sys.path[:0] = [os.path.realpath(p) for p in options.path]
+    sys.argv = [rest[1], *rest[2:]]
+    runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:  # before the module took over its own Ctrl-C (while it was being imported)
+        print("stopped (interrupted)", file=sys.stderr, flush=True)
+        sys.exit(130)

@@ -1,0 +1,151 @@
+"""Transcript helpers: facts matched after normalisation (never as raw substrings), calls made and not made,
+and the evidence each records."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.transcript import checks as tc
+from envscaler_mcp.transcript.facts import fact_spans
+
+
+def transcript(answer: str = "", calls: list[dict[str, Any]] | None = None, told: list[str] | None = None
+               ) -> dict[str, Any]:
+    return {"calls": calls or [], "answer": answer, "told_user": told or []}
+
+
+def says(text: str, *facts: Any, **kw: Any) -> tuple[bool, list[str]]:
+    tc._begin()
+    return tc.says(transcript(text), *facts, **kw), tc._take()
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("Your refund of $24.00 was issued.", 24),
+    ("Your refund of 24.00 USD was issued.", "$24"),
+    ("Refund: 24.0", "24.00 USD"),
+    ("The total is 1,024.50.", "1024.5"),
+    ("The total is 1024.5 dollars.", "$1,024.50"),
+    ("It arrives on March 5, 2026.", "2026-03-05"),
+    ("It arrives on 5 Mar 2026.", "2026-03-05"),
+    ("It arrives on Thursday, March 5th.", "2026-03-05"),
+    ("It arrives on 2026-03-05.", "March 5, 2026"),
+    ("It arrives on 2026-03-05.", dt.date(2026, 3, 5)),
+    ("Order o 10053 is pending.", "O-10053"),
+    ("Order O10053 is pending.", "o-10053"),
+    ("See you at 2:30 PM.", "14:30"),
+    ("See you at 14:30.", "2:30 pm"),
+    ("Two units are left.", 2),
+    ("You use 12.4GB of 15 GB.", 12.4),
+    ("The status is Shipped.", "shipped"),
+    ("Your doctor is Dr. Amara  Patel.", "amara patel"),
+])
+def test_facts_match_after_normalisation(text: str, fact: Any) -> None:
+    ok, evidence = says(text, fact)
+    assert ok, evidence
+    assert evidence and evidence[0].startswith(f"stated {str(fact)!r}")
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("Refund 2400 issued.", 24),
+    ("Return R-5240 was opened.", 24),
+    ("Refund 24.5 issued.", 24),
+    ("It arrives on 2026-03-24.", 24),
+    ("It arrives on 2026-03-06.", "2026-03-05"),
+    ("Order O-100531 is pending.", "O-10053"),
+    ("Order O-10053-2 is pending.", "O-10053"),
+    ("See you at 2:30.", "14:30"),
+    ("Seat 12A is yours.", 12),
+    ("Version 1.2.3 is installed.", 2),
+    ("The status is unshipped.", "shipped"),
+    ("", 24),
+])
+def test_raw_substrings_and_near_misses_do_not_match(text: str, fact: Any) -> None:
+    ok, evidence = says(text, fact)
+    assert not ok
+    assert evidence[0].startswith(f"missing {str(fact)!r} in the answer")
+
+
+def test_every_fact_must_be_stated_and_each_records_evidence() -> None:
+    ok, evidence = says("Order O-10053 ships on 2026-03-05.", "O-10053", "2026-03-05", 30)
+    assert not ok
+    assert evidence[0] == "stated 'O-10053': \u00abOrder O-10053 ships on 2026-03-05.\u00bb"
+    assert evidence[2].startswith("missing '30' in the answer")
+
+
+def test_where_selects_the_answer_or_what_the_user_was_told() -> None:
+    t = transcript("Done.", told=["Your refund is $24.00.", "Done."])
+    assert not tc.says(t, 24)
+    assert tc.says(t, 24, where="told_user")
+    assert tc.says(t, 24, where="any")
+    with pytest.raises(ValueError):
+        tc.says(t, 24, where="somewhere")
+    with pytest.raises(TypeError):
+        tc.says(t)
+    with pytest.raises(TypeError):
+        tc.says(t, True)
+
+
+def test_not_says() -> None:
+    t = transcript("Your refund is $24.00.")
+    assert tc.not_says(t, 25, "cancelled")
+    assert not tc.not_says(t, 24)
+
+
+CALLS = [
+    {"name": "get_order", "arguments": {"order_id": "O-1"}, "result": {"success": False, "error": "no"},
+     "is_error": False},
+    {"name": "get_order", "arguments": {"order_id": "o-2 "}, "result": {"success": True}, "is_error": False},
+    {"name": "search", "arguments": {"query": "Camping Lantern", "max_price": 20}, "result": "oops",
+     "is_error": True},
+]
+
+
+def test_called_with_key_arguments_and_success() -> None:
+    t = transcript(calls=CALLS)
+    tc._begin()
+    assert tc.called(t, "get_order", order_id="O-2")  # case and surrounding space ignored
+    assert tc._take() == ['call 2 get_order({"order_id": "o-2 "}) ok']
+    assert not tc.called(t, "get_order", order_id="O-1")  # made, but it failed
+    assert tc.called(t, "get_order", ok=False, order_id="O-1")  # any attempt
+    assert not tc.called(t, "search", query=lambda q: "lantern" in q.lower())  # an error result
+    assert tc.called(t, "search", ok=False, query=lambda q: "lantern" in q.lower(), max_price=20.0)
+    tc._begin()
+    assert not tc.called(t, "cancel_order", order_id="O-1")
+    assert tc._take() == ["no successful call cancel_order(order_id=O-1); cancel_order was never called "
+                          "(3 calls in all)"]
+
+
+def test_not_called_counts_any_attempt() -> None:
+    t = transcript(calls=CALLS)
+    assert tc.not_called(t, "cancel_order")
+    assert tc.not_called(t, "get_order", order_id="O-3")
+    tc._begin()
+    assert not tc.not_called(t, "get_order", order_id="O-1")
+    assert tc._take() == ['call 1 get_order({"order_id": "O-1"}) failed, which it must not']
+
+
+def test_malformed_transcripts_are_empty_not_crashes() -> None:
+    assert not tc.says(None, 1)
+    assert not tc.called({"calls": [None, 3]}, "x")
+    assert tc.not_called({}, "x")
+
+
+def test_fact_spans_give_a_variant_with_one_value_changed() -> None:
+    text = "Refund of $1,024.50 on March 5, 2026 at 2:30 PM for R-510, two items."
+    found = [(s.kind, s.text, s.mutated) for s in fact_spans(text)]
+    assert found == [
+        ("number", "1,024.50", "1,025.50"),
+        ("date", "March 5, 2026", "March 6, 2026"),
+        ("time", "2:30 PM", "3:30 PM"),
+        ("id", "R-510", "R-511"),
+        ("number", "two", "three"),
+    ]
+    for span in fact_spans(text):
+        tc._begin()
+        original = text
+        changed = text[: span.start] + span.mutated + text[span.end :]
+        assert tc.says(transcript(original), span.text)
+        assert not tc.says(transcript(changed), span.text), span
