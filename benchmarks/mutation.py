@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# module -> the tests that judge it (the verdict code of scoring/, qa/ and the harness)
+# module -> the tests that judge it (the verdict code of scoring/, compare/, transcript/, qa/ and the harness)
 TARGETS: dict[str, list[str]] = {
     "envscaler_mcp/scoring/metrics.py": ["tests/scoring/test_metrics.py", "tests/harness/test_episode.py"],
     "envscaler_mcp/transcript/observation.py": ["tests/transcript/test_observation.py", "tests/harness/test_observe.py"],

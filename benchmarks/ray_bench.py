@@ -13,11 +13,13 @@ import argparse
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import anyio
 import ray
 
+from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
@@ -53,7 +55,7 @@ def timed(config: RunConfig, out: Path) -> tuple[float, int, float]:
     sampler = threading.Thread(target=sample)
     sampler.start()
     start = time.perf_counter()
-    anyio.run(run_eval, config, out)
+    anyio.run(partial(run_eval, remote=RayEpisodes()), config, out)
     seconds = time.perf_counter() - start
     stop.set()
     sampler.join()

@@ -34,9 +34,9 @@ from envscaler_mcp.harness.checks import Checker, SandboxChecker, episode_transc
 from envscaler_mcp.harness.episode import call_tool_safely, score_state, state_verdict
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.user_sim import SimulatedUser
-from envscaler_mcp.launch.episodes import NoAdminPlane
+from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import decode_arguments, mcp_tools_to_defs
 from envscaler_mcp.references.reference import ReferenceCache
@@ -80,7 +80,7 @@ class EnvScalerMCPEnv:
         self.references = ReferenceCache()
         self._stack = stack or AsyncExitStack()
         self._episode_stack: AsyncExitStack | None = None
-        self._ep: EpisodeHandle | None = None
+        self._ep: Episode | None = None
         self._scenario: Scenario | None = None
         self._user: SimulatedUser | None = None
         self._names: set[str] = set()

@@ -4,13 +4,16 @@ it (summary.json, the table) and writes the HTML report. It sits above both, so 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from envscaler_mcp._io import check_writable_folder
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import EnvScalerError, UsageError
+
+if TYPE_CHECKING:
+    from envscaler_mcp.harness.run import RemoteEpisodes
 
 # The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
 # to harness.models.SuccessRule, harness.models.ObservationMode and launch.Transport
@@ -207,7 +210,8 @@ def eval_command(
     try:
         _interrupt.run(
             lambda: run_eval(
-                config, run_path, resume=resume, retry_infra=retry_infra, console=Console(stderr=True)
+                config, run_path, resume=resume, retry_infra=retry_infra, console=Console(stderr=True),
+                remote=_ray_episodes() if ray else None,
             )
         )
     except KeyboardInterrupt:
@@ -240,3 +244,10 @@ def eval_command(
 def register(app: typer.Typer) -> None:
     """Add the `eval` command to the main app."""
     app.command("eval")(eval_command)
+
+
+def _ray_episodes() -> RemoteEpisodes:
+    """The Ray runner of `--ray` (imported only then: `ray` is an optional extra)."""
+    from envscaler_mcp.adapters.ray_run import RayEpisodes
+
+    return RayEpisodes()

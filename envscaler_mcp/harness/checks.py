@@ -11,7 +11,9 @@ from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
 from envscaler_mcp.harness.readings import values_read
+from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.providers.base import Message
+from envscaler_mcp.sandbox.results import CheckResult
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.metrics import ItemVerdict
 from envscaler_mcp.transcript.record import call_record, make_transcript
@@ -79,13 +81,13 @@ def mark_at_start(outcomes: list[CheckOutcome], at_start: list[CheckOutcome]) ->
     return [o.model_copy(update={"at_start": s.passed}) for o, s in zip(outcomes, at_start, strict=True)]
 
 
-def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | None = None) -> CheckOutcome:
+def outcome_from_result(item: ChecklistItem, result: CheckResult, final_state: State | None = None) -> CheckOutcome:
     """Convert a scoring CheckResult (passed; a reason when the validator gave no bool) to a CheckOutcome.
 
     Every failed item gets a reason: the validator's exception, time-out or refusal, else "check_func
     returned False", followed for a state item by the values its source reads in the final state."""
-    passed = getattr(result, "passed", None) is True
-    reason = str(getattr(result, "reason", None) or "")
+    passed = result.passed is True
+    reason = result.reason or ""
     status: CheckStatus = "pass" if passed else ("error" if reason else "fail")
     if status == "fail":
         reason = "check_func returned False"
@@ -94,7 +96,7 @@ def outcome_from_result(item: ChecklistItem, result: Any, final_state: State | N
             if read:
                 reason += "; it read " + "; ".join(read)
     return CheckOutcome(id=item.id, description=item.description, status=status, reason=reason, kind=item.kind,
-                        evidence=list(getattr(result, "evidence", None) or []))
+                        evidence=list(result.evidence))
 
 
 class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
@@ -110,7 +112,7 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
                                          isolation=isolation)
 
     @property
-    def isolation(self) -> Any:
+    def isolation(self) -> IsolationReport:
         """The sandbox's IsolationReport (which OS layers are in force), once entered."""
         return self._sandbox.isolation
 

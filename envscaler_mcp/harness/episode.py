@@ -29,10 +29,10 @@ from envscaler_mcp.harness.limits import OutputLimits, check_state, cut, shown_r
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.turns import TurnScoring, score_turns
 from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedUser, SimulatedUser, turn_messages
-from envscaler_mcp.launch.episodes import NoAdminPlane
+from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
 from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
 from envscaler_mcp.references.reference import Reference, StateVerdict
@@ -66,6 +66,27 @@ class _Recorder:
         self.final_answer = ""
         self.model_error: str | None = None
         self.waiting_on_server = False  # True while a server call is in flight (a timeout then is infra)
+
+    def result(self, agent: Provider, user: Provider | None, **outcome: Any) -> EpisodeResult:
+        """The episode's record: what every attempt records (the scenario, the seats, tools, messages, timings,
+        usage, steps) and `outcome` (a finished attempt's status and verdicts, or the infra error's)."""
+        scenario, config = self.scenario, self.config
+        return EpisodeResult(
+            env_id=scenario.env_id,
+            scenario_id=scenario.id,
+            mode=config.mode,
+            agent_model=agent.spec,
+            user_model=user.spec if user else None,
+            title=scenario.title,
+            task=scenario.task,
+            tools=self.tools,
+            messages=stored_messages(self.messages, config.limits),
+            timings=self.timings,
+            agent_usage=self.agent_usage,
+            user_usage=self.user.usage if self.user else Usage(),
+            steps=self.steps,
+            **outcome,
+        )
 
     def time(self, kind: Any, started: float, name: str = "", is_error: bool = False) -> None:
         self.timings.append(
@@ -136,25 +157,14 @@ async def run_episode(
                 "latency_s": round(time.perf_counter() - t0, 4),
             }
         )
-    return EpisodeResult(
+    return rec.result(
+        agent,
+        user,
         run_id=run_id,
-        env_id=scenario.env_id,
-        scenario_id=scenario.id,
         trial=trial,
-        mode=config.mode,
         status="infra_error",
         infra_reason="; ".join(reasons),
         attempts=attempt,
-        agent_model=agent.spec,
-        user_model=user.spec if user else None,
-        title=scenario.title,
-        task=scenario.task,
-        tools=rec.tools,
-        messages=stored_messages(rec.messages, config.limits),
-        timings=rec.timings,
-        agent_usage=rec.agent_usage,
-        user_usage=rec.user.usage if rec.user else Usage(),
-        steps=rec.steps,
         started_at=started_at,
         latency_s=round(time.perf_counter() - t0, 4),
         scorable=False,
@@ -248,27 +258,16 @@ async def _attempt(
                   for mark in rec.turn_marks]
     observation = observation_verdict(config.observation, reference, transcript, rec.read_only, turn_calls)
     rec.time("state_check", t)
-    return EpisodeResult(
-        run_id="",
-        env_id=scenario.env_id,
-        scenario_id=scenario.id,
+    return rec.result(
+        agent,
+        user,
+        run_id="",  # set with the trial, attempts and latency by run_episode
         trial=0,
-        mode=config.mode,
         status=status,
-        agent_model=agent.spec,
-        user_model=user.spec if user else None,
-        title=scenario.title,
-        task=scenario.task,
-        tools=rec.tools,
-        messages=stored_messages(rec.messages, config.limits),
         user_messages=stored_messages(rec.user.messages, config.limits) if rec.user else [],
         final_answer=rec.final_answer,
-        steps=rec.steps,
         tool_calls=rec.tool_calls,
         tool_errors=rec.tool_errors,
-        timings=rec.timings,
-        agent_usage=rec.agent_usage,
-        user_usage=rec.user.usage if rec.user else Usage(),
         scorable=score is not None,
         model_error=rec.model_error,
         checks=checks,
@@ -285,7 +284,7 @@ async def _attempt(
 
 async def _loop(
     rec: _Recorder,
-    ep: EpisodeHandle,
+    ep: Episode,
     agent: Provider,
     env_info: EnvInfo,
     user: Provider | None,
@@ -361,7 +360,7 @@ async def _loop(
     return "max_steps"
 
 
-async def _end_of_turn(rec: _Recorder, ep: EpisodeHandle) -> None:
+async def _end_of_turn(rec: _Recorder, ep: Episode) -> None:
     """Mark the end of a turn and keep the state at that point (None without an admin plane)."""
     t = time.perf_counter()
     rec.turn_marks.append(len(rec.messages))
@@ -372,7 +371,7 @@ async def _end_of_turn(rec: _Recorder, ep: EpisodeHandle) -> None:
     rec.time("state", t)
 
 
-async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, names: set[str],
+async def _execute(rec: _Recorder, ep: Episode, call: ToolCallRequest, names: set[str],
                    limits: OutputLimits) -> Message:
     rec.tool_calls += 1
     t = time.perf_counter()
@@ -382,7 +381,7 @@ async def _execute(rec: _Recorder, ep: EpisodeHandle, call: ToolCallRequest, nam
     return message
 
 
-async def call_tool_safely(ep: EpisodeHandle, call: ToolCallRequest, names: set[str],
+async def call_tool_safely(ep: Episode, call: ToolCallRequest, names: set[str],
                            limits: OutputLimits | None = None) -> Message:
     """Run one tool call through MCP and return the `tool` message answering it, cut for the agent to
     `limits.shown_result_chars` (harness/limits.py).
@@ -422,7 +421,7 @@ class _Watched:
     """An episode handle whose every server call has a deadline: a server that stops answering (hung,
     stopped, deadlocked) is a ServerFault, never time charged to the agent."""
 
-    def __init__(self, ep: EpisodeHandle, rec: _Recorder, timeout_s: float) -> None:
+    def __init__(self, ep: Episode, rec: _Recorder, timeout_s: float) -> None:
         self._ep, self._rec, self._timeout_s = ep, rec, timeout_s
 
     async def _call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:

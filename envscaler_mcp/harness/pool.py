@@ -22,8 +22,9 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import OutputTooLarge, ServerFault
 from envscaler_mcp.harness.faults import describe
-from envscaler_mcp.harness.source import EpisodeHandle, EpisodeSource, has_admin_plane
+from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
+from envscaler_mcp.launch.episodes import Episode
 
 # A client-side timeout or a closed connection: the server stopped answering.
 _GONE_CODES = {REQUEST_TIMEOUT, CONNECTION_CLOSED}
@@ -79,7 +80,7 @@ class SourcePool:
 
     def source(self, key: str) -> EpisodeSource:
         """An EpisodeSource that always uses the environment's current server."""
-        return _Pooled(self, key)
+        return PooledSource(self, key)
 
     def restarts(self, key: str) -> int:
         """How many times `key`'s server was restarted."""
@@ -142,7 +143,7 @@ def _server_gone(exc: BaseException) -> bool:
     return isinstance(exc, _GONE) or (exc.__cause__ is not None and _server_gone(exc.__cause__))
 
 
-class _Pooled:
+class PooledSource:
     """EpisodeSource facade over a pool slot."""
 
     def __init__(self, pool: SourcePool, key: str) -> None:
@@ -153,14 +154,14 @@ class _Pooled:
         current = self._pool._slots[self._key].source
         return has_admin_plane(current) if current is not None else True
 
-    async def launched(self) -> object | None:
+    async def launched(self) -> EpisodeSource | None:
         """The source behind this slot once it has started (None when it is down)."""
         slot = self._pool._slots[self._key]
         await slot.ready.wait()
         return slot.source
 
     @asynccontextmanager
-    async def episode(self, initial_state: State | None = None) -> AsyncIterator[EpisodeHandle]:
+    async def episode(self, initial_state: State | None = None) -> AsyncIterator[Episode]:
         slot = self._pool._slots[self._key]
         await slot.ready.wait()
         source = slot.source

@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from rich.console import Console
@@ -22,17 +23,31 @@ from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.external import external_source, external_warning
 from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.models import EpisodeResult
-from envscaler_mcp.harness.pool import SourcePool, open_pool
+from envscaler_mcp.harness.pool import PooledSource, SourcePool, open_pool
 from envscaler_mcp.harness.progress import RunProgress
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir, check_resumable
 from envscaler_mcp.harness.seats import Seat, seat_for
 from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.isolation.report import IsolationReport
+from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.references.reference import Reference, ReferenceCache
 from envscaler_mcp.references.store import ReferenceStore
 from envscaler_mcp.scenario.models import Scenario
 
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
+Finished = Callable[[EpisodeResult, dict[str, IsolationReport]], None]
+
+
+class RemoteEpisodes(Protocol):
+    """Runs a run's episodes elsewhere (adapters/ray_run.py RayEpisodes: Ray actors, `eval --ray`). Only this
+    process writes the run folder: `finished` gets each result with the isolation in force where it ran."""
+
+    def connect(self, config: RunConfig) -> None:
+        """Refuse what cannot run remotely and reach the workers, before any progress is shown."""
+
+    async def run(self, config: RunConfig, plans: list[EnvPlan], todo: list[tuple[str, str, int]], run_id: str,
+                  finished: Finished, warn: Callable[[str], None]) -> None:
+        """Run the (env id, scenario id, trial) items; return when every one has finished."""
 
 
 def new_run_id() -> str:
@@ -84,6 +99,7 @@ async def run_eval(
     checker: Checker | None = None,
     source_factory: SourceFactory = open_source,
     console: Console | None = None,
+    remote: RemoteEpisodes | None = None,
 ) -> RunDir:
     """Run (or resume) an evaluation into `out` and return the run folder (run.json, results.jsonl).
 
@@ -91,8 +107,11 @@ async def run_eval(
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
     The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
+    A run with `config.ray` runs its episodes on `remote` (adapters/ray_run.py RayEpisodes).
     """
     console = console or Console(stderr=True)
+    if config.ray and remote is None:
+        raise UsageError("a Ray run needs its remote runner: remote=RayEpisodes() (envscaler_mcp.adapters.ray_run)")
     plans = plans if plans is not None else build_plan(config)
     if config.episode.mode == "conversation" and not config.user and user is None:
         raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
@@ -112,7 +131,8 @@ async def run_eval(
         raise
     try:
         return await _run_prepared(config, out, plans, agent, user, resume=resume, retry_infra=retry_infra,
-                                   checker=checker, source_factory=source_factory, console=console)
+                                   checker=checker, source_factory=source_factory, console=console,
+                                   remote=remote if config.ray else None)
     finally:
         await agent.aclose()
         if user is not None:
@@ -131,6 +151,7 @@ async def _run_prepared(
     checker: Checker | None,
     source_factory: SourceFactory,
     console: Console,
+    remote: RemoteEpisodes | None,
 ) -> RunDir:
     run_dir = RunDir(out)
     manifest = _manifest(config, plans, new_run_id())
@@ -156,9 +177,9 @@ async def _run_prepared(
         console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.scenarios)}",
                       highlight=False)
     planned = sum(len(p.scenarios) for p in plans) * config.trials
-    if config.ray:
+    if remote is not None:
         try:
-            await _run_on_ray(config, plans, todo, run_dir, manifest, planned, len(done), console)
+            await _run_remote(remote, config, plans, todo, run_dir, manifest, planned, len(done), console)
         except Exception as exc:  # a bug on a worker or here: error.log and one line, as a local run
             if isinstance(exc, EnvScalerError):
                 raise
@@ -229,15 +250,11 @@ async def _run_prepared(
     return run_dir
 
 
-async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[EnvPlan, Scenario, int]],
-                      run_dir: RunDir, manifest: RunManifest, planned: int, done: int, console: Console) -> None:
-    """The todo pairs as Ray actors' episodes; the driver appends each finished one here, as a local run does."""
-    from envscaler_mcp.harness.ray_run import cluster_cpus, connect, episode_dispatch
-
-    if config.server_cmd or config.url:
-        raise UsageError("--ray runs the bundled or generated environments; --server/--url are local only")
-    connect(config.ray or "auto")
-    workers = config.ray_workers or cluster_cpus()
+async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[EnvPlan],
+                      todo: list[tuple[EnvPlan, Scenario, int]], run_dir: RunDir, manifest: RunManifest, planned: int,
+                      done: int, console: Console) -> None:
+    """The todo pairs as remote episodes; each finished one is appended here, as a local run does."""
+    remote.connect(config)
     with RunProgress(planned, done=done, enabled=config.progress, console=console) as progress:
 
         def finished(result: EpisodeResult, isolation: dict[str, IsolationReport]) -> None:
@@ -245,9 +262,8 @@ async def _run_on_ray(config: RunConfig, plans: list[EnvPlan], todo: list[tuple[
             run_dir.append(result)
             progress.add(result)
 
-        dispatch = episode_dispatch(config, plans, manifest.run_id, workers, finished,
-                                    lambda message: console.print(f"[yellow]warning:[/] {message}"))
-        await anyio.to_thread.run_sync(dispatch.run, [(p.env_id, s.id, t) for p, s, t in todo])
+        await remote.run(config, plans, [(p.env_id, s.id, t) for p, s, t in todo], manifest.run_id, finished,
+                         lambda message: console.print(f"[yellow]warning:[/] {message}"))
 
 
 async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Scenario, source: EpisodeSource
@@ -256,9 +272,9 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
     server has no admin plane: no state to compare)."""
     if not has_admin_plane(source):
         return None
-    launched = getattr(source, "launched", None)  # a pool slot: the server behind it
-    server = await launched() if launched is not None else source
-    server_dir = getattr(server, "server_dir", None)  # a generated server's code: the key of stored references
+    server = await source.launched() if isinstance(source, PooledSource) else source  # the server behind a slot
+    # A generated server's code is the key of stored references; an external server has none.
+    server_dir = server.server_dir if isinstance(server, LaunchedServer) else None
     code = None
     if server_dir is not None:
         if server_dir.path not in references.code_hashes:
@@ -268,12 +284,11 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
                                 convention=plan.success_convention)
 
 
-def isolation_reports(checker: object, pool: SourcePool) -> dict[str, IsolationReport]:
+def isolation_reports(checker: Checker | None, pool: SourcePool) -> dict[str, IsolationReport]:
     """The isolation in force: 'validators' (the sandbox) and 'server:<env>' (each environment's servers)."""
     reports = {f"server:{env}": report for env, report in pool.isolation().items()}
-    validators = getattr(checker, "isolation", None)
-    if isinstance(validators, IsolationReport):
-        reports["validators"] = validators
+    if isinstance(checker, SandboxChecker):
+        reports["validators"] = checker.isolation
     return reports
 
 

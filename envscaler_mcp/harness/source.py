@@ -9,25 +9,8 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from mcp.types import CallToolResult, Tool
-
-from envscaler_mcp._json import JSONObject, State
-
-
-class EpisodeHandle(Protocol):
-    """One isolated episode on a server."""
-
-    async def list_tools(self) -> list[Tool]:
-        """The tools offered to the agent (admin plane excluded)."""
-        ...
-
-    async def call_tool(self, name: str, arguments: JSONObject) -> CallToolResult:
-        """Call a tool through MCP."""
-        ...
-
-    async def get_state(self) -> State:
-        """The episode's current state through the admin plane (launch.NoAdminPlane without one)."""
-        ...
+from envscaler_mcp._json import State
+from envscaler_mcp.launch.episodes import Episode
 
 
 class EpisodeSource(Protocol):
@@ -35,7 +18,7 @@ class EpisodeSource(Protocol):
 
     def episode(
         self, initial_state: State | None = None
-    ) -> AbstractAsyncContextManager[EpisodeHandle]:
+    ) -> AbstractAsyncContextManager[Episode]:
         """Open an episode at `initial_state` (None: the server's default state)."""
         ...
 

@@ -1,10 +1,11 @@
-"""Episode handles: one isolated environment instance reached through an `mcp.Client`."""
+"""Episodes: the `Episode` protocol (what every transport, external servers and the QA gate's replay work with)
+and `ClientEpisode`, one isolated environment instance reached through an `mcp.Client`."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcp import Client, MCPError
 from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
@@ -152,8 +153,27 @@ class RoutedClient:
         return await self.shared.get_prompt(name, arguments)
 
 
-class Episode:
-    """An isolated episode of one server. Use `list_tools`, `call_tool` and `get_state`."""
+class Episode(Protocol):
+    """One isolated episode of a server: its tools, tool calls and (with an admin plane) its state.
+
+    Every launched transport, external servers (through the harness's wrapper), the harness and the QA gate's
+    replay work with this; a launched episode (`ClientEpisode`) also offers `final_state`."""
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools offered to the agent (admin plane excluded)."""
+        ...
+
+    async def call_tool(self, name: str, arguments: JSONObject) -> CallToolResult:
+        """Call a tool through MCP; a tool's failure is an `is_error` result, not an exception."""
+        ...
+
+    async def get_state(self) -> State:
+        """The episode's current state through the admin plane (NoAdminPlane without one)."""
+        ...
+
+
+class ClientEpisode:
+    """An isolated episode of one server, reached through an `mcp.Client`: an `Episode`."""
 
     def __init__(self, client: Client | RoutedClient, *, episode_id: str, transport: str,
                  state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None,

@@ -10,8 +10,8 @@ from mcp import Client, StdioServerParameters
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
-from envscaler_mcp.launch.servers import LaunchedServer
+from envscaler_mcp.launch.episodes import ClientEpisode, Episode, NoAdminPlane
+from envscaler_mcp.launch.launched import LaunchedServer
 
 
 class ExternalServer(LaunchedServer):
@@ -42,7 +42,7 @@ class ExternalServer(LaunchedServer):
         else:
             client = Client(str(self.url), read_timeout_seconds=self.client_timeout)
         async with client:
-            yield Episode(client, episode_id=f"external-{next(self._count)}", transport=self.transport,
+            yield ClientEpisode(client, episode_id=f"external-{next(self._count)}", transport=self.transport,
                           state_reader=None)
 
 

@@ -18,9 +18,9 @@ from mcp import Client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
-from envscaler_mcp.launch.episodes import Episode, WarmCache
+from envscaler_mcp.launch.episodes import ClientEpisode, Episode, WarmCache
+from envscaler_mcp.launch.launched import LaunchedServer
 from envscaler_mcp.launch.server_process import in_process_report
-from envscaler_mcp.launch.servers import LaunchedServer
 from envscaler_mcp.launch.target import ServerDir
 
 _memory_counter = itertools.count()
@@ -67,5 +67,5 @@ class MemoryServer(LaunchedServer):
             return dict(env_server.episodes["default"].get_state())
 
         async with Client(env_server.server, **self.warm.client_options()) as client:
-            yield Episode(client, episode_id=f"memory-{next(self._count)}", transport="memory",
+            yield ClientEpisode(client, episode_id=f"memory-{next(self._count)}", transport="memory",
                           state_reader=read_state, warm=self.warm)

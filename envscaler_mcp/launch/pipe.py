@@ -32,11 +32,13 @@ from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminResult,
+    ClientEpisode,
     Episode,
     RoutedClient,
     WarmCache,
     all_tools,
 )
+from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -45,7 +47,6 @@ from envscaler_mcp.launch.server_process import (
     server_env,
     serving_pid,
 )
-from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.cache import mark_used
@@ -185,7 +186,7 @@ class PipeServer(LaunchedServer):
             return _state_of(result, like)
 
         try:
-            yield Episode(RoutedClient(self.client, episode_id, self.tools), episode_id=episode_id, transport="pipe",
+            yield ClientEpisode(RoutedClient(self.client, episode_id, self.tools), episode_id=episode_id, transport="pipe",
                           state_reader=read, final_reader=read_and_close)
         finally:
             if not closed and self.client is not None:

@@ -19,9 +19,9 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import TypedDict
 
 import anyio
 import httpx2
@@ -31,8 +31,10 @@ from mcp.types import Tool
 
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
-from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
+from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
+from envscaler_mcp.launch.launched import LaunchedServer, Transport, log_tail
+from envscaler_mcp.launch.memory import MemoryServer
+from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -43,40 +45,16 @@ from envscaler_mcp.launch.server_process import (
     serving_pid,
 )
 from envscaler_mcp.launch.statefiles import StateFileWriter
+from envscaler_mcp.launch.stdio import StdioServer
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
 
-Transport = Literal["pipe", "http", "stdio", "memory"]
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 _STATE_PREFIX = b'{"state": '  # how a generated server starts its state answer
 
 
-class LaunchedServer:
-    """A running server (or the recipe for one): opens episodes with `episode(initial_state)`.
-
-    `isolation` is the IsolationReport of its server processes (None until one has started)."""
-
-    transport: str
-    server_dir: ServerDir | None = None
-    isolation: IsolationReport | None = None
-    warm: WarmCache = WarmCache(enabled=False)
-
-    def episode(self, initial_state: State | None = None, *,
-                scenario_id: str | None = None) -> AbstractAsyncContextManager[Episode]:
-        """An isolated episode at `initial_state` (None: the default state; or a bundled scenario's)."""
-        raise NotImplementedError
-
-
 def _server_args(call_timeout: float | None) -> list[str]:
     return ["--call-timeout", str(call_timeout or 0)]
-
-
-def log_tail(path: Path, lines: int = 20) -> str:
-    """The last lines of a server's log (for error messages)."""
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 class CreatedEpisode(TypedDict):
@@ -190,7 +168,7 @@ class HttpServer(LaunchedServer):
 
         try:
             if self.shared is not None:
-                yield Episode(RoutedClient(self.shared, episode_id, self.tools), episode_id=episode_id,
+                yield ClientEpisode(RoutedClient(self.shared, episode_id, self.tools), episode_id=episode_id,
                               transport="http", state_reader=lambda: self.read_state(episode_id),
                               final_reader=read_and_close)
                 return
@@ -198,7 +176,7 @@ class HttpServer(LaunchedServer):
                                                terminate_on_close=False)
             async with Client(transport, read_timeout_seconds=self.client_timeout,
                               **self.warm.client_options()) as client:
-                yield Episode(client, episode_id=episode_id, transport="http",
+                yield ClientEpisode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
             if not closed:
@@ -301,22 +279,16 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
                           cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads)
     if transport == "memory":
-        from envscaler_mcp.launch.memory import MemoryServer
-
         yield MemoryServer(server, call_timeout, warm)
         return
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)
         if transport == "stdio":
-            from envscaler_mcp.launch.stdio import StdioServer
-
             stdio = StdioServer(server, workdir, extra, client_timeout, isolation, warm,
                                 prestart=stdio_prestart if warm else 0, limits=limits)
             async with stdio.running():
                 yield stdio
         elif transport == "pipe":
-            from envscaler_mcp.launch.pipe import PipeServer
-
             pipe = PipeServer(server, workdir, extra, client_timeout, isolation, limits=limits)
             async with pipe.running():
                 yield pipe

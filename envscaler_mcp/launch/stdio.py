@@ -27,10 +27,12 @@ from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminReset,
     AdminResult,
+    ClientEpisode,
     Episode,
     WarmCache,
     stdio_get_state,
 )
+from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -38,7 +40,6 @@ from envscaler_mcp.launch.server_process import (
     server_command,
     server_env,
 )
-from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.cache import mark_used
@@ -149,7 +150,7 @@ class StdioServer(LaunchedServer):
                 except MCPError as exc:
                     raise ServerStartError(f"setting the episode's state failed: {exc}") from exc
             client, token = taken.client, taken.token
-            yield Episode(client, episode_id=f"stdio-{taken.number}", transport="stdio",
+            yield ClientEpisode(client, episode_id=f"stdio-{taken.number}", transport="stdio",
                           state_reader=lambda: stdio_get_state(client, token), warm=self.warm)
         finally:
             taken.done.set()
@@ -167,5 +168,5 @@ class StdioServer(LaunchedServer):
         elif scenario_id:
             args = ["--scenario", scenario_id]
         async with self._process(n, token, args, readable) as client:
-            yield Episode(client, episode_id=f"stdio-{n}", transport="stdio",
+            yield ClientEpisode(client, episode_id=f"stdio-{n}", transport="stdio",
                           state_reader=lambda: stdio_get_state(client, token), warm=self.warm)

@@ -12,8 +12,9 @@ from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, WrongSolution, check_scenario
+from envscaler_mcp.qa.gate import GateReport, WrongSolution, check_scenario
 from envscaler_mcp.references.reference import ReferenceCache
+from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField

@@ -52,11 +52,8 @@ from envscaler_mcp.qa.wrong import (
 from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
 from envscaler_mcp.references.reference import Reference, ReferenceCache
 from envscaler_mcp.references.replay import (
-    Episode,
     EpisodeFactory,
     ReplayCall,
-    call_outcome,
-    replay_reference,
 )
 from envscaler_mcp.sandbox.results import CheckResult
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
@@ -64,8 +61,7 @@ from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import FreeField
 
-__all__ = ["Episode", "EpisodeFactory", "GateReport", "GateStep", "ReplayCall", "StepName", "StepStatus",
-           "WrongSolution", "call_outcome", "check_scenario", "replay_reference"]
+__all__ = ["GateReport", "GateStep", "StepName", "StepStatus", "WrongSolution", "check_scenario"]
 
 StepName = Literal["validators", "initial_false", "replay", "final_true", "consistency", "wrong_solutions", "answer_probes",
                    "mutation", "wrong_probes"]

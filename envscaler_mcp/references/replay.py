@@ -9,21 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_failure
+from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.scenario.models import Scenario, ToolCall
-
-
-class Episode(Protocol):
-    """What the gate needs from an episode (envscaler_mcp.launch's episodes fit)."""
-
-    async def call_tool(self, name: str, arguments: JSONObject) -> Any: ...
-    async def get_state(self) -> State: ...
-
 
 EpisodeFactory = Callable[[State], AbstractAsyncContextManager[Episode]]
 """Opens an isolated episode at a given initial state, e.g. `server.episode` of a launched server."""

@@ -46,7 +46,7 @@ _SAFE_BUILTINS = (
     "NotImplemented",
 )
 
-_FORBIDDEN_CALLS = (
+FORBIDDEN_CALLS = (
     "open", "exec", "eval", "compile", "input", "breakpoint", "globals", "locals", "vars", "memoryview",
     "help", "exit", "quit", "setattr", "delattr", "super",
 )
@@ -148,7 +148,7 @@ def make_builtins(views: dict[str, types.ModuleType]) -> dict[str, Any]:
         value = getattr(builtins, n)
         if isinstance(value, type) and issubclass(value, BaseException):
             table[n] = value
-    for n in _FORBIDDEN_CALLS:
+    for n in FORBIDDEN_CALLS:
         table[n] = _forbidden(n)
     table["getattr"] = _safe_getattr
     table["hasattr"] = _safe_hasattr

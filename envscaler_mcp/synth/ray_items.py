@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import ray
 
 from envscaler_mcp._io import journal_writes, replay_writes
-from envscaler_mcp.harness.ray_run import RayDispatch, cluster_cpus, connect
+from envscaler_mcp.adapters.ray_run import RayDispatch, cluster_cpus, connect
 from envscaler_mcp.synth._common_store import ItemCallback
 
 Progress = list[tuple[str, str, str]]  # (stage, item id, outcome) of the item's on_item calls

@@ -7,13 +7,16 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import anyio
 import pytest
 
+from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
+from envscaler_mcp.harness.rundir import RunDir
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
@@ -21,9 +24,12 @@ ENVS = ["ecommerce_orders", "library_loans"]
 
 
 def scored(out: Path) -> list[tuple[str, int, float | None, str]]:
-    from envscaler_mcp.harness.rundir import RunDir
-
     return sorted((r.scenario_id, r.trial, r.score, r.status) for r in RunDir(out).read_results())
+
+
+def ray_eval(cfg: RunConfig, out: Path) -> Awaitable[RunDir]:
+    """`eval --ray`: the run's episodes on Ray actors."""
+    return run_eval(cfg, out, remote=RayEpisodes())
 
 
 def config(**extra: object) -> RunConfig:
@@ -33,7 +39,7 @@ def config(**extra: object) -> RunConfig:
 
 def test_oracle_on_ray_scores_like_the_local_run(cluster: None, tmp_path: Path) -> None:
     anyio.run(run_eval, config(), tmp_path / "local")
-    anyio.run(run_eval, config(ray="auto", ray_workers=2), tmp_path / "ray")
+    anyio.run(ray_eval, config(ray="auto", ray_workers=2), tmp_path / "ray")
     local, on_ray = scored(tmp_path / "local"), scored(tmp_path / "ray")
     assert len(local) == 2 * 4 * len(ENVS)
     assert on_ray == local
@@ -83,7 +89,7 @@ def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -
     killer = threading.Thread(target=kill_one_when_half_done)
     killer.start()
     # one episode at a time per worker, so the run is still going when the first results land
-    anyio.run(run_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
+    anyio.run(ray_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
     killer.join()
     assert killed and killed[0][1] < planned, "the worker was not stopped mid-run"
     pid = killed[0][0]
@@ -105,12 +111,12 @@ def test_nothing_imports_ray_unless_asked() -> None:
 
 def test_resume_after_a_driver_crash_runs_only_the_missing_episodes(cluster: None, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    anyio.run(run_eval, config(ray="auto", ray_workers=2), out)
+    anyio.run(ray_eval, config(ray="auto", ray_workers=2), out)
     full = scored(out)
     lines = (out / "results.jsonl").read_bytes().splitlines(keepends=True)
     # the driver died after 5 episodes, in the middle of writing the sixth
     (out / "results.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][:20])
-    anyio.run(lambda: run_eval(config(ray="auto", ray_workers=2), out, resume=True))
+    anyio.run(lambda: run_eval(config(ray="auto", ray_workers=2), out, resume=True, remote=RayEpisodes()))
     assert scored(out) == full
 
 

@@ -15,12 +15,14 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.catalog.paths import package_root, set_home
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
@@ -66,7 +68,7 @@ def test_a_missing_key_on_the_workers_is_one_line(keyless_workers: None, tmp_pat
 def test_a_bug_on_a_worker_is_one_line_and_error_log(keyless_workers: None, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from envscaler_mcp.harness import ray_run
+    from envscaler_mcp.adapters import ray_run
 
     class BuggyWorker(ray_run.EpisodeWorker):  # defined here, so Ray ships it to the worker by value
         async def run(self, env_id: str, scenario_id: str, trial: int) -> dict[str, Any]:
@@ -104,7 +106,7 @@ def test_workers_run_the_environments_of_the_data_home(home: Path, keyless_worke
     config = RunConfig.model_validate({"envs": [COPY], "agent": "oracle", "transport": "memory", "progress": False,
                                        "limit": 2, "ray": "auto", "ray_workers": 1})
     out = tmp_path / "run"
-    anyio.run(run_eval, config, out)
+    anyio.run(partial(run_eval, remote=RayEpisodes()), config, out)
     records = RunDir(out).read_results()
     assert [(r.env_id, r.status, r.score) for r in records] == [(COPY, "completed", 1.0)] * 2
 
@@ -130,7 +132,7 @@ def test_hostile_environment_code_on_a_worker_is_confined(keyless_workers: None,
     try:
         config = RunConfig.model_validate({"envs": ["mini_shop"], "agent": "oracle", "progress": False,
                                            "ray": "auto", "ray_workers": 1})
-        anyio.run(run_eval, config, tmp_path / "run")
+        anyio.run(partial(run_eval, remote=RayEpisodes()), config, tmp_path / "run")
     finally:
         set_home(None)
         time.sleep(0.3)

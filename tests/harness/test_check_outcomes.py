@@ -4,12 +4,11 @@ transcript item does not (it reads no state), and a list that became an object i
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from envscaler_mcp.compare.statecheck import compare_states
 from envscaler_mcp.harness.checks import mark_at_start, outcome_from_result
+from envscaler_mcp.sandbox.results import CheckResult
 from envscaler_mcp.scenario.models import ChecklistItem
 
 STATE_ITEM = ChecklistItem(id="c1", description="Has O1 shipped?",
@@ -20,17 +19,17 @@ FINAL = {"orders": {"O1": "pending"}}
 
 
 def test_a_failed_state_item_says_what_it_read_and_a_transcript_item_does_not() -> None:
-    failed = SimpleNamespace(passed=False, reason=None, evidence=[])
+    failed = CheckResult(item_id="c1", passed=False)
     state = outcome_from_result(STATE_ITEM, failed, FINAL)
     assert state.status == "fail" and "it read" in state.reason and "pending" in state.reason
     said = outcome_from_result(SAYS_ITEM, failed, FINAL)
     assert said.status == "fail" and said.reason == "check_func returned False"
-    errored = outcome_from_result(STATE_ITEM, SimpleNamespace(passed=False, reason="raised KeyError: 'O1'"), FINAL)
+    errored = outcome_from_result(STATE_ITEM, CheckResult(item_id="c1", passed=False, reason="raised KeyError: 'O1'"), FINAL)
     assert errored.status == "error" and errored.reason == "raised KeyError: 'O1'"
 
 
 def test_at_start_marks_need_one_outcome_per_item() -> None:
-    passed = SimpleNamespace(passed=True, reason=None, evidence=[])
+    passed = CheckResult(item_id="c1", passed=True)
     outcomes = [outcome_from_result(STATE_ITEM, passed, FINAL), outcome_from_result(SAYS_ITEM, passed, FINAL)]
     with pytest.raises(ValueError):
         mark_at_start(outcomes, outcomes[:1])  # a verdict without its start-of-episode twin is a bug, not a guess

@@ -31,8 +31,9 @@ from typing import Any, Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.diff import diff_states
-from envscaler_mcp.qa.gate import EpisodeFactory, GateReport, check_scenario
+from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
+from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.skeleton.models import Provenance

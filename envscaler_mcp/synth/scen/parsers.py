@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 
 from envscaler_mcp._json import JSON, JSONObject
-from envscaler_mcp.sandbox.restrict import _FORBIDDEN_CALLS, ALLOWED_MODULES, static_problem
+from envscaler_mcp.sandbox.restrict import ALLOWED_MODULES, FORBIDDEN_CALLS, static_problem
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_parse import (
@@ -140,7 +140,7 @@ def validator_problem(source: str) -> str | None:
             for name in names:
                 if name not in ALLOWED_MODULES:
                     return f"import of '{name}' is not allowed (allowed: {', '.join(ALLOWED_MODULES)})"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FORBIDDEN_CALLS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             return f"calling {node.func.id}() is not allowed"
     return static_problem(tree)
 

@@ -215,7 +215,7 @@ class EnvRun:
 async def _run_on_ray(skeletons: Sequence[EnvSkeleton], options: ScenOptions, open_server: ServerOpener,
                       make_providers: Callable[[], Providers]) -> dict[str, MergeResult]:
     """Every unfinished item of every environment on Ray; the driver writes them, then merges each set."""
-    from envscaler_mcp.harness.ray_run import connect
+    from envscaler_mcp.adapters.ray_run import connect
     from envscaler_mcp.synth.ray_items import run_items
 
     assert options.ray is not None

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from envscaler_mcp.authoring.readonly import read_only_scenario
-from envscaler_mcp.qa.gate import replay_reference
+from envscaler_mcp.references.replay import replay_reference
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth._common_parse import AnswerFormatError, require_sections

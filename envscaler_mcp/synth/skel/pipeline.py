@@ -130,7 +130,7 @@ async def run_skel(config: SkelConfig, seats: Seats, episode_factory: EpisodeFac
     if config.ray:
         if config.make_seats is None:
             raise UsageError("a Ray run needs make_seats: the worker builds its own providers")
-        from envscaler_mcp.harness.ray_run import connect
+        from envscaler_mcp.adapters.ray_run import connect
 
         connect(config.ray)  # before any work: an address nobody answers on is one line, nothing spent
     config.model.models = {"generator": seats.generator.spec}

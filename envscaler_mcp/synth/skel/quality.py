@@ -10,10 +10,11 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._json import State
 from envscaler_mcp._outcome import call_succeeded
+from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
@@ -29,15 +30,6 @@ from envscaler_mcp.synth.skel.parsers import (
     parse_tester,
     tester_schema,
 )
-
-
-class Episode(Protocol):
-    """What the check needs from an episode (launch's episode object satisfies it)."""
-
-    async def list_tools(self) -> list[Any]: ...
-    async def call_tool(self, name: str, arguments: JSONObject) -> Any: ...
-    async def get_state(self) -> State: ...
-
 
 EpisodeFactory = Callable[[EnvSkeleton, dict[str, Any]], AbstractAsyncContextManager[Episode]]
 

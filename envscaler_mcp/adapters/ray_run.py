@@ -7,7 +7,8 @@ writes into run.json before the record. A lost actor (its
 process or node gone) loses only the episodes in flight on it; they are queued again on another actor. An
 episode that ends on an infra error after its own retries is tried once more on another actor.
 
-Imported only when a run asks for Ray (`--ray`); `ray` is the optional extra `.[ray]`.
+`RayEpisodes` is the harness's remote runner for such a run (harness/run.py RemoteEpisodes): `eval --ray` passes it
+to `run_eval`. Imported only when a run asks for Ray; `ray` is the optional extra `.[ray]`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from envscaler_mcp.catalog.paths import data_root, package_root, set_home
 from envscaler_mcp.errors import EnvScalerError, UsageError
 from envscaler_mcp.harness.checks import SandboxChecker
@@ -30,6 +33,7 @@ from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.pool import SourcePool, open_pool
+from envscaler_mcp.harness.run import Finished, isolation_reports, open_source, reference_for
 from envscaler_mcp.harness.seats import seat_for
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.references.reference import ReferenceCache
@@ -67,8 +71,6 @@ class EpisodeWorker:
 
     async def _hold(self) -> None:
         """Keep the pool and the sandbox open in one task (their task groups must close where they opened)."""
-        from envscaler_mcp.harness.run import open_source
-
         assert self._ready is not None
         try:
             async with AsyncExitStack() as stack:
@@ -88,8 +90,6 @@ class EpisodeWorker:
     async def run(self, env_id: str, scenario_id: str, trial: int) -> dict[str, Any]:
         """Run one (scenario, trial) episode here: {"result": its record, "isolation": this worker's reports}
         (JSON)."""
-        from envscaler_mcp.harness.run import isolation_reports, reference_for
-
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
             self._holder = asyncio.create_task(self._hold())
@@ -295,3 +295,18 @@ def episode_dispatch(config: RunConfig, plans: list[EnvPlan], run_id: str, worke
         workers=workers, per_worker=config.concurrency, on_result=finished, on_lost=on_lost,
         retry_elsewhere=lambda record: record["result"]["status"] == "infra_error",
     )
+
+
+class RayEpisodes:
+    """A run's episodes on EpisodeWorker actors (harness/run.py RemoteEpisodes): `eval --ray`."""
+
+    def connect(self, config: RunConfig) -> None:
+        if config.server_cmd or config.url:
+            raise UsageError("--ray runs the bundled or generated environments; --server/--url are local only")
+        connect(config.ray or "auto")
+
+    async def run(self, config: RunConfig, plans: list[EnvPlan], todo: list[tuple[str, str, int]], run_id: str,
+                  finished: Finished, warn: Callable[[str], None]) -> None:
+        workers = config.ray_workers or cluster_cpus()
+        dispatch = episode_dispatch(config, plans, run_id, workers, finished, warn)
+        await anyio.to_thread.run_sync(dispatch.run, todo)
