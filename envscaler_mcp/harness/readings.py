@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import lru_cache
 from typing import Any
 
 MAX_READINGS = 5
@@ -49,22 +50,36 @@ def _show(path: list[Any], value: Any) -> str:
     where = "final_state" + "".join(f"[{json.dumps(k, ensure_ascii=False)}]" for k in path)
     if value is _MISSING:
         return f"{where} is missing"
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    if len(text) > MAX_VALUE_CHARS:
-        text = text[: MAX_VALUE_CHARS - 1] + "…"
+    chunks = _ENCODER.iterencode(value) if isinstance(value, (dict, list)) else [_ENCODER.encode(value)]
+    text = ""
+    for chunk in chunks:  # a whole collection's JSON is not needed to show its start
+        text += chunk
+        if len(text) > MAX_VALUE_CHARS:
+            text = text[: MAX_VALUE_CHARS - 1] + "…"
+            break
     return f"{where} = {text}"
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 
 
 def values_read(validator: str, final_state: Any) -> list[str]:
     """'final_state["orders"]["O-1"]["status"] = "pending"' for each longest constant path the validator's
     `check_func` reads from its argument (at most MAX_READINGS); [] when the source cannot be parsed."""
+    return [_show(list(p), _lookup(final_state, list(p))) for p in _paths_read(validator)]
+
+
+@lru_cache(maxsize=4096)
+def _paths_read(validator: str) -> tuple[tuple[Any, ...], ...]:
+    """The longest constant paths `check_func` reads from its argument, first MAX_READINGS, in source order
+    (parsed once per validator source: every failing episode of a scenario asks again)."""
     try:
         tree = ast.parse(validator)
     except (SyntaxError, ValueError, RecursionError):
-        return []
+        return ()
     func = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "check_func"), None)
     if func is None or not func.args.args:
-        return []
+        return ()
     root = func.args.args[0].arg
     paths: list[list[Any]] = []
     for node in ast.walk(func):
@@ -77,4 +92,4 @@ def values_read(validator: str, final_state: Any) -> list[str]:
     for path in longest:
         if path not in unique:
             unique.append(path)
-    return [_show(p, _lookup(final_state, p)) for p in unique[:MAX_READINGS]]
+    return tuple(tuple(p) for p in unique[:MAX_READINGS])

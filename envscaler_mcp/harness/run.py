@@ -227,7 +227,7 @@ async def _run_prepared(
                 # at any point says which layers each finished episode ran under. A finished episode is written
                 # even when the run is being cancelled (Ctrl-C): shielded.
                 with anyio.CancelScope(shield=True):
-                    await results.append(result.model_dump(mode="json"))
+                    await results.append(result)
                 progress.add(result)
 
             # What exists now (plans, the catalog's states, servers' clients) lives as long as the run: the

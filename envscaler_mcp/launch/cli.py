@@ -105,7 +105,7 @@ def install_command(
     verb = "replaced the existing entry" if done.replaced else "added"
     typer.echo(f"{verb} '{key}' in {done.path}" + (f" (backup: {done.backup})" if done.backup else ""))
     if done.dropped_comments:
-        typer.echo(f"note: the comments in {done.path} were not kept; the backup has them")
+        typer.echo(f"note: the comments and trailing commas in {done.path} were not kept; the backup has them")
     typer.echo("restart the client to pick it up")
 
 

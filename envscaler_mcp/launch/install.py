@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -52,8 +51,8 @@ def _load(path: Path) -> tuple[dict[str, Any], bool]:
         return {}, False
     try:
         value, had_comments = loads_jsonc(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+    except ValueError as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc}); "
                          "fix or move it, then run install again. Nothing was changed.") from exc
     if not isinstance(value, dict):
         raise UsageError(f"{path} must hold a JSON object at its top level; nothing was changed")

@@ -1,5 +1,9 @@
 """What every network-backed provider shares: the request kill switch, retries with backoff, per-request
-timeout, a concurrency limit, cost accounting and the optional response cache."""
+timeout, a concurrency limit, cost accounting and the optional response cache.
+
+Retries are tenacity's (a maintained retry library) with our own policy: which failures are worth another
+try (`is_retryable`) and how long to wait (`Retry-After` honoured). The SDKs' own retries stay off, so one
+policy holds for every provider, the local model and OpenAI-compatible servers included."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 import anyio
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from envscaler_mcp.errors import (
     EnvScalerError,
@@ -193,24 +198,31 @@ class BaseProvider:
             self.cache.put(key, self.spec, turn, request_body(self.spec, messages, tool_list, settings))
         return turn
 
+    def _wait(self, state: RetryCallState) -> float:
+        failed = state.outcome.exception() if state.outcome is not None else None
+        return self._backoff(state.attempt_number - 1, failed or Exception())
+
     async def _attempts(self, messages: list[Message], tools: list[ToolDef], settings: GenerationSettings) -> AssistantTurn:
-        for attempt in range(self.retries + 1):
-            try:
-                with anyio.fail_after(settings.timeout_s):
+        """Up to 1 + retries attempts (tenacity: retried while `is_retryable`, waits from `_backoff`)."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.retries + 1), wait=self._wait, sleep=anyio.sleep, reraise=True,
+            retry=retry_if_exception(lambda e: isinstance(e, Exception) and not isinstance(e, EnvScalerError)
+                                     and is_retryable(e)))
+        try:
+            async for attempt in retrying:
+                with attempt, anyio.fail_after(settings.timeout_s):
                     return await self._send(messages, tools, settings)
-            except EnvScalerError:  # already says what is wrong (blocked, not configured, server start)
-                raise
-            except Exception as exc:
-                if not is_retryable(exc):
-                    if status_of(exc) is None:  # not an answer from the service: a bug, not the model's fault
-                        raise
-                    raise classify_rejection(self.spec, exc) from exc
-                if attempt >= self.retries:
-                    raise ProviderUnavailable(
-                        f"{self.spec}: failed after {attempt + 1} attempts ({describe_error(exc)}). "
-                        "The service may be down or rate-limited: try again later or lower --concurrency."
-                    ) from exc
-                await anyio.sleep(self._backoff(attempt, exc))
+        except EnvScalerError:  # already says what is wrong (blocked, not configured, server start)
+            raise
+        except Exception as exc:
+            if not is_retryable(exc):
+                if status_of(exc) is None:  # not an answer from the service: a bug, not the model's fault
+                    raise
+                raise classify_rejection(self.spec, exc) from exc
+            raise ProviderUnavailable(
+                f"{self.spec}: failed after {self.retries + 1} attempts ({describe_error(exc)}). "
+                "The service may be down or rate-limited: try again later or lower --concurrency."
+            ) from exc
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:

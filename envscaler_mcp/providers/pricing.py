@@ -1,13 +1,18 @@
 """Token prices per model and the cost of one call.
 
 The built-in table holds list prices in US dollars per million tokens, as published on the OpenAI and
-Anthropic pricing pages in November 2025 (standard tier, no batch discount). Prices change: pass a JSON
-file (`{"openai/gpt-4.1": {"input": 2.0, "output": 8.0, "cached_input": 0.5}, ...}`) to override or
-extend it. A model found in no table still has its tokens counted; its cost is None ("unknown").
+Anthropic pricing pages in November 2025 (standard tier, no batch discount). Prices change, and a table
+in the code is only as new as its release, so there is an update path that needs no release: the JSON file
+named by `ENVSCALER_MCP_PRICES` (`{"openai/gpt-4.1": {"input": 2.0, "output": 8.0, "cached_input": 0.5},
+...}`) overrides or extends the built-in table for every run, and a provider's `price_table` option (a
+file or a mapping) overrides both. A model found in no table still has its tokens counted; its cost is
+None ("unknown"). (No maintained price map is a dependency: the ones on PyPI fetch updates at run time or
+cover many vendors we do not call; a file the user keeps is simpler and works offline.)
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -55,6 +60,9 @@ BUILTIN_PRICES: dict[str, ModelPrice] = {
 }
 
 
+PRICES_VARIABLE = "ENVSCALER_MCP_PRICES"  # a JSON file of prices over the built-in table
+
+
 class PriceTable:
     """Looks up a model's price by longest matching "provider/model" prefix."""
 
@@ -62,23 +70,30 @@ class PriceTable:
         self.prices: dict[str, ModelPrice] = dict(BUILTIN_PRICES if prices is None else prices)
 
     @classmethod
-    def load(cls, source: str | Path | Mapping[str, object] | PriceTable | None) -> PriceTable:
-        """The built-in table, overridden by a JSON file path or a mapping of spec -> price."""
+    def load(cls, source: str | Path | Mapping[str, object] | PriceTable | None,
+             env: Mapping[str, str] | None = None) -> PriceTable:
+        """The built-in table, overridden by the file `ENVSCALER_MCP_PRICES` names (in `env`, default
+        os.environ), then by `source`: a JSON file path or a mapping of spec -> price."""
         if isinstance(source, PriceTable):
             return source
         table = cls()
-        if source is None:
-            return table
+        user_file = (os.environ if env is None else env).get(PRICES_VARIABLE)
+        if user_file:
+            table._update(Path(user_file))
+        if source is not None:
+            table._update(source)
+        return table
+
+    def _update(self, source: str | Path | Mapping[str, object]) -> None:
         data = read_json(Path(source)) if isinstance(source, (str, Path)) else dict(source)
         if not isinstance(data, dict):
             raise InputFileError(source, "a price table must be a JSON object of 'provider/model' -> price")
         for key, value in data.items():
             try:
-                table.prices[key] = value if isinstance(value, ModelPrice) else ModelPrice.model_validate(value)
+                self.prices[key] = value if isinstance(value, ModelPrice) else ModelPrice.model_validate(value)
             except ValidationError as exc:
                 raise InputFileError(source, f"price of '{key}' is invalid: {exc.errors()[0]['msg']}",
                                      hint='use {"input": <usd per 1M>, "output": <usd per 1M>}') from exc
-        return table
 
     def price(self, spec: str) -> ModelPrice | None:
         """Price of a `provider/model` spec, or None when unknown."""

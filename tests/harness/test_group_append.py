@@ -59,3 +59,18 @@ async def test_a_failed_write_keeps_its_records_for_the_next(tmp_path: Path, mon
         await appender.append({"n": 1})
     await appender.append({"n": 2})
     assert [json.loads(line)["n"] for line in path.read_text().splitlines()] == [1, 2]
+
+
+async def test_an_episode_record_is_written_with_the_values_of_its_json_dump(tmp_path: Path) -> None:
+    from envscaler_mcp.harness.models import EpisodeResult
+    from envscaler_mcp.harness.rundir import RunDir
+
+    result = EpisodeResult(run_id="r", env_id="e", scenario_id="s1", trial=0, mode="task", status="completed",
+                           title="Café \u2028 order", task="Ship O-1 ✓", agent_model="oracle", latency_s=4.4e-05,
+                           score=0.3333, success=False)
+    run = RunDir(tmp_path)
+    await run.appender().append(result)
+    line = run.results_path.read_text(encoding="utf-8")
+    assert line.endswith("\n") and line.count("\n") == 1 and "Café" in line  # UTF-8 kept, one line
+    assert json.loads(line) == result.model_dump(mode="json")
+    assert run.read_results() == [result]

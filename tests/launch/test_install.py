@@ -79,6 +79,23 @@ def test_jsonc_config_is_read_and_a_replaced_entry_is_reported(tmp_path: Path) -
     assert done.backup is not None and done.backup.read_text() == VSCODE_JSONC
 
 
+def test_a_broken_jsonc_config_is_refused_with_the_line_of_the_fault(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    text = '{\n  // servers\n  "servers": {},,\n}\n'
+    config.write_text(text)
+    with pytest.raises(UsageError, match=r"not valid JSON \(line 3, column .*Nothing was changed"):
+        install_server("vscode", "shop", ENTRY, config)
+    assert config.read_text() == text
+
+
+def test_trailing_commas_alone_are_read_and_reported_as_not_kept(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text('{"servers": {"other": {"type": "http", "url": "http://127.0.0.1:9/mcp",},},}')
+    done = install_server("vscode", "shop", ENTRY, config)
+    assert done.dropped_comments and not done.replaced
+    assert set(json.loads(config.read_text())["servers"]) == {"other", "shop"}
+
+
 def test_the_config_keeps_its_mode_and_a_new_file_follows_the_umask(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text("{}")

@@ -47,3 +47,27 @@ def test_torn_cache_file_is_a_miss(tmp_path: Path) -> None:
     path = next(tmp_path.rglob("*.json"))
     path.write_text(path.read_text()[:20])
     assert cache.get("ab" * 32) is None
+
+
+def test_the_prices_file_of_the_environment_updates_the_table_and_an_explicit_table_wins(tmp_path: Path) -> None:
+    user = tmp_path / "prices.json"
+    user.write_text(json.dumps({"openai/gpt-4.1": {"input": 1.0, "output": 4.0},
+                                "openai/gpt-9": {"input": 3.0, "output": 9.0}}))
+    env = {"ENVSCALER_MCP_PRICES": str(user)}
+    table = PriceTable.load(None, env=env)
+    assert table.usage("openai/gpt-4.1-2025-04-14", 1_000_000, 1_000_000).cost_usd == 5.0
+    assert table.usage("openai/gpt-9", 1_000_000, 0).cost_usd == 3.0
+    assert table.price("openai/gpt-4o") == PriceTable().prices["openai/gpt-4o"]  # the rest stays built in
+    assert PriceTable.load(None, env={}).price("openai/gpt-9") is None
+    explicit = PriceTable.load({"openai/gpt-4.1": {"input": 7.0, "output": 7.0}}, env=env)
+    assert explicit.usage("openai/gpt-4.1", 1_000_000, 0).cost_usd == 7.0
+    assert explicit.usage("openai/gpt-9", 1_000_000, 0).cost_usd == 3.0
+
+
+@pytest.mark.parametrize("content", [None, "[1]", '{"openai/x": {"output": 1}}'])
+def test_a_bad_or_missing_prices_file_of_the_environment_is_named(tmp_path: Path, content: str | None) -> None:
+    user = tmp_path / "prices.json"
+    if content is not None:
+        user.write_text(content)
+    with pytest.raises(InputFileError, match=r"prices\.json"):
+        PriceTable.load(None, env={"ENVSCALER_MCP_PRICES": str(user)})

@@ -1,0 +1,103 @@
+"""CPU per oracle episode against the in-process EnvScaler-style replay, pipe and HTTP side by side in one run.
+
+    python benchmarks/episode_cpu_bench.py [--repeat 3] [--concurrency 8] [--env ENV ...]
+
+Builds on `eval_bench.py`: the same in-process baseline (exec the environment class for each episode, replay
+the reference calls, copy `vars()`, exec each validator on a deep copy of the initial state) and the same
+`run_eval` rows (oracle agent, every catalog scenario as `eval` plans it, one server per environment started
+once, validators in the sandbox with the OS layers on, results.jsonl fsync'd per episode). Each transport first
+runs one unmeasured pass that stores the scenarios' reference final states (as a run's first pass does),
+then `--repeat` measured passes; pipe and HTTP alternate so both see the same machine.
+
+CPU is counted per process tree, so the numbers mean something on a loaded machine: the harness process
+(`getrusage` of itself and of its reaped children), the server processes and the validator zygotes with
+their batch processes (`/proc/PID/stat`, reaped children included); the baseline's is its own process time.
+Episodes/s against the baseline's (wall time) is printed too: on a loaded machine only the CPU columns hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import eval_bench
+
+from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
+
+
+def baseline_cpu(plans: list[Any], rounds: int) -> dict[str, float]:
+    """In-process EnvScaler-style episodes: seconds of this process's CPU and of wall time per episode."""
+    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
+    eval_bench.in_process_episode(pairs[0][0].class_source, pairs[0][0].class_name, pairs[0][1])  # warm imports
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(rounds):
+        for sk, s in pairs:
+            eval_bench.in_process_episode(sk.class_source, sk.class_name, s)
+    n = rounds * len(pairs)
+    return {"cpu": (time.process_time() - cpu) / n, "wall": (time.perf_counter() - wall) / n}
+
+
+def measure(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, list[dict[str, Any]]]]:
+    env_ids = args.env or list_env_ids()
+    plans = eval_bench._plans(env_ids, args.episodes)
+    eval_plans = eval_bench._eval_plans(env_ids)
+    print(f"catalog: {len(env_ids)} environments, {sum(len(p.scenarios) for p in plans)} scenarios; "
+          f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}", flush=True)
+    rows: dict[str, list[dict[str, Any]]] = {"pipe": [], "http": []}
+    bases: list[dict[str, float]] = []
+    for n in range(args.repeat):
+        bases.append(baseline_cpu(plans, args.baseline_rounds))
+        for transport in rows:
+            levels = [args.concurrency] * (2 if n == 0 else 1)  # pass 1 of the first round stores references
+            got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True)
+            rows[transport].extend(got[-1:])
+            print(f"round {n + 1}, {transport}: {1000 * got[-1]['cpu_per_episode']:.1f} ms CPU per episode, "
+                  f"load {got[-1]['load']:.1f}", flush=True)
+    base = {k: statistics.median(b[k] for b in bases) for k in ("cpu", "wall")}
+    return base, rows
+
+
+def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> None:
+    print(f"\nin-process replay (EnvScaler-style), median of rounds: {1000 * base['cpu']:.2f} ms CPU per episode, "
+          f"{1 / base['wall']:.1f} episodes/s\n")
+    print("| transport | rows | load | CPU per episode (harness + servers + validators) | / in-process CPU "
+          "| episodes/s | / in-process episodes/s | success |")
+    print("|---|---|---|---|---|---|---|---|")
+    for transport, got in rows.items():
+        med = {k: statistics.median(r["cpu_split"][k] for r in got) for k in ("harness", "servers", "validators")}
+        cpu = statistics.median(r["cpu_per_episode"] for r in got)
+        rate = statistics.median(r["episodes_per_s"] for r in got)
+        print(f"| {transport} | {len(got)} | {statistics.median(r['load'] for r in got):.1f} | "
+              f"{1000 * cpu:.1f} ms ({1000 * med['harness']:.1f} + {1000 * med['servers']:.1f} + "
+              f"{1000 * med['validators']:.1f}) | {cpu / base['cpu']:.2f}x | {rate:.1f} | "
+              f"{rate * base['wall']:.2f}x | {100 * min(r['success_rate'] or 0 for r in got):.0f}% |")
+    print("\ngoals: CPU per episode <= the in-process replay's (/ in-process CPU <= 1.00x); episodes/s >= 1.5x the "
+          "in-process replay's at concurrency 8 (a quiet machine's wall time; medians of three repeats)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="measured passes per transport")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--episodes", type=int, default=170, help="episodes per pass (about; trials fill it)")
+    parser.add_argument("--baseline-rounds", type=int, default=3, help="rounds of the catalog per baseline")
+    parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
+    args = parser.parse_args()
+    base, rows = measure(args)
+    if not all(r["success_rate"] == 1 for got in rows.values() for r in got):
+        raise SystemExit("error: an oracle episode did not succeed; the run measures nothing")
+    report(base, rows)
+
+
+if __name__ == "__main__":
+    main()
