@@ -1,7 +1,7 @@
 """Run a Python module under the OS layers, in this process (nothing is executed after them):
 
     python -s -P -m envscaler_mcp.isolation.confined --read DIR [--read DIR ...] [--path DIR ...]
-           [--report FILE] [--memory-mb N] [--cpu-s N] [--threads N] [--off] -- -m PACKAGE [ARGS ...]
+           [--report FILE] [--memory-mb N] [--cpu-s N] [--threads N] [--forks] [--off] -- -m PACKAGE [ARGS ...]
 
 How launched environment servers start. Before PACKAGE is imported, this process gives itself:
 
@@ -15,6 +15,8 @@ How launched environment servers start. Before PACKAGE is imported, this process
 * Landlock: files may only be read, and only beneath the `--read` folders (the server package), Python's
   own folders and the system's shared libraries; no TCP bind or connect; no signal beyond the sandbox.
 * seccomp: no exec, no new processes (threads are fine), no new sockets, no tracing, signals to itself only.
+  With `--forks` the server may fork its episode processes (templates/server/runtime/forked.py), and each of
+  those loads a further filter (`seccomp.episode_filter`: no new process, no signal).
 
 `--path DIR` is put first on the module search path only after the layers, so that nothing in DIR is
 imported before them (start Python with `-P` and keep DIR out of PYTHONPATH for the same reason).
@@ -61,7 +63,8 @@ def _identity(table: dict[str, list[Any]], seed: int) -> bool:
         return False
 
 
-def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0) -> dict[str, list[Any]]:
+def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0,
+            forks: bool = False) -> dict[str, list[Any]]:
     """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
     table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
     table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
@@ -70,7 +73,9 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     table.update({name: [False, detail] for name, detail in refused.items()})
     seed, alive = namespaces.become_pid_one() if "pid-namespace" in active else (os.getpid(), -1)
     try:  # built while libseccomp can still be found and loaded (before Landlock)
-        syscalls: Any = seccomp.server_filter(os.getpid())
+        syscalls: Any = seccomp.server_filter(os.getpid(), forks)
+        if forks:
+            seccomp.EPISODE_FILTER = seccomp.CompiledFilter(seccomp.compile_bpf(seccomp.episode_filter()))
     except OSError as exc:
         syscalls = f"refused: {exc.strerror or exc}"
     table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
@@ -92,7 +97,9 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     try:
         landlock.set_no_new_privs()
         syscalls.load()
-        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"]
+        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"
+                            if not forks else "no exec, no new sockets, no tracing, signals to itself only; "
+                            "new processes only for episodes, which can start none and signal nothing"]
     except OSError as exc:
         table["seccomp"] = [False, f"refused: {exc.strerror or exc}"]
     return table
@@ -112,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-mb", type=int, default=0, help="address-space limit (MiB; 0: none)")
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU-time limit of the process (s; 0: none)")
     parser.add_argument("--threads", type=int, default=0, help="most threads (0: no limit)")
+    parser.add_argument("--forks", action="store_true",
+                        help="the server may fork (one process per episode); each episode process forks nothing")
     parser.add_argument("--off", action="store_true", help="apply no layer but the limits (to measure their cost)")
     options = parser.parse_args(args[:split])
     rest = args[split + 1:]
@@ -126,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
             table[name] = [False, "turned off (isolation disabled)"]
     else:
         table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,
-                        options.threads)
+                        options.threads, options.forks)
     if report is not None:
         with report:
             report.write(json.dumps(table))

@@ -103,20 +103,37 @@ def build(names: Iterable[str]) -> Any:
     return filt
 
 
-def server_filter(pid: int) -> Any:
-    """The filter of a launched environment server whose process id is `pid` (see the module docstring)."""
+def server_filter(pid: int, forks: bool = False) -> Any:
+    """The filter of a launched environment server whose process id is `pid` (see the module docstring).
+    `forks`: it may fork (episode processes, which then load `episode_filter`)."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
-    _deny(filt, sc, (*_DANGEROUS, *_IPC, "socket", "connect", "bind", "fork", "vfork", "rt_sigqueueinfo",
-                     "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal"))
+    _deny(filt, sc, (*_DANGEROUS, *_IPC, "socket", "connect", "bind", "rt_sigqueueinfo",
+                     "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal", *([] if forks else ["fork", "vfork"])))
     _self_only(filt, sc)
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    if not forks:
+        filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.add_rule(sc.ERRNO(errno.EPERM), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
     for name in ("kill", "tgkill"):
         filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, pid))
     filt.add_rule(sc.ERRNO(errno.EPERM), "tkill")
     return filt
+
+
+def episode_filter() -> Any:
+    """Stacked on `server_filter` in an episode's own process (servers with --episode-process fork): no new
+    processes (threads are fine) and no signals at all, so nothing it starts outlives it and it reaches no
+    other process of its server."""
+    sc = _library()
+    filt = sc.SyscallFilter(sc.ALLOW)
+    _deny(filt, sc, ("fork", "vfork", "kill", "tkill", "tgkill", "setsid", "setpgid"))
+    filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    return filt
+
+
+# Set by isolation/confined.py (--forks) before the server runs: what each episode process loads.
+EPISODE_FILTER: CompiledFilter | None = None
 
 
 def compile_bpf(filt: Any) -> bytes:

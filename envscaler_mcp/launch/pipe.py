@@ -143,7 +143,7 @@ class PipeServer(LaunchedServer):
                 raise ServerStartError(f"the server did not start: {exc}\n{log_tail(log_path)}") from exc
             try:
                 self.warm.learn(client)
-                self.isolation = read_report(report)
+                self.isolation = read_report(report, self.limits)
                 found = child_pid(str(report))
                 self.pid = serving_pid(found) if found else None
                 self.client, self.tools = client, await all_tools(client)

@@ -90,7 +90,7 @@ class StdioServer(LaunchedServer):
                                **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{log_tail(log_path)}") from exc
-                self.isolation = read_report(report) or self.isolation
+                self.isolation = read_report(report, self.limits) or self.isolation
                 yield client
 
     @asynccontextmanager
