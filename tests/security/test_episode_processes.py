@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.test_server_attacks import malicious_server
+from tests.security.test_unprivileged_user import REPO, as_nobody
 
 pytestmark = pytest.mark.anyio
 
@@ -132,11 +135,12 @@ def _initial(server_dir: Path) -> dict[str, Any]:
 
 
 def _processes_of(folder: Path) -> list[int]:
-    """Live processes whose command line names `folder` (a server and everything it forked)."""
+    """Live processes but this one whose command line names `folder` (a server and everything it forked)."""
     found = []
     for entry in os.listdir("/proc"):
         try:
-            if entry.isdigit() and str(folder).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+            if entry.isdigit() and int(entry) != os.getpid() and \
+                    str(folder).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
                 found.append(int(entry))
         except OSError:
             continue
@@ -215,3 +219,22 @@ async def test_without_the_os_layers_no_memory_of_an_episode_or_its_zygote_holds
     assert run["left"] == []
     shared = await _attacked_run(server_dir, "pipe", "shared", isolation=False)
     assert shared["attack"].structured_content["data"]["own_memory"] == "FOUND"
+
+
+def test_a_normal_user_gets_the_same_separation(open_dir: Path) -> None:
+    """The attack as uid nobody (a user namespace where the kernel allows one): the same effects."""
+    server = malicious_server(open_dir, open_dir, 9, code=ATTACK)
+    for path in [open_dir, *open_dir.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    command = as_nobody([sys.executable, "-m", "tests.security.episode_probe", str(server)])
+    if command is None:
+        pytest.skip("cannot run a process as an unprivileged user here (needs setpriv and unshare as root)")
+    done = subprocess.run(command, cwd=REPO, env={"PATH": os.defpath, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    assert probe["uid"] != 0
+    data = probe["data"]
+    assert data["others"] == 0 and "FOUND" not in json.dumps(data), data
+    assert probe["same_as_clean"] and probe["left"] == []
+    assert probe["layers"]["episode-process"] and probe["layers"]["seccomp"], probe["layers"]
