@@ -99,9 +99,16 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
         syscalls.load()
         table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"
                             if not forks else "no exec, no new sockets, no tracing, signals to itself only; "
-                            "new processes only for episodes, which can start none and signal nothing"]
+                            "new processes only for episodes, which can start no process or thread and signal "
+                            "nothing"]
     except OSError as exc:
         table["seccomp"] = [False, f"refused: {exc.strerror or exc}"]
+        return table
+    if forks:  # environment code runs only in episode processes, which seccomp lets start no thread
+        active, detail = table["thread-limit"]
+        table["thread-limit"] = [True, "environment code starts no thread or process (it runs only in episode "
+                                       "processes, under seccomp); the server's own: " + (detail if active else
+                                       "uncapped, " + detail)]
     return table
 
 

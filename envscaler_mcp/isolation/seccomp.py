@@ -8,6 +8,7 @@ switches architecture, e.g. through the x86 32-bit or x32 entry points). A denie
   kernel keyrings, io_uring (which would bypass the filter), loading BPF or modules, changing identity,
   System V IPC and POSIX message queues, and changing another process's resource limits or scheduling.
 * `BATCH` (stacked on `ZYGOTE` in the process that runs validators): also no fork/clone and no signals.
+* `episode_filter()`: stacked in each episode process of a forking server: no process, thread or signal.
 * `server_filter(pid)`: a launched environment server: no exec, no new processes (threads allowed), no
   socket creation (it serves a listening socket it inherited), signals only to itself, plus the common
   dangerous calls, IPC and other processes' limits and scheduling; it must still open files to import its modules (Landlock limits which).
@@ -123,12 +124,12 @@ def server_filter(pid: int, forks: bool = False) -> Any:
 
 def episode_filter() -> Any:
     """Stacked on `server_filter` in an episode's own process (servers with --episode-process fork): no new
-    processes (threads are fine) and no signals at all, so nothing it starts outlives it and it reaches no
-    other process of its server."""
+    process and no thread (environment code gets none: a cap that holds whatever the kernel's user namespaces
+    and RLIMIT_NPROC's per-user count allow), and no signals at all, so nothing it starts outlives it and it
+    reaches no other process of its server."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
-    _deny(filt, sc, ("fork", "vfork", "kill", "tkill", "tgkill", "setsid", "setpgid"))
-    filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    _deny(filt, sc, ("fork", "vfork", "clone", "kill", "tkill", "tgkill", "setsid", "setpgid"))
     return filt
 
 

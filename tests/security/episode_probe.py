@@ -10,7 +10,21 @@ from pathlib import Path
 
 import anyio
 
+from envscaler_mcp.launch import launch_server
 from tests.security.test_episode_processes import _attacked_run, _clean_run
+
+
+async def threads(folder: str) -> None:
+    """The thread bomb of test_server_limits.py in an episode process."""
+    async with launch_server(Path(folder), transport="pipe", episode_process="fork") as server:
+        async with server.episode() as ep:
+            bomb = await ep.call_tool("get_order", {"order_id": "threads"})
+            after = await ep.call_tool("list_orders", {})
+        report = server.isolation
+    assert report is not None
+    print(json.dumps({"uid": os.getuid(), "threads": bomb.structured_content["data"]["threads"],
+                      "served_after": not after.is_error,
+                      "layers": {layer.name: [layer.active, layer.detail] for layer in report.layers}}))
 
 
 async def main(folder: str) -> None:
@@ -22,4 +36,4 @@ async def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(threads if sys.argv[2:] == ["threads"] else main, sys.argv[1])

@@ -25,6 +25,7 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.scoring.sandbox import ValidatorSandbox
 from tests.security.test_server_attacks import malicious_server
+from tests.security.test_server_limits import attack_module
 from tests.security.test_unprivileged_user import REPO, as_nobody
 
 pytestmark = pytest.mark.anyio
@@ -221,19 +222,38 @@ async def test_without_the_os_layers_no_memory_of_an_episode_or_its_zygote_holds
     assert shared["attack"].structured_content["data"]["own_memory"] == "FOUND"
 
 
-def test_a_normal_user_gets_the_same_separation(open_dir: Path) -> None:
-    """The attack as uid nobody (a user namespace where the kernel allows one): the same effects."""
-    server = malicious_server(open_dir, open_dir, 9, code=ATTACK)
+def _as_nobody(open_dir: Path, code: str, *probe_args: str, no_userns: bool = False) -> dict[str, Any]:
+    """Run tests/security/episode_probe.py as uid nobody on a server folder with `code` rendered by this user."""
+    server = malicious_server(open_dir, open_dir, 9, code=code)
     for path in [open_dir, *open_dir.rglob("*")]:
         path.chmod(0o777 if path.is_dir() else 0o666)
-    command = as_nobody([sys.executable, "-m", "tests.security.episode_probe", str(server)])
+    wrapper = [sys.executable, "-m", "tests.security.no_userns"] if no_userns else []
+    command = as_nobody([*wrapper, sys.executable, "-m", "tests.security.episode_probe", str(server), *probe_args])
     if command is None:
         pytest.skip("cannot run a process as an unprivileged user here (needs setpriv and unshare as root)")
     done = subprocess.run(command, cwd=REPO, env={"PATH": os.defpath, "PYTHONPATH": str(REPO)},
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    probe: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert probe["uid"] != 0
+    return probe
+
+
+def test_a_normal_user_without_user_namespaces_still_caps_the_threads_of_environment_code(open_dir: Path) -> None:
+    """RLIMIT_NPROC would count every process of the user there, so it is left unset; environment code still
+    starts no thread, as it runs only in episode processes (seccomp). The record says what holds."""
+    probe = _as_nobody(open_dir, attack_module(1), "threads", no_userns=True)
+    layers = probe["layers"]
+    assert not layers.get("user-namespace", [False])[0], layers  # the restriction held
+    assert "stopped after 0 threads" in probe["threads"], probe["threads"]
+    assert probe["served_after"]
+    active, detail = layers["thread-limit"]
+    assert active and "starts no thread" in detail and "uncapped" in detail, detail
+
+
+def test_a_normal_user_gets_the_same_separation(open_dir: Path) -> None:
+    """The attack as uid nobody (a user namespace where the kernel allows one): the same effects."""
+    probe = _as_nobody(open_dir, ATTACK)
     data = probe["data"]
     assert data["others"] == 0 and "FOUND" not in json.dumps(data), data
     assert probe["same_as_clean"] and probe["left"] == []
