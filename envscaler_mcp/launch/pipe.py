@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.types import Request, Tool
 from pydantic import ConfigDict
 
@@ -45,6 +44,7 @@ from envscaler_mcp.launch.episodes import (
     WarmCache,
     all_tools,
 )
+from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.servers import LaunchedServer, log_tail
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
@@ -136,7 +136,7 @@ class PipeServer(LaunchedServer):
         log_path = self.workdir / "pipe-server.log"
         with open(log_path, "w", encoding="utf-8") as errlog:
             try:
-                client = Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                client = Client(line_client(params, errlog), read_timeout_seconds=self.client_timeout,
                                 **self.warm.client_options())
                 await client.__aenter__()
             except Exception as exc:
