@@ -63,6 +63,9 @@ def _identity(table: dict[str, list[Any]], seed: int) -> bool:
         return False
 
 
+_episode_filter: list[bytes] = []  # with --forks: what each episode process loads (handed to the server)
+
+
 def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0,
             forks: bool = False) -> dict[str, list[Any]]:
     """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
@@ -75,7 +78,7 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     try:  # built while libseccomp can still be found and loaded (before Landlock)
         syscalls: Any = seccomp.server_filter(os.getpid(), forks)
         if forks:
-            seccomp.EPISODE_FILTER = seccomp.CompiledFilter(seccomp.compile_bpf(seccomp.episode_filter()))
+            _episode_filter[:] = [seccomp.compile_bpf(seccomp.episode_filter())]
     except OSError as exc:
         syscalls = f"refused: {exc.strerror or exc}"
     table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
@@ -110,6 +113,17 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
                                        "processes, under seccomp); the server's own: " + (detail if active else
                                        "uncapped, " + detail)]
     return table
+
+
+def _hand_over(table: dict[str, list[Any]]) -> list[str]:
+    """Arguments handing the episode filter to the server: a pipe it reads once (the filter is a few hundred
+    bytes, far below a pipe's buffer)."""
+    if not _episode_filter or not table.get("seccomp", [False])[0]:
+        return []
+    read_end, write_end = os.pipe()
+    os.write(write_end, _episode_filter[0])
+    os.close(write_end)
+    return ["--episode-filter-fd", str(read_end)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -147,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         with report:
             report.write(json.dumps(table))
     sys.path[:0] = [os.path.realpath(p) for p in options.path]
-    sys.argv = [rest[1], *rest[2:]]
+    sys.argv = [rest[1], *rest[2:], *_hand_over(table)]
     runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
 
 

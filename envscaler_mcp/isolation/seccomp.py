@@ -133,10 +133,6 @@ def episode_filter() -> Any:
     return filt
 
 
-# Set by isolation/confined.py (--forks) before the server runs: what each episode process loads.
-EPISODE_FILTER: CompiledFilter | None = None
-
-
 def compile_bpf(filt: Any) -> bytes:
     """The filter as raw BPF instructions (what `install_bpf` loads)."""
     read_end, write_end = os.pipe()

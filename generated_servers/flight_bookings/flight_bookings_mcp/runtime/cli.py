@@ -43,6 +43,9 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--episode-process", choices=["shared", "fork"], default="shared",
                    help="fork: every episode runs in a process of its own, forked from a zygote that never runs "
                         "environment code (for environment code nobody vouches for); shared: all in this one")
+    p.add_argument("--episode-filter-fd", type=int, default=None,
+                   help="fork: read a seccomp filter (raw BPF) from this descriptor; every episode process loads it "
+                        "(the launcher's OS layers give it)")
     p.add_argument("--ready-file", type=Path, default=None,
                    help="HTTP: write {\"url\", \"port\"} to this file once the server accepts connections")
     p.add_argument("--otel-spans", action="store_true",
@@ -77,6 +80,13 @@ def _initial_state(args: argparse.Namespace, package: EnvPackage) -> dict[str, A
     return None
 
 
+def _read_fd(fd: int | None) -> bytes | None:
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as source:
+        return source.read()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of `python -m <package>`. Ctrl-C (SIGINT, as a terminal sends
     it to its foreground job) stops the server with one line and exit code 130, not a traceback."""
@@ -109,7 +119,7 @@ def _main(argv: list[str] | None) -> None:
         # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
         # and the episodes it forks never hold it.
         zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
-                              args.call_timeout or None, ADMIN_TOKEN_ENV)
+                              args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd))
     # Taken out of the environment before any environment code is imported, so that it cannot read it.
     env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
     if zygote is None:

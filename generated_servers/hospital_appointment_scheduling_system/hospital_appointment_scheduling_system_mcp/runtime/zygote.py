@@ -23,14 +23,15 @@ from .episode import Episode
 from .forked import ForkRefused, Zygote, receive, send
 from .states import StateFiles
 
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
                  scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
-                 token_env: str) -> Zygote:
-    """Fork the zygote (call before the token is read and before any thread or event loop exists)."""
+                 token_env: str, episode_filter: bytes | None = None) -> Zygote:
+    """Fork the zygote (call before the token is read and before any thread or event loop exists).
+    `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code."""
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited: no process of this server is readable by its uid
     ours, theirs = socket.socketpair()
     pid = os.fork()
@@ -44,7 +45,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
-        _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout).serve()
+        _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
+                episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
         print(f"error: the episode zygote stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
     finally:
@@ -84,7 +86,7 @@ def _detach(keep: int) -> None:
 class _Zygote:
     def __init__(self, channel: socket.socket, package_name: str, spec: dict[str, Any],
                  default_state: dict[str, Any], scenarios: dict[str, dict[str, Any]], state_files: StateFiles,
-                 call_timeout: float | None) -> None:
+                 call_timeout: float | None, episode_filter: bytes | None) -> None:
         self.channel = channel
         self.spec = spec
         self.default_state = default_state
@@ -92,7 +94,7 @@ class _Zygote:
         self.state_files = state_files
         self.call_timeout = call_timeout
         self.module_name = f"{package_name}.environment"
-        self.restrict = _episode_restriction()
+        self.restrict = _Filter(episode_filter).install if episode_filter else None
         module_spec = importlib.util.find_spec(self.module_name)
         if module_spec is None or module_spec.loader is None:
             raise ImportError(f"no module {self.module_name}")
@@ -187,12 +189,21 @@ class _Zygote:
             os._exit(0)
 
 
-def _episode_restriction() -> Any:
-    """The seccomp filter the OS layers prepared for episode processes (isolation/confined.py with --forks), as
-    a function that loads it; None when the server runs without them."""
-    layers = sys.modules.get("envscaler_mcp.isolation.seccomp")
-    compiled = getattr(layers, "EPISODE_FILTER", None)
-    return None if compiled is None else compiled.install
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+class _Filter:
+    """A seccomp filter as raw BPF (what the OS layers hand over), loaded by `install` in an episode process."""
+
+    def __init__(self, bpf: bytes) -> None:
+        self._buffer = ctypes.create_string_buffer(bpf, len(bpf))
+        self._prog = _SockFprog(len(bpf) // 8, ctypes.cast(self._buffer, ctypes.c_void_p))
+
+    def install(self) -> None:
+        if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._prog), 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
 
 
 def _stdlib_imports(source: str) -> list[str]:
