@@ -8,6 +8,10 @@ started once per row and their start-up excluded, validators in the sandbox (as 
 Each row is measured with `episode_process="shared"` (a server's episodes in its one process) and "fork" (a
 process per episode, forked from the server's zygote: what untrusted environments get), interleaved round by
 round so that a change of machine load hits both. Prints a Markdown table and the fork/shared ratios.
+
+`--cycle N` adds what one episode's own process costs: N episodes opened, given one tool call, read and
+closed one after the other on one server (pipe, OS layers on), per mode, interleaved in rounds of 10;
+median milliseconds per episode.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +52,33 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+async def _cycle(env_id: str, mode: str, n: int) -> list[float]:
+    from envscaler_mcp.launch import launch_server
+
+    [plan] = eval_bench._plans([env_id], 1)
+    scenario = plan.scenarios[0]
+    call = eval_bench._query_call(env_id)
+    times = []
+    async with launch_server(env_id, transport="pipe", episode_process=mode) as server:  # type: ignore[arg-type]
+        for _ in range(n):
+            t = time.perf_counter()
+            async with server.episode(scenario.initial_state) as ep:
+                await ep.call_tool(*call)
+                await ep.final_state()
+            times.append(time.perf_counter() - t)
+    return times
+
+
+def cycle(env_id: str, n: int) -> None:
+    found: dict[str, list[float]] = {"shared": [], "fork": []}
+    for _ in range(max(1, n // 10)):
+        for mode in found:
+            found[mode] += anyio.run(_cycle, env_id, mode, 10)
+    shared, fork = (1000 * statistics.median(found[m]) for m in ("shared", "fork"))
+    print(f"\none episode opened, one call, final state, closed ({env_id}, pipe, {len(found['fork'])} each, load "
+          f"{os.getloadavg()[0]:.1f}): shared {shared:.1f} ms, fork {fork:.1f} ms, fork - shared {fork - shared:.1f} ms")
+
+
 def table(rows: list[dict[str, Any]]) -> None:
     print("| transport | OS layers | episodes | shared: episodes/s | fork: episodes/s | fork / shared | "
           "load (1 min) | infra |")
@@ -74,9 +106,14 @@ def main() -> None:
     parser.add_argument("--isolation", default="on", choices=["on", "off", "both"],
                         help="the OS layers around servers and validators (both: each row with them off and on)")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
+    parser.add_argument("--cycle", type=int, default=0, help="episodes of the open-call-close section (0: skip)")
+    parser.add_argument("--cycle-env", default="ecommerce_orders")
     args = parser.parse_args()
     print(f"cpus {os.cpu_count()}, load at start {os.getloadavg()[0]:.1f}", file=sys.stderr)
-    table(measure(args))
+    if args.rounds:
+        table(measure(args))
+    if args.cycle:
+        cycle(args.cycle_env, args.cycle)
 
 
 if __name__ == "__main__":
