@@ -44,7 +44,8 @@ async def _stop(process: Process) -> None:
             with anyio.move_on_after(wait_s):
                 await process.wait()
             if process.returncode is not None:
-                return
+                break
+        await process.aclose()  # its pipes and transport closed now, not by the collector after the loop ends
 
 
 @asynccontextmanager

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    from .package import load_package
+    from .package import load_package, with_class
 
     package = load_package(import_class=False)  # data only: no environment code has run yet
     spec = package.spec
@@ -123,7 +123,7 @@ def _main(argv: list[str] | None) -> None:
     # Taken out of the environment before any environment code is imported, so that it cannot read it.
     env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
     if zygote is None:
-        package = load_package()
+        package = with_class(package)
     try:
         state = _initial_state(args, package)
     except (KeyError, ValueError, OSError) as exc:
