@@ -48,11 +48,16 @@ from envscaler_mcp.transcript.record import call_record, make_transcript
 _HAS_LAZY_PLANS = hasattr(EnvPlan, "full")  # older checkouts (--against) loaded every scenario in full
 
 
-def _launch(env_id: str, transport: str, isolation: bool, warm: bool) -> Any:
-    """launch_server with the warm switch when the measured code has one (older commits do not)."""
+def _launch(env_id: str, transport: str, isolation: bool, warm: bool, episode_process: str = "auto") -> Any:
+    """launch_server with the warm switch and the episode-process choice when the measured code has them (older
+    commits do not)."""
     from envscaler_mcp.launch import launch_server
 
-    if "warm" in inspect.signature(launch_server).parameters:
+    parameters = inspect.signature(launch_server).parameters
+    if "episode_process" in parameters:
+        return launch_server(env_id, transport=transport, isolation=isolation, warm=warm,  # type: ignore[arg-type]
+                             episode_process=episode_process)  # type: ignore[arg-type]
+    if "warm" in parameters:
         return launch_server(env_id, transport=transport, isolation=isolation, warm=warm)  # type: ignore[arg-type]
     return launch_server(env_id, transport=transport, isolation=isolation)  # type: ignore[arg-type]
 
@@ -168,17 +173,18 @@ def _cpu_split(servers: list[int], validators: list[int]) -> dict[str, float]:
 
 async def harness(
     plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True,
-    warm: bool = True,
+    warm: bool = True, episode_process: str = "auto",
 ) -> list[dict[str, Any]]:
     """run_eval at each concurrency level on servers started once (`warm=False`: the old path, a protocol
-    handshake and `tools/list` for every episode)."""
+    handshake and `tools/list` for every episode; `episode_process`: launch_server's)."""
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
         checker = await stack.enter_async_context(SandboxChecker(workers=int(os.environ.get("BENCH_VALIDATOR_WORKERS", "2")), isolation=isolation))
         servers: dict[str, EpisodeSource] = {}
         for plan in plans:
-            servers[plan.env_id] = await stack.enter_async_context(_launch(plan.env_id, transport, isolation, warm))
+            servers[plan.env_id] = await stack.enter_async_context(
+                _launch(plan.env_id, transport, isolation, warm, episode_process))
 
         @asynccontextmanager
         async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[EpisodeSource]:

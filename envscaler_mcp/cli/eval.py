@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     from envscaler_mcp.harness.run import RemoteEpisodes
 
 # The option's choices, spelled here so that `eval --help` and a bad option do not load the harness; equal
-# to harness.models.SuccessRule, harness.models.ObservationMode and launch.Transport
+# to harness.models.SuccessRule, harness.models.ObservationMode, launch.Transport and launch.EpisodeProcess
 # (tests/foundation/test_cli_lazy.py checks).
 Mode = Literal["auto", "task", "conversation"]
 SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
                       "observation", "state+observation", "both"]
 ObservationMode = Literal["auto", "on", "off"]
 Transport = Literal["pipe", "http", "stdio", "memory"]
+EpisodeProcess = Literal["auto", "shared", "fork"]
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:
@@ -79,6 +80,15 @@ def eval_command(
             "server per environment) | stdio (a process per episode) | memory (in process, trusted code only).",
         ),
     ] = "pipe",
+    episode_process: Annotated[
+        EpisodeProcess,
+        typer.Option(
+            "--episode-process",
+            help="fork (every episode in a process of its own: one episode's environment code cannot reach "
+            "another's state or the admin token) | shared (a server's episodes in one process) | auto (fork "
+            "unless the environment is hand-authored). memory always shares.",
+        ),
+    ] = "auto",
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default runs/<run id>).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run in --out.")] = False,
     retry_infra: Annotated[
@@ -187,6 +197,7 @@ def eval_command(
         trials=trials,
         concurrency=concurrency,
         transport=transport,
+        episode_process=episode_process,
         validator_timeout_s=validator_timeout,
         episode=EpisodeConfig(
             mode=resolved,

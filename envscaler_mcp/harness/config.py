@@ -27,7 +27,7 @@ from envscaler_mcp.harness.models import EpisodeConfig
 from envscaler_mcp.harness.oracle import ORACLE
 from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.isolation.report import IsolationReport
-from envscaler_mcp.launch import Transport
+from envscaler_mcp.launch import EpisodeProcess, Transport
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
@@ -59,6 +59,12 @@ class RunConfig(BaseModel):
         description="'pipe': one server process per environment over its stdin/stdout, every episode named per "
         "request; 'http': one shared HTTP server per environment; 'stdio': one server process per episode; "
         "'memory': in process (tests, benchmarks).",
+    )
+    episode_process: EpisodeProcess = Field(
+        "auto",
+        description="'fork': every episode in a process of its own, forked from a zygote of its server (one "
+        "episode's environment code cannot reach another's state or the admin token); 'shared': a server's "
+        "episodes in one process; 'auto': fork unless the environment is hand-authored.",
     )
     validator_timeout_s: float = Field(2.0, gt=0, description="Time limit of one validator.")
     episode: EpisodeConfig = Field(default_factory=EpisodeConfig, description="Per-episode settings.")

@@ -72,6 +72,7 @@ async def open_source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Episode
         transport=config.transport,
         scenarios=(),
         client_timeout=config.episode.server_timeout_s,
+        episode_process=config.episode_process,
     ) as server:
         yield server
 

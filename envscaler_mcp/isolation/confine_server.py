@@ -1,7 +1,7 @@
 """Run a Python module under the OS layers, in this process (nothing is executed after them):
 
     python -s -P -m envscaler_mcp.isolation.confine_server --read DIR [--read DIR ...] [--path DIR ...]
-           [--report FILE] [--memory-mb N] [--cpu-s N] [--threads N] [--off] -- -m PACKAGE [ARGS ...]
+           [--report FILE] [--memory-mb N] [--cpu-s N] [--threads N] [--forks] [--off] -- -m PACKAGE [ARGS ...]
 
 How launched environment servers start. Before PACKAGE is imported, this process gives itself:
 
@@ -15,6 +15,8 @@ How launched environment servers start. Before PACKAGE is imported, this process
 * Landlock: files may only be read, and only beneath the `--read` folders (the server package), Python's
   own folders and the system's shared libraries; no TCP bind or connect; no signal beyond the sandbox.
 * seccomp: no exec, no new processes (threads are fine), no new sockets, no tracing, signals to itself only.
+  With `--forks` the server may fork its episode processes (templates/server/runtime/forked.py), and each of
+  those loads a further filter (`seccomp.episode_filter`: no new process, no signal).
 
 `--path DIR` is put first on the module search path only after the layers, so that nothing in DIR is
 imported before them (start Python with `-P` and keep DIR out of PYTHONPATH for the same reason).
@@ -61,7 +63,11 @@ def _identity(table: dict[str, list[Any]], seed: int) -> bool:
         return False
 
 
-def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0) -> dict[str, list[Any]]:
+_episode_filter: list[bytes] = []  # with --forks: what each episode process loads (handed to the server)
+
+
+def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0,
+            forks: bool = False) -> dict[str, list[Any]]:
     """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
     table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
     table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
@@ -70,7 +76,9 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     table.update({name: [False, detail] for name, detail in refused.items()})
     seed, alive = namespaces.become_pid_one() if "pid-namespace" in active else (os.getpid(), -1)
     try:  # built while libseccomp can still be found and loaded (before Landlock)
-        syscalls: Any = seccomp.server_filter(os.getpid())
+        syscalls: Any = seccomp.server_filter(os.getpid(), forks)
+        if forks:
+            _episode_filter[:] = [seccomp.compile_bpf(seccomp.episode_filter())]
     except OSError as exc:
         syscalls = f"refused: {exc.strerror or exc}"
     table.update(limits.cap_threads(threads, counted_alone=_identity(table, seed)))
@@ -92,10 +100,30 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     try:
         landlock.set_no_new_privs()
         syscalls.load()
-        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"]
+        table["seccomp"] = [True, "no exec, no new processes or sockets, no tracing, signals to itself only"
+                            if not forks else "no exec, no new sockets, no tracing, signals to itself only; "
+                            "new processes only for episodes, which can start no process or thread and signal "
+                            "nothing"]
     except OSError as exc:
         table["seccomp"] = [False, f"refused: {exc.strerror or exc}"]
+        return table
+    if forks:  # environment code runs only in episode processes, which seccomp lets start no thread
+        active, detail = table["thread-limit"]
+        table["thread-limit"] = [True, "environment code starts no thread or process (it runs only in episode "
+                                       "processes, under seccomp); the server's own: " + (detail if active else
+                                       "uncapped, " + detail)]
     return table
+
+
+def _hand_over(table: dict[str, list[Any]]) -> list[str]:
+    """Arguments handing the episode filter to the server: a pipe it reads once (the filter is a few hundred
+    bytes, far below a pipe's buffer)."""
+    if not _episode_filter or not table.get("seccomp", [False])[0]:
+        return []
+    read_end, write_end = os.pipe()
+    os.write(write_end, _episode_filter[0])
+    os.close(write_end)
+    return ["--episode-filter-fd", str(read_end)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-mb", type=int, default=0, help="address-space limit (MiB; 0: none)")
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU-time limit of the process (s; 0: none)")
     parser.add_argument("--threads", type=int, default=0, help="most threads (0: no limit)")
+    parser.add_argument("--forks", action="store_true",
+                        help="the server may fork (one process per episode); each episode process forks nothing")
     parser.add_argument("--off", action="store_true", help="apply no layer but the limits (to measure their cost)")
     options = parser.parse_args(args[:split])
     rest = args[split + 1:]
@@ -126,12 +156,12 @@ def main(argv: list[str] | None = None) -> None:
             table[name] = [False, "turned off (isolation disabled)"]
     else:
         table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,
-                        options.threads)
+                        options.threads, options.forks)
     if report is not None:
         with report:
             report.write(json.dumps(table))
     sys.path[:0] = [os.path.realpath(p) for p in options.path]
-    sys.argv = [rest[1], *rest[2:]]
+    sys.argv = [rest[1], *rest[2:], *_hand_over(table)]
     runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
 
 

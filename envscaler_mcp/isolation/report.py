@@ -40,8 +40,8 @@ class IsolationReport(BaseModel):
 
     def warning(self) -> str | None:
         """One line naming the layers that are not in force and why; None when every layer is active."""
-        missing = [layer for layer in self.layers if not layer.active]
-        if not missing:
+        missing = [layer for layer in self.layers if not layer.active and layer.name != "episode-process"]
+        if not missing:  # sharing a process among episodes is a choice the record states, not a refusal
             return None
         parts = "; ".join(f"{layer.name}: {layer.detail}" for layer in missing)
         return f"{self.subject} run with reduced isolation ({self.level}) - not in force: {parts}"
@@ -54,7 +54,9 @@ class IsolationReport(BaseModel):
             log.warning("%s", text)
 
 
-_ALWAYS = {"python-restrictions", "clean-environment", "resource-limits", "fresh-process-per-scenario"}
+# Not OS layers a kernel grants or refuses (`level` ignores them); "episode-process" is the launcher's choice.
+_ALWAYS = {"python-restrictions", "clean-environment", "resource-limits", "fresh-process-per-scenario",
+           "episode-process"}
 
 
 def from_layers(subject: Literal["validators", "servers"], layers: dict[str, list[object]]) -> IsolationReport:

@@ -8,6 +8,7 @@ switches architecture, e.g. through the x86 32-bit or x32 entry points). A denie
   kernel keyrings, io_uring (which would bypass the filter), loading BPF or modules, changing identity,
   System V IPC and POSIX message queues, and changing another process's resource limits or scheduling.
 * `BATCH` (stacked on `ZYGOTE` in the process that runs validators): also no fork/clone and no signals.
+* `episode_filter()`: stacked in each episode process of a forking server: no process, thread or signal.
 * `server_filter(pid)`: a launched environment server: no exec, no new processes (threads allowed), no
   socket creation (it serves a listening socket it inherited), signals only to itself, plus the common
   dangerous calls, IPC and other processes' limits and scheduling; it must still open files to import its modules (Landlock limits which).
@@ -103,19 +104,32 @@ def build(names: Iterable[str]) -> Any:
     return filt
 
 
-def server_filter(pid: int) -> Any:
-    """The filter of a launched environment server whose process id is `pid` (see the module docstring)."""
+def server_filter(pid: int, forks: bool = False) -> Any:
+    """The filter of a launched environment server whose process id is `pid` (see the module docstring).
+    `forks`: it may fork (episode processes, which then load `episode_filter`)."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
-    _deny(filt, sc, (*_DANGEROUS, *_IPC, "socket", "connect", "bind", "fork", "vfork", "rt_sigqueueinfo",
-                     "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal"))
+    _deny(filt, sc, (*_DANGEROUS, *_IPC, "socket", "connect", "bind", "rt_sigqueueinfo",
+                     "rt_tgsigqueueinfo", "pidfd_open", "pidfd_send_signal", *([] if forks else ["fork", "vfork"])))
     _self_only(filt, sc)
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    if not forks:
+        filt.add_rule(sc.ERRNO(errno.EPERM), "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     filt.add_rule(sc.ERRNO(errno.EPERM), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
     for name in ("kill", "tgkill"):
         filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, pid))
     filt.add_rule(sc.ERRNO(errno.EPERM), "tkill")
+    return filt
+
+
+def episode_filter() -> Any:
+    """Stacked on `server_filter` in an episode's own process (servers with --episode-process fork): no new
+    process and no thread (environment code gets none: a cap that holds whatever the kernel's user namespaces
+    and RLIMIT_NPROC's per-user count allow), and no signals at all, so nothing it starts outlives it and it
+    reaches no other process of its server."""
+    sc = _library()
+    filt = sc.SyscallFilter(sc.ALLOW)
+    _deny(filt, sc, ("fork", "vfork", "clone", "kill", "tkill", "tgkill", "setsid", "setpgid"))
     return filt
 
 

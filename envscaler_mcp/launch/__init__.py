@@ -3,8 +3,8 @@
 from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
 from envscaler_mcp.launch.external import launch_external
 from envscaler_mcp.launch.launched import LaunchedServer, Transport
-from envscaler_mcp.launch.servers import launch_server
+from envscaler_mcp.launch.servers import EpisodeProcess, launch_server
 from envscaler_mcp.launch.target import ServerDir, resolve_target
 
-__all__ = ["Episode", "LaunchedServer", "NoAdminPlane", "ServerDir", "Transport", "launch_external", "launch_server",
+__all__ = ["Episode", "EpisodeProcess", "LaunchedServer", "NoAdminPlane", "ServerDir", "Transport", "launch_external", "launch_server",
            "resolve_target"]

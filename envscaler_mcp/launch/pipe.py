@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.types import Request, Tool
 from pydantic import ConfigDict
 
@@ -39,6 +38,7 @@ from envscaler_mcp.launch.episodes import (
     all_tools,
 )
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
+from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -137,14 +137,14 @@ class PipeServer(LaunchedServer):
         log_path = self.workdir / "pipe-server.log"
         with open(log_path, "w", encoding="utf-8") as errlog:
             try:
-                client = Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                client = Client(line_client(params, errlog), read_timeout_seconds=self.client_timeout,
                                 **self.warm.client_options())
                 await client.__aenter__()
             except Exception as exc:
                 raise ServerStartError(f"the server did not start: {exc}\n{log_tail(log_path)}") from exc
             try:
                 self.warm.learn(client)
-                self.isolation = read_report(report)
+                self.isolation = read_report(report, self.limits)
                 found = child_pid(str(report))
                 self.pid = serving_pid(found) if found else None
                 self.client, self.tools = client, await all_tools(client)

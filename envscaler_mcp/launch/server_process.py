@@ -27,15 +27,21 @@ _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Hard limits of one server process (isolation/limits.py, where the defaults are explained); 0 leaves one
-    unset."""
+    """Hard limits of one server process (isolation/limits.py, where the defaults are explained; 0 leaves one
+    unset), and whether each of its episodes runs in a process of its own (`fork_episodes`: the generated
+    runtime's forked.py; the OS layers then let the server fork, and only for that)."""
 
     memory_mb: int = MEMORY_MB
     cpu_s: int = CPU_S
     threads: int = THREADS
+    fork_episodes: bool = False
 
     def args(self) -> list[str]:
-        return ["--memory-mb", str(self.memory_mb), "--cpu-s", str(self.cpu_s), "--threads", str(self.threads)]
+        return ["--memory-mb", str(self.memory_mb), "--cpu-s", str(self.cpu_s), "--threads", str(self.threads),
+                *(["--forks"] if self.fork_episodes else [])]
+
+    def server_args(self) -> list[str]:
+        return ["--episode-process", "fork" if self.fork_episodes else "shared"]
 
 
 DEFAULT_LIMITS = ServerLimits()
@@ -65,7 +71,7 @@ def server_command(server: ServerDir, report: Path, isolation: bool, server_args
     confined = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--read", str(server.path),
                 *extra, "--path", str(server.path), "--report", str(report), *limits.args(),
                 *([] if isolation else ["--off"])]
-    return [*confined, "--", "-m", server.package, *server_args]
+    return [*confined, "--", "-m", server.package, *server_args, *limits.server_args()]
 
 
 def serving_pid(pid: int) -> int:
@@ -91,13 +97,30 @@ def loopback_listener() -> socket.socket:
     return sock
 
 
-def read_report(path: Path) -> IsolationReport | None:
-    """The layers a server process reported (None if it has not written the report yet)."""
+def episode_layer(fork: bool, transport: str) -> Layer:
+    """The isolation record's line on how a server's episodes are kept apart."""
+    if transport == "memory":
+        return Layer(name="episode-process", active=False, detail=(
+            "memory transport: every episode runs in the calling process, with nothing between them or the "
+            "harness (hand-authored environments and tests only)"))
+    if fork:
+        return Layer(name="episode-process", active=True, detail=(
+            "a process per episode, forked from a zygote that never runs environment code: an episode's code "
+            "cannot reach another episode's state or the admin token"))
+    return Layer(name="episode-process", active=False, detail=(
+        "shared: every episode of a server in one process (chosen for trusted, hand-authored code); environment "
+        "code could reach the other episodes of its server"))
+
+
+def read_report(path: Path, limits: ServerLimits = DEFAULT_LIMITS) -> IsolationReport | None:
+    """The layers a server process reported (None if it has not written the report yet), with how its episodes
+    are kept apart."""
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     report = from_layers("servers", table)
+    report.layers.append(episode_layer(limits.fork_episodes, "process"))
     report.warn_once()
     return report
 
@@ -106,7 +129,8 @@ def in_process_report() -> IsolationReport:
     """What the memory transport offers: none of the layers (the environment code runs in this process)."""
     why = "the memory transport runs environment code inside the calling process (tests and trusted code only)"
     report = IsolationReport(subject="servers", layers=[
-        Layer(name=name, active=False, detail=why)
-        for name in ("clean-environment", "network-namespace", "landlock-fs", "landlock-net", "seccomp")])
+        *(Layer(name=name, active=False, detail=why)
+          for name in ("clean-environment", "network-namespace", "landlock-fs", "landlock-net", "seccomp")),
+        episode_layer(False, "memory")])
     report.warn_once()
     return report

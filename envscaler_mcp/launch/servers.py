@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import anyio
 import httpx2
@@ -46,9 +46,10 @@ from envscaler_mcp.launch.server_process import (
 )
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.stdio import StdioServer
-from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
+from envscaler_mcp.launch.target import ServerDir, Target, resolve_target, trusted_origin
 from envscaler_mcp.scenario.models import Scenario
 
+EpisodeProcess = Literal["auto", "shared", "fork"]
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 _STATE_PREFIX = b'{"state": '  # how a generated server starts its state answer
 
@@ -218,7 +219,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
             await http.mcp_http.aclose()
             await _stop(process)
         raise
-    http.isolation = read_report(report)
+    http.isolation = read_report(report, limits)
     http.pid = serving_pid(process.pid)
     return http, process
 
@@ -261,7 +262,8 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
                         client_timeout: float = 120.0, isolation: bool = True,
                         warm: bool = True, stdio_prestart: int = 2, max_cpu_s: int | None = None,
-                        max_threads: int | None = None) -> AsyncIterator[LaunchedServer]:
+                        max_threads: int | None = None,
+                        episode_process: EpisodeProcess = "auto") -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
@@ -273,11 +275,22 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     every episode still has its own server-side state (its own process on stdio). `warm=False` is the
     path without these (a client, a handshake and a tool list per episode). The memory transport runs the
     environment code in this process: for the bundled catalog and tests only.
+
+    `episode_process`: "fork" runs every episode in a process of its own, forked from a per-server zygote
+    (the generated runtime's forked.py), so that one episode's code cannot reach another's state or the admin
+    token; "shared" keeps a server's episodes in its one process; "auto" (the default) forks for every
+    environment that is not hand-authored (launch/target.py `trusted_origin`). The memory transport always
+    shares the caller's process (and refuses "fork").
     """
+    fork = episode_process == "fork" or (episode_process == "auto" and not trusted_origin(target))
+    if transport == "memory" and episode_process == "fork":
+        raise UsageError("the memory transport runs every episode in this process; use pipe, http or stdio for "
+                         "--episode-process fork")
     server = resolve_target(target, scenarios)
     extra = _server_args(call_timeout)
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
-                          cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads)
+                          cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads,
+                          fork_episodes=fork)
     if transport == "memory":
         yield MemoryServer(server, call_timeout, warm)
         return

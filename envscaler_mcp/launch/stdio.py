@@ -19,7 +19,6 @@ from pathlib import Path
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from envscaler_mcp._json import State
 from envscaler_mcp.errors import ServerStartError
@@ -33,6 +32,7 @@ from envscaler_mcp.launch.episodes import (
     stdio_get_state,
 )
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
+from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -93,11 +93,11 @@ class StdioServer(LaunchedServer):
             async with AsyncExitStack() as stack:
                 try:
                     client = await stack.enter_async_context(
-                        Client(stdio_client(params, errlog=errlog), read_timeout_seconds=self.client_timeout,
+                        Client(line_client(params, errlog), read_timeout_seconds=self.client_timeout,
                                **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{log_tail(log_path)}") from exc
-                self.isolation = read_report(report) or self.isolation
+                self.isolation = read_report(report, self.limits) or self.isolation
                 yield client
 
     @asynccontextmanager

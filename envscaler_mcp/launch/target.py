@@ -79,3 +79,19 @@ def read_spec(server: ServerDir) -> dict[str, Any]:
     """The spec.json of a server folder (tools, state names, names)."""
     spec: dict[str, Any] = json.loads((server.path / server.package / "spec.json").read_text(encoding="utf-8"))
     return spec
+
+
+def trusted_origin(target: Target) -> bool:
+    """True when `target`'s environment code is hand-authored (a catalog environment or skeleton whose
+    provenance says so); imported and synthesized code, and a server folder of unknown origin, are untrusted."""
+    if isinstance(target, EnvSkeleton):
+        return target.provenance.source == "hand-authored"
+    path = Path(target)
+    if path.is_dir() and ((path / "manifest.json").is_file() or any(path.glob("*_mcp/spec.json"))):
+        return False
+    from envscaler_mcp.catalog.store import get_skeleton
+
+    try:
+        return get_skeleton(str(target)).provenance.source == "hand-authored"
+    except (UsageError, OSError, ValueError):
+        return False

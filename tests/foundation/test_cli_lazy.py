@@ -40,8 +40,9 @@ def test_eval_choices_equal_the_harness_types() -> None:
 
     from envscaler_mcp.cli import eval as eval_cli
     from envscaler_mcp.harness.models import ObservationMode, SuccessRule
-    from envscaler_mcp.launch import Transport
+    from envscaler_mcp.launch import EpisodeProcess, Transport
 
+    assert get_args(eval_cli.EpisodeProcess) == get_args(EpisodeProcess)
     assert get_args(eval_cli.SuccessRule) == get_args(SuccessRule)
     assert get_args(eval_cli.ObservationMode) == get_args(ObservationMode)
     assert get_args(eval_cli.Transport) == get_args(Transport)

@@ -12,7 +12,7 @@ import pytest
 from envscaler_mcp._json import ParsedState, encode_json
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.scenario.models import ChecklistItem
-from envscaler_mcp.scoring.transcript import EMPTY_TRANSCRIPT
+from envscaler_mcp.transcript.record import EMPTY_TRANSCRIPT
 
 pytestmark = pytest.mark.anyio
 

@@ -113,13 +113,14 @@ def attack_module(harness: int, big_mb: int = 0, kill_signal: int = 0) -> str:
     return f"\nHARNESS = {harness}\nBIG_MB = {big_mb}\nKILL_SIGNAL = {kill_signal}\n" + ATTACKS
 
 
-@pytest.mark.parametrize("transport", ["http", "stdio"])
-async def test_environment_code_cannot_reach_the_harness(tmp_path: Path, open_dir: Path, transport: str) -> None:
+@pytest.mark.parametrize(("transport", "mode"), [("http", "shared"), ("stdio", "shared"), ("http", "fork")])
+async def test_environment_code_cannot_reach_the_harness(tmp_path: Path, open_dir: Path, transport: str,
+                                                         mode: str) -> None:
     limits, nice = cpu_limit(os.getpid()), os.getpriority(os.PRIO_PROCESS, 0)
     segments = Path("/proc/sysvipc/shm").read_text()
     code = attack_module(os.getpid())
     server_dir = malicious_server(tmp_path, open_dir, 0, code=code)
-    async with launch_server(server_dir, transport=transport) as server:
+    async with launch_server(server_dir, transport=transport, episode_process=mode) as server:  # type: ignore[arg-type]
         async with server.episode() as ep:
             listed = await ep.call_tool("list_orders", {})
         assert Path("/proc/sysvipc/shm").read_text() == segments
@@ -131,7 +132,11 @@ async def test_environment_code_cannot_reach_the_harness(tmp_path: Path, open_di
     for attack in ("prlimit", "nice", "signal", "shm"):
         assert found[attack].startswith("refused"), json.dumps(found)
     assert found["proc"] in ("[]",) or found["proc"].startswith("refused"), found["proc"]
-    assert found["tree"] == "(1, 0)", found["tree"]  # PID 1 of its own PID namespace: no parent it can name
+    pid, parent = json.loads(found["tree"].replace("(", "[").replace(")", "]"))
+    if mode == "shared":
+        assert (pid, parent) == (1, 0)  # PID 1 of its own PID namespace: no parent it can name
+    else:  # an episode process: its parent is the server's zygote, numbered inside the same namespace
+        assert 1 < parent < pid < 1000 and parent != os.getpid(), found["tree"]
     assert not found["own_limit"].startswith("refused"), found["own_limit"]  # its own limits stay its own
 
 

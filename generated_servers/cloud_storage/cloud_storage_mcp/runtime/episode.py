@@ -86,6 +86,17 @@ class Episode:
         """The state as JSON text."""
         return json.dumps(self.state_view(), ensure_ascii=False)
 
+    async def run(self, name: str, arguments: dict[str, Any], timeout: float | None) -> CallOutcome:
+        """`call`, as the server awaits it (an episode in a process of its own answers asynchronously)."""
+        return self.call(name, arguments, timeout)
+
+    async def read_state_json(self) -> str:
+        """`state_json`, as the server awaits it."""
+        return self.state_json()
+
+    def close(self) -> None:
+        """Nothing to release: the episode lives in the server's process."""
+
     def call(self, name: str, arguments: dict[str, Any], timeout: float | None) -> CallOutcome:
         """Run one tool method. Exceptions, timeouts and `{"success": False}` roll the state back."""
         self.calls += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ class EnvPackage:
     spec: dict[str, Any]
     default_state: dict[str, Any]
     scenarios: dict[str, dict[str, Any]]
-    env_class: type = field(repr=False)
+    env_class: type | None = field(repr=False)  # None: not imported here (episodes in processes of their own)
 
     @property
     def env_id(self) -> str:
@@ -49,11 +50,18 @@ def _read(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_package(package_dir: Path = PACKAGE_DIR, package_name: str = _PACKAGE_NAME) -> EnvPackage:
-    """Read spec.json, data/*.json and import the environment class of the package."""
-    spec = _read(package_dir / "spec.json")
+def with_class(package: EnvPackage, package_name: str = _PACKAGE_NAME) -> EnvPackage:
+    """`package` with its environment class imported (the environment module runs)."""
     module = importlib.import_module(f"{package_name}.environment")
-    env_class = journal.journaled_class(getattr(module, spec["class_name"]))
+    return dataclasses.replace(package, env_class=journal.journaled_class(getattr(module, package.spec["class_name"])))
+
+
+def load_package(package_dir: Path = PACKAGE_DIR, package_name: str = _PACKAGE_NAME, *,
+                 import_class: bool = True) -> EnvPackage:
+    """Read spec.json, data/*.json and (unless `import_class` is False) import the environment class of the
+    package: without it no environment code runs."""
+    spec = _read(package_dir / "spec.json")
     scenarios = {s["id"]: s for s in _read(package_dir / "data" / "scenarios.json")}
-    return EnvPackage(spec=spec, default_state=_read(package_dir / "data" / "default_state.json"),
-                      scenarios=scenarios, env_class=env_class)
+    package = EnvPackage(spec=spec, default_state=_read(package_dir / "data" / "default_state.json"),
+                         scenarios=scenarios, env_class=None)
+    return with_class(package, package_name) if import_class else package

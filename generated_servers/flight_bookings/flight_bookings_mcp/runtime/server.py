@@ -37,13 +37,14 @@ from mcp.types import (
 from pydantic import ConfigDict
 
 from .episode import Episode
+from .forked import ForkedEpisode, ForkRefused, Zygote
 from .package import EnvPackage
 from .states import StateFiles
 
 log = logging.getLogger(__name__)
 
 EPISODE_SCOPE_KEY = "envscaler.episode"
-# Set in the ASGI scope by the HTTP router for the admin-token-guarded shared endpoint (/routed/mcp) only:
+# Set in the ASGI scope by the HTTP router for the admin-token-guarded shared endpoint (/admin/mcp) only:
 # there, and nowhere else, a request names its episode in `_meta` under EPISODE_META_KEY.
 ROUTED_SCOPE_KEY = "envscaler.routed"
 EPISODE_META_KEY = "envscaler/episode"
@@ -92,12 +93,15 @@ def _error(message: str) -> CallToolResult:
 
 
 class EnvServer:
-    """Holds the episodes of one process and the MCP `Server` that serves them."""
+    """Holds the episodes of one process and the MCP `Server` that serves them. With a `zygote` every episode
+    runs in a process of its own (forked.py); without, in this one."""
 
     def __init__(self, package: EnvPackage, *, call_timeout: float | None = 10.0,
                  admin_token: str | None = None, initial_state: dict[str, Any] | None = None,
-                 otel_spans: bool = False, state_dir: Path | None = None, max_episodes: int = 1000) -> None:
+                 otel_spans: bool = False, state_dir: Path | None = None, max_episodes: int = 1000,
+                 zygote: Zygote | None = None) -> None:
         self.package = package
+        self.zygote = zygote
         self.state_files = StateFiles(state_dir)
         self.max_episodes = max_episodes
         self.otel_spans = otel_spans
@@ -107,23 +111,44 @@ class EnvServer:
         self.tool_names = {t.name for t in self.tools}
         self.validators = {t["name"]: jsonschema.Draft202012Validator(t["input_schema"]) for t in package.tools}
         self.input_schemas: dict[str, dict[str, Any]] = {t["name"]: t["input_schema"] for t in package.tools}
-        self.episodes: dict[str, Episode] = {}
+        self.episodes: dict[str, Episode | ForkedEpisode] = {}
         self.episodes["default"] = self.new_episode(initial_state, "default")
         self.server = self._build()
 
     # ---- episodes ----
-    def new_episode(self, state: dict[str, Any] | None, episode_id: str) -> Episode:
-        """Create an episode at `state` (default: the package's default state). Does not register it."""
+    def new_episode(self, state: dict[str, Any] | None, episode_id: str) -> Episode | ForkedEpisode:
+        """Create an episode at `state` (default: the package's default state). Does not register it. Blocking:
+        for the default episode, before the event loop runs or from a trusted admin request."""
+        if self.zygote is not None:
+            try:
+                return self.zygote.fork_episode_now({"state": state}, episode_id)
+            except ForkRefused as exc:
+                raise ValueError(exc.message) from None
         if state is None:
             state = self.package.default_state
+        assert self.package.env_class is not None
         return Episode(self.package.env_class, self.package.state_names, state, episode_id)
 
-    def create_episode(self, state: dict[str, Any] | None = None, *, state_file: str | None = None,
-                       scenario_id: str | None = None) -> str:
+    def drop(self, episode_id: str) -> Episode | ForkedEpisode:
+        """Unregister an episode and release it (its process ends); returns it."""
+        episode = self.episodes.pop(episode_id)
+        episode.close()
+        return episode
+
+    async def create_episode(self, state: dict[str, Any] | None = None, *, state_file: str | None = None,
+                             scenario_id: str | None = None) -> str:
         """Create and register an episode (the package's default state, a state, a state file of --state-dir, or
         a bundled scenario's state); returns its id, 128 random bits. Raises EpisodeRefused."""
         if len(self.episodes) > self.max_episodes:
             raise EpisodeRefused(429, f"too many episodes (limit {self.max_episodes}); delete some first")
+        if self.zygote is not None:
+            episode_id = secrets.token_hex(16)
+            request = {"state": state, "state_file": state_file, "scenario_id": scenario_id}
+            try:
+                self.episodes[episode_id] = await self.zygote.fork_episode(request, episode_id)
+            except ForkRefused as exc:
+                raise EpisodeRefused(exc.status, exc.message) from None
+            return episode_id
         if state_file is not None:
             try:
                 state = self.state_files.read(state_file)
@@ -143,13 +168,13 @@ class EnvServer:
             raise EpisodeRefused(400, f"could not create the episode: {type(exc).__name__}: {exc}") from None
         return episode_id
 
-    def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
+    def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
         named = (ctx.meta or {}).get(EPISODE_META_KEY)
         if not isinstance(named, str) or named == "default" or named not in self.episodes:
             raise MCPError(INVALID_REQUEST, f"name an existing episode in _meta['{EPISODE_META_KEY}']")
         return self.episodes[named]
 
-    def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode:
+    def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
         """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
 
         On the shared endpoint (ROUTED_SCOPE_KEY, reached only with the admin token) the request names an
@@ -187,7 +212,7 @@ class EnvServer:
         if problems:
             text = "; ".join(f"{e.json_path}: {e.message}" if e.path else e.message for e in problems)
             return _error(f"Invalid arguments for tool '{name}': {text}. Nothing was changed.")
-        outcome = episode.call(name, arguments, self.call_timeout)
+        outcome = await episode.run(name, arguments, self.call_timeout)
         if outcome.is_error:
             log.info("tool %s failed: %s", name, outcome.text)
         return CallToolResult(content=[TextContent(type="text", text=outcome.text)],
@@ -217,7 +242,7 @@ class EnvServer:
                              params: ReadResourceRequestParams) -> ReadResourceResult:
         if str(params.uri) != STATE_URI:
             raise MCPError(INVALID_PARAMS, f"unknown resource '{params.uri}'", {"uri": str(params.uri)})
-        text = self.episode_for(ctx).state_json()
+        text = await self._state_json(self.episode_for(ctx))
         return ReadResourceResult(contents=[TextResourceContents(uri=STATE_URI, mime_type="application/json",
                                                                  text=text)])
 
@@ -230,7 +255,7 @@ class EnvServer:
         if not params.token or not hmac.compare_digest(params.token, self.admin_token):
             raise MCPError(INVALID_REQUEST, "admin request refused: wrong or missing token")
 
-    def _admin_episode(self, params: AdminParams) -> Episode:
+    def _admin_episode(self, params: AdminParams) -> Episode | ForkedEpisode:
         episode = self.episodes.get(params.episode_id or "default")
         if episode is None:
             raise MCPError(INVALID_PARAMS, f"unknown episode '{params.episode_id}'")
@@ -239,15 +264,16 @@ class EnvServer:
     async def _admin_get_state(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
         self._check_admin(ctx, params)
         episode = self._admin_episode(params)
+        text = await self._state_json(episode)
         if params.episode_id is not None:  # the launcher's pipe: the state's JSON text, parsed once on its side
-            return {"state_json": episode.state_json()}
-        return {"state": json.loads(episode.state_json())}
+            return {"state_json": text}
+        return {"state": json.loads(text)}
 
     async def _admin_create(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
         self._check_admin(ctx, params)
         try:
-            episode_id = self.create_episode(params.state, state_file=params.state_file,
-                                             scenario_id=params.scenario_id)
+            episode_id = await self.create_episode(params.state, state_file=params.state_file,
+                                                   scenario_id=params.scenario_id)
         except EpisodeRefused as exc:
             raise MCPError(INVALID_PARAMS, exc.message) from None
         return {"episode_id": episode_id}
@@ -259,9 +285,11 @@ class EnvServer:
             raise MCPError(INVALID_PARAMS, "the default episode cannot be closed")
         episode = self._admin_episode(params)
         answer: dict[str, Any] = {"closed": params.episode_id}
-        if params.with_state:
-            answer["state_json"] = episode.state_json()
-        del self.episodes[episode.episode_id]
+        try:
+            if params.with_state:
+                answer["state_json"] = await self._state_json(episode)
+        finally:
+            self.drop(episode.episode_id)
         return answer
 
     async def _admin_reset(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
@@ -272,8 +300,20 @@ class EnvServer:
                 state = self.package.scenario_state(params.scenario_id)
             except KeyError as exc:
                 raise MCPError(INVALID_PARAMS, str(exc.args[0])) from None
-        self.episodes["default"] = self.new_episode(state, "default")
+        try:
+            fresh = self.new_episode(state, "default")
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        self.drop("default")
+        self.episodes["default"] = fresh
         return {"reset": True}
+
+    @staticmethod
+    async def _state_json(episode: Episode | ForkedEpisode) -> str:
+        try:
+            return await episode.read_state_json()
+        except RuntimeError as exc:  # its process is gone
+            raise MCPError(INVALID_REQUEST, str(exc)) from None
 
     def _build(self) -> Server[Any]:
         spec = self.package.spec

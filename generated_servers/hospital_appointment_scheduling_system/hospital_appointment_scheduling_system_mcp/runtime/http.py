@@ -20,6 +20,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .episode import Episode
+from .forked import ForkedEpisode
 from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer, EpisodeRefused
 
 log = logging.getLogger(__name__)
@@ -124,13 +126,15 @@ class HttpApp:
             if episode is None:
                 return _json({"error": f"unknown episode '{parts[1]}'"}, 404)
             if parts[2:] == ["state"] and method == "GET":
-                return _raw('{"state": ' + episode.state_json() + "}")
+                return await _state(episode)
             if parts[2:] == [] and method == "DELETE":
                 if parts[1] == "default":
                     return _json({"error": "the default episode cannot be deleted"}, 400)
-                del self.env.episodes[parts[1]]
-                if request.query_params.get("state") == "1":  # the final state and the close in one round trip
-                    return _raw('{"state": ' + episode.state_json() + "}")
+                try:
+                    if request.query_params.get("state") == "1":  # the final state and the close in one round trip
+                        return await _state(episode)
+                finally:
+                    self.env.drop(parts[1])
                 return _json({"deleted": parts[1]})
         return _json({"error": f"no admin route {method} /admin/{'/'.join(parts)}"}, 404)
 
@@ -145,9 +149,9 @@ class HttpApp:
                                    'or {}'}, 400)
         state_file, scenario_id = payload.get("state_file"), payload.get("scenario_id")
         try:
-            episode_id = self.env.create_episode(payload.get("state"),
-                                                 state_file=None if state_file is None else str(state_file),
-                                                 scenario_id=None if scenario_id is None else str(scenario_id))
+            episode_id = await self.env.create_episode(
+                payload.get("state"), state_file=None if state_file is None else str(state_file),
+                scenario_id=None if scenario_id is None else str(scenario_id))
         except EpisodeRefused as exc:
             return _json({"error": exc.message}, exc.status)
         return _json({"episode_id": episode_id, "path": _path(episode_id)}, 201)
@@ -155,6 +159,13 @@ class HttpApp:
 
 def _path(episode_id: str) -> str:
     return "/mcp" if episode_id == "default" else f"/episodes/{episode_id}/mcp"
+
+
+async def _state(episode: Episode | ForkedEpisode) -> Response:
+    try:
+        return _raw('{"state": ' + await episode.read_state_json() + "}")
+    except RuntimeError as exc:  # the episode's process is gone
+        return _json({"error": str(exc)}, 410)
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:

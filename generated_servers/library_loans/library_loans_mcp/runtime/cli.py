@@ -40,6 +40,12 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--call-timeout", type=float, default=10.0,
                    help="seconds one tool call may run before it is stopped (default 10; 0 = no limit)")
     p.add_argument("--max-memory-mb", type=int, default=None, help="address-space limit of this process (MB)")
+    p.add_argument("--episode-process", choices=["shared", "fork"], default="shared",
+                   help="fork: every episode runs in a process of its own, forked from a zygote that never runs "
+                        "environment code (for environment code nobody vouches for); shared: all in this one")
+    p.add_argument("--episode-filter-fd", type=int, default=None,
+                   help="fork: read a seccomp filter (raw BPF) from this descriptor; every episode process loads it "
+                        "(the launcher's OS layers give it)")
     p.add_argument("--ready-file", type=Path, default=None,
                    help="HTTP: write {\"url\", \"port\"} to this file once the server accepts connections")
     p.add_argument("--otel-spans", action="store_true",
@@ -74,6 +80,13 @@ def _initial_state(args: argparse.Namespace, package: EnvPackage) -> dict[str, A
     return None
 
 
+def _read_fd(fd: int | None) -> bytes | None:
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as source:
+        return source.read()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of `python -m <package>`. Ctrl-C (SIGINT, as a terminal sends
     it to its foreground job) stops the server with one line and exit code 130, not a traceback."""
@@ -85,11 +98,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
-    from .package import load_package
+    from .package import load_package, with_class
 
-    # Taken out of the environment before any environment code is imported, so that it cannot read it.
-    env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
-    package = load_package()
+    package = load_package(import_class=False)  # data only: no environment code has run yet
     spec = package.spec
     args = _parser(spec["script_name"], f"MCP server of the '{spec['name']}' environment.").parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
@@ -100,6 +111,19 @@ def _main(argv: list[str] | None) -> None:
         return
     if args.max_memory_mb:
         _limit_memory(args.max_memory_mb)
+    zygote = None
+    if args.episode_process == "fork":
+        from .package import _PACKAGE_NAME
+        from .zygote import start_zygote
+
+        # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
+        # and the episodes it forks never hold it.
+        zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
+                              args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd))
+    # Taken out of the environment before any environment code is imported, so that it cannot read it.
+    env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
+    if zygote is None:
+        package = with_class(package)
     try:
         state = _initial_state(args, package)
     except (KeyError, ValueError, OSError) as exc:
@@ -110,8 +134,13 @@ def _main(argv: list[str] | None) -> None:
 
     from .server import EnvServer
 
-    env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state,
-                           otel_spans=args.otel_spans, state_dir=args.state_dir, max_episodes=args.max_episodes)
+    try:
+        env_server = EnvServer(package, call_timeout=timeout, admin_token=token, initial_state=state,
+                               otel_spans=args.otel_spans, state_dir=args.state_dir, max_episodes=args.max_episodes,
+                               zygote=zygote)
+    except ValueError as exc:  # the default episode's process could not build it
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     gc.freeze()  # the package, its scenarios and the initial state live as long as the server: never walked
     if args.http:
         _serve_http(env_server, args, token)

@@ -1,0 +1,221 @@
+"""The zygote of a server whose episodes run in processes of their own (forked.py says why and how).
+
+It is forked from the server before the admin token is read, forgets the token, and then only compiles the
+environment module (running none of it) and forks one process per episode, which runs the module and serves
+its episode. Everything here runs in the zygote or in an episode process, never in the server.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import gc
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from . import journal
+from .episode import Episode
+from .forked import ForkRefused, Zygote, receive, send
+from .states import StateFiles
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
+                 scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
+                 token_env: str, episode_filter: bytes | None = None) -> Zygote:
+    """Fork the zygote (call before the token is read and before any thread or event loop exists).
+    `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code."""
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited: no process of this server is readable by its uid
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid:
+        theirs.close()
+        return Zygote(ours, pid, call_timeout)
+    try:
+        ours.close()
+        _forget(token_env)
+        _detach(keep=theirs.fileno())
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
+        _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
+                episode_filter).serve()
+    except BaseException as exc:  # the server is told by its closed channel; this says why
+        print(f"error: the episode zygote stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+    finally:
+        os._exit(0)
+
+
+def _forget(name: str) -> None:
+    """Overwrite the variable's value where this process holds it (Python's copy and the C environment block,
+    which /proc/self/environ shows), then unset it."""
+    value = os.environb.get(name.encode())
+    if value:
+        ctypes.memset(id(value) + sys.getsizeof(value) - len(value) - 1, 0, len(value))
+    prefix = name.encode() + b"="
+    table = ctypes.c_void_p.in_dll(_libc, "environ").value
+    step = ctypes.sizeof(ctypes.c_void_p)
+    while table:
+        entry = ctypes.c_void_p.from_address(table).value
+        if not entry:
+            break
+        text = ctypes.string_at(entry)
+        if text.startswith(prefix):
+            ctypes.memset(entry + len(prefix), 0, len(text) - len(prefix))
+        table += step
+    os.environ.pop(name, None)
+
+
+def _detach(keep: int) -> None:
+    """Hold none of the server's descriptors (its protocol streams, its listening socket) but `keep` and stderr."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # what environment code prints goes to the log
+    os.close(null)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 65536)
+
+
+class _Zygote:
+    def __init__(self, channel: socket.socket, package_name: str, spec: dict[str, Any],
+                 default_state: dict[str, Any], scenarios: dict[str, dict[str, Any]], state_files: StateFiles,
+                 call_timeout: float | None, episode_filter: bytes | None) -> None:
+        self.channel = channel
+        self.spec = spec
+        self.default_state = default_state
+        self.scenarios = scenarios
+        self.state_files = state_files
+        self.call_timeout = call_timeout
+        self.module_name = f"{package_name}.environment"
+        self.restrict = _Filter(episode_filter).install if episode_filter else None
+        module_spec = importlib.util.find_spec(self.module_name)
+        if module_spec is None or module_spec.loader is None:
+            raise ImportError(f"no module {self.module_name}")
+        self.module_spec = module_spec
+        loader: Any = module_spec.loader
+        source = loader.get_source(self.module_name)
+        self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
+        for name in _stdlib_imports(source):
+            try:
+                importlib.import_module(name)
+            except Exception:  # the episode's own import will say what is wrong
+                continue
+        gc.freeze()
+
+    def _state(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("state_file") is not None:
+            try:
+                return self.state_files.read(str(request["state_file"]))
+            except ValueError as exc:
+                raise ForkRefused(400, str(exc)) from None
+        if request.get("scenario_id") is not None:
+            scenario = self.scenarios.get(str(request["scenario_id"]))
+            if scenario is None:
+                known = ", ".join(self.scenarios) or "(none)"
+                raise ForkRefused(404, f"unknown scenario '{request['scenario_id']}'; bundled scenarios: {known}")
+            return dict(scenario["initial_state"])
+        state = request.get("state")
+        if state is None:
+            return self.default_state
+        if not isinstance(state, dict):
+            raise ForkRefused(400, "state must be a JSON object keyed by state attribute names")
+        return state
+
+    def serve(self) -> None:
+        while True:
+            message = receive(self.channel)
+            if message is None:
+                return
+            request = json.loads(message)
+            try:
+                state = self._state(request)
+            except ForkRefused as exc:
+                self._refuse(exc.status, exc.message)
+                continue
+            server_end, episode_end = socket.socketpair()
+            try:
+                pid = os.fork()
+            except OSError as exc:  # out of processes (the thread cap counts them)
+                server_end.close()
+                episode_end.close()
+                self._refuse(503, f"cannot start another episode process ({exc.strerror or exc}); close some")
+                continue
+            if pid == 0:
+                self.channel.close()
+                server_end.close()
+                self._episode(episode_end, state)
+            episode_end.close()
+            socket.send_fds(self.channel, [json.dumps({"pid": pid}).encode()], [server_end.fileno()])
+            server_end.close()
+
+    def _refuse(self, status: int, message: str) -> None:
+        socket.send_fds(self.channel, [json.dumps({"status": status, "message": message}).encode()], [])
+
+    def _episode(self, sock: socket.socket, state: dict[str, Any]) -> None:
+        """The episode's process: build the episode, answer its requests until the server closes the channel."""
+        try:
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            if self.restrict is not None:
+                self.restrict()  # no new process, no signal: nothing outlives the episode or reaches another
+            try:
+                module = importlib.util.module_from_spec(self.module_spec)
+                sys.modules[self.module_name] = module
+                exec(self.code, module.__dict__)
+                env_class = journal.journaled_class(getattr(module, self.spec["class_name"]))
+                episode = Episode(env_class, list(self.spec["state_names"]), state, "forked")
+            except BaseException as exc:
+                send(sock, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+                return
+            send(sock, json.dumps({"pid": os.getpid()}).encode())
+            while (message := receive(sock)) is not None:
+                if message == b"state":
+                    send(sock, episode.state_json().encode("utf-8"))
+                    continue
+                request = json.loads(message)
+                outcome = episode.call(request["name"], request["arguments"], self.call_timeout)
+                tag = b"E" if outcome.is_error else b"R" if outcome.rolled_back else b"K"
+                send(sock, tag + outcome.text.encode("utf-8"))
+        except BaseException:
+            pass
+        finally:
+            os._exit(0)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+class _Filter:
+    """A seccomp filter as raw BPF (what the OS layers hand over), loaded by `install` in an episode process."""
+
+    def __init__(self, bpf: bytes) -> None:
+        self._buffer = ctypes.create_string_buffer(bpf, len(bpf))
+        self._prog = _SockFprog(len(bpf) // 8, ctypes.cast(self._buffer, ctypes.c_void_p))
+
+    def install(self) -> None:
+        if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._prog), 0, 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
+
+
+def _stdlib_imports(source: str) -> list[str]:
+    """Standard library modules the source imports at its top level (importing them runs no code of its own)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return sorted(n for n in names if n in sys.stdlib_module_names)

@@ -1,0 +1,39 @@
+"""Run by test_episode_processes.py as an unprivileged user: the attack of that test against a server folder
+rendered for it, episodes in processes of their own; prints what happened as one JSON line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from envscaler_mcp.launch import launch_server
+from tests.security.test_episode_processes import _attacked_run, _clean_run
+
+
+async def threads(folder: str) -> None:
+    """The thread bomb of test_server_limits.py in an episode process."""
+    async with launch_server(Path(folder), transport="pipe", episode_process="fork") as server:
+        async with server.episode() as ep:
+            bomb = await ep.call_tool("get_order", {"order_id": "threads"})
+            after = await ep.call_tool("list_orders", {})
+        report = server.isolation
+    assert report is not None
+    print(json.dumps({"uid": os.getuid(), "threads": bomb.structured_content["data"]["threads"],
+                      "served_after": not after.is_error,
+                      "layers": {layer.name: [layer.active, layer.detail] for layer in report.layers}}))
+
+
+async def main(folder: str) -> None:
+    clean = await _clean_run(Path(folder))
+    run = await _attacked_run(Path(folder), "pipe", "fork")
+    print(json.dumps({"uid": os.getuid(), "data": run["attack"].structured_content["data"],
+                      "same_as_clean": run["final"] == clean, "left": run["left"],
+                      "layers": {layer.name: layer.active for layer in run["report"].layers}}))
+
+
+if __name__ == "__main__":
+    anyio.run(threads if sys.argv[2:] == ["threads"] else main, sys.argv[1])
