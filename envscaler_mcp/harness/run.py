@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import traceback
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -176,7 +177,9 @@ async def _run_prepared(
                 for plan in plans
                 if any(p is plan for p, _, _ in todo)
             }
-            pool = await stack.enter_async_context(open_pool(needed))
+            uses = Counter(p.env_id for p, _, _ in todo)  # each server stops after its environment's last episode
+            pool = await stack.enter_async_context(open_pool(needed, uses))
+            following = dict(zip(list(uses), list(uses)[1:], strict=False))  # environments in the order they run
             limiter = anyio.CapacityLimiter(config.concurrency)
             references = ReferenceCache(store=ReferenceStore())
             results = run_dir.appender()
@@ -185,7 +188,16 @@ async def _run_prepared(
             )
 
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
+                try:
+                    await episode_of(plan, scenario, trial)
+                finally:
+                    pool.finished(plan.env_id)
+
+            async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 async with limiter:
+                    if plan.env_id in following:  # the next environment's server starts while this one's episodes run
+                        pool.prepare(plan.env_id)
+                        pool.prepare(following.pop(plan.env_id))
                     assert checker is not None and agent is not None
                     scenario = plan.full(scenario)  # its initial state is read only now
                     reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
@@ -254,10 +266,10 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
                         ) -> Reference | None:
     """The scenario's reference final state, replayed once per run on the run's own server (None when the
     server has no admin plane: no state to compare)."""
-    if not has_admin_plane(source):
-        return None
-    launched = getattr(source, "launched", None)  # a pool slot: the server behind it
+    launched = getattr(source, "launched", None)  # a pool slot: the server behind it (started now if need be)
     server = await launched() if launched is not None else source
+    if not has_admin_plane(server if server is not None else source):
+        return None
     server_dir = getattr(server, "server_dir", None)  # a generated server's code: the key of stored references
     code = None
     if server_dir is not None:
