@@ -187,11 +187,16 @@ async def _run_prepared(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
 
+            trials_left = Counter((p.env_id, s.id) for p, s, _ in todo)
+
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 try:
                     await episode_of(plan, scenario, trial)
                 finally:
                     pool.finished(plan.env_id)
+                    trials_left[plan.env_id, scenario.id] -= 1
+                    if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
+                        references.forget(scenario, plan.env_id)
 
             async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 async with limiter:
