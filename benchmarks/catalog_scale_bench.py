@@ -108,8 +108,10 @@ def bases(extra_home: Path | None, per_env: int) -> list[tuple[EnvSkeleton, list
 def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, state_kb: int = 0,
                  large: int = 0) -> tuple[Path, Path, dict[str, dict[str, Any]]]:
     """Write the set in EnvScaler's format; return its two paths and, by task_id, what EnvScaler's files
-    cannot carry (reference and wrong solutions)."""
+    cannot carry (reference and wrong solutions). Each base is exported once; copies change its items' ids and
+    states."""
     found = bases(extra_home, per_env if not large else 1)
+    exported = [export_envscaler([(skeleton, scenarios)]) for skeleton, scenarios in found]
     refs: dict[str, dict[str, Any]] = {}
     envs_path, scen_path = folder / "env_metadata.json", folder / "scenario_metadata.json"
     env_items: dict[str, Any] = {}
@@ -117,24 +119,18 @@ def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, st
         out.write("[")
         first = True
         for i in range(1 if large else n):
-            skeleton, scenarios = found[i % len(found)]
+            (skeleton, scenarios), (items, scen_items) = found[i % len(found)], exported[i % len(found)]
             new_id = f"{skeleton.id}_s{i}"
-            renamed = skeleton.model_copy(update={"id": new_id})
-            count = large or per_env
-            copies = []
-            for k in range(count):
-                base = scenarios[k % len(scenarios)]
+            env_items[new_id] = {**next(iter(items.values())), "env_id": new_id}
+            for k in range(large or per_env):
+                base, item = scenarios[k % len(scenarios)], scen_items[k % len(scenarios)]
                 state = grown(base.initial_state, state_kb * 1000) if state_kb else base.initial_state
-                state = varied(state, f"v{i}x{k}")
                 task = base.task if k < len(scenarios) else f"[{k}] {base.task}"
-                copies.append(base.model_copy(update={"env_id": new_id, "initial_state": state, "task": task,
-                                                      "id": f"{new_id}-{k}"}))
+                copy = {**item, "env_id": new_id, "task_id": f"{new_id}-{k}", "task": task,
+                        "init_config": varied(state, f"v{i}x{k}")}
                 refs[f"{new_id}-{k}"] = {"reference_solution": base.reference_solution,
                                          "wrong_solutions": base.wrong_solutions}
-            items, scen_items = export_envscaler([(renamed, copies)])
-            env_items.update(items)
-            for item in scen_items:
-                out.write(("" if first else ",") + json.dumps(item))
+                out.write(("" if first else ",") + json.dumps(copy))
                 first = False
         out.write("]")
     envs_path.write_text(json.dumps(env_items), encoding="utf-8")
