@@ -54,8 +54,9 @@ def _panel(rows: list[dict[str, Any]], key: str, title: str, left: int) -> list[
 
 
 def write_svg(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write wall time (s) and peak RSS of the process tree (MB) against environments, log-log."""
-    parts = _panel(rows, "wall_s", "wall time (s)", 0) + _panel(rows, "peak_tree_mb", "peak RSS, process tree (MB)", W)
-    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * W}" height="{H}" font-family="sans-serif">'
+    """Write wall time (s), CPU time (s) and peak RSS of the process tree (MB) against environments, log-log."""
+    parts = (_panel(rows, "wall_s", "wall time (s)", 0) + _panel(rows, "cpu_s", "CPU time (s)", W)
+             + _panel(rows, "peak_tree_mb", "peak RSS, process tree (MB)", 2 * W))
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * W}" height="{H}" font-family="sans-serif">'
            '<rect width="100%" height="100%" fill="white"/>' + "".join(parts) + "</svg>\n")
     Path(path).write_text(svg, encoding="utf-8")
