@@ -103,6 +103,7 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
                                           free_fields=free, references=references, env_key=_env_key(target),
                                           convention=convention)
             references.forget(sc, _env_key(target))
+            report.final_state = None  # not saved, and 10,000 reports would hold 10,000 final states
         done[key] = report
         if on_report:
             on_report(report)
