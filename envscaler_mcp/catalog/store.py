@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp._json import ParsedState, object_keeping
@@ -315,3 +316,28 @@ def _read_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Sce
     if isinstance(state, ParsedState):  # validation copied it into a plain dict: keep the one with its text
         scenario = scenario.model_copy(update={"initial_state": state})
     return scenario if scenario.id else scenario.with_id()
+
+
+class StoredScenarios(Sequence[Scenario]):
+    """The scenarios of a JSONL file, each read in full from its line when reached: going through them holds
+    one scenario at a time (rendering a server whose scenarios carry megabytes of state each). The listing
+    itself comes from the catalog index when it is current (scenario_headers)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._rows = scenario_headers(self.path) if self.path.is_file() else []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Scenario: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Scenario]: ...
+
+    def __getitem__(self, index: int | slice) -> Scenario | list[Scenario]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        header, line = self._rows[index]
+        return load_scenario_line(self.path, line, header.id)

@@ -1,4 +1,8 @@
-"""The servers of a run: one per environment, started together, restarted when one stops answering.
+"""The servers of a run: one per environment, started when its first episode needs it, stopped when its last
+episode is done, restarted when one stops answering.
+
+A run of a 1,000-environment catalog therefore holds only the servers of the environments whose episodes are
+under way (episodes run in the order of their environments, `--concurrency` at a time), not 1,000 at once.
 
 A shared HTTP server that crashes would otherwise turn every later episode of its environment into an
 infra error. When an episode fails at the connection level (refused, reset, closed) or the server stops
@@ -37,16 +41,31 @@ class _Slot:
         self.source: EpisodeSource | None = None
         self.ready = anyio.Event()
         self.restart = anyio.Event()
+        self.stop = anyio.Event()
         self.restarts = 0
         self.down: str | None = None  # why the server is gone for good (a restart failed)
+        self.isolation: IsolationReport | None = None  # of its last server, kept once it is stopped
 
 
 class SourcePool:
     """Holds each environment's server in its own task (anyio exits a context where it was entered)."""
 
-    def __init__(self) -> None:
+    def __init__(self, items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]],
+                 uses: Mapping[str, int] | None, tg: anyio.abc.TaskGroup) -> None:
+        self._items, self._tg = items, tg
+        self._left = dict(uses) if uses is not None else None
         self._slots: dict[str, _Slot] = {}
         self._release = anyio.Event()
+
+    def _slot(self, key: str) -> _Slot:
+        """`key`'s slot, its server starting now if this is the first time it is asked for."""
+        slot = self._slots.get(key)
+        if slot is None:
+            if key not in self._items:
+                raise KeyError(key)
+            slot = self._slots[key] = _Slot()
+            self._tg.start_soon(self._hold, key, self._items[key])
+        return slot
 
     async def _hold(self, key: str, open_source: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
         slot = self._slots[key]
@@ -56,17 +75,36 @@ class SourcePool:
                 async with open_source() as source:
                     slot.source, started = source, True
                     slot.ready.set()
-                    await _first(self._release, slot.restart)
+                    await _first(self._release, slot.restart, slot.stop)
+                    report = getattr(source, "isolation", None)
+                    slot.isolation = report if isinstance(report, IsolationReport) else slot.isolation
             except Exception as exc:
                 if not started:
-                    raise  # the first start failed: the run cannot begin, say why
+                    raise  # the first start failed: the run cannot go on, say why
                 slot.down = f"the {key} server could not be restarted ({describe(exc)})"
                 slot.source = None
                 slot.ready.set()
                 return
-            if self._release.is_set():
+            if self._release.is_set() or slot.stop.is_set():
+                slot.source = None
                 return
             slot.restarts += 1
+
+    def prepare(self, key: str) -> None:
+        """Start `key`'s server now, without waiting for it (its episodes come next)."""
+        self._slot(key)
+
+    def finished(self, key: str) -> None:
+        """One of `key`'s episodes is done: after its last one (of the `uses` given), its server stops."""
+        if self._left is None or key not in self._left:
+            return
+        self._left[key] -= 1
+        if self._left[key] <= 0 and key in self._slots:
+            self._slots[key].stop.set()
+
+    def running(self) -> int:
+        """How many servers are up now."""
+        return sum(1 for slot in self._slots.values() if slot.source is not None)
 
     async def restart(self, key: str, failed: EpisodeSource) -> None:
         """Restart `key`'s server if `failed` is still the current one, then wait until it is ready."""
@@ -79,16 +117,19 @@ class SourcePool:
         await slot.ready.wait()
 
     def source(self, key: str) -> EpisodeSource:
-        """An EpisodeSource that always uses the environment's current server."""
+        """An EpisodeSource that always uses the environment's current server (started on first use)."""
+        if key not in self._items:
+            raise KeyError(key)
         return PooledSource(self, key)
 
     def restarts(self, key: str) -> int:
         """How many times `key`'s server was restarted."""
-        return self._slots[key].restarts
+        slot = self._slots.get(key)
+        return slot.restarts if slot is not None else 0
 
     def isolation(self) -> dict[str, IsolationReport]:
         """Per environment: the isolation of its server processes, where one has started and said so."""
-        reports = {key: getattr(slot.source, "isolation", None) for key, slot in self._slots.items()}
+        reports = {key: getattr(slot.source, "isolation", None) or slot.isolation for key, slot in self._slots.items()}
         return {key: report for key, report in reports.items() if isinstance(report, IsolationReport)}
 
 
@@ -106,17 +147,14 @@ async def _wait_then_cancel(event: anyio.Event, scope: anyio.CancelScope) -> Non
 
 @asynccontextmanager
 async def open_pool(
-    items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]],
+    items: Mapping[str, Callable[[], AbstractAsyncContextManager[Any]]], uses: Mapping[str, int] | None = None,
 ) -> AsyncIterator[SourcePool]:
-    """Start every server at the same time; yield once all are ready; stop them all on exit."""
-    pool = SourcePool()
+    """A pool of the servers of `items` (environment -> how to start its server), none started yet: each starts
+    when an episode first asks for it and, with `uses` (environment -> episodes to run), stops after its last
+    episode is `finished`; all still up stop on exit."""
     async with anyio.create_task_group() as tg:
-        for key, open_source in items.items():
-            pool._slots[key] = _Slot()
-            tg.start_soon(pool._hold, key, open_source)
+        pool = SourcePool(items, uses, tg)
         try:
-            for slot in pool._slots.values():
-                await slot.ready.wait()
             yield pool
         finally:
             pool._release.set()
@@ -151,18 +189,19 @@ class PooledSource:
 
     @property
     def has_admin(self) -> bool:
-        current = self._pool._slots[self._key].source
+        slot = self._pool._slots.get(self._key)
+        current = slot.source if slot is not None else None
         return has_admin_plane(current) if current is not None else True
 
     async def launched(self) -> EpisodeSource | None:
         """The source behind this slot once it has started (None when it is down)."""
-        slot = self._pool._slots[self._key]
+        slot = self._pool._slot(self._key)
         await slot.ready.wait()
         return slot.source
 
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None) -> AsyncIterator[Episode]:
-        slot = self._pool._slots[self._key]
+        slot = self._pool._slot(self._key)
         await slot.ready.wait()
         source = slot.source
         if source is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import traceback
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
@@ -198,7 +199,9 @@ async def _run_prepared(
                 for plan in plans
                 if any(p is plan for p, _, _ in todo)
             }
-            pool = await stack.enter_async_context(open_pool(needed))
+            uses = Counter(p.env_id for p, _, _ in todo)  # each server stops after its environment's last episode
+            pool = await stack.enter_async_context(open_pool(needed, uses))
+            following = dict(zip(list(uses), list(uses)[1:], strict=False))  # environments in the order they run
             limiter = anyio.CapacityLimiter(config.concurrency)
             references = ReferenceCache(store=ReferenceStore())
             results = run_dir.appender()
@@ -206,8 +209,22 @@ async def _run_prepared(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
 
+            trials_left = Counter((p.env_id, s.id) for p, s, _ in todo)
+
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
+                try:
+                    await episode_of(plan, scenario, trial)
+                finally:
+                    pool.finished(plan.env_id)
+                    trials_left[plan.env_id, scenario.id] -= 1
+                    if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
+                        references.forget(scenario, plan.env_id)
+
+            async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 async with limiter:
+                    if plan.env_id in following:  # the next environment's server starts while this one's episodes run
+                        pool.prepare(plan.env_id)
+                        pool.prepare(following.pop(plan.env_id))
                     assert checker is not None and agent is not None
                     scenario = plan.full(scenario)  # its initial state is read only now
                     reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
@@ -271,9 +288,9 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
                         ) -> Reference | None:
     """The scenario's reference final state, replayed once per run on the run's own server (None when the
     server has no admin plane: no state to compare)."""
-    if not has_admin_plane(source):
-        return None
     server = await source.launched() if isinstance(source, PooledSource) else source  # the server behind a slot
+    if not has_admin_plane(server if server is not None else source):
+        return None
     # A generated server's code is the key of stored references; an external server has none.
     server_dir = server.server_dir if isinstance(server, LaunchedServer) else None
     code = None

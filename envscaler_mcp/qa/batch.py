@@ -1,15 +1,25 @@
-"""Gate many scenario sets: one server per set, the scenarios of a set replayed a few at a time."""
+"""Gate many scenario sets: one server per set (a few sets at a time), the scenarios of a set replayed a few at a
+time.
+
+A set may be given lazily (a function that lists it, called when its turn comes) and its scenarios as
+StoredScenario (a header and where its line is), so that a gate over a 1,000-environment catalog or over
+scenarios with megabytes of state holds only the scenarios being gated: each is read in full when its check
+starts and dropped, with its reference final state, when its report is done.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp.catalog.store import ScenarioLine, load_scenario_line
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import GateReport, WrongSolution, check_scenario
@@ -19,7 +29,23 @@ from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
 
-Group = tuple[Any, list[Scenario]]  # (server target: env id, path or EnvSkeleton; its scenarios)
+
+@dataclass(frozen=True)
+class StoredScenario:
+    """A scenario of a JSONL file known by its header (the scenario without its initial state) and its line."""
+
+    path: Path
+    header: Scenario
+    line: ScenarioLine
+
+    def load(self) -> Scenario:
+        """The scenario in full (UsageError when its file changed meanwhile)."""
+        return load_scenario_line(self.path, self.line, self.header.id)
+
+
+Item = Scenario | StoredScenario
+# (server target: env id, path or EnvSkeleton; its scenarios, or a function that lists them when its turn comes)
+Group = tuple[Any, Sequence[Item] | Callable[[], Sequence[Item]]]
 
 
 def _skeleton_of(target: Any) -> EnvSkeleton | None:
@@ -54,55 +80,68 @@ def _failing_factory(error: Exception) -> EpisodeFactory:
 
 
 async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
-                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4,
+                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4, servers: int = 1,
                        on_report: Callable[[GateReport], None] | None = None,
                        wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> list[GateReport]:
-    """Start one server per group and gate its scenarios, `concurrency` episodes at a time; a server that
-    fails to start fails its scenarios. Reports come back in input order.
+    """Gate each group's scenarios on a server of its own, `servers` groups at a time, `concurrency` scenarios
+    at a time in all; a server that fails to start fails its scenarios. Reports come back in input order.
 
     `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
     Each target's free fields (its skeleton's) go to the state check; reference replays are shared.
     """
-    done: dict[int, GateReport] = {}
+    done: dict[tuple[int, int], GateReport] = {}
     limiter = anyio.Semaphore(max(1, concurrency))
+    server_slots = anyio.Semaphore(max(1, servers))
     references = ReferenceCache()
+    fatal: list[BaseException] = []
 
-    async def gate_one(n: int, sc: Scenario, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Any,
-                       free: list[FreeField], convention: str) -> None:
+    async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
+                       target: Any, free: list[FreeField], convention: str) -> None:
         async with limiter:
+            sc = item.load() if isinstance(item, StoredScenario) else item  # read in full only now
             report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
                                           wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
                                           free_fields=free, references=references, env_key=_env_key(target),
                                           convention=convention)
-        done[n] = report
+            references.forget(sc, _env_key(target))
+            report.final_state = None  # not saved, and 10,000 reports would hold 10,000 final states
+        done[key] = report
         if on_report:
             on_report(report)
 
-    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[int, Scenario]], sandbox: ValidatorSandbox,
-                       target: Any) -> None:
+    async def gate_all(factory: EpisodeFactory, numbered: list[tuple[tuple[int, int], Item]],
+                       sandbox: ValidatorSandbox, target: Any) -> None:
         skeleton = _skeleton_of(target)
         free = list(skeleton.free_fields) if skeleton is not None else []
         convention = skeleton.success_convention if skeleton is not None else DEFAULT_CONVENTION
         async with anyio.create_task_group() as tg:
-            for n, sc in numbered:
-                tg.start_soon(gate_one, n, sc, factory, sandbox, target, free, convention)
+            for key, item in numbered:
+                tg.start_soon(gate_one, key, item, factory, sandbox, target, free, convention)
 
-    numbered_groups: list[tuple[Any, list[tuple[int, Scenario]]]] = []
-    count = 0
-    for target, scenarios in groups:
-        numbered_groups.append((target, list(enumerate(scenarios, start=count))))
-        count += len(scenarios)
-
-    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
-        for target, numbered in numbered_groups:
+    async def gate_group(g: int, target: Any, scenarios: Sequence[Item] | Callable[[], Sequence[Item]],
+                         sandbox: ValidatorSandbox, scope: anyio.CancelScope) -> None:
+        async with server_slots:
+            listed = scenarios() if callable(scenarios) else scenarios
+            numbered = [((g, n), item) for n, item in enumerate(listed)]
+            if not numbered:
+                return
             try:
                 async with launch_server(target, transport=transport) as server:
                     await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                     exc = exc.exceptions[0]
-                left = [(n, sc) for n, sc in numbered if n not in done]
+                left = [(key, item) for key, item in numbered if key not in done]
                 if isinstance(exc, UsageError | ValidatorError) or not left:
-                    raise exc from None
+                    fatal.append(exc)
+                    scope.cancel()
+                    return
                 await gate_all(_failing_factory(exc), left, sandbox, target)
-    return [done[n] for n in sorted(done)]
+
+    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
+        async with anyio.create_task_group() as tg:
+            for g, (target, scenarios) in enumerate(groups):
+                tg.start_soon(gate_group, g, target, scenarios, sandbox, tg.cancel_scope)
+    if fatal:
+        raise fatal[0]
+    return [done[key] for key in sorted(done)]

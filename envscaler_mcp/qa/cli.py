@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ from envscaler_mcp import _interrupt
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import Transport
-from envscaler_mcp.qa.batch import Group, check_groups
+from envscaler_mcp.qa.batch import Group, StoredScenario, check_groups
 from envscaler_mcp.qa.gate import GateReport, StepStatus
 from envscaler_mcp.scenario.models import Scenario
 
@@ -24,8 +25,38 @@ _CELL: dict[StepStatus, str] = {"pass": "[green]pass[/]", "fail": "[bold red]FAI
                                 "skip": "[dim]skip[/]"}
 
 
-def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> list[Group]:
-    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, load_scenarios, scenarios_of
+class _Listed:
+    """Counts what the lazily listed groups held: scenarios, and those without a reference solution."""
+
+    def __init__(self) -> None:
+        self.scenarios = self.missing = 0
+
+    def add(self, scenarios: list[Scenario]) -> None:
+        self.scenarios += len(scenarios)
+        self.missing += sum(1 for sc in scenarios if not sc.has_reference())
+
+
+def _stored(env: str, ids: set[str] | None, listed: _Listed) -> Callable[[], list[StoredScenario]]:
+    """A function that lists an environment's scenarios as headers and lines (no initial state read)."""
+    def scenarios() -> list[StoredScenario]:
+        from envscaler_mcp.catalog.store import get_skeleton, scenario_headers, scenarios_path
+
+        path = scenarios_path(env, get_skeleton(env).id)
+        found = scenario_headers(path, ids) if path.is_file() else []
+        listed.add([header for header, _ in found])
+        return [StoredScenario(path, header, line) for header, line in found]
+
+    return scenarios
+
+
+def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str], listed: _Listed) -> list[Group]:
+    from envscaler_mcp.catalog.store import (
+        count_scenarios,
+        get_skeleton,
+        list_env_ids,
+        load_scenarios,
+        scenarios_path,
+    )
 
     if scenarios_file is not None:
         loaded = load_scenarios(scenarios_file)
@@ -40,20 +71,22 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str]) -> lis
             if other:
                 raise UsageError(f"{scenarios_file}: scenarios of {', '.join(other)} cannot be checked on {env_id}; "
                                  "give their own environment, or no ENV to check each on its own")
-            groups = [(envs[0], loaded)]
+            by_env = {envs[0]: loaded}
         else:
-            by_env: dict[str, list[Scenario]] = {}
+            by_env = {}
             for sc in loaded:
                 by_env.setdefault(sc.env_id, []).append(sc)
-            groups = sorted(by_env.items())
-    else:
+        kept = {env: [s for s in scs if not ids or s.id in ids] for env, scs in sorted(by_env.items())}
+        groups: list[Group] = [(env, scs) for env, scs in kept.items() if scs]
+        for scs in kept.values():
+            listed.add(scs)
+    else:  # listed when each environment's turn comes, each scenario read when its check starts
         names = envs or list_env_ids()
         if not names:
             raise UsageError("no environments found: name one, or pass --scenarios FILE")
-        groups = [(env, scenarios_of(env, get_skeleton(env).id)) for env in names]
-    if ids:
-        groups = [(env, [s for s in scs if s.id in ids]) for env, scs in groups]
-    groups = [(env, scs) for env, scs in groups if scs]
+        skeletons = [(env, get_skeleton(env).id) for env in names]  # every name checked before anything runs
+        groups = [(env, _stored(env, set(ids) or None, listed)) for env, env_id in skeletons
+                  if count_scenarios(scenarios_path(env, env_id))]
     if not groups:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
     return groups
@@ -104,17 +137,23 @@ def check_command(
     transport: Annotated[Transport, typer.Option(help="How to run the server.")] = "http",
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0,
     workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2,
-    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time on one server.")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all.")] = 4,
+    servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
+                                         "when its turn comes, stopped when its scenarios are done).")] = 2,
     home: HomeOption = None,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
     and fail after each of the scenario's wrong solutions."""
-    groups = _groups(envs or [], scenarios_file, ids or [])
+    listed = _Listed()
+    groups = _groups(envs or [], scenarios_file, ids or [], listed)
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=as_json, width=130)
     reports = _interrupt.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
-                                             concurrency=concurrency, mutation=mutation, require_reference=not allow_no_reference))
+                                             concurrency=concurrency, servers=servers, mutation=mutation,
+                                             require_reference=not allow_no_reference))
+    if not reports:
+        raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
     if as_json:
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
         if mutation:
@@ -131,7 +170,7 @@ def check_command(
         if mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
-    missing = sum(1 for _, scs in groups for sc in scs if not sc.has_reference())
+    missing = listed.missing
     if missing:
         console.print(no_reference_note(missing, len(reports), allow_no_reference), markup=False, highlight=False,
                       soft_wrap=True)

@@ -33,8 +33,22 @@ def _strings(record: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
                 yield field, str(item)
 
 
+def _joins(char: str) -> bool:
+    """A character that continues a word or an id (regex \\w, or '-')."""
+    return char.isalnum() or char in "_-"
+
+
 def _mentions(text: str, value: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(value.lower())}(?![\w-])", text) is not None
+    """`value` (lower-cased) occurs in `text` with no word character or '-' on either side. A substring search
+    first: a regex compiled per value overflowed re's cache on catalogs of thousands of values."""
+    needle = value.lower()
+    start = text.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        if (start == 0 or not _joins(text[start - 1])) and (end == len(text) or not _joins(text[end])):
+            return True
+        start = text.find(needle, start + 1)
+    return False
 
 
 def _distinct(collection: Mapping[str, Any]) -> set[str]:

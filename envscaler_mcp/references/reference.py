@@ -237,5 +237,12 @@ class ReferenceCache:
         self.store.save(path, built)
         return built
 
+    def forget(self, scenario: Scenario, env_key: str = "") -> None:
+        """Drop the scenario's Reference (its final state): nothing will ask for it again, and a gate or run over
+        thousands of scenarios would otherwise hold every final state to the end."""
+        key = self.key(scenario, env_key)
+        self._done.pop(key, None)
+        self._locks.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._done)

@@ -24,7 +24,7 @@ def render_command(
 ) -> None:
     """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
     from envscaler_mcp.catalog.paths import data_root, generated_servers_dir
-    from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_of
+    from envscaler_mcp.catalog.store import StoredScenarios, get_skeleton, list_env_ids, scenarios_path
     from envscaler_mcp.render.engine import is_current, render_server
     from envscaler_mcp.render.naming import safe_env_id
 
@@ -40,7 +40,7 @@ def render_command(
     stale = []
     skeletons = [(env, get_skeleton(env)) for env in ids]  # every name checked before anything is written
     for env, skeleton in skeletons:
-        scenarios = scenarios_of(env, skeleton.id)
+        scenarios = StoredScenarios(scenarios_path(env, skeleton.id))  # each read from its line when reached
         target = root / safe_env_id(skeleton.id)
         if check:
             ok = is_current(target, skeleton, scenarios)

@@ -6,7 +6,7 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from envscaler_mcp.render.naming import (
 )
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scenario.titles import shown_title
-from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_hash
+from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_json
 
 TEMPLATE_VERSION = "1"
 MCP_REQUIREMENT = "mcp>=2.3,<3"
@@ -49,19 +49,47 @@ def templates_hash() -> str:
     return digest.hexdigest()
 
 
-def scenarios_hash(scenarios: Sequence[Scenario]) -> str:
-    """Stable hash of a scenario set (order matters: it is the order of the prompts)."""
-    return canonical_hash([s.model_dump(mode="json") for s in scenarios])
+def scenarios_hash(scenarios: Iterable[Scenario]) -> str:
+    """Stable hash of a scenario set (order matters: it is the order of the prompts): canonical_hash of the
+    list of dumped scenarios, worked out one scenario at a time."""
+    digest = hashlib.sha256(b"[")
+    for n, s in enumerate(scenarios):
+        digest.update((b"," if n else b"") + canonical_json(s.model_dump(mode="json")).encode())
+    digest.update(b"]")
+    return digest.hexdigest()
+
+
+class StreamedFile:
+    """A file made piece by piece (a server's scenarios with their initial states): hashed and written without
+    ever being whole in memory, nor its scenarios (each is read from its line when reached)."""
+
+    def __init__(self, chunks: Callable[[], Iterator[bytes]]) -> None:
+        self.chunks = chunks
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for chunk in self.chunks():
+            digest.update(chunk)
+        return digest.hexdigest()
+
+    def write(self, path: Path) -> None:
+        with path.open("wb") as f:
+            for chunk in self.chunks():
+                f.write(chunk)
+
+
+def _scenario_chunks(scenarios: Iterable[Scenario]) -> Iterator[bytes]:
+    """data/scenarios.json: a JSON array with one compact item per line (small, and diffs stay per item)."""
+    first = True
+    for s in scenarios:
+        item = {"id": s.id, "title": s.title, "task": s.task, "initial_state": s.initial_state}
+        yield (b"[\n" if first else b",\n") + json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode()
+        first = False
+    yield b"[]\n" if first else b"\n]\n"
 
 
 def _dump(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _dump_lines(items: list[Any]) -> bytes:
-    """A JSON array with one compact item per line (small, and diffs stay per item)."""
-    lines = [json.dumps(item, ensure_ascii=False, separators=(",", ":")) for item in items]
-    return ("[\n" + ",\n".join(lines) + "\n]\n").encode("utf-8") if lines else b"[]\n"
 
 
 def _jinja() -> jinja2.Environment:
@@ -113,8 +141,9 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
             raise UnrenderableSkeleton(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
 
 
-def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes]:
-    """Every file of the server folder (relative path -> bytes), including manifest.json."""
+def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes | StreamedFile]:
+    """Every file of the server folder (relative path -> bytes; the scenarios' file streamed), including
+    manifest.json. `scenarios` is gone through a few times, one scenario at a time."""
     _check(skeleton, scenarios)
     env_id = safe_env_id(skeleton.id)
     pkg, dist = package_name(skeleton.id), dashed_name(skeleton.id)
@@ -129,7 +158,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
     }
     jinja = _jinja()
-    files: dict[str, bytes] = {}
+    files: dict[str, bytes | StreamedFile] = {}
     for template, target in [("pyproject.toml.j2", "pyproject.toml"), ("README.md.j2", "README.md"),
                              ("package/__init__.py.j2", f"{pkg}/__init__.py"),
                              ("package/__main__.py.j2", f"{pkg}/__main__.py")]:
@@ -150,8 +179,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
     }
     files[f"{pkg}/spec.json"] = _dump(spec)
     files[f"{pkg}/data/default_state.json"] = _dump(skeleton.default_state)
-    files[f"{pkg}/data/scenarios.json"] = _dump_lines(
-        [{"id": s.id, "title": s.title, "task": s.task, "initial_state": s.initial_state} for s in scenarios])
+    files[f"{pkg}/data/scenarios.json"] = StreamedFile(lambda: _scenario_chunks(scenarios))
     files["server.json"] = _dump(clients.server_json(dist_name=dist, title=skeleton.name,
                                                      description=skeleton.summary or skeleton.name,
                                                      version=SERVER_VERSION))
@@ -159,7 +187,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
     for client, filename in clients.CLIENTS.items():
         files[f"clients/{filename}"] = _dump(clients.client_config(client, env_id.replace("_", "-"), entry))
     for rel, data in files.items():
-        if rel.endswith(".py"):
+        if rel.endswith(".py") and isinstance(data, bytes):
             try:
                 compile(data, rel, "exec")
             except SyntaxError as exc:
@@ -168,12 +196,13 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "env_id": env_id, "package": pkg, "skeleton_hash": skeleton.content_hash(),
         "scenarios_hash": scenarios_hash(scenarios), "template_version": TEMPLATE_VERSION,
         "templates_hash": templates_hash(), "mcp_requirement": MCP_REQUIREMENT,
-        "files": {p: hashlib.sha256(d).hexdigest() for p, d in sorted(files.items())},
+        "files": {p: d.sha256() if isinstance(d, StreamedFile) else hashlib.sha256(d).hexdigest()
+                  for p, d in sorted(files.items())},
     })
     return dict(sorted(files.items()))
 
 
-def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
+def write_files(files: Mapping[str, bytes | StreamedFile], out_dir: Path) -> Path:
     """Replace `out_dir` with exactly `files` (written to a sibling temp folder, then swapped in)."""
     out_dir = Path(out_dir).resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +211,10 @@ def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
         for rel, data in files.items():
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            if isinstance(data, StreamedFile):
+                data.write(target)
+            else:
+                target.write_bytes(data)
         old = None
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{tmp.name[-8:]}"
@@ -198,7 +230,7 @@ def write_files(files: dict[str, bytes], out_dir: Path) -> Path:
 
 def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path) -> Path:
     """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic."""
-    return write_files(build_files(skeleton, list(scenarios)), out_dir)
+    return write_files(build_files(skeleton, scenarios), out_dir)
 
 
 def read_manifest(server_dir: Path) -> dict[str, Any] | None:
@@ -226,6 +258,9 @@ def is_current(server_dir: Path, skeleton: EnvSkeleton, scenarios: Sequence[Scen
         return False
     for rel, digest in files.items():
         path = Path(server_dir) / rel
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        if not path.is_file():
             return False
+        with path.open("rb") as f:  # in chunks: a server's scenarios file may be large
+            if hashlib.file_digest(f, "sha256").hexdigest() != digest:
+                return False
     return True

@@ -166,9 +166,13 @@ def tool_input_schema(
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def _class_effects(cls: ast.ClassDef, tree: ast.Module) -> dict[str, MethodEffects]:
+@functools.lru_cache(maxsize=16)
+def _class_effects(source: str, class_name: str) -> dict[str, MethodEffects]:
+    """What each method of the class touches; worked out once per source (an import asks for the tools and for
+    EnvScaler's env_structure of each class, and a catalog may hold one class under many ids): read-only."""
+    tree = parse_module(source)
     functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
-    return class_effects(_methods(cls), functions)
+    return class_effects(_methods(find_class(tree, class_name)), functions)
 
 
 def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
@@ -179,7 +183,7 @@ def extract_tools(source: str, class_name: str) -> list[ToolSpec]:
     tree = parse_module(source)
     cls = find_class(tree, class_name)
     conv = AnnotationConverter(collect_module_types(tree))
-    effects = _class_effects(cls, tree)
+    effects = _class_effects(source, class_name)
     tools: list[ToolSpec] = []
     for func in _methods(cls):
         if not is_tool_method(func):
@@ -327,7 +331,7 @@ def env_structure(source: str, class_name: str) -> dict[str, Any]:
         for name, (ann, value) in state_annotations(cls).items()
     }
     methods: dict[str, dict[str, list[str]]] = {}
-    effects = _class_effects(cls, tree)
+    effects = _class_effects(source, class_name)
     method_names = {m.name for m in _methods(cls)}
     for func in _methods(cls):
         if func.name == "__init__":

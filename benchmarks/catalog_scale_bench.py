@@ -1,0 +1,342 @@
+"""Catalogs at scale: N environments x 10 scenarios, every command timed, its memory and disk measured.
+
+The catalog is made from the bundled environments that have at least 10 scenarios (and, with --from HOME, the
+environments of an imported data home): environment i is a copy of base i % bases renamed to
+`<base>_s<i>` with the base's first 10 scenarios, each scenario's initial state varied (one record of its
+largest collection copied under a new key, so no two environments share a state, a rendered server or a
+state file by accident), written in EnvScaler's format (env_metadata.json, scenario_metadata.json). Then,
+each command in its own process (niced with --nice), against the imported home:
+
+* `import envscaler` (EnvScaler's files carry no reference solutions: the script then gives each imported
+  scenario its original's reference and wrong solutions, untimed, as eval_scale_bench.py does);
+* `list`, `show <one env>`;
+* `render --all` (into the home's generated_servers/);
+* `scenarios check` (every environment of the home: the gate);
+* `eval --all --agent oracle` (a private render cache, ENVSCALER_MCP_CACHE).
+
+For each: wall time, CPU time (user + system of the process and everything it waited for), peak RSS of the
+process tree (sampled from /proc every 50 ms: the sum over the command and its descendants, and the largest
+single process), the most processes alive at once in the tree (servers started on demand, not 1,000 at
+once), and disk (the home, the render cache). Rows go to --results (JSON lines, one per command and N) and the
+table to stdout; --svg writes a log-log plot of wall time and peak memory against N from every row in
+--results.
+
+--large K makes instead one environment with K scenarios whose states are grown to --state-kb (records of
+the base copied under new keys), to measure the memory bound of check, render, eval and
+`import --trajectories` against the largest scenario line.
+
+Usage: python benchmarks/catalog_scale_bench.py [--envs 10,100,1000] [--per-env 10] [--only import,list,...]
+       [--work DIR] [--results FILE] [--svg FILE] [--nice 10] [--large K --state-kb 1300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_plot import write_svg
+
+from envscaler_mcp.catalog.store import (
+    get_skeleton,
+    list_env_ids,
+    load_scenarios,
+    save_scenarios,
+    scenarios_for,
+)
+from envscaler_mcp.interop.to_envscaler import export_envscaler
+from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import EnvSkeleton
+
+COMMANDS = ("import", "list", "show", "render", "check", "eval")
+
+
+def _tables(state: dict[str, Any]) -> list[str]:
+    """Collections of records (dicts of dicts), largest first."""
+    tables = [k for k, v in state.items() if isinstance(v, dict) and v and all(isinstance(r, dict) for r in v.values())]
+    return sorted(tables, key=lambda k: -len(state[k]))
+
+
+def varied(state: dict[str, Any], tag: str) -> dict[str, Any]:
+    """`state` with the last record of its largest collection copied under a new key (its own id field too)."""
+    tables = _tables(state)
+    if not tables:
+        return {**state, f"_{tag}": tag}  # no collection: the schema decides whether this is accepted
+    table = tables[0]
+    key, record = list(state[table].items())[-1]
+    copy = {f: (f"{key}-{tag}" if v == key else v) for f, v in record.items()}
+    return {**state, table: {**state[table], f"{key}-{tag}": copy}}
+
+
+def grown(state: dict[str, Any], target: int) -> dict[str, Any]:
+    """`state` with its collections grown by renamed copies of their records to about `target` bytes."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in state.items()}
+    tables, n = _tables(state), 0
+    while tables and len(json.dumps(out)) < target:
+        n += 1
+        for table in tables:
+            for key, record in state[table].items():
+                out[table][f"{key}_x{n}"] = dict(record)
+    return out
+
+
+def bases(extra_home: Path | None, per_env: int) -> list[tuple[EnvSkeleton, list[Scenario]]]:
+    """Bundled (and imported) environments with at least `per_env` scenarios, each with its first `per_env`."""
+    found = []
+    roots = [(None, None)] + ([(extra_home / "environments", extra_home / "scenarios")] if extra_home else [])
+    for env_root, scen_root in roots:
+        for env in list_env_ids(env_root):
+            skeleton = get_skeleton(env, env_root)
+            scenarios = scenarios_for(skeleton.id, scen_root)
+            if len(scenarios) >= per_env and all(s.has_reference() for s in scenarios[:per_env]):
+                found.append((skeleton, scenarios[:per_env]))
+    if not found:
+        raise SystemExit(f"no environment with {per_env} scenarios with reference solutions")
+    return found
+
+
+def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, state_kb: int = 0,
+                 large: int = 0) -> tuple[Path, Path, dict[str, dict[str, Any]]]:
+    """Write the set in EnvScaler's format; return its two paths and, by task_id, what EnvScaler's files
+    cannot carry (reference and wrong solutions). Each base is exported once; copies change its items' ids and
+    states."""
+    found = bases(extra_home, per_env if not large else 1)
+    exported = [export_envscaler([(skeleton, scenarios)]) for skeleton, scenarios in found]
+    refs: dict[str, dict[str, Any]] = {}
+    envs_path, scen_path = folder / "env_metadata.json", folder / "scenario_metadata.json"
+    env_items: dict[str, Any] = {}
+    with scen_path.open("w", encoding="utf-8") as out:
+        out.write("[")
+        first = True
+        for i in range(1 if large else n):
+            (skeleton, scenarios), (items, scen_items) = found[i % len(found)], exported[i % len(found)]
+            new_id = f"{skeleton.id}_s{i}"
+            env_items[new_id] = {**next(iter(items.values())), "env_id": new_id}
+            for k in range(large or per_env):
+                base, item = scenarios[k % len(scenarios)], scen_items[k % len(scenarios)]
+                state = grown(base.initial_state, state_kb * 1000) if state_kb else base.initial_state
+                task = base.task if k < len(scenarios) else f"[{k}] {base.task}"
+                copy = {**item, "env_id": new_id, "task_id": f"{new_id}-{k}", "task": task,
+                        "init_config": varied(state, f"v{i}x{k}")}
+                refs[f"{new_id}-{k}"] = {"reference_solution": base.reference_solution,
+                                         "wrong_solutions": base.wrong_solutions}
+                out.write(("" if first else ",") + json.dumps(copy))
+                first = False
+        out.write("]")
+    envs_path.write_text(json.dumps(env_items), encoding="utf-8")
+    return envs_path, scen_path, refs
+
+
+def attach_references(home: Path, refs: dict[str, dict[str, Any]]) -> int:
+    """Give each imported scenario its original's reference and wrong solutions; return how many got them."""
+    attached = 0
+    for path in sorted((home / "scenarios").glob("*.jsonl")):
+        updated = []
+        for s in load_scenarios(path):
+            ref = refs.get(s.provenance.source_id or "")
+            if ref is not None:
+                s = s.model_copy(update=ref)
+                attached += 1
+            updated.append(s)
+        save_scenarios(updated, path, index=True)
+    return attached
+
+
+def _tree(root: int) -> list[int]:
+    """The pids of `root` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+class TreeSampler(threading.Thread):
+    """Peak summed RSS, peak single RSS and most processes of a process tree, sampled every `every` s."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.peak_sum = self.peak_one = self.most = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            rss = [_rss(p) for p in _tree(self.pid)]
+            self.peak_sum = max(self.peak_sum, sum(rss))
+            self.peak_one = max(self.peak_one, max(rss, default=0))
+            self.most = max(self.most, len(rss))
+            self.stop.wait(self.every)
+
+
+def run_cli(args: list[str], env: dict[str, str], nice: int, out: Path | None = None) -> dict[str, Any]:
+    """Run one CLI command; its wall and CPU seconds, exit code, peak memory and most processes."""
+    start = time.perf_counter()
+    stdout = out.open("wb") if out else subprocess.DEVNULL
+    proc = subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-m", "envscaler_mcp", *args],
+                            stdout=stdout, stderr=subprocess.PIPE, env=env)
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    sampler.stop.set()
+    sampler.join()
+    if out:
+        stdout.close()  # type: ignore[union-attr]
+    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "exit": os.waitstatus_to_exitcode(status), "peak_tree_mb": round(sampler.peak_sum / 1e6, 1),
+            "peak_one_mb": round(max(sampler.peak_one, usage.ru_maxrss * 1024) / 1e6, 1),
+            "most_processes": sampler.most, "stderr_tail": err[-600:]}
+
+
+def size_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1) if path.exists() else 0.0
+
+
+def gate_passed(text: str) -> str:
+    line = next((ln for ln in reversed(text.splitlines()) if "scenarios passed the gate" in ln), "")
+    return line.split(" scenarios")[0].strip()
+
+
+def eval_summary(run: Path) -> str:
+    path = run / "results.jsonl"
+    if not path.is_file():
+        return "no results"
+    rows = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+    good = sum(1 for r in rows if r.get("success"))
+    infra = sum(1 for r in rows if r.get("infra_error"))
+    return f"{good}/{len(rows)} succeeded, {infra} infra"
+
+
+def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    """Make the catalog of `n` environments and run the commands; one row per command."""
+    folder = work / (f"large{args.large}x{args.state_kb}kb" if args.large else f"n{n}")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    start = time.perf_counter()
+    envs_path, scen_path, refs = make_catalog(n, args.per_env, folder, args.from_home, args.state_kb, args.large)
+    largest = _largest_item(scen_path)
+    print(f"N={n}: set made in {time.perf_counter() - start:.1f} s, {scen_path.stat().st_size / 1e6:.1f} MB, "
+          f"{len(refs)} scenarios, largest item {largest / 1e6:.2f} MB", flush=True)
+    home, cache, run = folder / "home", folder / "cache", folder / "run"
+    env = {**os.environ, "COLUMNS": "200", "ENVSCALER_MCP_CACHE": str(cache)}
+    env.pop("ENVSCALER_MCP_HOME", None)
+    one_env = f"{bases(args.from_home, args.per_env if not args.large else 1)[0][0].id}_s0"
+    wanted = args.only.split(",") if args.only else list(COMMANDS)
+    steps: list[tuple[str, list[str]]] = [
+        ("import", ["import", "envscaler", "--envs", str(envs_path), "--scenarios", str(scen_path), "--out", str(home)]),
+        ("list", ["list", "--home", str(home)]),
+        ("show", ["show", one_env, "--home", str(home)]),
+        ("render", ["render", "--all", "--home", str(home)]),
+        ("check", ["scenarios", "check", "--home", str(home)]),
+        ("eval", ["eval", "--all", "--agent", "oracle", "--home", str(home), "--out", str(run), "--no-progress"]),
+    ]
+    rows = []
+    for name, cmd in steps:
+        if name not in wanted and name != "import":
+            continue
+        out = folder / f"{name}.out"
+        row = {"n": n, "scenarios": len(refs), "command": name, "largest_line_mb": round(largest / 1e6, 2),
+               **run_cli(cmd, env, args.nice, out)}
+        if name == "import":
+            row["attached"] = attach_references(home, refs)
+        text = out.read_text(encoding="utf-8", errors="replace")
+        row["note"] = (gate_passed(text) + " passed" if name == "check" else eval_summary(run) if name == "eval"
+                       else f"{row['attached']} references attached" if name == "import" else "")
+        if name == "check":
+            row["per_s"] = round(len(refs) / row["wall_s"], 1)
+        if name == "eval":
+            row["per_s"] = round(len(refs) / row["wall_s"], 1)
+            row["run_mb"] = size_mb(run)
+        row["home_mb"], row["cache_mb"] = size_mb(home), size_mb(cache)
+        row["load"] = round(os.getloadavg()[0], 1)
+        rows.append(row)
+        print(_line(row), flush=True)
+        if row["exit"] not in (0, 1):
+            print(f"  {name} exited {row['exit']}: {row['stderr_tail']}", flush=True)
+    if not args.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+def _largest_item(path: Path) -> int:
+    """Bytes of the largest scenario item of an EnvScaler scenario file, read one item at a time."""
+    import ijson
+
+    with path.open("rb") as f:
+        return max((len(json.dumps(item, default=float)) for item in ijson.items(f, "item")), default=0)
+
+
+def _line(row: dict[str, Any]) -> str:
+    rate = f" | {row['per_s']}/s" if "per_s" in row else " |"
+    return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s | {row['peak_tree_mb']} MB "
+            f"| {row['peak_one_mb']} MB | {row['most_processes']} | {row['home_mb']} MB | {row['cache_mb']} MB"
+            f"{rate} {row['note']} | {row['load']} | {row['exit']} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", default="10,100", help="Comma list of catalog sizes (environments).")
+    parser.add_argument("--per-env", type=int, default=10)
+    parser.add_argument("--only", default="", help=f"Comma list of {', '.join(COMMANDS)} (import always runs).")
+    parser.add_argument("--from", dest="from_home", type=Path, default=None, help="Also copy this home's envs.")
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="Keep each catalog and its home in --work.")
+    parser.add_argument("--results", type=Path, default=None, help="Append rows here (JSON lines).")
+    parser.add_argument("--svg", type=Path, default=None, help="Write the plot of every row in --results here.")
+    parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument("--large", type=int, default=0, help="One environment with this many large scenarios.")
+    parser.add_argument("--state-kb", type=int, default=0, help="Grow each state to this size (with --large).")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="catalog-scale-"))
+    print("| N envs | command | wall | CPU | peak RSS (tree) | peak RSS (one process) | most processes | home | "
+          "render cache | rate, outcome | load | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    sizes = [1] if args.large else [int(x) for x in args.envs.split(",") if x]
+    for n in sizes:
+        rows = measure(n, args, work)
+        if args.results:
+            with args.results.open("a", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row) + "\n")
+    if args.svg and args.results:
+        all_rows = [json.loads(line) for line in args.results.open(encoding="utf-8") if line.strip()]
+        write_svg([r for r in all_rows if r["scenarios"] == r["n"] * args.per_env], args.svg)
+        print(f"plot: {args.svg}")
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
