@@ -42,6 +42,7 @@ from envscaler_mcp.launch.confine import (
     serving_pid,
 )
 from envscaler_mcp.launch.episodes import Episode, RoutedClient, WarmCache, all_tools
+from envscaler_mcp.launch.requirements import check_requirements
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target
 from envscaler_mcp.scenario.models import Scenario
@@ -297,6 +298,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     environment code in this process: for the bundled catalog and tests only.
     """
     server = resolve_target(target, scenarios)
+    check_requirements(server)
     extra = _server_args(call_timeout)
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
                           cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads)
