@@ -10,15 +10,17 @@ each judged twice:
 * by BFCL: `multi_turn_checker` imported from the unzipped wheel (or tests/fixtures/bfcl), on the same calls.
 
     python benchmarks/bfcl_agreement.py --from /tmp/bfcl/whl --home /tmp/bfcl_home --category base [--limit N]
+    python benchmarks/bfcl_agreement.py --from /tmp/bfcl/whl --home /tmp/bfcl_home --transcripts runs/RUN_ID
 
 `--home` is imported first when it has no environments (`import bfcl --from ... --out HOME`). Prints agreement
-per category and perturbation and lists every disagreement.
+per category and perturbation and lists every disagreement. With `--transcripts RUN_DIR`, a model's episodes
+recorded by `eval --home HOME` are judged instead: the run's verdict beside BFCL's checker's on the same calls
+(bfcl_transcripts.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -29,6 +31,9 @@ from typing import Any
 
 import anyio
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout: `benchmarks.` imports
+
+from benchmarks.bfcl_checker import bfcl_checker, call_text, checker_verdict
 from envscaler_mcp.catalog.store import list_env_ids, load_scenarios, load_skeleton
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
@@ -49,33 +54,9 @@ Turns = list[list[ToolCall]]
 
 # ---- BFCL's side ---------------------------------------------------------------------------------------------
 
-def bfcl_checker(root: Path) -> Any:
-    """BFCL's multi_turn_checker module, imported from a folder holding bfcl_eval/ (its own code, unchanged)."""
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return importlib.import_module("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker")
-
-
-def call_text(call: ToolCall) -> str:
-    """A call as BFCL's decoded model output writes it: `name(arg=<python literal>, ...)`."""
-    return f"{call.tool}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
-
-
-_RUNS = [0]
-
-
 def bfcl_verdict(checker: Any, task: dict[str, Any], truth: list[list[str]], turns: Turns) -> tuple[bool, str]:
     """BFCL's verdict on `turns` (one model step per turn; a turn without calls decodes to nothing)."""
-    _RUNS[0] += 1
-    name = f"agreement_run_{_RUNS[0]}"
-    decoded = [[[call_text(c) for c in calls]] if calls else [] for calls in turns]
-    utils = sys.modules["bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"]
-    try:
-        result = checker.multi_turn_checker(decoded, truth, task, str(task["id"]).rsplit("_", 1)[0], name)
-    finally:  # BFCL keeps instances in its module's globals by run name: drop this run's
-        for key in [k for k in vars(utils) if k.startswith(name)]:
-            del vars(utils)[key]
-    return bool(result["valid"]), str(result.get("error_type", ""))
+    return checker_verdict(checker, task, truth, [[[call_text(c) for c in calls]] if calls else [] for calls in turns])
 
 
 # ---- the trajectories ----------------------------------------------------------------------------------------
@@ -229,15 +210,17 @@ def report(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-async def measure(root: Path, home: Path, categories: list[str], limit: int | None) -> list[Outcome]:
-    """Import when `home` is empty, then judge every environment."""
+async def measure(root: Path, home: Path, categories: list[str], limit: int | None, envs: list[str] | None = None
+                  ) -> list[Outcome]:
+    """Import when `home` is empty, then judge every environment (or those whose id holds one of `envs`)."""
     source = BfclSource(root)
     if not list_env_ids(home / "environments"):
         import_bfcl(root, home, categories, limit)
     checker = bfcl_checker(root)
     outcomes = []
     for env in list_env_ids(home / "environments"):
-        outcomes += await judge_environment(home, env, checker, source, limit, categories)
+        if envs is None or any(part in env for part in envs):
+            outcomes += await judge_environment(home, env, checker, source, limit, categories)
     return outcomes
 
 
@@ -247,11 +230,25 @@ def main() -> None:
     parser.add_argument("--home", type=Path, required=True, help="data folder of `import bfcl` (made if empty)")
     parser.add_argument("--category", default="base")
     parser.add_argument("--limit", type=int, default=None, help="tasks per category (import only)")
+    parser.add_argument("--env", default=None, help="only environments whose id holds one of these (comma list), "
+                        "e.g. mathapi")
     parser.add_argument("--json", type=Path, default=None, help="write every outcome here")
+    parser.add_argument("--transcripts", type=Path, default=None, metavar="RUN_DIR",
+                        help="instead: judge the episodes an `eval --home HOME` run recorded in RUN_DIR by BFCL's "
+                        "checker too (benchmarks/bfcl_transcripts.py)")
     args = parser.parse_args()
+    if args.transcripts is not None:
+        from benchmarks.bfcl_transcripts import judge_run, transcript_report
+
+        judged, skipped = judge_run(args.transcripts, args.home, BfclSource(args.root), bfcl_checker(args.root))
+        print(transcript_report(judged, skipped))
+        if args.json:
+            args.json.write_text(json.dumps([j.__dict__ for j in judged], indent=1))
+        return
     categories = list(CATEGORIES) if args.category == "all" else args.category.split(",")
     started = time.perf_counter()
-    outcomes = anyio.run(measure, args.root, args.home, categories, args.limit)
+    envs = args.env.split(",") if args.env else None
+    outcomes = anyio.run(measure, args.root, args.home, categories, args.limit, envs)
     print(report(outcomes))
     tasks = Counter(o.task for o in outcomes)
     print(f"{len(tasks)} tasks, {len(outcomes)} trajectories, {time.perf_counter() - started:.0f} s")

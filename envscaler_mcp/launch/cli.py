@@ -32,6 +32,7 @@ def serve_command(
     """Run an environment's MCP server in the foreground (no install needed)."""
     from envscaler_mcp._io import read_json
     from envscaler_mcp.errors import UsageError
+    from envscaler_mcp.launch.requirements import check_requirements
     from envscaler_mcp.launch.server_process import (
         ServerLimits,
         loopback_listener,
@@ -43,6 +44,7 @@ def serve_command(
     if state is not None and scenario:
         raise UsageError("--state and --scenario both say where the server starts: give one of them")
     server = resolve_target(env)
+    check_requirements(server)
     if state is not None:
         read_json(state)  # a missing or malformed state file: one line naming it, before the server starts
     args = ["--call-timeout", str(call_timeout)]
@@ -94,9 +96,11 @@ def install_command(
 ) -> None:
     """Add an environment's server to a desktop client's MCP config (keeps a backup and other servers)."""
     from envscaler_mcp.launch.install import install_server, server_entry
+    from envscaler_mcp.launch.requirements import check_requirements
     from envscaler_mcp.launch.target import resolve_target
 
     server = resolve_target(env)
+    check_requirements(server)  # the entry runs the server with this Python
     if scenario:
         _check_bundled(server.path / server.package / "data" / "scenarios.json", scenario)
     key = name or server.env_id.replace("_", "-")

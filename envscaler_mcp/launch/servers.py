@@ -35,6 +35,7 @@ from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, 
 from envscaler_mcp.launch.launched import LaunchedServer, Transport, log_tail
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
+from envscaler_mcp.launch.requirements import check_requirements
 from envscaler_mcp.launch.server_process import (
     DEFAULT_LIMITS,
     ServerLimits,
@@ -287,6 +288,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
         raise UsageError("the memory transport runs every episode in this process; use pipe, http or stdio for "
                          "--episode-process fork")
     server = resolve_target(target, scenarios)
+    check_requirements(server)
     extra = _server_args(call_timeout)
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
                           cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads,

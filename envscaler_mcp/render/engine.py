@@ -152,7 +152,8 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "env_id": env_id, "package": pkg, "dist_name": dist, "script_name": dist, "version": SERVER_VERSION,
         "name": skeleton.name, "summary": skeleton.summary, "introduction": skeleton.introduction,
         "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
-        "mcp_requirement": MCP_REQUIREMENT, "registry_name": registry, "scenario_count": len(scenarios),
+        "mcp_requirement": MCP_REQUIREMENT, "requirements": skeleton.requirements, "registry_name": registry,
+        "scenario_count": len(scenarios),
         "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in scenarios],
         "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
@@ -177,6 +178,8 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "tools": [{"name": t.name, "kind": t.kind, "description": t.description, "input_schema": t.input_schema}
                   for t in skeleton.tools],
     }
+    if skeleton.requirements:  # what launching it here needs installed (launch/requirements.py)
+        spec["requirements"] = skeleton.requirements
     files[f"{pkg}/spec.json"] = _dump(spec)
     files[f"{pkg}/data/default_state.json"] = _dump(skeleton.default_state)
     files[f"{pkg}/data/scenarios.json"] = StreamedFile(lambda: _scenario_chunks(scenarios))

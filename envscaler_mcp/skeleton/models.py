@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from envscaler_mcp._json import JSON, JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
 from envscaler_mcp._usage import Usage
 
 ToolKind = Literal["query", "state_change"]
+# A package requirement: a distribution name and optional version clauses ('mpmath', 'mpmath>=1.3,<2'); no
+# extras, markers or URLs (a rendered pyproject.toml and `pip install` receive it as it is)
+_VERSION_CLAUSE = r"(==|!=|<=|>=|~=|<|>)[A-Za-z0-9.*+!]+"
+REQUIREMENT_PATTERN = rf"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?({_VERSION_CLAUSE}(,{_VERSION_CLAUSE})*)?$"
 
 
 class Attribute(BaseModel):
@@ -151,6 +155,13 @@ class EnvSkeleton(BaseModel):
         description="How a tool reports a failed call (envscaler_mcp/_outcome.py): 'envscaler' (a result "
         "without \"success\": true failed), 'error-field' (a 'success' field when present, else a non-empty "
         "'error' field) or 'no-error' (only a raised error).",
+    )
+    requirements: list[Annotated[str, StringConstraints(pattern=REQUIREMENT_PATTERN)]] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,  # none: left out, so files and content hashes stay as they were
+        description="Python packages the environment code imports beyond the standard library, as requirements "
+        "('mpmath>=1.3'): the rendered server's pyproject.toml depends on them, and launching it here needs "
+        "them installed.",
     )
     provenance: Provenance = Field(description="How this skeleton was made.")
     quality: QualityReport | None = Field(None, description="Quality-check outcome, when one was run.")

@@ -41,8 +41,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(600)]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bfcl"
 CHECKER = bfcl_checker(FIXTURE)  # BFCL's modules, imported from the fixture
 UTILS = sys.modules["bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"]
-ENVS = ["bfcl_gorillafilesystem_messageapi", "bfcl_gorillafilesystem_ticketapi", "bfcl_gorillafilesystem_twitterapi",
-        "bfcl_tradingbot", "bfcl_travelapi", "bfcl_vehiclecontrolapi"]
+ENVS = ["bfcl_gorillafilesystem_mathapi", "bfcl_gorillafilesystem_messageapi", "bfcl_gorillafilesystem_ticketapi",
+        "bfcl_gorillafilesystem_twitterapi", "bfcl_ticketapi_travelapi", "bfcl_tradingbot", "bfcl_travelapi",
+        "bfcl_vehiclecontrolapi"]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ def import_bfcl_cmd(
 
     Exit 1 when no task could be imported; tasks that could not be converted get one line each."""
     from envscaler_mcp.interop.bfcl.importer import import_bfcl
-    from envscaler_mcp.interop.bfcl.source import UNSUPPORTED, parse_categories
+    from envscaler_mcp.interop.bfcl.source import REQUIREMENTS, parse_categories
 
     categories = parse_categories(category)
     if source is None:
@@ -40,9 +40,13 @@ def import_bfcl_cmd(
         typer.echo(f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools ({queries} query, "
                    f"{len(skeleton.tools) - queries} state_change), {result.counts[skeleton.id]} scenarios")
     for name, count in sorted(result.unsupported.items()):
-        typer.echo(f"left out {count} task(s) involving {name}: {UNSUPPORTED[name]} (docs/bfcl.md)")
+        needs = " ".join(REQUIREMENTS[name])
+        typer.echo(f"left out {count} task(s) involving {name}: it needs {needs}, not installed in this Python "
+                   f"(pip install '{needs}'; docs/bfcl.md)")
     typer.echo(f"imported {len(result.skeletons)} environment(s) and {sum(result.counts.values())} scenario(s) "
                f"of {', '.join(categories)} into {out}")
+    for line in result.widened:
+        typer.echo(f"note: {line}")
     for line in result.left_out:
         typer.echo(f"left out: {line}")
     if result.left_out:

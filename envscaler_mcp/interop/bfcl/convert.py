@@ -112,8 +112,8 @@ def scenario_from_task(task: dict[str, Any], category: str, env: str, turns: lis
 
 
 def skeleton_for(env: str, class_name: str, classes: list[str], module_text: str, tools: list[ToolSpec],
-                 default_state: dict[str, Any], version: str) -> EnvSkeleton:
-    """The environment of one combination of BFCL classes."""
+                 default_state: dict[str, Any], version: str, requirements: list[str] | None = None) -> EnvSkeleton:
+    """The environment of one combination of BFCL classes (`requirements`: the packages their modules import)."""
     names = ", ".join(sorted(classes))
     state = [StateAttribute(name=name, type="dict[str, Any]", json_schema={"type": "object"},
                             description=f"BFCL's {name} instance: its attributes as JSON (a leading _ marks "
@@ -127,7 +127,7 @@ def skeleton_for(env: str, class_name: str, classes: list[str], module_text: str
         introduction=f"The Berkeley Function Calling Leaderboard's multi-turn classes {names}, run from their own "
                      "code. Their state is kept as JSON between calls; tool results are what BFCL returns.",
         class_name=class_name, class_source=module_text, state=state, tools=tools, default_state=default_state,
-        free_fields=[PRIVATE],
+        free_fields=[PRIVATE], requirements=requirements or [],
         provenance=Provenance(source="bfcl-import", source_id="+".join(sorted(classes)), notes=[
             ATTRIBUTION.format(version=version),
             "third-party code: not held to the static checks of environment code (it imports random and "

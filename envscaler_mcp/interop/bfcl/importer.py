@@ -3,8 +3,9 @@
 Tasks are grouped by their combination of involved classes, one environment each. For each task the ground
 truth is parsed, checked against the tools' schemas and executed as BFCL's checker executes it, in a confined
 process (ground_truth.py: the initial state, every turn's expected results); a task that fails any of it is
-left out with one line (BFCL's own ground truth of task 173 passes a ticket id as text where its docs ask for
-an integer).
+left out with one line. A ground-truth argument whose JSON type alone differs from the docs' widens that
+parameter instead (task 173 closes 'ticket_001', the id its own data gives, where the docs say integer), with a
+note; a ground truth that calls a function miss_func holds out until a later turn leaves its task out.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from envscaler_mcp.errors import EnvironmentCodeError, InputFileError
 from envscaler_mcp.interop.bfcl import envmodule
 from envscaler_mcp.interop.bfcl.convert import scenario_from_task, skeleton_for
 from envscaler_mcp.interop.bfcl.ground_truth import Request, execute_all
-from envscaler_mcp.interop.bfcl.source import CLASS_STEMS, UNSUPPORTED, BfclSource
+from envscaler_mcp.interop.bfcl.source import CLASS_STEMS, REQUIREMENTS, BfclSource
 from envscaler_mcp.interop.bfcl.tools import parse_turns, signatures, tool_spec
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, ToolSpec
+from envscaler_mcp.skeleton.requirements import missing_requirements
 from envscaler_mcp.skeleton.schema import extract_tools
 
 
@@ -34,8 +36,9 @@ class BfclImport:
 
     skeletons: list[EnvSkeleton] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # env id -> scenarios written
-    unsupported: Counter[str] = field(default_factory=Counter)  # class -> tasks left out because of it
+    unsupported: Counter[str] = field(default_factory=Counter)  # class -> tasks left out: its packages are missing
     left_out: list[str] = field(default_factory=list)  # one line per task that could not be converted
+    widened: list[str] = field(default_factory=list)  # one line per parameter type widened for the ground truth
 
 
 Task = tuple[str, dict[str, Any], list[list[str]]]  # (category, task entry, ground-truth call strings)
@@ -49,16 +52,54 @@ def _static_kinds(source: BfclSource, class_name: str) -> dict[str, str]:
         return {}
 
 
-def _check_arguments(task_id: str, turns: list[list[ToolCall]], tools: dict[str, ToolSpec]) -> None:
+_JSON_TYPE = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+
+
+def _widened(tool: ToolSpec, problem: jsonschema.ValidationError) -> str | None:
+    """Let a parameter also take the JSON type of the ground truth's value, when only its type did not fit the
+    docs (BFCL's classes do not check types, and its checker executes the call as it is); the note, or None."""
+    if problem.validator != "type" or len(problem.absolute_path) != 1 or type(problem.instance) not in _JSON_TYPE:
+        return None
+    name = str(problem.absolute_path[0])
+    properties = tool.input_schema.get("properties")
+    schema = properties.get(name) if isinstance(properties, dict) else None
+    wanted = schema.get("type") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict) or not isinstance(wanted, str):
+        return None
+    given = _JSON_TYPE[type(problem.instance)]
+    schema["type"] = [wanted, given]
+    return (f"{tool.name}: parameter {name} also takes a {given}: the ground truth passes {problem.instance!r} where "
+            f"BFCL's docs say {wanted} (its data holds such values; BFCL executes the call as it is)")
+
+
+def _check_arguments(task_id: str, turns: list[list[ToolCall]], tools: dict[str, ToolSpec]) -> list[str]:
+    """ValueError for a ground-truth call that does not fit its tool's schema; a parameter whose type alone does
+    not fit is widened instead (in `tools`, in place), one note each."""
+    notes = []
     for n, calls in enumerate(turns, start=1):
         for call in calls:
             if call.tool not in tools:
                 raise ValueError(f"turn {n}: {call.tool} is a method of the classes but not in BFCL's function docs")
-            problem = next(jsonschema.Draft202012Validator(tools[call.tool].input_schema).iter_errors(
-                call.arguments), None)
-            if problem is not None:
-                raise ValueError(f"turn {n}: {call.tool}{call.arguments} does not fit the tool's schema: "
-                                 f"{problem.message}")
+            while (problem := next(jsonschema.Draft202012Validator(tools[call.tool].input_schema).iter_errors(
+                    call.arguments), None)) is not None:
+                note = _widened(tools[call.tool], problem)
+                if note is None:
+                    raise ValueError(f"turn {n}: {call.tool}{call.arguments} does not fit the tool's schema: "
+                                     f"{problem.message}")
+                notes.append(f"task {task_id}: {note}")
+    return notes
+
+
+def _check_held_out(task: dict[str, Any], turns: list[list[ToolCall]]) -> None:
+    """ValueError when a turn's ground truth calls a function miss_func holds out until a later turn: BFCL executes
+    any method of its instances, offered or not; the harness offers a tool only from its turn (docs/bfcl.md)."""
+    added = {int(k): set(v) for k, v in (task.get("missed_function") or {}).items()}
+    for n, calls in enumerate(turns):
+        for call in calls:
+            later = [k for k, names in added.items() if k > n and call.tool in names]
+            if later:
+                raise ValueError(f"turn {n + 1}: the ground truth calls {call.tool}, which BFCL holds out until turn "
+                                 f"{min(later) + 1}; a tool is offered only from its turn")
 
 
 def group_tasks(source: BfclSource, categories: list[str], limit: int | None, result: BfclImport
@@ -75,7 +116,7 @@ def group_tasks(source: BfclSource, categories: list[str], limit: int | None, re
             if unknown or not classes:
                 result.left_out.append(f"task {task_id}: unknown classes {', '.join(unknown) or '(none)'}")
                 continue
-            left_out = [c for c in classes if c in UNSUPPORTED]
+            left_out = [c for c in classes if missing_requirements(REQUIREMENTS.get(c, []))]
             if left_out:
                 result.unsupported.update(left_out[:1])
                 continue
@@ -98,11 +139,13 @@ def import_environment(source: BfclSource, classes: list[str], tasks: list[Task]
         params.update(signatures(source.module_source(CLASS_STEMS[name]), name))
     tools = {t.name: t for name in classes for t in specs[name]}
     ready: list[tuple[str, dict[str, Any], Request]] = []
+    notes: list[str] = []
     for category, task, truth in tasks:
         task_id = str(task.get("id"))
         try:
             turns = parse_turns(task_id, truth, params)
-            _check_arguments(task_id, turns, tools)
+            widened = _check_arguments(task_id, turns, tools)
+            _check_held_out(task, turns)
             if len(turns) != len(task["question"]):
                 raise ValueError(f"{len(task['question'])} turns but ground truth for {len(turns)}")
         except InputFileError as exc:
@@ -111,6 +154,7 @@ def import_environment(source: BfclSource, classes: list[str], tasks: list[Task]
         except (ValueError, TypeError, KeyError) as exc:
             result.left_out.append(f"task {task_id}: {exc}")
             continue
+        notes += widened
         ready.append((category, task, Request(task=task, turns=turns, long_context=category == "long_context")))
     try:
         executions = execute_all(text, [request for _, _, request in ready])
@@ -141,8 +185,11 @@ def import_environment(source: BfclSource, classes: list[str], tasks: list[Task]
     final = [t.model_copy(update={"kind": "state_change" if kinds.get(t.name, "state_change") == "state_change"
                                   or t.name in changed else "query"})
              for name in classes for t in specs[name]]
+    requirements = sorted({r for name in classes for r in REQUIREMENTS.get(name, [])})
     skeleton = skeleton_for(env, envmodule.class_name(classes), classes, text, final,
-                            scenarios[0].initial_state, version)
+                            scenarios[0].initial_state, version, requirements)
+    skeleton.provenance.notes.extend(notes)
+    result.widened += notes
     return skeleton, scenarios
 
 

@@ -26,8 +26,9 @@ CLASS_STEMS = {
     "TravelAPI": "travel_booking",
     "VehicleControlAPI": "vehicle_control",
 }
-# Classes whose module needs a package the generated servers do not have (docs/bfcl.md)
-UNSUPPORTED = {"MathAPI": "needs mpmath, which the generated servers do not install"}
+# Packages a class's module imports beyond the standard library: the environment's requirements (its server
+# depends on them; the import and the harness's servers need them installed here, docs/bfcl.md)
+REQUIREMENTS = {"MathAPI": ["mpmath>=1.3"]}
 SOURCE_DIR = "bfcl_eval/eval_checker/multi_turn_eval/func_source_code"
 # BFCL's user message for a turn that only adds functions back (constants/default_prompts.py)
 ADDED_FUNCTIONS_PROMPT = "I have updated some more functions you can choose from. What about now?"
