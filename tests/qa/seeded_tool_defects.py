@@ -42,6 +42,12 @@ def _succeeds(node: ast.AST) -> bool:
         for k, v in zip(node.value.keys, node.value.values, strict=True))
 
 
+def _refuses(node: ast.AST) -> bool:
+    return isinstance(node, ast.Return) and isinstance(node.value, ast.Dict) and any(
+        isinstance(k, ast.Constant) and k.value == "success" and isinstance(v, ast.Constant) and v.value is False
+        for k, v in zip(node.value.keys, node.value.values, strict=True))
+
+
 def raises_on_success(skeleton: EnvSkeleton, tool: str) -> EnvSkeleton | None:
     """A call of a missing helper just before the method's first `return {"success": True, ...}`."""
     method = _method(skeleton, tool)
@@ -64,7 +70,10 @@ def looks_in_another_collection(skeleton: EnvSkeleton, tool: str) -> EnvSkeleton
     if method is None or len(keyed) < 2:
         return None
     params = {a.arg for a in method.args.args}
+    gates = {id(n.test) for n in ast.walk(method) if isinstance(n, ast.If) and any(_refuses(b) for b in n.body)}
     for node in sorted(ast.walk(method), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+        if isinstance(node, ast.Compare) and id(node) not in gates:
+            continue  # a membership test that refuses nothing decides something else (which field to stamp)
         target = _looked_up(node, params)
         if target is None or target not in keyed:
             continue
@@ -86,7 +95,7 @@ def _looked_up(node: ast.AST, params: set[str]) -> str | None:
         return None
 
     if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in params \
-            and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            and isinstance(node.ops[0], ast.NotIn):
         return coll(node.comparators[0])
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
             and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in params:

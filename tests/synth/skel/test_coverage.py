@@ -100,3 +100,22 @@ async def test_the_check_drops_a_tool_never_seen_working(tmp_path, router, provi
     record4, kept4 = await check_environment(clinic, provider, provider, provider, CheckOptions(repair=False,
                                              min_tools=4), UsageMeter(), FakeLauncher())
     assert not record4.kept and kept4 is None and record4.reason == "3 of 4 tools proven to work (< 4)"
+
+
+def test_show_lists_each_tools_proven_status(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from envscaler_mcp.cli import app
+    from envscaler_mcp.skeleton.models import QualityReport, ToolProof
+
+    skeleton = _original_hospital()
+    proofs = [ToolProof(tool=t.name, status="works") for t in skeleton.tools if t.name != "get_appointments"]
+    proofs.append(ToolProof(tool="get_appointments", status="dropped", detail="never succeeds: Patient not found"))
+    kept = skeleton.model_copy(update={"tools": [t for t in skeleton.tools if t.name != "get_appointments"],
+                                       "quality": QualityReport(method="dual-agent", tools=proofs)})
+    path = tmp_path / "skeleton.json"
+    path.write_text(kept.model_dump_json(), encoding="utf-8")
+    result = CliRunner().invoke(app, ["show", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "proven" in result.output and result.output.count("works") == 5
+    assert "get_appointments: dropped (never succeeds: Patient not found)" in result.output
