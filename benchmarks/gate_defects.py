@@ -3,6 +3,11 @@ of defect at a time (tests/qa/seeded_defects.py), gated with the catalog's own o
 for false rejections. Prints a table: per kind, scenarios seeded, caught, and by which gate step.
 
     .venv/bin/python benchmarks/gate_defects.py [--per-kind 12] [--mutation]
+    .venv/bin/python benchmarks/gate_defects.py --tools [--per-kind 12]
+
+With --tools it measures the environment check's tool coverage instead: broken tools and unreachable lookups
+seeded into the bundled environments' code (tests/qa/seeded_tool_defects.py), caught when the mutated tool is
+not proven to work, and false rejections: the bundled environments' tools not proven to work.
 
 A seeded reference whose extra call fails when replayed is not a seeded defect (the call was refused): it is
 counted apart ("not seeded"), not as caught.
@@ -23,6 +28,7 @@ from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_fo
 from envscaler_mcp.qa.batch import check_groups
 from envscaler_mcp.qa.gate import GateReport
 from tests.qa.seeded_defects import KINDS, reference_with_an_extra_destructive_call
+from tests.qa.seeded_tool_defects import TOOL_KINDS, prove, seeded_tools
 
 EXTRA = "reference with an extra destructive call"
 
@@ -88,9 +94,36 @@ async def main(per_kind: int, mutation: bool) -> None:
           + "".join(f"\n  {r.env_id}/{r.scenario_id}: {r.reasons()[:2]}" for r in rejected))
 
 
+async def tool_main(per_kind: int) -> None:
+    envs = [e for e in list_env_ids() if get_skeleton(e).provenance.source != "synthesized"]
+    table: dict[str, Counter[str]] = defaultdict(Counter)
+    for kind, env, tool, mutant in seeded_tools(per_kind, envs):
+        proof = (await prove(mutant, env, [tool]))[tool]
+        table[kind]["seeded"] += 1
+        table[kind]["caught" if proof.status != "works" else "missed"] += 1
+        table[kind][proof.status] += 1
+        if proof.status == "works":
+            print(f"  missed: {kind} in {env}.{tool}: works with {proof.example}")
+    print(f"{'defect kind':22} {'seeded':>6} {'caught':>6} {'rate':>6}  status")
+    for kind in TOOL_KINDS:
+        row = table[kind]
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(row.items()) if k not in ("seeded", "caught", "missed"))
+        print(f"{kind:22} {row['seeded']:6} {row['caught']:6} {row['caught'] / max(row['seeded'], 1):6.0%}  {statuses}")
+    total, rejected = 0, []
+    for env in envs:
+        proofs = await prove(get_skeleton(env), env)
+        total += len(proofs)
+        rejected += [f"{env}.{p.tool}: {p.status} ({p.detail[:120]})" for p in proofs.values() if p.status != "works"]
+    print(f"bundled tools not proven to work: {len(rejected)} of {total}" + "".join(f"\n  {r}" for r in rejected))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=12)
     parser.add_argument("--mutation", action="store_true", help="also run the mutation test and wrong probes")
+    parser.add_argument("--tools", action="store_true", help="measure the tool coverage on seeded tool defects")
     args = parser.parse_args()
-    anyio.run(main, args.per_kind, args.mutation)
+    if args.tools:
+        anyio.run(tool_main, args.per_kind)
+    else:
+        anyio.run(main, args.per_kind, args.mutation)

@@ -176,6 +176,7 @@ def show_cmd(
     if findings:
         console.print("\n[bold]Findings[/bold] (kept in provenance)")
         console.print(escape("\n".join(findings)), overflow="fold")
+    proofs = {p.tool: p for p in sk.quality.tools} if sk.quality else {}
     tool_rows = []
     for t in sk.tools:
         req = t.required_parameters()
@@ -183,9 +184,14 @@ def show_cmd(
             f"{name}{'' if name in req else '?'}: {_type_label(schema)}"
             for name, schema in t.parameters().items()
         )
-        tool_rows.append([t.name, t.kind, params, t.description.splitlines()[0] if t.description else ""])
-    tool_cols = [Col("tool", "id"), Col("kind"), Col("parameters", "text"), Col("summary", "text", drop=1)]
+        proven = [proofs[t.name].status] if proofs else []
+        tool_rows.append([t.name, t.kind, *proven, params, t.description.splitlines()[0] if t.description else ""])
+    tool_cols = [Col("tool", "id"), Col("kind"), *([Col("proven")] if proofs else []), Col("parameters", "text"),
+                 Col("summary", "text", drop=1)]
     console.print(fit_table(tool_cols, tool_rows, console.width, title="Tools"))
+    gone = [p for p in proofs.values() if p.tool not in {t.name for t in sk.tools}]
+    for proof in gone:
+        console.print(f"  {escape(proof.tool)}: {proof.status} ({escape(proof.detail[:200])})", overflow="fold")
     rows = scenario_index(scenarios_path(env, sk.id, scen_root))  # the index: large states are not parsed
     if rows:
         scenario_cols = [Col("id", "id"), Col("title", "text"), Col("checks", justify="right"),

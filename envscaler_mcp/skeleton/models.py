@@ -83,6 +83,28 @@ class QualityCheck(BaseModel):
         None, description="What the call did: the method answered success, a refusal, or failed with an error.")
 
 
+ProofStatus = Literal["works", "refused only", "crashes", "never succeeds", "dropped"]
+
+
+class ToolProof(BaseModel):
+    """Whether a tool was seen doing its job: a call that succeeded with its effect (a state change for a
+    state-changing tool, a non-empty answer for a query) on a state holding records it can act on."""
+
+    tool: str = Field(description="The tool.")
+    status: ProofStatus = Field(
+        description="works: a call succeeded with its effect; refused only: every call was refused, but no call "
+        "built from the state's records could be made; crashes: a call failed with an error; never succeeds: "
+        "calls built from every record it could act on were all refused (or succeeded with no effect); "
+        "dropped: removed from the environment for one of these.")
+    calls: int = Field(0, description="Calls made (record-built probes, the tester's calls, known calls).")
+    succeeded: int = Field(0, description="Calls that succeeded with their effect.")
+    refused: int = Field(0, description="Calls answered with a refusal (or a success without effect).")
+    crashed: int = Field(0, description="Calls that failed with an error.")
+    example: JSONObject | None = Field(
+        None, description="Arguments of the call that shows the status (a success, the crash, a refusal).")
+    detail: str = Field("", description="What that call answered, shortened.")
+
+
 class QualityReport(BaseModel):
     """Outcome of the dual-agent quality check (or of the bundled catalog's own tests)."""
 
@@ -94,6 +116,8 @@ class QualityReport(BaseModel):
     threshold: float | None = Field(None, description="Score an environment needed to be kept.")
     repaired_tools: list[str] = Field(default_factory=list, description="Tools rewritten in the repair round.")
     checks: list[QualityCheck] = Field(default_factory=list, description="Every judged call.")
+    tools: list[ToolProof] = Field(default_factory=list, description="Each tool's proven status (empty: not "
+                                   "checked tool by tool, as in reports older than this field).")
 
 
 class FreeField(BaseModel):

@@ -140,13 +140,31 @@ class ScenarioBuilder:
     """Builds scenarios of one environment against one launched server and one validator sandbox."""
 
     def __init__(self, ctx: StepContext, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
-                 require_mutation: bool = True, validators_only: bool = True) -> None:
+                 require_mutation: bool = True, validators_only: bool = True, judge: bool = False) -> None:
         self.ctx = ctx
         self.episode_factory = episode_factory
         self.sandbox = sandbox
         self.require_mutation = require_mutation
         self.validators_only = validators_only  # False: the catalog's gate (the state check catches probes too)
         self.kinds = {t.name: t.kind for t in ctx.skeleton.tools}
+        self.judge = judge  # the checker model's judgement (synth/scen/judge.py) after the gate
+
+    async def judged(self, state: State, draft: Draft, report: GateReport | None, meter: UsageMeter) -> Draft:
+        """A draft that passed the gate, judged by the checker model when asked: a "no" drops it, a "yes" is noted."""
+        if not self.judge:
+            return draft
+        from envscaler_mcp.synth.scen.judge import judge_solution
+
+        final = report.final_state if report is not None and report.final_state is not None else None
+        try:
+            judgement = await judge_solution(self.ctx, draft, "(not shown)" if final is None else
+                                             _changes(state, dict(final)), meter)
+        except StepFailed as exc:
+            raise Dropped(exc.step, exc.reason) from exc
+        if judgement.verdict == "no":
+            raise Dropped("judge", f"the checker model ({judgement.model}) says the solution does not do exactly "
+                          f"what the task asks: {judgement.reason}")
+        return draft.model_copy(update={"notes": [*draft.notes, judgement.note()]})
 
     async def evaluate(self, state: State, draft: Draft) -> Verdict:
         """Gate a draft (the solution must also call at least one state-changing tool)."""
@@ -256,7 +274,7 @@ class ScenarioBuilder:
         draft = without_repeats(draft)
         verdict = await self.evaluate(state, draft)
         if not verdict.reasons:
-            return marked_by_evidence(draft, verdict.report)
+            return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
         rounds = 1 if question else REPAIR_ROUNDS
         for round_ in range(rounds):
             if verdict.part is None:  # the gate's consistency step failed
@@ -277,9 +295,9 @@ class ScenarioBuilder:
                               f"(gate: {'; '.join(verdict.reasons)})") from exc
             verdict = await self.evaluate(state, draft)
             if not verdict.reasons:
-                return marked_by_evidence(draft, verdict.report)
+                return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
             if (pruned := await self.pruned(state, draft, verdict)) is not None:
-                return pruned
+                return await self.judged(state, pruned, None, meter)
         raise Dropped("gate", f"failed after repairing the {repaired}: " + "; ".join(verdict.reasons))
 
 

@@ -61,6 +61,10 @@ def scenarios(
     questions: Annotated[float, typer.Option(
         "--questions", min=0.0, max=1.0, help="Share of items that are read-only questions, checked on what the "
         "agent looks up and answers (transcript checks) instead of on the final state.")] = 0.0,
+    judge: Annotated[bool, typer.Option(
+        "--judge", help="Ask the model, for each scenario that passed the gate, whether its reference solution does "
+        "exactly what its task asks and nothing else; a no drops the scenario, a yes is noted in its provenance.")
+    ] = False,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None,
     home: HomeOption = None,
@@ -87,7 +91,7 @@ def scenarios(
     log = RunLog(out / "_work" / "synth.log")
     options = ScenOptions(n=n, out=out, resume=resume, concurrency=concurrency, retries=retries,
                           similarity=similarity, require_mutation=mutation, guard=guard, temperature=temperature,
-                          validator_workers=min(2, concurrency), questions=questions, ray=ray,
+                          validator_workers=min(2, concurrency), questions=questions, judge=judge, ray=ray,
                           ray_workers=ray_workers,
                           on_item=lambda env_id, item_id, outcome: log.item("scenarios", f"{env_id}/{item_id}", outcome))
     generator, solver = make_providers(model, solver_model, cache_dir)

@@ -57,6 +57,7 @@ class ScenOptions:
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
     questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)
+    judge: bool = False  # ask the generator model whether each passing solution does exactly what its task asks
     ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
     on_item: ItemCallback | None = None  # (env id, item id, outcome) when an item is kept or dropped
@@ -140,6 +141,7 @@ class EnvRun:
         self.options = options
         self.work = EnvWork(options.out, skeleton.id)
         self.builder = ScenarioBuilder(ctx, server.episode, sandbox, require_mutation=options.require_mutation,
+                                       judge=options.judge,
                                        validators_only=options.guard == "validators")
         self.total = options.n
 

@@ -74,11 +74,13 @@ class StepContext:
         """The tools the environment's dual-agent check saw succeed (a call with success: true that the checker
         did not fail), when that leaves a state-changing tool; None (every tool) for an environment without
         such a report. Tasks and reference plans use only these: a tool never seen to work is no ground for a
-        scenario (an environment synthesized by a small model may have one that cannot succeed)."""
+        scenario (an environment synthesized by a small model may have one that cannot succeed). Where the
+        check proved each tool (`quality.tools`), the tools it saw work."""
         quality = self.skeleton.quality
-        if quality is None or not any(c.outcome for c in quality.checks):
+        if quality is None or not (quality.tools or any(c.outcome for c in quality.checks)):
             return None
-        ok = {c.tool for c in self._succeeded()}
+        ok = {p.tool for p in quality.tools if p.status == "works"} if quality.tools else \
+            {c.tool for c in self._succeeded()}
         tools = [t.name for t in self.skeleton.tools if t.name in ok]
         if not any(t.kind == "state_change" for t in self.skeleton.tools if t.name in ok):
             return None

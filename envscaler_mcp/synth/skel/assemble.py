@@ -213,3 +213,17 @@ def method_with_helpers(source: str, class_name: str, name: str) -> str:
                 order.append(node.attr)
                 queue.append(node.attr)
     return "\n\n".join(_segment(lines, methods[n]) for n in order)
+
+
+def without_methods(source: str, class_name: str, names: set[str]) -> str:
+    """`source` with the methods `names` of class `class_name` removed (tools dropped by the check)."""
+    tree = ast.parse(source)
+    cls = _find_class(tree, class_name)
+    lines = source.splitlines()
+    cut: set[int] = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            assert node.end_lineno is not None
+            cut.update(range(start - 1, node.end_lineno))
+    return "\n".join(line for n, line in enumerate(lines) if n not in cut) + "\n"

@@ -18,13 +18,15 @@ from envscaler_mcp._json import State
 from envscaler_mcp.errors import EnvironmentCodeError, RenderError, ServerStartError
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton, skeleton_json, validate_state
-from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport
+from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolProof
 from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, ItemDir, JsonlLedger, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
+from envscaler_mcp.synth.skel.assemble import without_methods
 from envscaler_mcp.synth.skel.codecheck import accept_method
+from envscaler_mcp.synth.skel.coverage import dropped, failing_checks, judge_tools, working
 from envscaler_mcp.synth.skel.parsers import parse_initial_state, parse_method
 from envscaler_mcp.synth.skel.quality import (
     EpisodeFactory,
@@ -42,6 +44,8 @@ class CheckOptions:
 
     quality: QualityOptions = field(default_factory=QualityOptions)
     repair: bool = True
+    min_tools: int = 5  # tools proven to work an environment must keep
+    coverage: bool = True  # prove each tool works (coverage.py); off only to replay runs recorded before it
     retries: int = 2
     concurrency: int = 2
     models: dict[str, str] = field(default_factory=dict)
@@ -132,12 +136,14 @@ async def check_environment(
     state = await initial_state(skeleton, generator, options.retries, meter)
     skeleton = skeleton.model_copy(update={"default_state": state})
     checks = await dual_agent_check(skeleton, state, tester, checker, options.quality, meter, episode_factory)
-    first = summarize(checks, threshold)
+    prove = judge_tools if options.coverage else _no_proofs
+    first = summarize(checks, threshold, tools=await prove(skeleton, state, checks, episode_factory))
     final: QualityReport = first
     notes: list[str] = []
-    if options.repair and first.failed:
+    failing = [c for c in checks if c.verdict == "fail"] + failing_checks(first.tools)
+    if options.repair and failing:
         source, repaired, notes = await repair_methods(
-            skeleton, checks, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
+            skeleton, failing, generator, options.retries, meter, {op.name: op.kind for op in record.operations})
         if repaired:
             try:
                 candidate = _rebuild(skeleton, source, state, strict=False)
@@ -150,14 +156,15 @@ async def check_environment(
                 candidate = candidate.model_copy(update={"provenance": provenance})
                 checks = await dual_agent_check(candidate, state, tester, checker, options.quality, meter,
                                                 episode_factory)
-                second = summarize(checks, threshold, repaired)
-                if (second.score or 0.0) >= (first.score or 0.0):
+                second = summarize(checks, threshold, repaired,
+                                   await prove(candidate, state, checks, episode_factory))
+                if working(second.tools) >= working(first.tools) and (second.score or 0.0) >= (first.score or 0.0):
                     skeleton, final = candidate, second
                 else:  # the repair made things worse: keep the original code and its report
-                    notes.append(f"repair of {', '.join(repaired)} scored {second.score} < {first.score}; reverted")
-    kept = final.score is not None and final.score >= threshold
-    reason = "" if kept else (
-        "no call could be judged" if final.score is None else f"quality score {final.score} < {threshold}")
+                    notes.append(f"repair of {', '.join(repaired)} scored {second.score} < {first.score} with "
+                                 f"{working(second.tools)} tool(s) working, not {working(first.tools)}; reverted")
+    skeleton, final, reason = _drop_unproven(skeleton, final, state, threshold, options.min_tools)
+    kept = not reason
     result: EnvSkeleton | None = None
     if kept:
         try:
@@ -175,6 +182,31 @@ async def check_environment(
                                final_report=final, initial_state=state, notes=notes, usage=meter.total,
                                usage_by_seat=meter.by_seat)
     return check_record, result
+
+
+async def _no_proofs(*_: Any) -> list[ToolProof]:
+    return []
+
+
+def _drop_unproven(skeleton: EnvSkeleton, report: QualityReport, state: State, threshold: float,
+                   min_tools: int) -> tuple[EnvSkeleton, QualityReport, str]:
+    """Drop the tools not seen working (their methods removed, their calls no longer scored); returns the
+    skeleton, its report, and why the environment is not kept ("" when it is)."""
+    works = working(report.tools)
+    if report.tools and works < min_tools:
+        return skeleton, report, f"{works} of {len(report.tools)} tools proven to work (< {min_tools})"
+    gone = {p.tool for p in report.tools if p.status != "works"}
+    if gone:
+        try:
+            skeleton = _rebuild(skeleton, without_methods(skeleton.class_source, skeleton.class_name, gone), state,
+                                strict=False)
+        except EnvironmentCodeError as exc:
+            return skeleton, report, f"dropping {', '.join(sorted(gone))} broke the class: {exc}"
+        report = summarize([c for c in report.checks if c.tool not in gone], threshold, report.repaired_tools,
+                           dropped(report.tools))
+    if report.score is None:
+        return skeleton, report, "no call could be judged"
+    return skeleton, report, "" if report.score >= threshold else f"quality score {report.score} < {threshold}"
 
 
 def check_todo(records: list[ModelRecord], out: Path) -> list[ModelRecord]:

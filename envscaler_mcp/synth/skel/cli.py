@@ -60,6 +60,8 @@ def envs(
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, max=1.0, help="Keep environments with (pass + warning) / total at least this.")] = 0.85,
     no_repair: Annotated[bool, typer.Option("--no-repair", help="Skip the repair round of failing methods.")] = False,
+    min_tools: Annotated[int, typer.Option(
+        "--min-tools", min=1, help="Keep environments with at least this many tools proven to work.")] = 5,
     max_failed_methods: Annotated[int, typer.Option(
         "--max-failed-methods", min=0, help="Leave out up to N operations whose method still fails after the "
         "retries instead of dropping the environment.")] = 0,
@@ -92,7 +94,7 @@ def envs(
         model=ModelOptions(retries=retries, concurrency=concurrency, max_failed_methods=max_failed_methods),
         check=CheckOptions(quality=QualityOptions(calls=check_calls, per_tool_cap=per_tool_cap, threshold=threshold,
                                                   retries=retries),
-                           repair=not no_repair, retries=retries, concurrency=concurrency),
+                           repair=not no_repair, retries=retries, concurrency=concurrency, min_tools=min_tools),
         on_start=log.expect,
     )
     config.mine.on_item = config.model.on_item = config.check.on_item = log.item

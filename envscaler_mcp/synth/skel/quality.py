@@ -16,7 +16,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp._outcome import call_succeeded
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.providers.base import GenerationSettings, Provider
-from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolSpec
+from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolProof, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
@@ -145,15 +145,16 @@ def verdict_of(answer: CheckerAnswer, outcome: Outcome) -> tuple[str, str]:
     return answer.verdict, answer.reason
 
 
-def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] | None = None) -> QualityReport:
-    """Count verdicts into a QualityReport with score (pass + warning) / total."""
+def summarize(checks: list[QualityCheck], threshold: float, repaired: list[str] | None = None,
+              tools: list[ToolProof] | None = None) -> QualityReport:
+    """Count verdicts into a QualityReport with score (pass + warning) / total; `tools`: each tool's status."""
     passed = sum(c.verdict == "pass" for c in checks)
     warnings = sum(c.verdict == "warning" for c in checks)
     failed = sum(c.verdict == "fail" for c in checks)
     total = passed + warnings + failed
     return QualityReport(method="dual-agent", passed=passed, warnings=warnings, failed=failed,
                          score=round((passed + warnings) / total, 4) if total else None, threshold=threshold,
-                         repaired_tools=list(repaired or []), checks=checks)
+                         repaired_tools=list(repaired or []), checks=checks, tools=list(tools or []))
 
 
 async def dual_agent_check(

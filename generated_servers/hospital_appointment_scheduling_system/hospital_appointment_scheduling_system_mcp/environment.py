@@ -66,9 +66,10 @@ class HospitalAppointmentScheduler:
         Returns:
             dict: A dictionary containing the success status and the list of appointments for the patient.
         """
-        if patient_id not in self.appointments:
+        found = [a for a in self.appointments.values() if a["patient_id"] == patient_id]
+        if not found:
             return {"success": False, "error": "Patient not found"}
-        return {"success": True, "data": self.appointments[patient_id]}
+        return {"success": True, "data": found}
 
     def get_available_doctors(self, location_id: str) -> dict:
         """
@@ -83,7 +84,8 @@ class HospitalAppointmentScheduler:
         if location_id not in self.locations:
             return {"success": False, "error": "Location not found"}
 
-        available_doctors = [doctor for doctor in self.doctors.values() if doctor["location"] == location_id and doctor["availability"]]
+        name = self.locations[location_id]["name"]
+        available_doctors = [doctor for doctor in self.doctors.values() if doctor["location"] == name and doctor["availability"]]
 
         if not available_doctors:
             return {"success": False, "error": "No available doctors found"}
@@ -127,7 +129,7 @@ class HospitalAppointmentScheduler:
             return {"success": False, "error": "Invalid date or time"}
 
         # rule: an appointment must be scheduled for a patient who is registered with the system
-        if patient_id not in self.doctors:
+        if not any(a["patient_id"] == patient_id for a in self.appointments.values()):
             return {"success": False, "error": "Patient not registered"}
 
         # rule: an appointment must be scheduled for a doctor who is registered with the system
@@ -135,11 +137,11 @@ class HospitalAppointmentScheduler:
             return {"success": False, "error": "Doctor not registered"}
 
         # rule: a doctor must be available at the specified location for the appointment to be scheduled
-        if location_id not in self.doctors[doctor_id]["availability"]:
+        if location_id not in self.locations or self.locations[location_id]["name"] != self.doctors[doctor_id]["location"]:
             return {"success": False, "error": "Doctor not available at the specified location"}
 
         # create a new appointment record
-        appointment_id = self.generate_appointment_id()
+        appointment_id = str(max((int(k) for k in self.appointments if k.isdigit()), default=0) + 1)
         appointment_info = {
             "id": appointment_id,
             "patient_id": patient_id,

@@ -14,6 +14,7 @@ from envscaler_mcp.errors import ProviderError, UsageError
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.synth.skel.checkstage import CheckOptions
 from envscaler_mcp.synth.skel.pipeline import Seats, SkelConfig, run_skel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -23,13 +24,18 @@ def seats(provider) -> Seats:
     return Seats(generator=provider, tester=provider, checker=provider)
 
 
+def fixture_config(**fields) -> SkelConfig:
+    """The fixture environments have four tools each: keep an environment with four proven to work."""
+    return SkelConfig(check=CheckOptions(min_tools=4), **fields)
+
+
 def jsonl(path: Path) -> list[dict]:
     return [r for _, r in iter_jsonl(path)] if path.exists() else []
 
 
 async def test_full_run(tmp_path, provider, router, corpus):
     out = tmp_path / "out"
-    summary = await run_skel(SkelConfig(out=out, tasks=corpus), seats(provider))
+    summary = await run_skel(fixture_config(out=out, tasks=corpus), seats(provider))
 
     # mine: cheap filters, judge, thresholds, de-duplication with the merges recorded
     judged = {r["task"][:20]: r for r in jsonl(out / "mine" / "judged.jsonl")}
@@ -55,6 +61,10 @@ async def test_full_run(tmp_path, provider, router, corpus):
     assert clinic["first_report"]["failed"] == 2 and clinic["first_report"]["score"] == 0.75
     assert clinic["final_report"]["repaired_tools"] == ["cancel_appointment"]
     assert clinic["kept"] and clinic["final_report"]["failed"] == 0
+    # the broken cancel answered success without cancelling anything: found by the tool coverage, repaired
+    first = {t["tool"]: t["status"] for t in clinic["first_report"]["tools"]}
+    assert first["cancel_appointment"] == "never succeeds" and list(first.values()).count("works") == 3
+    assert {t["status"] for t in clinic["final_report"]["tools"]} == {"works"}
 
     for env_id in ("library_loan_management_system", "clinic_appointment_scheduling_system"):
         skeleton = EnvSkeleton.model_validate(read_json(out / "environments" / env_id / "skeleton.json"))
@@ -91,9 +101,9 @@ async def test_full_run(tmp_path, provider, router, corpus):
 
     # rerunning finished work refuses without --resume and makes no model call with it
     with pytest.raises(UsageError, match="--resume"):
-        await run_skel(SkelConfig(out=out, tasks=corpus), seats(provider))
+        await run_skel(fixture_config(out=out, tasks=corpus), seats(provider))
     before = len(provider.requests)
-    await run_skel(SkelConfig(out=out, tasks=corpus, resume=True), seats(provider))
+    await run_skel(fixture_config(out=out, tasks=corpus, resume=True), seats(provider))
     assert len(provider.requests) == before
 
 
@@ -113,7 +123,7 @@ class CrashAfter:
 async def test_crash_mid_stage_keeps_finished_items_and_resume_finishes(tmp_path, router, corpus):
     out = tmp_path / "out"
     crashing = MockProvider([CrashAfter(router, 5)], repeat_last=True, spec="mock/skel-router")
-    config = SkelConfig(out=out, tasks=corpus, stage="mine")
+    config = fixture_config(out=out, tasks=corpus, stage="mine")
     config.mine.concurrency = 1
     with pytest.raises(ProviderError):
         await run_skel(config, seats(crashing))
@@ -123,7 +133,7 @@ async def test_crash_mid_stage_keeps_finished_items_and_resume_finishes(tmp_path
 
     provider = MockProvider([router], repeat_last=True, spec="mock/skel-router")
     router.seen_tasks.clear()
-    config = SkelConfig(out=out, tasks=corpus, stage="mine", resume=True)
+    config = fixture_config(out=out, tasks=corpus, stage="mine", resume=True)
     await run_skel(config, seats(provider))
     records = jsonl(out / "mine" / "judged.jsonl")
     assert len(records) == 7 and len({r["task_id"] for r in records}) == 7
@@ -131,21 +141,21 @@ async def test_crash_mid_stage_keeps_finished_items_and_resume_finishes(tmp_path
     assert not redone & done_ids  # finished tasks were not asked again
 
     # the next stages run on their own, from what the mine stage left on disk
-    config = SkelConfig(out=out, stage="model", resume=True)
+    config = fixture_config(out=out, stage="model", resume=True)
     await run_skel(config, seats(provider))
     assert len(list((out / "model" / "envs").glob("*.json"))) == 2
     with pytest.raises(UsageError, match="--stage mine"):
-        await run_skel(SkelConfig(out=tmp_path / "empty", stage="model"), seats(provider))
+        await run_skel(fixture_config(out=tmp_path / "empty", stage="model"), seats(provider))
 
 
 async def test_torn_last_line_is_dropped_and_redone(tmp_path, provider, corpus):
     out = tmp_path / "out"
-    await run_skel(SkelConfig(out=out, tasks=corpus, stage="mine"), seats(provider))
+    await run_skel(fixture_config(out=out, tasks=corpus, stage="mine"), seats(provider))
     path = out / "mine" / "judged.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # a write cut short
     calls = len(provider.requests)
-    await run_skel(SkelConfig(out=out, tasks=corpus, stage="mine", resume=True), seats(provider))
+    await run_skel(fixture_config(out=out, tasks=corpus, stage="mine", resume=True), seats(provider))
     assert len(jsonl(path)) == 7 and len(provider.requests) > calls
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
@@ -153,16 +163,16 @@ async def test_torn_last_line_is_dropped_and_redone(tmp_path, provider, corpus):
 async def test_crash_in_the_model_stage_keeps_finished_environments(tmp_path, router, corpus):
     out = tmp_path / "out"
     provider = MockProvider([router], repeat_last=True, spec="mock/skel-router")
-    await run_skel(SkelConfig(out=out, tasks=corpus, stage="mine"), seats(provider))
+    await run_skel(fixture_config(out=out, tasks=corpus, stage="mine"), seats(provider))
     # the library environment takes 9 calls (state answered on the second try, 5 method answers)
     crashing = MockProvider([CrashAfter(router, 11)], repeat_last=True, spec="mock/skel-router")
-    config = SkelConfig(out=out, stage="model", resume=True)
+    config = fixture_config(out=out, stage="model", resume=True)
     config.model.concurrency = 1
     with pytest.raises(ProviderError, match="simulated outage"):
         await run_skel(config, seats(crashing))
     assert [p.stem for p in (out / "model" / "envs").glob("*.json")] == ["library_loan_management_system"]
     router.calls.clear()
-    await run_skel(SkelConfig(out=out, stage="model", resume=True), seats(provider))
+    await run_skel(fixture_config(out=out, stage="model", resume=True), seats(provider))
     assert sorted(p.stem for p in (out / "model" / "envs").glob("*.json")) == [
         "clinic_appointment_scheduling_system", "library_loan_management_system"]
     assert router.calls["method"] == 4 + 1 + 3  # clinic and parking only; the library was not redone
@@ -172,7 +182,7 @@ async def test_the_summary_has_the_stage_funnel(tmp_path, provider, corpus):
     from envscaler_mcp.synth.skel.summary import print_summary
 
     out = tmp_path / "out"
-    summary = await run_skel(SkelConfig(out=out, tasks=corpus), seats(provider))
+    summary = await run_skel(fixture_config(out=out, tasks=corpus), seats(provider))
     rows = {r.step: r for r in summary.yields}
     assert (rows["mine: judged stateful"].entered, rows["mine: judged stateful"].passed) == (7, 6)
     assert rows["mine: judged stateful"].drops == {"judge (not stateful)": 1}
