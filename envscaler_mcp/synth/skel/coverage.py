@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, ToolProof, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
 from envscaler_mcp.synth.skel.probes import MAX_PROBES, later_state, probes_for, varied_state
 from envscaler_mcp.synth.skel.quality import (
-    Episode,
     EpisodeFactory,
     call_outcome,
     mcp_episode,
