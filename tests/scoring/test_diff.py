@@ -74,3 +74,11 @@ def test_state_diff_has_envscalers_nested_shape() -> None:
     }
     assert state_diff(old, old) == {}
     assert state_diff(1, 2) == {"changed": {"old": 1, "new": 2}}
+
+
+def test_a_front_insert_is_found_when_only_the_last_element_still_matches() -> None:
+    # a note prepended to a history whose older entry was also edited: the last element alone lines up
+    assert ops(diff_states({"l": ["a", "z"]}, {"l": ["x", "y", "z"]})) == [
+        ("l[0]", "added", None, "x"),
+        ("l[1]", "changed", "a", "y"),
+    ]
