@@ -1,6 +1,6 @@
 """One-line mutants of the code that decides verdicts, and the share the test suite kills.
 
-    .venv/bin/python benchmarks/mutation.py [--per-module N] [--module PATH ...] [--seed S]
+    .venv/bin/python benchmarks/mutation.py [--per-module N] [--module PATH ...] [--seed S] [--timeout SECONDS]
 
 Each mutant changes one operator or constant on one line of a module (== -> !=, < -> <=, and -> or,
 `not x` -> `x`, True <-> False, a number n -> n + 1, `return x` -> `return not x` for bool-looking returns),
@@ -156,7 +156,6 @@ def main() -> None:
     if unknown:
         sys.exit(f"error: not in TARGETS: {', '.join(unknown)}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("error: stopped (SIGTERM); the scratch copy is removed"))
-    rng = random.Random(args.seed)
     total_killed = total_timeouts = total = 0
     survivors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="mutation-") as scratch:
@@ -170,6 +169,7 @@ def main() -> None:
             path = tree / module
             original = path.read_text()
             pool = mutants(original)
+            rng = random.Random(f"{args.seed}:{module}")  # a module's draw does not depend on --module
             chosen = pool if not args.per_module else rng.sample(pool, min(args.per_module, len(pool)))
             started = time.monotonic()
             if run_tests(tree, tests, 1800.0) != "survived":

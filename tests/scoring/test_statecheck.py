@@ -215,3 +215,22 @@ def test_true_is_not_one_anywhere_in_a_record() -> None:
     assert not compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": 1, "total": 24}}}).passed
     assert not compare_states(initial, {"orders": {"A": {"x": 0}}}, {"orders": {"A": {"x": False}}}).passed
     assert compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": True, "total": 24.0}}}).passed
+
+
+def test_a_paired_list_element_reports_what_the_agent_wrote() -> None:
+    # the agent placed a different order (nothing to pair it with) and noted it: the note pairs with the
+    # reference's by its kind, and its differences show the agent's own values, not their normalised form
+    initial = {"orders": {"O-1": {"sku": "lamp", "qty": 1}}, "notes": []}
+    reference = copy.deepcopy(initial)
+    reference["orders"]["O-2"] = {"sku": "lamp", "qty": 2}
+    reference["notes"].append({"order_id": "O-2", "kind": "gift", "qty": 2})
+    agent = copy.deepcopy(initial)
+    agent["orders"]["O-7"] = {"sku": "mug", "qty": 5}
+    agent["notes"].append({"order_id": "O-7", "kind": "gift", "qty": 5})
+    changes = {c.path: (c.kind, c.expected, c.actual) for c in compare_states(initial, reference, agent).changes}
+    assert changes == {
+        "orders['O-2']": ("missing", {"sku": "lamp", "qty": 2}, None),
+        "orders['O-7']": ("extra", None, {"sku": "mug", "qty": 5}),
+        "notes[0].order_id": ("mismatch", "O-2", "O-7"),
+        "notes[0].qty": ("mismatch", 2, 5),
+    }
