@@ -234,3 +234,25 @@ def test_a_paired_list_element_reports_what_the_agent_wrote() -> None:
         "notes[0].order_id": ("mismatch", "O-2", "O-7"),
         "notes[0].qty": ("mismatch", 2, 5),
     }
+
+
+def test_a_change_is_described_in_the_text_people_wrote() -> None:
+    # names stay as written (not \u escapes); a value fits in 80 characters or is cut with "..."
+    initial = {"customers": {"C1": {"name": "Zoë Brontë", "note": ""}}}
+    reference = copy.deepcopy(initial)
+    agent = copy.deepcopy(initial)
+    agent["customers"]["C1"]["name"] = "Chloé Durand"
+    [change] = compare_states(initial, reference, agent).changes
+    assert change.describe() == 'customers.C1.name: changed to "Chloé Durand", the reference left it as "Zoë Brontë"'
+    agent["customers"]["C1"]["name"], agent["customers"]["C1"]["note"] = "Zoë Brontë", "x" * 78  # 80 with quotes
+    assert compare_states(initial, reference, agent).changes[0].describe().endswith(f'changed to "{"x" * 78}", '
+                                                                                     'the reference left it as ""')
+    agent["customers"]["C1"]["note"] = "x" * 79
+    assert f'changed to "{"x" * 76}..., ' in compare_states(initial, reference, agent).changes[0].describe()
+
+
+def test_a_record_is_described_the_same_whatever_order_its_keys_were_written_in() -> None:
+    initial: dict[str, Any] = {"orders": {}}
+    for record in ({"sku": "lamp", "qty": 2}, {"qty": 2, "sku": "lamp"}):
+        [change] = compare_states(initial, {"orders": {"O-2": record}}, initial).changes
+        assert change.describe() == "orders['O-2']: missing (the reference has {\"qty\": 2, \"sku\": \"lamp\"})"

@@ -51,6 +51,7 @@ def test_facts_match_after_normalisation(text: str, fact: Any) -> None:
 @pytest.mark.parametrize(("text", "fact"), [
     ("Refund 2400 issued.", 24),
     ("Return R-5240 was opened.", 24),
+    ("See pages 1-24 of the manual.", 24),
     ("Refund 24.5 issued.", 24),
     ("It arrives on 2026-03-24.", 24),
     ("It arrives on 2026-03-06.", "2026-03-05"),
