@@ -38,6 +38,7 @@ def says(text: str, *facts: Any, **kw: Any) -> tuple[bool, list[str]]:
     ("See you at 2:30 PM.", "14:30"),
     ("See you at 14:30.", "2:30 pm"),
     ("Two units are left.", 2),
+    ("The cable is 1.5m long.", 1.5),  # a one-letter unit
     ("You use 12.4GB of 15 GB.", 12.4),
     ("The status is Shipped.", "shipped"),
     ("Your doctor is Dr. Amara  Patel.", "amara patel"),
@@ -46,6 +47,16 @@ def test_facts_match_after_normalisation(text: str, fact: Any) -> None:
     ok, evidence = says(text, fact)
     assert ok, evidence
     assert evidence and evidence[0].startswith(f"stated {str(fact)!r}")
+
+
+def test_every_month_name_and_abbreviation_reads_as_its_month() -> None:
+    names = ["January Jan", "February Feb", "March Mar", "April Apr", "May", "June Jun", "July Jul", "August Aug",
+             "September Sep Sept", "October Oct", "November Nov", "December Dec"]
+    for month, written in enumerate(names, start=1):
+        for name in written.split():
+            for text in (f"It arrives on {name} 5, 2026.", f"It arrives on 5 {name}. 2026."):
+                ok, evidence = says(text, f"2026-{month:02d}-05")
+                assert ok, evidence
 
 
 @pytest.mark.parametrize(("text", "fact"), [
