@@ -256,3 +256,14 @@ def test_a_record_is_described_the_same_whatever_order_its_keys_were_written_in(
     for record in ({"sku": "lamp", "qty": 2}, {"qty": 2, "sku": "lamp"}):
         [change] = compare_states(initial, {"orders": {"O-2": record}}, initial).changes
         assert change.describe() == "orders['O-2']: missing (the reference has {\"qty\": 2, \"sku\": \"lamp\"})"
+
+
+def test_a_list_with_repeated_elements_names_only_the_one_that_differs() -> None:
+    initial = {"customers": {"C1": {"stamps": ["visit", "visit"]}}}
+    reference = copy.deepcopy(initial)
+    reference["customers"]["C1"]["stamps"].append("review")
+    agent = copy.deepcopy(initial)
+    agent["customers"]["C1"]["stamps"].append("referral")
+    changes = compare_states(initial, reference, agent).changes
+    assert sorted((c.path, c.kind) for c in changes) == [("customers.C1.stamps[2]", "extra"),
+                                                         ("customers.C1.stamps[2]", "missing")]

@@ -124,6 +124,10 @@ def test_literal_patterns_round_trip() -> None:
     assert matches(parse_pattern(pattern), ["orders", "X", "items", 4, "note"])
     assert literal_pattern(["a b", "c"]) == "['a b'].c"
     assert matches(parse_pattern(literal_pattern(["a b", "c"])), ["a b", "c"])
+    # a record stored under the empty key (JSON allows it) round-trips too
+    assert literal_pattern(["orders", "", "note"]) == "orders[''].note"
+    assert matches(parse_pattern("orders[''].note"), ["orders", "", "note"])
+    assert not matches(parse_pattern("orders[''].note"), ["orders", "O-1", "note"])
 
 
 def test_free_fields_say_why() -> None:
