@@ -117,6 +117,17 @@ def test_malformed_patterns_are_refused(bad: str) -> None:
         parse_pattern(bad)
 
 
+@pytest.mark.parametrize(("bad", "why"), [
+    ("orders[]", r"\[\] is not \[\*\], \[N\] or \['key'\]"),
+    ("orders[x].note", r"\[x\] is not"),
+    ("orders['O-1'.note", r"'\[' at position 6 is not closed"),
+    ("orders.[0]", "empty key at position 6"),
+])
+def test_a_malformed_pattern_says_what_is_wrong(bad: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        parse_pattern(bad)
+
+
 def test_literal_patterns_round_trip() -> None:
     path = ["orders", "O-10057", "items", 0, "note"]
     pattern = literal_pattern(path, wildcard={"O-10057"})

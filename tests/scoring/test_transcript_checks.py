@@ -63,6 +63,7 @@ def test_every_month_name_and_abbreviation_reads_as_its_month() -> None:
     ("Refund 2400 issued.", 24),
     ("Return R-5240 was opened.", 24),
     ("See pages 1-24 of the manual.", 24),
+    ("The cable is 1.5m-2m long.", 1.5),  # a range of lengths states neither
     ("Refund 24.5 issued.", 24),
     ("It arrives on 2026-03-24.", 24),
     ("It arrives on 2026-03-06.", "2026-03-05"),
