@@ -37,6 +37,8 @@ def says(text: str, *facts: Any, **kw: Any) -> tuple[bool, list[str]]:
     ("Order O10053 is pending.", "o-10053"),
     ("See you at 2:30 PM.", "14:30"),
     ("See you at 14:30.", "2:30 pm"),
+    ("Pick it up at 1 pm.", "13:00"),
+    ("Pick it up at 12:15 am.", "00:15"),
     ("Two units are left.", 2),
     ("The cable is 1.5m long.", 1.5),  # a one-letter unit
     ("You use 12.4GB of 15 GB.", 12.4),
