@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult, TextContent
 
-from envscaler_mcp.qa.replay import replay_calls
+from envscaler_mcp.qa.replay import call_outcome, replay_calls
 from envscaler_mcp.scenario.models import ToolCall
 from tests.qa.fake_episode import fake_shop_episode
 
@@ -40,3 +41,12 @@ async def test_a_failed_call_is_named_by_its_place_in_the_solution() -> None:
     # without snapshots asked for, none are kept, and the replay runs as usual
     made, final, reasons = await replay_calls(CANCEL_BOTH, SHOP, fake_shop_episode, checkpoints=[1])
     assert reasons == [] and final is not None and statuses(final) == ("cancelled", "cancelled")
+
+
+def test_a_result_given_as_text_only_is_read_as_json() -> None:
+    # servers that return no structured content: the text block is the result
+    failed = CallToolResult(content=[TextContent(type="text", text='{"success": false, "error": "no such order"}')])
+    ok, detail = call_outcome(failed)
+    assert ok is False and detail is not None and "no such order" in detail
+    done = CallToolResult(content=[TextContent(type="text", text='{"success": true, "data": {"id": "O1"}}')])
+    assert call_outcome(done) == (True, None)
