@@ -73,15 +73,14 @@ def test_off_a_missing_or_failed_reference_and_unstable_results() -> None:
 
 
 def test_each_turn_must_observe_its_own_reference_results() -> None:
-    # turn 1 looks the order up, turn 2 cancels it: an agent that saw nothing in turn 1 and only the refund in
-    # turn 2 fails, however the later turn goes
+    # turn 1 looks the order up, turn 2 cancels it: an agent that looks the order up only in turn 2 (after the
+    # user asked for the cancellation) fails, though it saw every result by the end
     lookup, cancel = (ToolCall(tool=c.tool, arguments=c.arguments) for c in _reference().calls)
     scenario = BOB.model_copy(update={"turns": [Turn(user="Where is O-1002?", reference=[lookup]),
                                                 Turn(user="Cancel it.", reference=[cancel])]})
     reference = _reference()
     reference.scenario = scenario
-    refund_only = _transcript({"success": True, "data": {"refund": 12.0}})
-    late = observation_verdict("on", reference, refund_only, None, turn_calls=[0])
-    assert late.status == "failed" and "get_order" in late.evidence[0]
     both = _transcript({"success": True, "data": ORDER}, {"success": True, "data": {"refund": 12.0}})
+    late = observation_verdict("on", reference, both, None, turn_calls=[0])
+    assert late.status == "failed" and "get_order" in late.evidence[0]
     assert observation_verdict("on", reference, both, None, turn_calls=[1]).status == "passed"
