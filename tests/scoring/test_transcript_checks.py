@@ -165,3 +165,15 @@ def test_fact_spans_give_a_variant_with_one_value_changed() -> None:
         changed = text[: span.start] + span.mutated + text[span.end :]
         assert tc.says(transcript(original), span.text)
         assert not tc.says(transcript(changed), span.text), span
+
+
+def test_called_compares_an_object_argument_field_by_field() -> None:
+    calls = [{"name": "ship", "arguments": {"address": {"city": "Lyon ", "zip": "69001"}, "lines": [1, 2]},
+              "result": {"success": True}, "is_error": False}]
+    t = transcript(calls=calls)
+    tc._begin()
+    assert tc.called(t, "ship", address={"city": "lyon", "zip": "69001"}, lines=[1, 2])
+    assert not tc.called(t, "ship", address={"city": "Lyon"})  # a field the check does not name is a difference
+    assert not tc.called(t, "ship", address={"city": "Lyon", "zip": "69002"})
+    assert not tc.called(t, "ship", lines=[1])
+    tc._take()
