@@ -177,3 +177,14 @@ def test_called_compares_an_object_argument_field_by_field() -> None:
     assert not tc.called(t, "ship", address={"city": "Lyon", "zip": "69002"})
     assert not tc.called(t, "ship", lines=[1])
     tc._take()
+
+
+def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -> None:
+    # a long honest answer (a stock report of 30 shelves) still states its values; one more value makes the
+    # answer a list of candidates
+    def report(shelves: int) -> str:
+        return " ".join(f"Shelf {chr(65 + k // 26)}{chr(65 + k % 26)} holds ${k + 1}.50 worth." for k in range(shelves))
+
+    assert says(report(30), 5.5)[0] is True
+    ok, evidence = says(report(31), 5.5)
+    assert ok is False and "states 31 different numbers" in evidence[-1]
