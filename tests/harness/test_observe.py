@@ -84,3 +84,15 @@ def test_each_turn_must_observe_its_own_reference_results() -> None:
     late = observation_verdict("on", reference, both, None, turn_calls=[0])
     assert late.status == "failed" and "get_order" in late.evidence[0]
     assert observation_verdict("on", reference, both, None, turn_calls=[1]).status == "passed"
+
+
+def test_a_turn_the_episode_never_reached_observed_nothing() -> None:
+    lookup, cancel = (ToolCall(tool=c.tool, arguments=c.arguments) for c in _reference().calls)
+    scenario = BOB.model_copy(update={"turns": [Turn(user="Where is O-1002?", reference=[lookup]),
+                                                Turn(user="Cancel it.", reference=[cancel]), Turn(user="Thanks.")]})
+    reference = _reference()
+    reference.scenario = scenario
+    # the episode stopped in turn 1 (no turn end recorded) after a call whose result is turn 2's refund
+    early = _transcript({"success": True, "data": {"refund": 12.0}})
+    verdict = observation_verdict("on", reference, early, None, turn_calls=[])
+    assert (verdict.status, verdict.required, verdict.observed) == ("failed", 2, 0)
