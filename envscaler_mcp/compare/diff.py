@@ -86,13 +86,12 @@ def _diff(old: Any, new: Any, path: list[PathPart], out: list[StateChange]) -> N
 def _diff_lists(old: list[Any], new: list[Any], path: list[PathPart], out: list[StateChange]) -> None:
     n_old, n_new = len(old), len(new)
     common = min(n_old, n_new)
-    shift = 0
+    shift = False  # align ends: more elements equal counted from the end than from the front
     if n_old != n_new:
         head = sum(1 for i in range(common) if _same(old[i], new[i]))
         tail = sum(1 for i in range(1, common + 1) if _same(old[-i], new[-i]))
-        if tail > head:
-            shift = 1
-    if shift:  # align ends: the extra elements sit at the front
+        shift = tail > head
+    if shift:  # the extra elements sit at the front
         extra_old, extra_new = n_old - common, n_new - common
         for i in range(extra_old):
             out.append(StateChange(path=[*path, i], op="removed", old=old[i]))

@@ -66,8 +66,8 @@ def same(a: Any, b: Any) -> bool:
 
 
 def canonical(value: Any) -> str:
-    """A string equal for equal normalised values (sorted keys)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """A string equal for equal normalised values (sorted keys); a comparison key, never shown."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 class Normalizer:

@@ -12,7 +12,8 @@ statement and the clause around it:
   `not sure`, `I think` ...), a statement that ends in a question mark, a date followed by a range of days
   ("March 14-16"), a text fact joined to another word by `or` / `/` ("FedEx or UPS"), or a number, date,
   time or id in a run of values of its kind joined by `or` or `/` (numbers also by `to`, a dash or
-  `between ... and`), introduced by `one of`, or in a run of four or more (more than the call asks for);
+  `between ... and`), introduced by `one of`, or in a run of four or more (more than the call asks for); a
+  unit may follow each value (see `_link`);
 * not bound (facts of one `says` call): the stretch of text from the first mention to the last (and, for
   ids, the clauses it touches; for dates and times, those clauses or, across statements, the statements
   whole) may state no other value of a kind the call asks for, unless that value is negated or the old value of a change ("from June
@@ -165,10 +166,13 @@ def _in_run(r: Reading, start: int, kind: str, asked: int) -> str | None:
 
 def _link(gap: str) -> set[str] | None:
     """The link words of the text between two values if it only joins them ("or", ", ", " to ", "and", a unit
-    after the first value), else None."""
+    after the first value), else None. A unit is a word of up to five letters ("18 days or 21", "5 KB, 6 KB"),
+    or any word before an alternative or a range ("18 minutes or 21 minutes"); a longer word before a comma or
+    `and` names another thing ("2 orders, 3 coupons, 4 returns and 5 refunds" is no list of candidates)."""
     tokens = [t.lower() for t in _GAP_TOKEN.findall(gap)]
-    if tokens and tokens[0] not in _LINK and tokens[0].isalpha() and len(tokens[0]) <= 5:
-        tokens = tokens[1:]  # a unit: "18 days or 21", "5 KB, 6 KB"
+    if tokens and tokens[0] not in _LINK and tokens[0].isalpha() and (
+            len(tokens[0]) <= 5 or not (_ALTERNATIVE | _RANGE).isdisjoint(tokens[1:])):
+        tokens = tokens[1:]
     if not all(t in _LINK for t in tokens):
         return None
     return set(tokens)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from envscaler_mcp.compare.diff import StateChange, diff_states, format_path, state_diff
 
@@ -74,3 +75,19 @@ def test_state_diff_has_envscalers_nested_shape() -> None:
     }
     assert state_diff(old, old) == {}
     assert state_diff(1, 2) == {"changed": {"old": 1, "new": 2}}
+
+
+def test_a_front_insert_is_found_when_only_the_last_element_still_matches() -> None:
+    # a note prepended to a history whose older entry was also edited: the last element alone lines up
+    assert ops(diff_states({"l": ["a", "z"]}, {"l": ["x", "y", "z"]})) == [
+        ("l[0]", "added", None, "x"),
+        ("l[1]", "changed", "a", "y"),
+    ]
+
+
+def test_states_parsed_apart_from_the_same_json_have_no_changes() -> None:
+    # snapshots come from separate parses: equal values are distinct objects, not the same one
+    text = json.dumps({"orders": {"O-1": {"note": "gift wrap, leave at the door", "total": 1234.5, "n": 10**20,
+                                          "lines": [{"sku": "lamp-0042", "qty": 300}, "x" * 40]}}})
+    assert diff_states(json.loads(text), json.loads(text)) == []
+    assert state_diff(json.loads(text), json.loads(text)) == {}

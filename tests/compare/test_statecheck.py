@@ -215,3 +215,55 @@ def test_true_is_not_one_anywhere_in_a_record() -> None:
     assert not compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": 1, "total": 24}}}).passed
     assert not compare_states(initial, {"orders": {"A": {"x": 0}}}, {"orders": {"A": {"x": False}}}).passed
     assert compare_states(initial, reference, {"orders": {"A": {"x": 1, "paid": True, "total": 24.0}}}).passed
+
+
+def test_a_paired_list_element_reports_what_the_agent_wrote() -> None:
+    # the agent placed a different order (nothing to pair it with) and noted it: the note pairs with the
+    # reference's by its kind, and its differences show the agent's own values, not their normalised form
+    initial = {"orders": {"O-1": {"sku": "lamp", "qty": 1}}, "notes": []}
+    reference = copy.deepcopy(initial)
+    reference["orders"]["O-2"] = {"sku": "lamp", "qty": 2}
+    reference["notes"].append({"order_id": "O-2", "kind": "gift", "qty": 2})
+    agent = copy.deepcopy(initial)
+    agent["orders"]["O-7"] = {"sku": "mug", "qty": 5}
+    agent["notes"].append({"order_id": "O-7", "kind": "gift", "qty": 5})
+    changes = {c.path: (c.kind, c.expected, c.actual) for c in compare_states(initial, reference, agent).changes}
+    assert changes == {
+        "orders['O-2']": ("missing", {"sku": "lamp", "qty": 2}, None),
+        "orders['O-7']": ("extra", None, {"sku": "mug", "qty": 5}),
+        "notes[0].order_id": ("mismatch", "O-2", "O-7"),
+        "notes[0].qty": ("mismatch", 2, 5),
+    }
+
+
+def test_a_change_is_described_in_the_text_people_wrote() -> None:
+    # names stay as written (not \u escapes); a value fits in 80 characters or is cut with "..."
+    initial = {"customers": {"C1": {"name": "Zoë Brontë", "note": ""}}}
+    reference = copy.deepcopy(initial)
+    agent = copy.deepcopy(initial)
+    agent["customers"]["C1"]["name"] = "Chloé Durand"
+    [change] = compare_states(initial, reference, agent).changes
+    assert change.describe() == 'customers.C1.name: changed to "Chloé Durand", the reference left it as "Zoë Brontë"'
+    agent["customers"]["C1"]["name"], agent["customers"]["C1"]["note"] = "Zoë Brontë", "x" * 78  # 80 with quotes
+    assert compare_states(initial, reference, agent).changes[0].describe().endswith(f'changed to "{"x" * 78}", '
+                                                                                     'the reference left it as ""')
+    agent["customers"]["C1"]["note"] = "x" * 79
+    assert f'changed to "{"x" * 76}..., ' in compare_states(initial, reference, agent).changes[0].describe()
+
+
+def test_a_record_is_described_the_same_whatever_order_its_keys_were_written_in() -> None:
+    initial: dict[str, Any] = {"orders": {}}
+    for record in ({"sku": "lamp", "qty": 2}, {"qty": 2, "sku": "lamp"}):
+        [change] = compare_states(initial, {"orders": {"O-2": record}}, initial).changes
+        assert change.describe() == "orders['O-2']: missing (the reference has {\"qty\": 2, \"sku\": \"lamp\"})"
+
+
+def test_a_list_with_repeated_elements_names_only_the_one_that_differs() -> None:
+    initial = {"customers": {"C1": {"stamps": ["visit", "visit"]}}}
+    reference = copy.deepcopy(initial)
+    reference["customers"]["C1"]["stamps"].append("review")
+    agent = copy.deepcopy(initial)
+    agent["customers"]["C1"]["stamps"].append("referral")
+    changes = compare_states(initial, reference, agent).changes
+    assert sorted((c.path, c.kind) for c in changes) == [("customers.C1.stamps[2]", "extra"),
+                                                         ("customers.C1.stamps[2]", "missing")]

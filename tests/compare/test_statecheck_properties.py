@@ -117,6 +117,17 @@ def test_malformed_patterns_are_refused(bad: str) -> None:
         parse_pattern(bad)
 
 
+@pytest.mark.parametrize(("bad", "why"), [
+    ("orders[]", r"\[\] is not \[\*\], \[N\] or \['key'\]"),
+    ("orders[x].note", r"\[x\] is not"),
+    ("orders['O-1'.note", r"'\[' at position 6 is not closed"),
+    ("orders.[0]", "empty key at position 6"),
+])
+def test_a_malformed_pattern_says_what_is_wrong(bad: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        parse_pattern(bad)
+
+
 def test_literal_patterns_round_trip() -> None:
     path = ["orders", "O-10057", "items", 0, "note"]
     pattern = literal_pattern(path, wildcard={"O-10057"})
@@ -124,6 +135,10 @@ def test_literal_patterns_round_trip() -> None:
     assert matches(parse_pattern(pattern), ["orders", "X", "items", 4, "note"])
     assert literal_pattern(["a b", "c"]) == "['a b'].c"
     assert matches(parse_pattern(literal_pattern(["a b", "c"])), ["a b", "c"])
+    # a record stored under the empty key (JSON allows it) round-trips too
+    assert literal_pattern(["orders", "", "note"]) == "orders[''].note"
+    assert matches(parse_pattern("orders[''].note"), ["orders", "", "note"])
+    assert not matches(parse_pattern("orders[''].note"), ["orders", "O-1", "note"])
 
 
 def test_free_fields_say_why() -> None:

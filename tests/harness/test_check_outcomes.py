@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from envscaler_mcp.compare.statecheck import compare_states
-from envscaler_mcp.harness.checks import mark_at_start, outcome_from_result
+from envscaler_mcp.harness.checks import SandboxChecker, mark_at_start, outcome_from_result
 from envscaler_mcp.sandbox.results import CheckResult
 from envscaler_mcp.scenario.models import ChecklistItem
 
@@ -71,3 +71,13 @@ def test_consistency_counts_a_record_reached_through_a_changed_one_and_a_four_le
     wrong = scenario.model_copy(update={"task": "I was on FL-3; move ticket T-1 to a later flight."})
     assert mismatched_records(wrong, final) != []  # FL-3: the ticket never held it, the reference never reads it
     assert _looked_up({"name": "Blue Lamp"}, "P1", {"Lamp"}) and not _looked_up({"name": "Blue Lamp"}, "P1", {"Lam"})
+
+
+@pytest.mark.anyio
+async def test_the_checker_eval_uses_runs_validators_under_the_os_layers() -> None:
+    # eval and the gym build SandboxChecker without naming isolation: the default must be the confined one
+    async with SandboxChecker() as checker:
+        [outcome] = await checker.check([STATE_ITEM], {}, {"orders": {"O1": "shipped"}})
+        report = checker.isolation
+    assert outcome.status == "pass"
+    assert report.level != "off" and "seccomp" not in report.refused, report

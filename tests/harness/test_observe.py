@@ -11,6 +11,7 @@ from mcp.types import Tool, ToolAnnotations
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.references.reference import Reference
 from envscaler_mcp.references.replay import ReplayCall
+from envscaler_mcp.scenario.models import ToolCall, Turn
 from tests.harness.shop import BOB
 
 ORDER = {"order_id": "O-1002", "customer": "bob", "status": "pending", "total": 12.0, "notes": ["Gift wrap"]}
@@ -69,3 +70,29 @@ def test_off_a_missing_or_failed_reference_and_unstable_results() -> None:
     assert (verdict.status, verdict.reason) == ("not_applicable", "the reference solution failed when replayed: boom")
     skipped = observation_verdict("auto", _reference(unstable_results=[0]), _transcript(), {"get_order"})
     assert skipped.status == "not_applicable"
+
+
+def test_each_turn_must_observe_its_own_reference_results() -> None:
+    # turn 1 looks the order up, turn 2 cancels it: an agent that looks the order up only in turn 2 (after the
+    # user asked for the cancellation) fails, though it saw every result by the end
+    lookup, cancel = (ToolCall(tool=c.tool, arguments=c.arguments) for c in _reference().calls)
+    scenario = BOB.model_copy(update={"turns": [Turn(user="Where is O-1002?", reference=[lookup]),
+                                                Turn(user="Cancel it.", reference=[cancel])]})
+    reference = _reference()
+    reference.scenario = scenario
+    both = _transcript({"success": True, "data": ORDER}, {"success": True, "data": {"refund": 12.0}})
+    late = observation_verdict("on", reference, both, None, turn_calls=[0])
+    assert late.status == "failed" and "get_order" in late.evidence[0]
+    assert observation_verdict("on", reference, both, None, turn_calls=[1]).status == "passed"
+
+
+def test_a_turn_the_episode_never_reached_observed_nothing() -> None:
+    lookup, cancel = (ToolCall(tool=c.tool, arguments=c.arguments) for c in _reference().calls)
+    scenario = BOB.model_copy(update={"turns": [Turn(user="Where is O-1002?", reference=[lookup]),
+                                                Turn(user="Cancel it.", reference=[cancel]), Turn(user="Thanks.")]})
+    reference = _reference()
+    reference.scenario = scenario
+    # the episode stopped in turn 1 (no turn end recorded) after a call whose result is turn 2's refund
+    early = _transcript({"success": True, "data": {"refund": 12.0}})
+    verdict = observation_verdict("on", reference, early, None, turn_calls=[])
+    assert (verdict.status, verdict.required, verdict.observed) == ("failed", 2, 0)

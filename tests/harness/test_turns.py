@@ -14,7 +14,9 @@ from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.episode import run_episode
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.oracle import OraclePolicy
+from envscaler_mcp.harness.turns import TurnScoring
 from envscaler_mcp.harness.user_sim import ScriptedSeat
+from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.references.reference import build_reference
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall, Turn
@@ -198,3 +200,19 @@ async def test_a_hedged_or_negated_answer_fails_on_every_transport(server: Any) 
         result = await _run(server, scenario, agent)
         verdicts.append((result.checks[-1].status, result.success))
     assert verdicts == [("pass", True), ("fail", False), ("fail", False)]
+
+
+def test_a_turn_that_ends_on_a_tool_result_is_judged_on_the_agents_words_only() -> None:
+    # turn 1 is answered; turn 2 ends on a lookup the agent never spoke about: its answer is the agent's
+    # last text, never the user's message or the tool's result
+    messages = [Message(role="user", content="Where is O-1002?"),
+                Message(role="assistant", content="It is pending."),
+                Message(role="user", content="Cancel it."),
+                Message(role="assistant", tool_calls=[ToolCallRequest(id="c1", name="get_order",
+                                                                      arguments={"order_id": "O-1002"})]),
+                Message(role="tool", tool_call_id="c1", name="get_order", content='{"status": "cancelled"}')]
+    scenario = BOB.model_copy(update={"turns": [Turn(user="Where is O-1002?"), Turn(user="Cancel it."),
+                                                Turn(user="Thanks.")]})
+    turns = TurnScoring(scenario, marks=[2, 5], states=[None, None], messages=messages, reference=None)
+    assert turns.transcript_at(0)["answer"] == "It is pending."
+    assert turns.transcript_at(1)["answer"] == "It is pending."

@@ -37,7 +37,10 @@ def says(text: str, *facts: Any, **kw: Any) -> tuple[bool, list[str]]:
     ("Order O10053 is pending.", "o-10053"),
     ("See you at 2:30 PM.", "14:30"),
     ("See you at 14:30.", "2:30 pm"),
+    ("Pick it up at 1 pm.", "13:00"),
+    ("Pick it up at 12:15 am.", "00:15"),
     ("Two units are left.", 2),
+    ("The cable is 1.5m long.", 1.5),  # a one-letter unit
     ("You use 12.4GB of 15 GB.", 12.4),
     ("The status is Shipped.", "shipped"),
     ("Your doctor is Dr. Amara  Patel.", "amara patel"),
@@ -48,9 +51,21 @@ def test_facts_match_after_normalisation(text: str, fact: Any) -> None:
     assert evidence and evidence[0].startswith(f"stated {str(fact)!r}")
 
 
+def test_every_month_name_and_abbreviation_reads_as_its_month() -> None:
+    names = ["January Jan", "February Feb", "March Mar", "April Apr", "May", "June Jun", "July Jul", "August Aug",
+             "September Sep Sept", "October Oct", "November Nov", "December Dec"]
+    for month, written in enumerate(names, start=1):
+        for name in written.split():
+            for text in (f"It arrives on {name} 5, 2026.", f"It arrives on 5 {name}. 2026."):
+                ok, evidence = says(text, f"2026-{month:02d}-05")
+                assert ok, evidence
+
+
 @pytest.mark.parametrize(("text", "fact"), [
     ("Refund 2400 issued.", 24),
     ("Return R-5240 was opened.", 24),
+    ("See pages 1-24 of the manual.", 24),
+    ("The cable is 1.5m-2m long.", 1.5),  # a range of lengths states neither
     ("Refund 24.5 issued.", 24),
     ("It arrives on 2026-03-24.", 24),
     ("It arrives on 2026-03-06.", "2026-03-05"),
@@ -59,6 +74,7 @@ def test_facts_match_after_normalisation(text: str, fact: Any) -> None:
     ("See you at 2:30.", "14:30"),
     ("Seat 12A is yours.", 12),
     ("Version 1.2.3 is installed.", 2),
+    ("Firmware 2.0beta3 is installed.", 2),  # a version, not the number 2
     ("The status is unshipped.", "shipped"),
     ("", 24),
 ])
@@ -149,3 +165,26 @@ def test_fact_spans_give_a_variant_with_one_value_changed() -> None:
         changed = text[: span.start] + span.mutated + text[span.end :]
         assert tc.says(transcript(original), span.text)
         assert not tc.says(transcript(changed), span.text), span
+
+
+def test_called_compares_an_object_argument_field_by_field() -> None:
+    calls = [{"name": "ship", "arguments": {"address": {"city": "Lyon ", "zip": "69001"}, "lines": [1, 2]},
+              "result": {"success": True}, "is_error": False}]
+    t = transcript(calls=calls)
+    tc._begin()
+    assert tc.called(t, "ship", address={"city": "lyon", "zip": "69001"}, lines=[1, 2])
+    assert not tc.called(t, "ship", address={"city": "Lyon"})  # a field the check does not name is a difference
+    assert not tc.called(t, "ship", address={"city": "Lyon", "zip": "69002"})
+    assert not tc.called(t, "ship", lines=[1])
+    tc._take()
+
+
+def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -> None:
+    # a long honest answer (a stock report of 30 shelves) still states its values; one more value makes the
+    # answer a list of candidates
+    def report(shelves: int) -> str:
+        return " ".join(f"Shelf {chr(65 + k // 26)}{chr(65 + k % 26)} holds ${k + 1}.50 worth." for k in range(shelves))
+
+    assert says(report(30), 5.5)[0] is True
+    ok, evidence = says(report(31), 5.5)
+    assert ok is False and "states 31 different numbers" in evidence[-1]
