@@ -17,6 +17,7 @@ from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth.scen.pipeline import Providers, ScenOptions, run_scenarios
+from envscaler_mcp.synth.skel.checkstage import CheckOptions
 from envscaler_mcp.synth.skel.pipeline import Seats, SkelConfig, run_skel
 from tests.synth.fixtures.scen_router import ScenRouter
 from tests.synth.fixtures.skel_router import SkelRouter
@@ -49,7 +50,8 @@ def ids(path: Path, key: str) -> list[str]:
 def test_synth_envs_model_and_check_on_ray(cluster: None, tmp_path: Path) -> None:
     out = tmp_path / "out"
     events: list[tuple[str, str, str]] = []
-    config = SkelConfig(out=out, tasks=CORPUS, ray="auto", ray_workers=2, make_seats=mock_seats)
+    config = SkelConfig(out=out, tasks=CORPUS, ray="auto", ray_workers=2, make_seats=mock_seats,
+                        check=CheckOptions(min_tools=4))  # the corpus's environments have 4 tools
     config.model.on_item = config.check.on_item = lambda *event: events.append(event)
     anyio.run(run_skel, config, mock_seats())
     # what the local run of the same corpus gives (tests/synth/skel/test_pipeline.py)
@@ -65,7 +67,8 @@ def test_synth_envs_model_and_check_on_ray(cluster: None, tmp_path: Path) -> Non
     # a lost result: resume runs only that item again, on Ray
     (out / "check" / "envs" / "library_loan_management_system.json").unlink()
     events.clear()
-    config = SkelConfig(out=out, stage="check", resume=True, ray="auto", ray_workers=1, make_seats=mock_seats)
+    config = SkelConfig(out=out, stage="check", resume=True, ray="auto", ray_workers=1, make_seats=mock_seats,
+                        check=CheckOptions(min_tools=4))
     config.check.on_item = lambda *event: events.append(event)
     anyio.run(run_skel, config, mock_seats())
     assert [e[1] for e in events] == ["library_loan_management_system"]
