@@ -111,10 +111,14 @@ def decision_system_prompt(system: str, tools: list[ToolDef], style: ToolStyle =
 def decision_schema(tools: list[ToolDef], *, answer_only: bool = False) -> dict[str, Any]:
     """JSON Schema of one decision: either calls (at least one, each call's arguments following its own
     tool's input schema) with an empty reply, or no call and a reply that says something (with
-    `answer_only`, only the latter). The model cannot spend tokens on a reply nobody reads."""
+    `answer_only`, only the latter). The model cannot spend tokens on a reply nobody reads.
+
+    The answer's empty call list is `{"const": []}`: llama.cpp's schema grammar ignores `maxItems` on an array
+    without `items`, so `{"type": "array", "maxItems": 0}` let the answer shape carry any calls with any
+    arguments, past every tool's schema (seen on the prebuilt `llama-server`)."""
     plan = {"type": "string", "maxLength": 160}
     answer = {"type": "object",
-              "properties": {"plan": plan, "tool_calls": {"type": "array", "maxItems": 0},
+              "properties": {"plan": plan, "tool_calls": {"const": []},
                              "reply": {"type": "string", "minLength": 1}},
               "required": ["plan", "tool_calls", "reply"]}
     if answer_only:

