@@ -29,6 +29,7 @@ from envscaler_mcp.harness.limits import OutputLimits, check_state, cut, shown_r
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig, EpisodeResult, EpisodeStatus, StepTiming
 from envscaler_mcp.harness.observe import observation_verdict, read_only_tools
 from envscaler_mcp.harness.prompts import EnvInfo, agent_system_prompt
+from envscaler_mcp.harness.repeats import repeated_refusal
 from envscaler_mcp.harness.source import EpisodeSource, has_admin_plane
 from envscaler_mcp.harness.turns import TurnScoring, score_turns
 from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedUser, SimulatedUser, turn_messages
@@ -357,6 +358,9 @@ async def _loop(
             continue
         for call in message.tool_calls:
             rec.messages.append(await _execute(rec, ep, call, names, config.limits))
+        if (stuck := repeated_refusal(rec.messages)) is not None:
+            rec.model_error = stuck
+            return "model_error"
     return "max_steps"
 
 

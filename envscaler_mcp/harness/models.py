@@ -93,12 +93,13 @@ class EpisodeResult(BaseModel):
         "ended with ###STOP### (conversation mode); 'max_steps': step limit reached; 'timeout': per-episode "
         "time limit "
         "reached; 'model_error': the agent's model failed by its own doing (context overflow, refusal, an "
-        "invalid request its output produced): scored as a failure; 'infra_error': the server, MCP transport, "
+        "invalid request its output produced, the same refused call repeated): scored as a failure; 'infra_error': the server, MCP transport, "
         "validator sandbox or a provider failed after retries (excluded from model scores)."
     )
     infra_reason: str | None = Field(None, description="For infra_error: what failed, per attempt.")
     model_error: str | None = Field(
-        None, description="For model_error: 'context_overflow', 'refusal' or 'invalid_request', then the message."
+        None, description="For model_error: 'context_overflow', 'refusal', 'invalid_request', 'answer_too_long' or "
+        "'repeated_refused_call', then the message."
     )
     attempts: int = Field(
         1, description="Attempts made (infra errors are retried a bounded number of times)."

@@ -1,0 +1,41 @@
+"""Ending an episode whose model is stuck: the same refused call, made again and again.
+
+A step whose calls all got error results and which repeats, call for call with the same arguments, the step
+before it changes nothing (nothing ran in between, so the refusal comes again). After `REPEATED_REFUSALS`
+such steps in a row the episode ends as the model's failure (`model_error: "repeated_refused_call: ..."`,
+scored, success False) instead of burning the rest of the step limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from envscaler_mcp.providers.base import Message
+
+REPEATED_REFUSALS = 3
+
+
+def _step_key(message: Message) -> str:
+    return json.dumps(sorted(json.dumps([c.name, c.arguments], sort_keys=True) for c in message.tool_calls))
+
+
+def repeated_refusal(messages: Sequence[Message], times: int = REPEATED_REFUSALS) -> str | None:
+    """The model_error text when the last `times` agent steps are the same calls, each answered by errors
+    only, else None. A user message, an answer or any other call in between breaks the run. (Results are
+    read from the tool messages that follow each step: some providers number their calls per step.)"""
+    steps: list[tuple[Message, list[Message]]] = []
+    for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            steps.append((m, []))
+        elif m.role == "tool" and steps:
+            steps[-1][1].append(m)
+        else:
+            steps = []
+    tail = steps[-times:]
+    if (len(tail) < times or len({_step_key(m) for m, _ in tail}) != 1
+            or not all(results and all(r.is_error for r in results) for _, results in tail)):
+        return None
+    names = ", ".join(dict.fromkeys(c.name for c in tail[0][0].tool_calls))
+    return (f"repeated_refused_call: the model made the same refused call ({names}) {times} times in a row "
+            "with the same arguments")
