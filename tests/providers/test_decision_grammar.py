@@ -17,6 +17,7 @@ import pytest
 
 from envscaler_mcp.interop.bfcl.tools import tool_spec
 from envscaler_mcp.providers import GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.local.prompt import llama_cpp_schema
 from envscaler_mcp.providers.local.provider import LocalProvider, decision_schema
 from envscaler_mcp.providers.local.server import LocalServer
 from envscaler_mcp.providers.local.weights import LOCAL_MODELS
@@ -63,7 +64,11 @@ def bounds_llama_cpp_drops(schema: Any, path: str = "$") -> list[str]:
         if ("minItems" in schema or "maxItems" in schema) and "items" not in schema and "prefixItems" not in schema:
             found.append(path)
         for key, value in schema.items():
-            found += bounds_llama_cpp_drops(value, f"{path}.{key}")
+            if key == "properties" and isinstance(value, dict):  # a map of names (one may be "maxItems")
+                for name, sub in value.items():
+                    found += bounds_llama_cpp_drops(sub, f"{path}.properties.{name}")
+            elif key not in ("const", "enum", "default"):
+                found += bounds_llama_cpp_drops(value, f"{path}.{key}")
     elif isinstance(schema, list):
         for i, value in enumerate(schema):
             found += bounds_llama_cpp_drops(value, f"{path}[{i}]")
@@ -87,11 +92,37 @@ def test_the_request_refuses_unknown_arguments_and_calls_beside_an_answer(runtim
     jsonschema.validate({"plan": "answer", "tool_calls": [], "reply": "Done."}, schema)
 
 
-def test_every_length_bound_of_a_decision_is_one_llama_cpp_enforces() -> None:
-    for tools in (bfcl_tools(), TOOLS):
+# A tool (hand-written) whose schema bounds an array without giving its items. Recorded on the same server,
+# asked for {"xs": ["a", "b", "c"]} under {"xs": {"type": "array", "maxItems": 1}}: it wrote all three; under
+# {"type": "array", "items": {}, "maxItems": 1}: one item.
+TAGGED = ToolDef(name="tag", description="Tag a file.", input_schema={
+    "type": "object", "properties": {"tags": {"type": "array", "maxItems": 2}, "maxItems": {"type": "integer"}},
+    "required": ["tags"], "additionalProperties": False})
+
+
+def test_every_length_bound_sent_to_llama_cpp_is_one_it_enforces() -> None:
+    for tools in (bfcl_tools(), TOOLS):  # the decision's own bounds, whatever the tools
         assert bounds_llama_cpp_drops(decision_schema(tools)) == []
         assert bounds_llama_cpp_drops(decision_schema(tools, answer_only=True)) == []
+    for tools in (bfcl_tools(), TOOLS, [TAGGED]):  # and a tool's, as the request writes them
+        assert bounds_llama_cpp_drops(request_schema(tools, "llama-server")) == []
+    assert bounds_llama_cpp_drops(decision_schema([TAGGED])) == [
+        "$.anyOf[0].properties.tool_calls.items.anyOf[0].properties.arguments.properties.tags"]
+    assert bounds_llama_cpp_drops(TAGGED.input_schema) == ["$.properties.tags"]
     assert bounds_llama_cpp_drops({"anyOf": [{"type": "array", "maxItems": 0}]}) == ["$.anyOf[0]"]
+
+
+def test_the_schema_written_for_llama_cpp_means_the_same() -> None:
+    patched = llama_cpp_schema(TAGGED.input_schema)
+    assert patched["properties"]["tags"] == {"type": "array", "maxItems": 2, "items": {}}
+    assert patched["properties"]["maxItems"] == {"type": "integer"}  # a parameter's name is not a keyword
+    assert "items" not in patched["properties"]  # nor is the properties map an array schema
+    assert llama_cpp_schema({"const": [], "enum": [{"maxItems": 1}]}) == {"const": [], "enum": [{"maxItems": 1}]}
+    for instance, valid in (({"tags": ["a"]}, True), ({"tags": ["a", 1]}, True), ({"tags": [1, 2, 3]}, False),
+                            ({"tags": [], "other": 1}, False), ({"tags": [], "maxItems": "x"}, False)):
+        for schema in (TAGGED.input_schema, patched):
+            assert jsonschema.Draft202012Validator(schema).is_valid(instance) is valid
+    assert request_schema([TAGGED], "xllamacpp") == decision_schema([TAGGED])  # llguidance reads the bound itself
 
 
 def test_every_tool_of_the_bfcl_docs_keeps_its_arguments_strict_in_the_request() -> None:

@@ -141,12 +141,34 @@ def decision_schema(tools: list[ToolDef], *, answer_only: bool = False) -> dict[
 COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_LITERALS = ("const", "enum", "default", "examples", "required")
+
+
+def llama_cpp_schema(schema: Any) -> Any:
+    """`schema` written so that llama.cpp's own schema grammar enforces it: an array whose length is bounded
+    (`minItems`/`maxItems`) but whose `items` are not given gets `"items": {}` (the same meaning). Without it
+    llama.cpp drops the bound and allows any array (seen on the prebuilt `llama-server`)."""
+    if isinstance(schema, list):
+        return [llama_cpp_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: ({name: llama_cpp_schema(sub) for name, sub in value.items()}
+                 if key in _SCHEMA_MAPS and isinstance(value, dict)
+                 else value if key in _LITERALS else llama_cpp_schema(value))
+           for key, value in schema.items()}
+    if ("minItems" in out or "maxItems" in out) and "items" not in out and "prefixItems" not in out:
+        out["items"] = {}
+    return out
+
+
 def answer_constraint(schema: dict[str, Any], *, llguidance: bool) -> dict[str, Any]:
     """The request fields that constrain an answer to `schema`: a compact llguidance grammar where the
-    runtime has llguidance, else the chat-completions `response_format`."""
+    runtime has llguidance, else the chat-completions `response_format`, which llama.cpp turns into its own
+    grammar (`llama_cpp_schema`)."""
     if llguidance:
         return {"grammar": "%llguidance {}\nstart: %json " + json.dumps({**schema, "x-guidance": COMPACT_JSON})}
-    return {"response_format": json_schema_format(schema)}
+    return {"response_format": json_schema_format(llama_cpp_schema(schema))}
 
 
 def decision_text(message: Message) -> str:
