@@ -40,6 +40,9 @@ RECORDED_PROBE = {"plan": "To find the current directory, use the find command w
 # Recorded: the same request under the answer shape `{"const": []}`: the unknown key could not be written.
 RECORDED_FIXED = {"plan": RECORDED_PROBE["plan"], "tool_calls": [{"name": "find", "arguments": {
     "path": ".", "name": "ignore"}}], "reply": ""}
+# Recorded: the same request on xllamacpp 2026.10.11549 (llguidance grammar) under `{"const": []}`.
+RECORDED_XLLAMACPP = {"plan": "Find the file at the current directory and ignore any errors.",
+                      "tool_calls": [{"name": "find", "arguments": {"path": ".", "name": "ignore"}}], "reply": ""}
 
 
 def bfcl_tools() -> list[ToolDef]:
@@ -84,6 +87,7 @@ def test_the_request_refuses_unknown_arguments_and_calls_beside_an_answer(runtim
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(recorded, schema)
     jsonschema.validate(RECORDED_FIXED, schema)
+    jsonschema.validate(RECORDED_XLLAMACPP, schema)
     # the same calls as an answer, and an answer with any call at all, are refused too
     for decision in ({**RECORDED_FIXED, "reply": "Found."},
                      {"plan": "answer", "tool_calls": [{"name": "ls", "arguments": {}}], "reply": "Done."}):
