@@ -8,6 +8,7 @@ its episode. Everything here runs in the zygote or in an episode process, never 
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import gc
 import importlib.util
@@ -16,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from . import journal
@@ -102,11 +104,12 @@ class _Zygote:
         loader: Any = module_spec.loader
         source = loader.get_source(self.module_name)
         self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
-        for name in _stdlib_imports(source):
-            try:
-                importlib.import_module(name)
-            except Exception:  # the episode's own import will say what is wrong
-                continue
+        with _stdlib_only():
+            for name in _stdlib_imports(source):
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the episode's own import will say what is wrong
+                    continue
         gc.freeze()
 
     def _state(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -206,8 +209,30 @@ class _Filter:
             raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
 
 
+@contextlib.contextmanager
+def _stdlib_only() -> Iterator[None]:
+    """Imports from Python's own library only: the server folder is first on the search path, and a module
+    of it named like a standard one (`fractions.py` beside the package, imported by `statistics`) is
+    environment code, which the zygote never runs."""
+    saved = sys.path[:]
+    sys.path[:] = [entry for entry in saved if entry and _in_stdlib(os.path.realpath(entry))]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+_STDLIB = os.path.realpath(os.path.dirname(os.__file__))
+
+
+def _in_stdlib(path: str) -> bool:
+    """Python's library folder or one beneath it (lib-dynload), never an installed-packages folder."""
+    return (path == _STDLIB or path.startswith(_STDLIB + os.sep)) and \
+        not {"site-packages", "dist-packages"} & set(path.split(os.sep))
+
+
 def _stdlib_imports(source: str) -> list[str]:
-    """Standard library modules the source imports at its top level (importing them runs no code of its own)."""
+    """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
