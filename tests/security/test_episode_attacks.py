@@ -7,16 +7,25 @@ code of an imported folder would make them, each judged by its effect on another
   folder is first on the search path, so before the fix the zygote ran this file; it kept a copy of every
   episode's server-side channel, every later episode inherited them and drove an earlier one (a tool call
   in A's process: A's state changed past anything A's model did).
+* An episode process that answers its server with a frame header announcing an absurd length: the server
+  allocated it before the fix (MemoryError in the server).
+* An episode that blocks the timeout signal and never returns: after the server gave up on it, its process
+  stayed (it reads its channel no more, and nothing may signal it) until the server ended.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envscaler_mcp.launch import launch_server
-from tests.security.test_episode_processes import _clean_run, _initial
+from tests.security.test_episode_processes import _clean_run, _initial, _processes_of
 from tests.security.test_server_attacks import malicious_server
 
 pytestmark = pytest.mark.anyio
@@ -92,3 +101,89 @@ async def test_a_folder_module_shadowing_the_standard_library_never_runs_in_the_
     assert drive.structured_content["data"]["driven"] == [], drive.structured_content
     assert final_a == clean
     assert final_a["orders"]["O-1001"]["status"] == "pending"
+
+
+# Appended to environment.py: `add_note` writes a frame header of 2**62 bytes on its own channel and waits.
+HUGE_HEADER = '''
+
+import gc as _gc
+import socket as _socket
+import struct as _struct
+import time as _time
+
+
+def _huge(self, order_id, text):
+    for obj in _gc.get_objects():
+        if isinstance(obj, _socket.socket) and obj.fileno() >= 0 and obj.family == _socket.AF_UNIX:
+            obj.setblocking(True)
+            obj.sendall(_struct.pack("!Q", 1 << 62))
+    _time.sleep(3600)
+    return {"success": True, "data": {}}
+
+
+MiniShop.add_note = _huge
+'''
+
+
+async def test_an_episode_announcing_a_huge_answer_loses_its_episode_not_the_server(tmp_path: Path,
+                                                                                   open_dir: Path) -> None:
+    server_dir = malicious_server(tmp_path, open_dir, 0, code=HUGE_HEADER)
+    initial = _initial(server_dir)
+    async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=60) as server:
+        async with server.episode(initial) as other:
+            async with server.episode(initial) as hostile:
+                started = time.monotonic()
+                huge = await hostile.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
+                answered_in = time.monotonic() - started
+            assert not (await other.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+            final = await other.final_state()
+    assert huge.is_error and "ended the episode's process" in str(huge.content), huge
+    assert answered_in < 60  # the server stopped reading at once, not after the call's timeout
+    assert final["orders"]["O-1002"]["status"] == "cancelled"
+
+
+# Appended to environment.py: `add_note` blocks the timeout signal, clears its parent-death signal and
+# sleeps for ever.
+HANG = '''
+
+import ctypes as _ctypes
+import signal as _signal
+import time as _time
+
+
+def _hang(self, order_id, text):
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGALRM})
+    _ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG 0
+    while True:
+        _time.sleep(3600)
+
+
+MiniShop.add_note = _hang
+'''
+
+
+async def _until(condition: Any, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(0.2)
+    return bool(condition())
+
+
+async def test_an_episode_that_never_returns_is_gone_once_the_server_gives_up_on_it(tmp_path: Path,
+                                                                                   open_dir: Path) -> None:
+    server_dir = malicious_server(tmp_path, open_dir, 0, code=HANG)
+    initial = _initial(server_dir)
+    async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=0.5) as server:
+        baseline = set(_processes_of(server_dir))  # the server and its zygote (and a waiting parent)
+        async with server.episode(initial) as hostile:
+            hung = await hostile.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
+        assert hung.is_error, hung
+        gone = await _until(lambda: set(_processes_of(server_dir)) <= baseline, within=60)
+        left = sorted(set(_processes_of(server_dir)) - baseline)
+        async with server.episode(initial) as after:  # the server still serves
+            assert not (await after.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+    assert gone, f"episode processes left while the server runs: {left}"
+    assert json.dumps(left) == "[]"
+    assert os.path.isdir(server_dir)

@@ -14,6 +14,7 @@ import gc
 import importlib.util
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -26,6 +27,7 @@ from .forked import ForkRefused, Zygote, receive, send
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
+PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -46,7 +48,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _detach(keep=theirs.fileno())
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes and keepers
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # an episode whose keeper ended is reaped here
         _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
                 episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
@@ -153,7 +156,7 @@ class _Zygote:
             if pid == 0:
                 self.channel.close()
                 server_end.close()
-                self._episode(episode_end, state)
+                self._keep(episode_end, state)
             episode_end.close()
             socket.send_fds(self.channel, [json.dumps({"pid": pid}).encode()], [server_end.fileno()])
             server_end.close()
@@ -161,10 +164,31 @@ class _Zygote:
     def _refuse(self, status: int, message: str) -> None:
         socket.send_fds(self.channel, [json.dumps({"status": status, "message": message}).encode()], [])
 
-    def _episode(self, sock: socket.socket, state: dict[str, Any]) -> None:
+    def _keep(self, sock: socket.socket, state: dict[str, Any]) -> None:
+        """The episode's keeper: forks the episode's process, then ends when the server closes the channel
+        (the episode is closed, or the server gave up on a call that never returned) or when the episode's
+        process ends. The kernel then kills the episode's process (its parent-death signal, which its seccomp
+        filter keeps it from clearing): environment code that blocks the timeout signal and never reads its
+        channel again does not outlive its episode. Runs no environment code."""
+        try:
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # ends with the zygote
+            signal.signal(signal.SIGCHLD, lambda *_: os._exit(0))  # the zygote (a subreaper) reaps the episode
+            keeper = os.getpid()
+            if os.fork() == 0:
+                self._episode(sock, state, keeper)
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLRDHUP)  # only the server's close wakes it, never a request
+            while not poller.poll():
+                continue
+        finally:
+            os._exit(0)
+
+    def _episode(self, sock: socket.socket, state: dict[str, Any], keeper: int) -> None:
         """The episode's process: build the episode, answer its requests until the server closes the channel."""
         try:
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != keeper:  # the keeper ended before the signal was set
+                return
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             if self.restrict is not None:
                 self.restrict()  # no new process, no signal: nothing outlives the episode or reaches another
