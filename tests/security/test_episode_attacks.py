@@ -11,6 +11,8 @@ code of an imported folder would make them, each judged by its effect on another
   allocated it before the fix (MemoryError in the server).
 * An episode that blocks the timeout signal and never returns: after the server gave up on it, its process
   stayed (it reads its channel no more, and nothing may signal it) until the server ended.
+* An episode that writes 256 MiB to its stderr, which is the server's log, a file the launcher opened in its
+  work folder: before the fix every byte reached the disk.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import pytest
 from envscaler_mcp.launch import launch_server
 from tests.security.test_episode_processes import _clean_run, _initial, _processes_of
 from tests.security.test_server_attacks import malicious_server
+
+LOG_MAX = 16 << 20  # what an episode's process may write to the server's log (runtime/zygote.py LOG_MAX)
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +191,42 @@ async def test_an_episode_that_never_returns_is_gone_once_the_server_gives_up_on
     assert gone, f"episode processes left while the server runs: {left}"
     assert json.dumps(left) == "[]"
     assert os.path.isdir(server_dir)
+
+
+# Appended to environment.py: `add_note` writes to the server's log (its inherited stderr) until refused.
+FLOOD = '''
+
+import os as _os
+import signal as _signal
+
+
+def _flood(self, order_id, text):
+    chunk, written = b"x" * (1 << 20), 0
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
+    try:
+        while written < (256 << 20):
+            written += _os.write(2, chunk)
+    except OSError as exc:
+        return {"success": True, "data": {"written": written, "stopped": repr(exc)}}
+    return {"success": True, "data": {"written": written, "stopped": "never"}}
+
+
+MiniShop.add_note = _flood
+'''
+
+
+async def test_an_episode_cannot_fill_the_disk_through_the_server_log(tmp_path: Path, open_dir: Path) -> None:
+    """The episode's process writes 256 MiB to its stderr (the launcher's log file of the server): it is
+    stopped at the log cap, the file stays under it, and the server goes on serving."""
+    server_dir = malicious_server(tmp_path, open_dir, 0, code=FLOOD)
+    initial = _initial(server_dir)
+    async with launch_server(server_dir, transport="pipe", episode_process="fork") as server:
+        log = server.workdir / "pipe-server.log"  # type: ignore[attr-defined]
+        async with server.episode(initial) as hostile:
+            flood = await hostile.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
+        size = log.stat().st_size
+        async with server.episode(initial) as after:
+            assert not (await after.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+    data = flood.structured_content["data"]
+    assert data["stopped"] != "never" and data["written"] <= LOG_MAX, data
+    assert size <= LOG_MAX + (1 << 20), size

@@ -14,6 +14,7 @@ import gc
 import importlib.util
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -28,6 +29,7 @@ from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
 PR_SET_CHILD_SUBREAPER = 36
+LOG_MAX = 16 << 20  # the largest file an episode's process writes (its output goes to the server's log)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -190,6 +192,10 @@ class _Zygote:
             if os.getppid() != keeper:  # the keeper ended before the signal was set
                 return
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # its stdout and stderr are the server's log, a file of the launcher's: no file written past LOG_MAX
+            # (a write there fails; the server's own writes are not limited)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX, LOG_MAX))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             if self.restrict is not None:
                 self.restrict()  # no new process, no signal: nothing outlives the episode or reaches another
             try:
