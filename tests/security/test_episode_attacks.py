@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.launch import launch_server
-from tests.security.test_episode_processes import _clean_run, _initial, _processes_of
+from tests.security.test_episode_processes import _as_nobody, _clean_run, _initial, _processes_of
 from tests.security.test_server_attacks import malicious_server
 
 LOG_MAX = 16 << 20  # what an episode's process may write to the server's log (runtime/zygote.py LOG_MAX)
@@ -175,22 +174,38 @@ async def _until(condition: Any, within: float) -> bool:
     return bool(condition())
 
 
-async def test_an_episode_that_never_returns_is_gone_once_the_server_gives_up_on_it(tmp_path: Path,
-                                                                                   open_dir: Path) -> None:
-    server_dir = malicious_server(tmp_path, open_dir, 0, code=HANG)
+async def hang_run(server_dir: Path) -> dict[str, Any]:
+    """A call that never returns (the server gives up after 2 x 0.5 + 30 s), then whether its process is gone
+    while the server still runs, and whether the server still serves."""
     initial = _initial(server_dir)
     async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=0.5) as server:
         baseline = set(_processes_of(server_dir))  # the server and its zygote (and a waiting parent)
         async with server.episode(initial) as hostile:
             hung = await hostile.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
-        assert hung.is_error, hung
         gone = await _until(lambda: set(_processes_of(server_dir)) <= baseline, within=60)
         left = sorted(set(_processes_of(server_dir)) - baseline)
-        async with server.episode(initial) as after:  # the server still serves
-            assert not (await after.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
-    assert gone, f"episode processes left while the server runs: {left}"
-    assert json.dumps(left) == "[]"
-    assert os.path.isdir(server_dir)
+        async with server.episode(initial) as after:
+            served = not (await after.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+        report = server.isolation
+    assert report is not None
+    return {"hung_error": hung.is_error, "gone": gone, "left": left, "served_after": served,
+            "layers": {layer.name: layer.active for layer in report.layers}}
+
+
+async def test_an_episode_that_never_returns_is_gone_once_the_server_gives_up_on_it(tmp_path: Path,
+                                                                                   open_dir: Path) -> None:
+    run = await hang_run(malicious_server(tmp_path, open_dir, 0, code=HANG))
+    assert run["hung_error"] and run["served_after"], run
+    assert run["gone"], f"episode processes left while the server runs: {run['left']}"
+    assert json.dumps(run["left"]) == "[]"
+
+
+def test_as_a_normal_user_without_user_namespaces_a_hung_episode_is_gone_too(open_dir: Path) -> None:
+    """The keeper and the parent-death signal need neither root nor a user namespace."""
+    probe = _as_nobody(open_dir, HANG, "hang", no_userns=True)
+    assert not probe["layers"].get("user-namespace", False), probe["layers"]  # the restriction held
+    assert probe["layers"]["seccomp"] and probe["layers"]["episode-process"], probe["layers"]
+    assert probe["hung_error"] and probe["served_after"] and probe["gone"] and probe["left"] == [], probe
 
 
 # Appended to environment.py: `add_note` writes to the server's log (its inherited stderr) until refused.
