@@ -8,7 +8,8 @@ switches architecture, e.g. through the x86 32-bit or x32 entry points). A denie
   kernel keyrings, io_uring (which would bypass the filter), loading BPF or modules, changing identity,
   System V IPC and POSIX message queues, and changing another process's resource limits or scheduling.
 * `BATCH` (stacked on `ZYGOTE` in the process that runs validators): also no fork/clone and no signals.
-* `episode_filter()`: stacked in each episode process of a forking server: no process, thread or signal.
+* `episode_filter()`: stacked in each episode process of a forking server: no process, thread or signal,
+  and its parent-death signal stays set.
 * `server_filter(pid)`: a launched environment server: no exec, no new processes (threads allowed), no
   socket creation (it serves a listening socket it inherited), signals only to itself, plus the common
   dangerous calls, IPC and other processes' limits and scheduling; it must still open files to import its modules (Landlock limits which).
@@ -24,7 +25,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_PDEATHSIG = 22, 2, 1
 CLONE_THREAD = 0x00010000
 AF_UNIX = 1
 
@@ -126,10 +127,12 @@ def episode_filter() -> Any:
     """Stacked on `server_filter` in an episode's own process (servers with --episode-process fork): no new
     process and no thread (environment code gets none: a cap that holds whatever the kernel's user namespaces
     and RLIMIT_NPROC's per-user count allow), and no signals at all, so nothing it starts outlives it and it
-    reaches no other process of its server."""
+    reaches no other process of its server; and it may not clear its parent-death signal (its keeper ends
+    when the server closes the episode, and the kernel then kills it)."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
     _deny(filt, sc, ("fork", "vfork", "clone", "kill", "tkill", "tgkill", "setsid", "setpgid"))
+    filt.add_rule(sc.ERRNO(errno.EPERM), "prctl", sc.Arg(0, sc.EQ, PR_SET_PDEATHSIG))
     return filt
 
 

@@ -1,5 +1,6 @@
-"""Run by test_episode_processes.py as an unprivileged user: the attack of that test against a server folder
-rendered for it, episodes in processes of their own; prints what happened as one JSON line."""
+"""Run by test_episode_processes.py and test_episode_attacks.py as an unprivileged user: an attack of those
+tests against a server folder rendered for it, episodes in processes of their own; prints what happened as
+one JSON line."""
 
 from __future__ import annotations
 
@@ -35,5 +36,11 @@ async def main(folder: str) -> None:
                       "layers": {layer.name: layer.active for layer in run["report"].layers}}))
 
 
+async def hang(folder: str) -> None:
+    """The never-returning call of test_episode_attacks.py."""
+    from tests.security.test_episode_attacks import hang_run
+    print(json.dumps({"uid": os.getuid(), **await hang_run(Path(folder))}))
+
+
 if __name__ == "__main__":
-    anyio.run(threads if sys.argv[2:] == ["threads"] else main, sys.argv[1])
+    anyio.run({"threads": threads, "hang": hang}.get(sys.argv[2] if sys.argv[2:] else "", main), sys.argv[1])

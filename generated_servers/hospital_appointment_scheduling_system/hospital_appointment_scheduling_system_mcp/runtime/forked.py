@@ -4,16 +4,20 @@ the server's side (ForkedEpisode, Zygote) and the framing both sides speak. The 
 At start, before the admin token is read and before any environment code runs, the server forks a zygote.
 The zygote forgets the token (its copies in the process's environment are overwritten, not just unset), then
 prepares the environment without running it: it compiles environment.py once (compiling runs nothing) and
-imports the standard library modules that file names. For each new episode it forks a child, which runs the
-compiled module, builds the episode at its initial state and serves it over a socket pair whose other end
-goes to the server (passed over the zygote's channel). The zygote itself never runs environment code, so
+imports the standard library modules that file names (from Python's own library, never the server folder).
+For each new episode it forks a keeper, which forks the episode's process: that runs the compiled module,
+builds the episode at its initial state and serves it over a socket pair whose other end goes to the server
+(passed over the zygote's channel). The keeper only waits for the server to close that channel. The zygote itself never runs environment code, so
 nothing the code plants can follow later episodes or keep a copy of their channels.
 
 So an episode's code sees its own state, the package's public data (spec, scenarios, state files) and
 nothing else: not another episode's state (another process), not the admin token (never in its memory),
-not the server's memory (every process is non-dumpable: no /proc/<pid>/mem for its uid). A child ends when
-the server closes its channel (the episode is closed) or the zygote ends; the zygote ends with the server.
-The kernel reaps the children (SIGCHLD ignored in the zygote): none is left behind.
+not the server's memory (every process is non-dumpable: no /proc/<pid>/mem for its uid). An episode's
+process ends when the server closes its channel (the episode is closed, or a call never answered): its keeper
+ends and the kernel kills it (parent-death signal, which its seccomp filter keeps set), even if it blocks every
+signal and reads nothing; likewise when the zygote ends, and the zygote ends with the server. The kernel
+reaps them (SIGCHLD ignored in the zygote, a subreaper): none is left behind. An answer announcing more than
+FRAME_MAX bytes loses its episode and costs the server nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ from .episode import CallOutcome
 
 _HEADER = struct.Struct("!Q")
 _REPLY_MAX = 65536
+# The largest answer the server reads from an episode's process (a tool result or a final state); a longer
+# frame is the episode's process misbehaving: its episode is lost, the server allocates nothing for it.
+FRAME_MAX = 64 << 20
 
 
 class ForkRefused(Exception):
@@ -58,10 +65,20 @@ def _exactly(sock: socket.socket, size: int) -> bytes | None:
     return bytes(buffer)
 
 
-def receive(sock: socket.socket) -> bytes | None:
-    """One framed message; None once the other end has closed."""
+def receive(sock: socket.socket, limit: int | None = None) -> bytes | None:
+    """One framed message; None once the other end has closed (or announced more than `limit` bytes)."""
     header = _exactly(sock, _HEADER.size)
-    return None if header is None else _exactly(sock, _HEADER.unpack(header)[0])
+    if header is None or (limit is not None and _HEADER.unpack(header)[0] > limit):
+        return None
+    return _exactly(sock, _HEADER.unpack(header)[0])
+
+
+async def _aframe(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes | None:
+    """One framed message from an episode's process; None once it has closed or announced over FRAME_MAX."""
+    header = await _aexactly(loop, sock, _HEADER.size)
+    if header is None or _HEADER.unpack(header)[0] > FRAME_MAX:
+        return None
+    return await _aexactly(loop, sock, _HEADER.unpack(header)[0])
 
 
 async def _aexactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, size: int) -> bytes | None:
@@ -76,11 +93,10 @@ async def _aexactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, size: 
 
 
 async def exchange(sock: socket.socket, data: bytes) -> bytes | None:
-    """Send one message and wait for the answer (None: the other end closed)."""
+    """Send one message and wait for the answer (None: the other end closed or announced too much)."""
     loop = asyncio.get_running_loop()
     await loop.sock_sendall(sock, _HEADER.pack(len(data)) + data)
-    header = await _aexactly(loop, sock, _HEADER.size)
-    return None if header is None else await _aexactly(loop, sock, _HEADER.unpack(header)[0])
+    return await _aframe(loop, sock)
 
 
 # ---- the server's side ----
@@ -161,7 +177,7 @@ class Zygote:
         sock = self._request(request)
         sock.settimeout(self.answer_within)
         try:
-            ready = receive(sock)
+            ready = receive(sock, FRAME_MAX)
         except OSError:
             ready = None
         sock.settimeout(None)
@@ -172,10 +188,7 @@ class Zygote:
         sock = self._request(request)  # a fork: a few milliseconds; the zygote never learns episode ids
         sock.setblocking(False)
         try:
-            header = await asyncio.wait_for(_aexactly(asyncio.get_running_loop(), sock, _HEADER.size),
-                                            self.answer_within)
-            ready = None if header is None else \
-                await _aexactly(asyncio.get_running_loop(), sock, _HEADER.unpack(header)[0])
+            ready = await asyncio.wait_for(_aframe(asyncio.get_running_loop(), sock), self.answer_within)
         except (TimeoutError, OSError):
             ready = None
         return self._ready(sock, ready, episode_id)

@@ -8,14 +8,18 @@ its episode. Everything here runs in the zygote or in an episode process, never 
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import gc
 import importlib.util
 import json
 import os
+import resource
+import select
 import signal
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from . import journal
@@ -24,6 +28,8 @@ from .forked import ForkRefused, Zygote, receive, send
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
+PR_SET_CHILD_SUBREAPER = 36
+LOG_MAX = 16 << 20  # the largest file an episode's process writes (its output goes to the server's log)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -44,7 +50,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _detach(keep=theirs.fileno())
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes and keepers
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # an episode whose keeper ended is reaped here
         _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
                 episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
@@ -102,11 +109,12 @@ class _Zygote:
         loader: Any = module_spec.loader
         source = loader.get_source(self.module_name)
         self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
-        for name in _stdlib_imports(source):
-            try:
-                importlib.import_module(name)
-            except Exception:  # the episode's own import will say what is wrong
-                continue
+        with _stdlib_only():
+            for name in _stdlib_imports(source):
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the episode's own import will say what is wrong
+                    continue
         gc.freeze()
 
     def _state(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +158,7 @@ class _Zygote:
             if pid == 0:
                 self.channel.close()
                 server_end.close()
-                self._episode(episode_end, state)
+                self._keep(episode_end, state)
             episode_end.close()
             socket.send_fds(self.channel, [json.dumps({"pid": pid}).encode()], [server_end.fileno()])
             server_end.close()
@@ -158,11 +166,36 @@ class _Zygote:
     def _refuse(self, status: int, message: str) -> None:
         socket.send_fds(self.channel, [json.dumps({"status": status, "message": message}).encode()], [])
 
-    def _episode(self, sock: socket.socket, state: dict[str, Any]) -> None:
+    def _keep(self, sock: socket.socket, state: dict[str, Any]) -> None:
+        """The episode's keeper: forks the episode's process, then ends when the server closes the channel
+        (the episode is closed, or the server gave up on a call that never returned) or when the episode's
+        process ends. The kernel then kills the episode's process (its parent-death signal, which its seccomp
+        filter keeps it from clearing): environment code that blocks the timeout signal and never reads its
+        channel again does not outlive its episode. Runs no environment code."""
+        try:
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # ends with the zygote
+            signal.signal(signal.SIGCHLD, lambda *_: os._exit(0))  # the zygote (a subreaper) reaps the episode
+            keeper = os.getpid()
+            if os.fork() == 0:
+                self._episode(sock, state, keeper)
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLRDHUP)  # only the server's close wakes it, never a request
+            while not poller.poll():
+                continue
+        finally:
+            os._exit(0)
+
+    def _episode(self, sock: socket.socket, state: dict[str, Any], keeper: int) -> None:
         """The episode's process: build the episode, answer its requests until the server closes the channel."""
         try:
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != keeper:  # the keeper ended before the signal was set
+                return
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # its stdout and stderr are the server's log, a file of the launcher's: no file written past LOG_MAX
+            # (a write there fails; the server's own writes are not limited)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_MAX, LOG_MAX))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             if self.restrict is not None:
                 self.restrict()  # no new process, no signal: nothing outlives the episode or reaches another
             try:
@@ -206,8 +239,30 @@ class _Filter:
             raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
 
 
+@contextlib.contextmanager
+def _stdlib_only() -> Iterator[None]:
+    """Imports from Python's own library only: the server folder is first on the search path, and a module
+    of it named like a standard one (`fractions.py` beside the package, imported by `statistics`) is
+    environment code, which the zygote never runs."""
+    saved = sys.path[:]
+    sys.path[:] = [entry for entry in saved if entry and _in_stdlib(os.path.realpath(entry))]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+_STDLIB = os.path.realpath(os.path.dirname(os.__file__))
+
+
+def _in_stdlib(path: str) -> bool:
+    """Python's library folder or one beneath it (lib-dynload), never an installed-packages folder."""
+    return (path == _STDLIB or path.startswith(_STDLIB + os.sep)) and \
+        not {"site-packages", "dist-packages"} & set(path.split(os.sep))
+
+
 def _stdlib_imports(source: str) -> list[str]:
-    """Standard library modules the source imports at its top level (importing them runs no code of its own)."""
+    """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
