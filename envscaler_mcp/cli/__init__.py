@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("envscaler_mcp.view.cli",
              "Browse run folders in a web browser (runs, episodes, evidence, comparisons; follows live runs)."),
     "catalog": ("envscaler_mcp.catalog.cli", "Build and inspect the bundled environment catalog."),
-    "scenarios": ("envscaler_mcp.qa.cli", "Check scenario sets with the QA gate."),
+    "scenarios": ("envscaler_mcp.cli.scenarios", "Check scenario sets with the QA gate."),
     "import": ("envscaler_mcp.cli.importing", "Import environments and scenarios from other formats."),
     "synth": ("envscaler_mcp.synth.cli",
               "Synthesize environments (envs) and scenarios from a task corpus with an LLM."),

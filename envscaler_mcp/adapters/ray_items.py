@@ -1,4 +1,5 @@
-"""`synth envs` (model and check stages, per topic) and `synth scenarios` (per item) on a Ray cluster.
+"""Work items on a Ray cluster: `synth envs` (model and check stages, per topic), `synth scenarios` (per item)
+and `scenarios check` (per scenario).
 
 Each item runs on a Ray actor through the stage's own code, writing into a scratch folder of its own; the
 writes it made (atomic files and JSONL lines, in order: `_io.journal_writes`) come back to the driver, which
@@ -25,8 +26,8 @@ import ray
 
 from envscaler_mcp._io import journal_writes, replay_writes
 from envscaler_mcp.adapters.ray_run import RayDispatch, cluster_cpus, connect
-from envscaler_mcp.synth._common_store import ItemCallback
 
+ItemCallback = Callable[[str, str, str], None]  # (stage, item id, outcome) of a finished item
 Progress = list[tuple[str, str, str]]  # (stage, item id, outcome) of the item's on_item calls
 
 
