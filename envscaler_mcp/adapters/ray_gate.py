@@ -11,15 +11,14 @@ run asks for Ray; `ray` is the optional extra `.[ray]`.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._io import append_jsonl
-from envscaler_mcp.adapters.ray_items import ItemCallback, ItemRun
-from envscaler_mcp.adapters.ray_run import connect
-from envscaler_mcp.catalog.paths import data_root, package_root, set_home
+from envscaler_mcp.adapters.ray_items import ItemCallback, RayCommand
+from envscaler_mcp.adapters.ray_run import driver_home
+from envscaler_mcp.catalog.paths import set_home
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.batch import Item, failing_factory, judge, target_of
@@ -72,24 +71,13 @@ class GateJob:
         on_item("gate", f"{report.env_id}/{report.scenario_id}", "passed" if report.passed else "rejected")
 
 
-class RayGate:
+class RayGate(RayCommand):
     """The scenarios check's Ray runner (qa/cli.py RemoteGate): `scenarios check --ray`."""
-
-    def __init__(self, address: str, workers: int | None = None) -> None:
-        self.address = address
-        self.workers = workers
-
-    def connect(self) -> None:
-        """Join the cluster (an address nobody answers on: one UsageError line, before any work)."""
-        connect(self.address)
 
     def run(self, items: list[tuple[Any, Item]], results: ResultsFile, *, transport: Transport, timeout_s: float,
             validator_workers: int, per_worker: int, mutation: bool, require_reference: bool) -> None:
         """Judge every item on the cluster, its line appended to `results` by this driver as it comes back."""
-        home = None if data_root() == package_root() else str(data_root())
-        job = GateJob(results.path.name, transport, timeout_s, validator_workers, mutation, require_reference, home)
-        runner = ItemRun(job=job, out=results.path.parent, address=self.address, workers=self.workers,
-                         per_worker=per_worker,
-                         on_lost=lambda message: print(f"warning: {message}", file=sys.stderr))
-        runner.run(items)
+        job = GateJob(results.path.name, transport, timeout_s, validator_workers, mutation, require_reference,
+                      driver_home())
+        self.item_run(job, results.path.parent, per_worker=per_worker).run(items)
 

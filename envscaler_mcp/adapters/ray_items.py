@@ -152,6 +152,23 @@ class ItemRun:
         self.lost_workers += dispatch.lost_workers
 
 
+@dataclass
+class RayCommand:
+    """A command's `--ray ADDR [--ray-workers N]`: joins the cluster, then runs the command's items there."""
+
+    address: str
+    workers: int | None = None
+
+    def connect(self) -> None:
+        """Join the cluster (an address nobody answers on: one UsageError line, before any work)."""
+        connect(self.address)
+
+    def item_run(self, job: ItemJob, out: Path, *, per_worker: int = 1, on_item: ItemCallback | None = None) -> ItemRun:
+        """An ItemRun of `job` on this cluster, a lost worker reported on stderr."""
+        return ItemRun(job=job, out=out, address=self.address, workers=self.workers, per_worker=per_worker,
+                       on_item=on_item, on_lost=lambda message: print(f"warning: {message}", file=sys.stderr))
+
+
 async def run_items(job: ItemJob, items: list[Any], out: Path, address: str, *, workers: int | None = None,
                     per_worker: int = 1, on_item: ItemCallback | None = None) -> ItemRun:
     """ItemRun.run in a worker thread (the driver's event loop stays free)."""

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("envscaler_mcp.catalog.cli", "List the catalog's environments with their tool and scenario counts."),
     "show": ("envscaler_mcp.catalog.cli",
              "Show one environment: summary, rules, tools with kinds and parameters, scenarios."),
-    "render": ("envscaler_mcp.render.cli",
+    "render": ("envscaler_mcp.cli.render",
                "Render environments into standalone MCP servers (deterministic; one folder per environment)."),
     "cache": ("envscaler_mcp.render.cli", "Show or clean the cache of servers rendered on demand (eval, serve)."),
     "serve": ("envscaler_mcp.launch.cli", "Run an environment's MCP server in the foreground (no install needed)."),
