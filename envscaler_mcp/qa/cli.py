@@ -18,7 +18,7 @@ from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import Transport
 from envscaler_mcp.qa.batch import Group, Item, StoredScenario, check_groups
 from envscaler_mcp.qa.gate import GateReport, StepStatus
-from envscaler_mcp.qa.results import ResultsFile, Selection
+from envscaler_mcp.qa.results import ResultsFile, Selection, report_line
 from envscaler_mcp.scenario.models import Scenario
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
@@ -191,7 +191,7 @@ def check_command(
     if not reports:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
     if as_json:
-        typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
+        typer.echo(json.dumps([report_line(r) for r in reports], indent=2))
         if mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
