@@ -34,6 +34,20 @@ def _start(num_cpus: int) -> None:
              configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
 
 
+def actor_pids(actor: str) -> list[int]:
+    """The processes of a run's Ray actors of class `actor` (Ray titles them ray::<class>...)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(f"ray::{actor}".encode()):
+                pids.append(int(entry.name))
+    return pids
+
+
 @contextmanager
 def local_ray(num_cpus: int) -> Iterator[None]:
     """A cluster of its own on 127.0.0.1 with `num_cpus` CPUs, shut down on exit."""

@@ -17,6 +17,7 @@ from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
+from tests.cluster.conftest import actor_pids
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
@@ -55,20 +56,6 @@ def test_oracle_on_ray_scores_like_the_local_run(cluster: None, tmp_path: Path) 
     assert set(servers) == {f"server:{env}" for env in ENVS} and all(servers[k] == local_iso[k] for k in servers)
 
 
-def _worker_pids() -> list[int]:
-    """The processes of the run's Ray actors (Ray titles them ray::EpisodeWorker...)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmdline.startswith(b"ray::EpisodeWorker"):
-                pids.append(int(entry.name))
-    return pids
-
-
 def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -> None:
     out = tmp_path / "run"
     results = out / "results.jsonl"
@@ -79,7 +66,7 @@ def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             lines = results.read_text().count("\n") if results.exists() else 0
-            pids = _worker_pids()
+            pids = actor_pids("EpisodeWorker")
             if lines >= 1 and pids:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append((pids[0], lines))
