@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +49,31 @@ def actor_pids(actor: str) -> list[int]:
             if cmdline.startswith(f"ray::{actor}".encode()):
                 pids.append(int(entry.name))
     return pids
+
+
+@contextmanager
+def killing_one(actor: str, results: Path, timeout_s: float = 300) -> Iterator[list[tuple[int, int]]]:
+    """While the block runs, SIGKILL one `actor` process once `results` has its first line; yields the
+    [(pid, lines in results then)] of the kill (empty when none happened)."""
+    killed: list[tuple[int, int]] = []
+
+    def kill() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            lines = results.read_text().count("\n") if results.exists() else 0
+            pids = actor_pids(actor)
+            if lines >= 1 and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append((pids[0], lines))
+                return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    try:
+        yield killed
+    finally:
+        killer.join()
 
 
 @contextmanager

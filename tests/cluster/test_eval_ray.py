@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
-import time
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -17,7 +14,7 @@ from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
-from tests.cluster.conftest import actor_pids
+from tests.cluster.conftest import killing_one
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
@@ -60,24 +57,9 @@ def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -
     out = tmp_path / "run"
     results = out / "results.jsonl"
     planned = 2 * 4 * len(ENVS)
-    killed: list[tuple[int, int]] = []
-
-    def kill_one_when_half_done() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            lines = results.read_text().count("\n") if results.exists() else 0
-            pids = actor_pids("EpisodeWorker")
-            if lines >= 1 and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append((pids[0], lines))
-                return
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_one_when_half_done)
-    killer.start()
     # one episode at a time per worker, so the run is still going when the first results land
-    anyio.run(ray_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
-    killer.join()
+    with killing_one("EpisodeWorker", results, 60) as killed:
+        anyio.run(ray_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
     assert killed and killed[0][1] < planned, "the worker was not stopped mid-run"
     pid = killed[0][0]
     assert not Path(f"/proc/{pid}").exists() or b"zombie" in Path(f"/proc/{pid}/status").read_bytes().lower()

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
-from tests.cluster.conftest import actor_pids
+from tests.cluster.conftest import killing_one
 
 pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
@@ -76,24 +73,9 @@ def test_ray_gate_equals_the_local_gate_and_resumes(cluster: None, tmp_path: Pat
 
 def test_a_worker_lost_mid_gate_loses_no_scenario(cluster: None, tmp_path: Path) -> None:
     results = tmp_path / "gate.jsonl"
-    killed: list[tuple[int, int]] = []
-
-    def kill_one_after_the_first_line() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            done = results.read_text().count("\n") if results.exists() else 0
-            pids = actor_pids("ItemWorker")
-            if done >= 1 and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append((pids[0], done))
-                return
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_one_after_the_first_line)
-    killer.start()
     # one scenario at a time per worker, so the gate is still going when the first line lands
-    code, reports = gate("--ray", "auto", "--ray-workers", "2", "--concurrency", "1", "--results", str(results))
-    killer.join()
+    with killing_one("ItemWorker", results) as killed:
+        code, reports = gate("--ray", "auto", "--ray-workers", "2", "--concurrency", "1", "--results", str(results))
     assert killed and killed[0][1] < 28, "the worker was not stopped mid-gate"
     keys = [(r["env_id"], r["scenario_id"]) for r in lines(results)]
     assert len(keys) == 28 and len(set(keys)) == 28  # every scenario once: the lost ones sent again
