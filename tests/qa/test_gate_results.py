@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import envscaler_mcp.qa.batch
+import envscaler_mcp.qa.gate
 from envscaler_mcp.cli import app
 from envscaler_mcp.errors import UsageError
 from tests.qa.test_cli import fake_launch, write_set  # noqa: F401 (fake_launch is a fixture)
@@ -22,7 +23,7 @@ runner = CliRunner()
 def judged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The scenario ids the gate judges, in order."""
     seen: list[str] = []
-    real = envscaler_mcp.qa.batch.check_scenario
+    real = envscaler_mcp.qa.gate.check_scenario
 
     async def counting(sc: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(sc.id)
