@@ -59,7 +59,8 @@ def render_command(
     if ray_workers is not None and ray is None:
         raise UsageError("--ray-workers needs --ray")
     if ray is not None and (check or not _remote_factory):
-        raise UsageError("--ray renders; --check runs here" if check else "--ray is not available here")
+        raise UsageError("--check reads the servers on this machine: drop --ray" if check
+                         else "--ray is not available here")
     remote = _remote_factory[0](ray, ray_workers) if ray is not None else None
     if remote is not None:
         remote.connect()
