@@ -126,6 +126,11 @@ class EpisodeWorker:
             await self._user.aclose()
 
 
+def driver_home() -> str | None:
+    """The driver's data home when it is not the package's (--home): workers resolve environment ids there."""
+    return None if data_root() == package_root() else str(data_root())
+
+
 def cluster_cpus() -> int:
     """The CPUs of the cluster this driver joined (the default number of workers)."""
     resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
@@ -284,7 +289,7 @@ def episode_dispatch(config: RunConfig, plans: list[EnvPlan], run_id: str, worke
     that ends on an infra error is run once more on another worker."""
     actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(EpisodeWorker)
     config_json, plans_json = config.model_dump(mode="json"), [p.model_dump(mode="json") for p in plans]
-    home = None if data_root() == package_root() else str(data_root())  # workers resolve ids in the same home
+    home = driver_home()
 
     def finished(_item: tuple[Any, ...], record: dict[str, Any]) -> None:
         on_result(EpisodeResult.model_validate(record["result"]),

@@ -66,11 +66,42 @@ def free_fields_of(target: Any) -> list[FreeField]:
     return list(skeleton.free_fields) if skeleton is not None else []
 
 
-def _env_key(target: Any) -> str:
-    return target.id if isinstance(target, EnvSkeleton) else str(target)
+@dataclass(frozen=True)
+class Target:
+    """A server target (env id, skeleton path or EnvSkeleton) with what gating its scenarios needs."""
+
+    target: Any
+    key: str
+    free: list[FreeField]
+    convention: str
 
 
-def _failing_factory(error: Exception) -> EpisodeFactory:
+def target_of(target: Any) -> Target:
+    """The target with its key, its skeleton's free fields (for the state check) and success convention."""
+    skeleton = _skeleton_of(target)
+    return Target(target, target.id if isinstance(target, EnvSkeleton) else str(target),
+                  list(skeleton.free_fields) if skeleton is not None else [],
+                  skeleton.success_convention if skeleton is not None else DEFAULT_CONVENTION)
+
+
+async def judge(item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox, target: Target,
+                references: ReferenceCache, *, require_reference: bool = True, mutation: bool = False,
+                wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> GateReport:
+    """Gate one scenario (read in full only now) on `factory`'s episodes; its replay and final state are
+    dropped once its report is done (10,000 reports would hold 10,000 final states)."""
+    sc = item.load() if isinstance(item, StoredScenario) else item
+    report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
+                                  wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
+                                  free_fields=target.free, references=references, env_key=target.key,
+                                  convention=target.convention)
+    references.forget(sc, target.key)
+    report.final_state = None
+    return report
+
+
+def failing_factory(error: Exception) -> EpisodeFactory:
+    """An episode factory that raises `error`: the scenarios of a server that did not start fail with it."""
+
     @asynccontextmanager
     async def factory(_state: State) -> AsyncIterator[Any]:
         raise error
@@ -96,27 +127,20 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
     fatal: list[BaseException] = []
 
     async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
-                       target: Any, free: list[FreeField], convention: str) -> None:
+                       target: Target) -> None:
         async with limiter:
-            sc = item.load() if isinstance(item, StoredScenario) else item  # read in full only now
-            report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
-                                          wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
-                                          free_fields=free, references=references, env_key=_env_key(target),
-                                          convention=convention)
-            references.forget(sc, _env_key(target))
-            report.final_state = None  # not saved, and 10,000 reports would hold 10,000 final states
+            report = await judge(item, factory, sandbox, target, references, require_reference=require_reference,
+                                 mutation=mutation, wrong_solutions=wrong_solutions)
         done[key] = report
         if on_report:
             on_report(report)
 
     async def gate_all(factory: EpisodeFactory, numbered: list[tuple[tuple[int, int], Item]],
                        sandbox: ValidatorSandbox, target: Any) -> None:
-        skeleton = _skeleton_of(target)
-        free = list(skeleton.free_fields) if skeleton is not None else []
-        convention = skeleton.success_convention if skeleton is not None else DEFAULT_CONVENTION
+        gating = target_of(target)
         async with anyio.create_task_group() as tg:
             for key, item in numbered:
-                tg.start_soon(gate_one, key, item, factory, sandbox, target, free, convention)
+                tg.start_soon(gate_one, key, item, factory, sandbox, gating)
 
     async def gate_group(g: int, target: Any, scenarios: Sequence[Item] | Callable[[], Sequence[Item]],
                          sandbox: ValidatorSandbox, scope: anyio.CancelScope) -> None:
@@ -136,7 +160,7 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
                     fatal.append(exc)
                     scope.cancel()
                     return
-                await gate_all(_failing_factory(exc), left, sandbox, target)
+                await gate_all(failing_factory(exc), left, sandbox, target)
 
     async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
         async with anyio.create_task_group() as tg:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Protocol
 
 import typer
 from rich.console import Console
@@ -15,14 +16,27 @@ from envscaler_mcp import _interrupt
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import Transport
-from envscaler_mcp.qa.batch import Group, StoredScenario, check_groups
+from envscaler_mcp.qa.batch import Group, Item, StoredScenario, check_groups
 from envscaler_mcp.qa.gate import GateReport, StepStatus
+from envscaler_mcp.qa.results import ResultsFile, Selection, report_line
 from envscaler_mcp.scenario.models import Scenario
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
 _CELL: dict[StepStatus, str] = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "warn": "[yellow]warn[/]",
                                 "skip": "[dim]skip[/]"}
+
+
+class RemoteGate(Protocol):
+    """Where `--ray` runs the gate (adapters/ray_gate.py RayGate, wired by cli/scenarios.py)."""
+
+    def connect(self) -> None: ...
+
+    def run(self, items: list[tuple[Any, Item]], results: ResultsFile, *, transport: Transport, timeout_s: float,
+            validator_workers: int, per_worker: int, mutation: bool, require_reference: bool) -> None: ...
+
+
+RemoteFactory = Callable[[str, int | None], RemoteGate]  # (--ray address, --ray-workers) -> the runner
 
 
 class _Listed:
@@ -140,22 +154,44 @@ def check_command(
     concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all.")] = 4,
     servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
                                          "when its turn comes, stopped when its scenarios are done).")] = 2,
+    results_path: Annotated[Path | None, typer.Option("--results", help="Stream the reports to this JSONL file, one "
+                                                      "line per scenario as it is judged (see --resume).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Judge only the scenarios without a line in --results; "
+                                         "the report covers them all.")] = False,
+    ray: Annotated[str | None, typer.Option("--ray", metavar="auto|local|ADDR", help="Judge the scenarios on Ray "
+                                            "workers: 'auto' joins the running cluster, 'local' starts a private one, "
+                                            "or a head's address; --concurrency is then per worker (docs/ray.md).")
+                   ] = None,
+    ray_workers: Annotated[int | None, typer.Option("--ray-workers", min=1,
+                                                    help="Ray workers (default: the cluster's CPUs).")] = None,
     home: HomeOption = None,
 ) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
     and fail after each of the scenario's wrong solutions."""
+    if resume and results_path is None:
+        raise UsageError("--resume continues a --results FILE: give the file")
+    remote = _remote(ray, ray_workers)
     listed = _Listed()
     groups = _groups(envs or [], scenarios_file, ids or [], listed)
+    results = ResultsFile(results_path, resume=resume) if results_path is not None else None
+    selection = Selection(results.judged if results is not None else {})
+    groups = selection.groups(groups)
     console = Console(stderr=as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=as_json, width=130)
-    reports = _interrupt.run(lambda: check_groups(groups, transport=transport, timeout_s=timeout, workers=workers,
-                                             concurrency=concurrency, servers=servers, mutation=mutation,
-                                             require_reference=not allow_no_reference))
+    options: dict[str, Any] = {"transport": transport, "timeout_s": timeout, "mutation": mutation,
+                               "require_reference": not allow_no_reference}
+    if remote is not None:
+        new = _on_remote(remote, groups, results, options, workers=workers, concurrency=concurrency)
+    else:
+        on_report = results.append if results is not None else None
+        new = _interrupt.run(lambda: check_groups(groups, workers=workers, concurrency=concurrency, servers=servers,
+                                                  on_report=on_report, **options))
+    reports = selection.reports(new)
     if not reports:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
     if as_json:
-        typer.echo(json.dumps([{**r.model_dump(mode="json"), "passed": r.passed} for r in reports], indent=2))
+        typer.echo(json.dumps([report_line(r) for r in reports], indent=2))
         if mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
@@ -220,6 +256,36 @@ def probe_summary(reports: list[GateReport]) -> str:
             f"wrong solutions: {c['given_wrong_solutions']}, {c['given_wrong_solutions_uncaught']} not caught")
 
 
-def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the main app."""
+_remote_factory: list[RemoteFactory] = []  # set by register(app, remote=...)
+
+
+def _remote(address: str | None, workers: int | None) -> RemoteGate | None:
+    """The `--ray` runner, joined to its cluster before any work (None without --ray)."""
+    if address is None:
+        if workers is not None:
+            raise UsageError("--ray-workers needs --ray")
+        return None
+    if not _remote_factory:
+        raise UsageError("--ray is not available in this command line")
+    remote = _remote_factory[0](address, workers)
+    remote.connect()
+    return remote
+
+
+def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | None, options: dict[str, Any], *,
+               workers: int, concurrency: int) -> list[GateReport]:
+    """Every group's scenarios judged by `remote`; the reports are read back from the results file (a
+    temporary one without --results)."""
+    items = [(target, item) for target, scs in groups for item in (scs() if callable(scs) else scs)]
+    with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
+        stream = results or ResultsFile(Path(scratch) / "gate.jsonl", resume=False)
+        before = set(stream.judged)
+        remote.run(items, stream, validator_workers=workers, per_worker=concurrency, **options)
+        return [r for key, r in ResultsFile(stream.path, resume=True).judged.items() if key not in before]
+
+
+def register(app: typer.Typer, remote: RemoteFactory | None = None) -> None:
+    """Add this stage's commands to the main app (`remote`: the runner of --ray, from a layer above)."""
+    if remote is not None and not _remote_factory:
+        _remote_factory.append(remote)
     app.add_typer(scenarios_app, name="scenarios")

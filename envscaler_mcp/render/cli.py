@@ -4,13 +4,27 @@ demand)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
+
+
+class RemoteRender(Protocol):
+    """Where `render --ray` renders (adapters/ray_render.py RayRender, wired by cli/render.py)."""
+
+    def connect(self) -> None: ...
+
+    def run(self, envs: list[str], root: Path, report: Callable[[str, str], None]) -> None:
+        """Render each environment into root/<its folder>; `report(folder, counts)` as each is in place."""
+
+
+RemoteFactory = Callable[[str, int | None], RemoteRender]  # (--ray address, --ray-workers) -> the renderer
+_remote_factory: list[RemoteFactory] = []  # set by register(app, remote=...)
 
 
 def render_command(
@@ -20,6 +34,11 @@ def render_command(
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default: generated_servers/).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Only check that the servers in the output folder are "
                                         "current; exit 1 when one is not.")] = False,
+    ray: Annotated[str | None, typer.Option("--ray", metavar="auto|local|ADDR", help="Render on Ray workers: 'auto' "
+                                            "joins the running cluster, 'local' starts a private one, or a head's "
+                                            "address (docs/ray.md).")] = None,
+    ray_workers: Annotated[int | None, typer.Option("--ray-workers", min=1,
+                                                    help="Ray workers (default: the cluster's CPUs).")] = None,
     home: HomeOption = None,
 ) -> None:
     """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
@@ -37,7 +56,15 @@ def render_command(
     if out is None and not root.resolve().is_relative_to(data_root()):
         raise UsageError(f"{root} leads out of the data home (to {root.resolve()}); rendering there would replace "
                          "folders outside it. Remove the link, or pass --out")
-    stale = []
+    if ray_workers is not None and ray is None:
+        raise UsageError("--ray-workers needs --ray")
+    if ray is not None and (check or not _remote_factory):
+        raise UsageError("--check reads the servers on this machine: drop --ray" if check
+                         else "--ray is not available here")
+    remote = _remote_factory[0](ray, ray_workers) if ray is not None else None
+    if remote is not None:
+        remote.connect()
+    stale, on_workers = [], []
     skeletons = [(env, get_skeleton(env)) for env in ids]  # every name checked before anything is written
     for env, skeleton in skeletons:
         scenarios = StoredScenarios(scenarios_path(env, skeleton.id))  # each read from its line when reached
@@ -53,8 +80,13 @@ def render_command(
             continue
         if target.is_symlink():  # replace the link itself, never the folder it points to
             target.unlink()
+        if remote is not None:
+            on_workers.append(env)
+            continue
         render_server(skeleton, scenarios, target)
         typer.echo(f"rendered    {target}  ({len(skeleton.tools)} tools, {len(scenarios)} scenarios)")
+    if remote is not None and on_workers:
+        remote.run(on_workers, root, lambda folder, counts: typer.echo(f"rendered    {root / folder}  ({counts})"))
     if stale:
         typer.secho(f"{len(stale)} server(s) are not current: run `envscaler-mcp render {' '.join(stale)}"
                     + (f" --out {out}" if out is not None else "") + "`",
@@ -98,7 +130,9 @@ def cache_clean_command(
         typer.echo("some were used in the last 10 minutes and were kept (--force removes them too)")
 
 
-def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the main app."""
+def register(app: typer.Typer, remote: RemoteFactory | None = None) -> None:
+    """Add this stage's commands to the main app (`remote`: the renderer of --ray, from a layer above)."""
+    if remote is not None and not _remote_factory:
+        _remote_factory.append(remote)
     app.command("render")(render_command)
     app.add_typer(cache_app, name="cache")

@@ -218,17 +218,22 @@ def write_files(files: Mapping[str, bytes | StreamedFile], out_dir: Path) -> Pat
                 data.write(target)
             else:
                 target.write_bytes(data)
-        old = None
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{tmp.name[-8:]}"
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        swap_in(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+def swap_in(folder: Path, out_dir: Path) -> None:
+    """Replace `out_dir` with `folder` (a sibling on the same file system), the old one removed after."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.parent / f".{out_dir.name}.old-{folder.name[-8:]}"
+        out_dir.rename(old)
+    folder.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path) -> Path:

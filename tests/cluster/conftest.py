@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +35,45 @@ def _start(num_cpus: int) -> None:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
              configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+
+
+def actor_pids(actor: str) -> list[int]:
+    """The processes of a run's Ray actors of class `actor` (Ray titles them ray::<class>...)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.startswith(f"ray::{actor}".encode()):
+                pids.append(int(entry.name))
+    return pids
+
+
+@contextmanager
+def killing_one(actor: str, results: Path, timeout_s: float = 300) -> Iterator[list[tuple[int, int]]]:
+    """While the block runs, SIGKILL one `actor` process once `results` has its first line; yields the
+    [(pid, lines in results then)] of the kill (empty when none happened)."""
+    killed: list[tuple[int, int]] = []
+
+    def kill() -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            lines = results.read_text().count("\n") if results.exists() else 0
+            pids = actor_pids(actor)
+            if lines >= 1 and pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append((pids[0], lines))
+                return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    try:
+        yield killed
+    finally:
+        killer.join()
 
 
 @contextmanager

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
-import time
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -17,6 +14,7 @@ from envscaler_mcp.adapters.ray_run import RayEpisodes
 from envscaler_mcp.harness.config import RunConfig
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
+from tests.cluster.conftest import killing_one
 
 ray = pytest.importorskip("ray", reason="Ray is the optional extra .[ray]: pip install -e '.[ray]'")
 
@@ -55,42 +53,13 @@ def test_oracle_on_ray_scores_like_the_local_run(cluster: None, tmp_path: Path) 
     assert set(servers) == {f"server:{env}" for env in ENVS} and all(servers[k] == local_iso[k] for k in servers)
 
 
-def _worker_pids() -> list[int]:
-    """The processes of the run's Ray actors (Ray titles them ray::EpisodeWorker...)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmdline.startswith(b"ray::EpisodeWorker"):
-                pids.append(int(entry.name))
-    return pids
-
-
 def test_a_worker_lost_mid_run_loses_no_episode(cluster: None, tmp_path: Path) -> None:
     out = tmp_path / "run"
     results = out / "results.jsonl"
     planned = 2 * 4 * len(ENVS)
-    killed: list[tuple[int, int]] = []
-
-    def kill_one_when_half_done() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            lines = results.read_text().count("\n") if results.exists() else 0
-            pids = _worker_pids()
-            if lines >= 1 and pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append((pids[0], lines))
-                return
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_one_when_half_done)
-    killer.start()
     # one episode at a time per worker, so the run is still going when the first results land
-    anyio.run(ray_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
-    killer.join()
+    with killing_one("EpisodeWorker", results, 60) as killed:
+        anyio.run(ray_eval, config(ray="auto", ray_workers=2, concurrency=1), out)
     assert killed and killed[0][1] < planned, "the worker was not stopped mid-run"
     pid = killed[0][0]
     assert not Path(f"/proc/{pid}").exists() or b"zombie" in Path(f"/proc/{pid}/status").read_bytes().lower()

@@ -68,7 +68,7 @@ Providers = tuple[Provider, Provider | None]  # generator, solver (None: the gen
 
 @dataclass
 class ScenJob:
-    """Scenario items on a Ray worker (synth.ray_items): one server per environment and one validator sandbox
+    """Scenario items on a Ray worker (adapters.ray_items): one server per environment and one validator sandbox
     per worker, kept open for all its items."""
 
     skeletons: dict[str, EnvSkeleton]
@@ -217,8 +217,8 @@ class EnvRun:
 async def _run_on_ray(skeletons: Sequence[EnvSkeleton], options: ScenOptions, open_server: ServerOpener,
                       make_providers: Callable[[], Providers]) -> dict[str, MergeResult]:
     """Every unfinished item of every environment on Ray; the driver writes them, then merges each set."""
+    from envscaler_mcp.adapters.ray_items import run_items
     from envscaler_mcp.adapters.ray_run import connect
-    from envscaler_mcp.synth.ray_items import run_items
 
     assert options.ray is not None
     connect(options.ray)

@@ -58,7 +58,7 @@ class SkelConfig:
 
 @dataclass
 class ModelJob:
-    """The model stage's items (topics) on a Ray worker (synth.ray_items)."""
+    """The model stage's items (topics) on a Ray worker (adapters.ray_items)."""
 
     make_seats: Callable[[], Seats]
     options: ModelOptions
@@ -79,7 +79,7 @@ class ModelJob:
 
 @dataclass
 class CheckJob:
-    """The check stage's items (modelled environments) on a Ray worker (synth.ray_items)."""
+    """The check stage's items (modelled environments) on a Ray worker (adapters.ray_items)."""
 
     make_seats: Callable[[], Seats]
     options: CheckOptions
@@ -143,7 +143,7 @@ async def run_skel(config: SkelConfig, seats: Seats, episode_factory: EpisodeFac
         if config.on_start:
             config.on_start("model", len(model_todo(load_topics(config.out), config.out)))
         if config.ray and config.make_seats is not None:
-            from envscaler_mcp.synth.ray_items import run_items
+            from envscaler_mcp.adapters.ray_items import run_items
 
             todo = [t.model_dump(mode="json") for t in model_todo(load_topics(config.out), config.out)]
             await run_items(ModelJob(config.make_seats, replace(config.model, on_item=None)), todo, config.out,
@@ -155,7 +155,7 @@ async def run_skel(config: SkelConfig, seats: Seats, episode_factory: EpisodeFac
         if config.on_start:
             config.on_start("check", len(check_todo(load_models(config.out), config.out)))
         if config.ray and config.make_seats is not None:
-            from envscaler_mcp.synth.ray_items import run_items
+            from envscaler_mcp.adapters.ray_items import run_items
 
             todo = [r.model_dump(mode="json") for r in check_todo(load_models(config.out), config.out)]
             await run_items(CheckJob(config.make_seats, replace(config.check, on_item=None), episode_factory),

@@ -1,4 +1,5 @@
-"""`synth envs` (model and check stages, per topic) and `synth scenarios` (per item) on a Ray cluster.
+"""Work items on a Ray cluster: `synth envs` (model and check stages, per topic), `synth scenarios` (per item)
+and `scenarios check` (per scenario).
 
 Each item runs on a Ray actor through the stage's own code, writing into a scratch folder of its own; the
 writes it made (atomic files and JSONL lines, in order: `_io.journal_writes`) come back to the driver, which
@@ -25,8 +26,8 @@ import ray
 
 from envscaler_mcp._io import journal_writes, replay_writes
 from envscaler_mcp.adapters.ray_run import RayDispatch, cluster_cpus, connect
-from envscaler_mcp.synth._common_store import ItemCallback
 
+ItemCallback = Callable[[str, str, str], None]  # (stage, item id, outcome) of a finished item
 Progress = list[tuple[str, str, str]]  # (stage, item id, outcome) of the item's on_item calls
 
 
@@ -149,6 +150,23 @@ class ItemRun:
                                per_worker=self.per_worker, on_result=finished, on_lost=self.on_lost)
         dispatch.run([(item,) for item in items])
         self.lost_workers += dispatch.lost_workers
+
+
+@dataclass
+class RayCommand:
+    """A command's `--ray ADDR [--ray-workers N]`: joins the cluster, then runs the command's items there."""
+
+    address: str
+    workers: int | None = None
+
+    def connect(self) -> None:
+        """Join the cluster (an address nobody answers on: one UsageError line, before any work)."""
+        connect(self.address)
+
+    def item_run(self, job: ItemJob, out: Path, *, per_worker: int = 1, on_item: ItemCallback | None = None) -> ItemRun:
+        """An ItemRun of `job` on this cluster, a lost worker reported on stderr."""
+        return ItemRun(job=job, out=out, address=self.address, workers=self.workers, per_worker=per_worker,
+                       on_item=on_item, on_lost=lambda message: print(f"warning: {message}", file=sys.stderr))
 
 
 async def run_items(job: ItemJob, items: list[Any], out: Path, address: str, *, workers: int | None = None,
