@@ -34,13 +34,14 @@ class Journal:
     def wrap(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
         """Return `value` with every plain dict/list (recursively) replaced by one journaled here.
 
-        This journal's containers met on the way are kept as they are (their content is already
-        journaled); another journal's are copied. `memo` keeps shared plain containers shared.
+        Journaled containers met on the way are kept as they are (their content is already journaled);
+        a state handed over whole from another journal is copied first. `memo` keeps shared plain
+        containers shared.
         """
         t = type(value)
         if t is not dict and t is not list:
             if (t is JDict or t is JList) and value._journal is not self:
-                value = dict(value) if t is JDict else list(value)
+                value = copy.deepcopy(value)  # plain containers all the way down (JDict/JList.__deepcopy__)
                 t = type(value)
             else:
                 return value
@@ -57,14 +58,13 @@ class Journal:
             memo[key] = new_d
             for k, v in value.items():
                 tv = type(v)
-                if tv is dict or tv is list or tv is JDict or tv is JList:
+                if tv is dict or tv is list:
                     dict.__setitem__(new_d, k, self.wrap(v, memo))
             return new_d
         new_l = JList()
         new_l._journal = self
         memo[key] = new_l
-        list.extend(new_l, [self.wrap(v, memo) if (tv := type(v)) is dict or tv is list or tv is JDict or tv is JList
-                            else v for v in value])
+        list.extend(new_l, [self.wrap(v, memo) if type(v) is dict or type(v) is list else v for v in value])
         return new_l
 
     def instance(self, cls: Any, *args: Any) -> Any:
