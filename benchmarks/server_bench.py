@@ -197,7 +197,8 @@ def start_cpu(server: ServerDir, isolation: bool) -> float:
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by `pid` and every process below it (Linux /proc)."""
+    """CPU seconds used so far by the threads of `pid` and of every process below it (Linux /proc schedstat,
+    nanoseconds; threads that have ended are not counted: the servers' calls run on their main threads)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -210,12 +211,16 @@ def tree_cpu(pid: int) -> float:
     while stack:
         p = stack.pop()
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
         stack.extend(children.get(p, []))
-    return total / os.sysconf("SC_CLK_TCK")
+    return total / 1e9
 
 
 async def compare_part(args: argparse.Namespace, server: ServerDir, qtool: str, qargs: dict, solution: list,
@@ -246,10 +251,10 @@ async def compare_part(args: argparse.Namespace, server: ServerDir, qtool: str, 
                     cpu.setdefault((name, "http"), []).append((tree_cpu(http.pid) - t0) / calls)
                 pipe = stdios[name]
                 t0 = tree_cpu(pipe.proc.pid)
-                for _ in range(300):
+                for _ in range(args.calls):
                     await pipe.request("tools/call", {"name": qtool, "arguments": qargs})
                 if _round:
-                    cpu.setdefault((name, "stdio"), []).append((tree_cpu(pipe.proc.pid) - t0) / 300)
+                    cpu.setdefault((name, "stdio"), []).append((tree_cpu(pipe.proc.pid) - t0) / args.calls)
         for raw in stdios.values():
             await raw.close()
     print(f"\nserver CPU per call ({args.rounds} rounds, medians; load {os.getloadavg()[0]:.1f})"
