@@ -235,7 +235,7 @@ async def compare_part(args: argparse.Namespace, server: ServerDir, qtool: str, 
         for raw in stdios.values():
             await raw.start()
         for _round in range(args.rounds + 1):  # the first round warms up and is dropped
-            for name in labels:
+            for name in (["this", "other"] if _round % 2 else ["other", "this"]):  # either goes first as often
                 http = https[name]
                 assert isinstance(http, HttpServer) and http.pid
                 t0, calls = tree_cpu(http.pid), 0
