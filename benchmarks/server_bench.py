@@ -1,6 +1,12 @@
 """Speed of generated MCP servers: start, round trips, episodes, memory, large states, concurrency.
 
     python benchmarks/server_bench.py [--env ecommerce_orders] [--calls 300] [--episodes 200]
+    python benchmarks/server_bench.py --compare OTHER_SERVER_DIR [--rounds 6]
+
+`--compare` measures only the server's CPU per call (its whole process tree, /proc) of this checkout's
+server against another rendering of the same environment (an older template, say), alternated in rounds
+so load changes hit both alike: HTTP episodes running the scenario's reference solution (state changes
+committed, then rolled back when replayed) and queries, and queries over stdio.
 
 Prints, side by side in one run:
 * cold start of a stdio server (spawn -> first tools/list answer) and of the HTTP server (spawn -> ready);
@@ -190,6 +196,75 @@ def start_cpu(server: ServerDir, isolation: bool) -> float:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by the threads of `pid` and of every process below it (Linux /proc schedstat,
+    nanoseconds; threads that have ended are not counted: the servers' calls run on their main threads)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+        stack.extend(children.get(p, []))
+    return total / 1e9
+
+
+async def compare_part(args: argparse.Namespace, server: ServerDir, qtool: str, qargs: dict, solution: list,
+                       state0: dict) -> None:
+    """Server CPU per call, this checkout's server vs `--compare`, alternated over `--rounds` rounds."""
+    other = resolve_target(str(args.compare))
+    labels = {"this": server, "other": other}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    async with launch_server(server.path, "http") as mine, launch_server(other.path, "http") as theirs:
+        https = {"this": mine, "other": theirs}
+        stdios = {name: RawStdio(s) for name, s in labels.items()}
+        for raw in stdios.values():
+            await raw.start()
+        for _round in range(args.rounds + 1):  # the first round warms up and is dropped
+            for name in (["this", "other"] if _round % 2 else ["other", "this"]):  # either goes first as often
+                http = https[name]
+                assert isinstance(http, HttpServer) and http.pid
+                t0, calls = tree_cpu(http.pid), 0
+                for _ in range(10):
+                    created = await http.create_episode(state0, None)
+                    raw = RawHttp(http.url + created["path"])
+                    for call in solution + solution + [{"tool": qtool, "arguments": qargs}] * 10:
+                        await raw.request("tools/call", {"name": call["tool"], "arguments": call["arguments"]})
+                        calls += 1
+                    await raw.close()
+                    await http.admin.delete(f"/admin/episodes/{created['episode_id']}")
+                if _round:
+                    cpu.setdefault((name, "http"), []).append((tree_cpu(http.pid) - t0) / calls)
+                pipe = stdios[name]
+                t0 = tree_cpu(pipe.proc.pid)
+                for _ in range(args.calls):
+                    await pipe.request("tools/call", {"name": qtool, "arguments": qargs})
+                if _round:
+                    cpu.setdefault((name, "stdio"), []).append((tree_cpu(pipe.proc.pid) - t0) / args.calls)
+        for raw in stdios.values():
+            await raw.close()
+    print(f"\nserver CPU per call ({args.rounds} rounds, medians; load {os.getloadavg()[0]:.1f})"
+          f"\n  this:  {server.path}\n  other: {other.path}")
+    for transport in ("http", "stdio"):
+        this = statistics.median(cpu[("this", transport)])
+        that = statistics.median(cpu[("other", transport)])
+        row(f"{transport}: this / other", f"{this * 1000:6.3f} ms / {that * 1000:6.3f} ms = {this / that:5.2f} x")
+
+
 async def main(args: argparse.Namespace) -> None:
     from envscaler_mcp.catalog.store import scenarios_for
 
@@ -200,6 +275,9 @@ async def main(args: argparse.Namespace) -> None:
     scenario = next(s for s in scenarios if s["reference_solution"] is solution)
     state0 = scenario["initial_state"]
     print(f"environment {args.env}: {len(spec['tools'])} tools; query used for round trips: {qtool}")
+    if args.compare:
+        await compare_part(args, server, qtool, qargs, solution, state0)
+        return
 
     print("\nstart")
     starts = []
@@ -404,4 +482,7 @@ if __name__ == "__main__":
     parser.add_argument("--episodes", type=int, default=200, help="concurrent HTTP episodes")
     parser.add_argument("--big-bytes", type=int, default=1_200_000, help="size of the scaled state (JSON bytes)")
     parser.add_argument("--big-reps", type=int, default=5, help="episodes on the scaled state")
+    parser.add_argument("--compare", type=Path, help="another server folder of the same environment: "
+                                                     "compare only the server CPU per call")
+    parser.add_argument("--rounds", type=int, default=6, help="alternated rounds for --compare")
     anyio.run(main, parser.parse_args())

@@ -50,3 +50,39 @@ async def test_remote_clients_are_refused_unless_allowed() -> None:
     assert refused.status_code == 403 and "loopback" in refused.json()["error"]
     allowed = await _get(_app(admin_token="secret", allow_remote_admin=True), "10.1.2.3", auth)
     assert allowed.status_code == 200
+
+
+async def test_routes_answer_as_the_server_contract_says() -> None:
+    app = _app(admin_token="secret")
+    auth = {"Authorization": "Bearer secret"}
+    transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 5555))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as client:
+        created = await client.post("/admin/episodes", content=b"{}", headers=auth)
+        assert created.status_code == 201
+        episode_id, path = created.json()["episode_id"], created.json()["path"]
+        assert path == f"/episodes/{episode_id}/mcp"
+        state = await client.get(f"/admin/episodes/{episode_id}/state/", headers=auth)  # a trailing slash is fine
+        assert state.status_code == 200 and state.headers["content-type"] == "application/json"
+        assert set(state.json()) == {"state"} and state.json()["state"]
+        listed = await client.get("/admin/episodes", headers=auth)
+        assert {e["episode_id"] for e in listed.json()["episodes"]} == {"default", episode_id}
+        closed = await client.delete(f"/admin/episodes/{episode_id}?state=1", headers=auth)
+        assert closed.status_code == 200 and closed.json() == state.json()
+        gone = await client.get(f"/admin/episodes/{episode_id}/state", headers=auth)
+        assert gone.status_code == 404 and gone.json() == {"error": f"unknown episode '{episode_id}'"}
+        assert (await client.post(f"/episodes/{episode_id}/mcp", content=b"{}")).status_code == 404
+        default = await client.delete("/admin/episodes/default", headers=auth)
+        assert default.status_code == 400 and "cannot be deleted" in default.json()["error"]
+        bad = await client.post("/admin/episodes", content=b"{nope", headers=auth)
+        assert bad.status_code == 400 and bad.json() == {"error": "request body is not valid JSON"}
+        # no route, or not this method: a JSON 404; under /admin only once the admin checks pass
+        assert (await client.get("/admin/nope")).status_code == 401
+        assert (await client.put("/admin/episodes")).status_code == 401
+        nope = await client.get("/admin/nope", headers=auth)
+        assert nope.status_code == 404 and nope.json() == {"error": "no admin route GET /admin/nope"}
+        put = await client.put("/admin/episodes", headers=auth)
+        assert put.status_code == 404 and put.json() == {"error": "no admin route PUT /admin/episodes"}
+        unknown = await client.get("/elsewhere")
+        assert unknown.status_code == 404 and unknown.json()["error"].startswith("not found: /elsewhere.")
+        health = await client.get("/healthz/")
+        assert health.status_code == 200 and health.json()["ok"] is True and health.json()["episodes"] == 1

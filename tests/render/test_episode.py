@@ -60,3 +60,40 @@ def test_a_result_that_is_not_json_is_an_error_and_rolls_back() -> None:
     assert ep.get_state() == {"items": {}}
     wrong = ep.call("add", {"nope": 1}, 5.0)
     assert wrong.is_error and "TypeError" in wrong.text
+
+
+class Shop:
+    def __init__(self) -> None:
+        self.orders: dict = {}
+        self.log: list = []
+
+    def pay(self, order: str) -> dict:
+        self.orders[order]["status"] = "paid"
+        self.log.append({"paid": order})
+        return {"success": True}
+
+    def pay_then_fail(self, order: str) -> dict:
+        self.orders[order]["status"] = "paid"
+        self.orders["extra"] = {"status": "new"}
+        self.log.append({"paid": order})
+        self.log = []
+        raise ValueError("card declined")
+
+
+def test_each_episode_has_its_own_journal_and_a_raising_call_leaves_the_state() -> None:
+    E = _episode_module()
+    J = load_journal()
+    cls = J.journaled_class(Shop)
+    state = {"orders": {"o1": {"status": "new"}}, "log": []}
+    first, second = E.Episode(cls, ["orders", "log"], state), E.Episode(cls, ["orders", "log"], state)
+    assert first.journal is not second.journal
+    assert first.env.orders._journal is first.journal and second.env.orders._journal is second.journal
+    assert J.JOURNAL_SLOT not in vars(first.env)
+    assert not second.call("pay", {"order": "o1"}, 5.0).is_error
+    failed = first.call("pay_then_fail", {"order": "o1"}, 5.0)
+    assert failed.is_error and failed.rolled_back and "card declined" in failed.text
+    assert first.get_state() == state  # exactly as before the call
+    assert second.get_state() == {"orders": {"o1": {"status": "paid"}}, "log": [{"paid": "o1"}]}
+    assert not first.journal.active() and not second.journal.active()
+    assert not first.call("pay", {"order": "o1"}, 5.0).is_error  # the journal is free again after a rollback
+    assert first.get_state() == second.get_state()

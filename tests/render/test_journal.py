@@ -108,56 +108,60 @@ def _mutate(rng: random.Random, root: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_mutations_roll_back_exactly(seed: int) -> None:
+    journal = J.Journal()
     rng = random.Random(seed)
-    root = J.wrap(_state())
+    root = journal.wrap(_state())
     for _round in range(6):
         before = _snapshot(root)
-        J.begin()
+        journal.begin()
         for _ in range(rng.randrange(1, 40)):
             _mutate(rng, root)
         if rng.random() < 0.5:
-            J.rollback()
+            journal.rollback()
             assert _snapshot(root) == before
         else:
             after = _snapshot(root)
-            J.commit()
+            journal.commit()
             assert _snapshot(root) == after
             # everything reachable is journaled again after the commit
             assert all(type(c) in (J.JDict, J.JList) for c in _containers(root))
 
 
 def test_record_mutated_after_insertion_keeps_plain_semantics() -> None:
-    root = J.wrap({"items": {}})
-    J.begin()
+    journal = J.Journal()
+    root = journal.wrap({"items": {}})
+    journal.begin()
     record = {"id": 1}
     root["items"]["a"] = record
     record["price"] = 3  # the inserted object is the one in the state
     lines: list[int] = []
     root["items"]["a"]["lines"] = lines
     lines.append(1)
-    J.commit()
+    journal.commit()
     assert root == {"items": {"a": {"id": 1, "price": 3, "lines": [1]}}}
     assert type(root["items"]["a"]) is J.JDict and type(root["items"]["a"]["lines"]) is J.JList
-    J.begin()
+    journal.begin()
     root["items"]["a"]["lines"].append(2)
     root["items"]["a"]["price"] = 4
-    J.rollback()
+    journal.rollback()
     assert root == {"items": {"a": {"id": 1, "price": 3, "lines": [1]}}}
 
 
 def test_deleting_a_middle_key_restores_the_key_order() -> None:
-    root = J.wrap({"a": 1, "b": 2, "c": 3})
-    J.begin()
+    journal = J.Journal()
+    root = journal.wrap({"a": 1, "b": 2, "c": 3})
+    journal.begin()
     del root["a"]
     root.pop("b")
     root["a"] = 9
-    J.rollback()
+    journal.rollback()
     assert list(root.items()) == [("a", 1), ("b", 2), ("c", 3)]
 
 
 def test_failed_operations_record_nothing() -> None:
-    root = J.wrap({"d": {"a": 1}, "l": [1, 2]})
-    J.begin()
+    journal = J.Journal()
+    root = journal.wrap({"d": {"a": 1}, "l": [1, 2]})
+    journal.begin()
     with pytest.raises(KeyError):
         root["d"].pop("missing")
     with pytest.raises(ValueError):
@@ -168,12 +172,13 @@ def test_failed_operations_record_nothing() -> None:
         root["l"][7] = 0
     with pytest.raises(TypeError):
         root["d"][["unhashable"]] = 1
-    assert J.rollback() == 0
+    assert journal.rollback() == 0
     assert root == {"d": {"a": 1}, "l": [1, 2]}
 
 
 def test_copies_are_plain_and_detached() -> None:
-    root = J.wrap({"d": {"a": [1, {"b": 2}]}})
+    journal = J.Journal()
+    root = journal.wrap({"d": {"a": [1, {"b": 2}]}})
     deep = copy.deepcopy(root)
     assert type(deep) is dict and type(deep["d"]["a"]) is list and type(deep["d"]["a"][1]) is dict
     shallow = copy.copy(root["d"])
@@ -181,57 +186,61 @@ def test_copies_are_plain_and_detached() -> None:
     assert type(pickle.loads(pickle.dumps(root))) is dict
     assert type(root["d"].copy()) is dict and type(root["d"]["a"][:]) is list
     assert json.loads(json.dumps(root)) == {"d": {"a": [1, {"b": 2}]}}
-    J.begin()
+    journal.begin()
     deep["d"]["a"].append(3)  # a copy is not state: nothing to undo
-    assert J.rollback() == 0
+    assert journal.rollback() == 0
 
 
 def test_attribute_rebinds_on_an_environment_roll_back() -> None:
+    journal = J.Journal()
     class Env:
         def __init__(self) -> None:
             self.items: dict[str, Any] = {}
             self.count = 0
 
-    env = J.journaled_class(Env)()
-    env.items = J.wrap({"a": 1})
-    J.begin()
+    env = journal.instance(J.journaled_class(Env))
+    env.items = journal.wrap({"a": 1})
+    journal.begin()
     env.items = {"b": 2}
     env.count = 5
     env.extra = "x"
     del env.count
-    J.rollback()
+    journal.rollback()
     assert env.items == {"a": 1} and env.count == 0 and not hasattr(env, "extra")
-    J.begin()
+    journal.begin()
     env.items = {"c": [1]}
-    J.commit()
+    journal.commit()
     assert type(env.items) is J.JDict and type(env.items["c"]) is J.JList
     assert isinstance(env, Env)
 
 
 def test_shared_inserted_object_stays_shared_after_commit() -> None:
-    root = J.wrap({"a": {}, "b": []})
-    J.begin()
+    journal = J.Journal()
+    root = journal.wrap({"a": {}, "b": []})
+    journal.begin()
     shared = {"v": 1}
     root["a"]["x"] = shared
     root["b"].append(shared)
-    J.commit()
+    journal.commit()
     assert root["a"]["x"] is root["b"][0]
 
 
 def test_nested_begin_is_refused() -> None:
-    J.begin()
+    journal = J.Journal()
+    journal.begin()
     try:
         with pytest.raises(RuntimeError):
-            J.begin()
+            journal.begin()
     finally:
-        J.rollback()
-    assert not J.active()
+        journal.rollback()
+    assert not journal.active()
 
 
 def test_undo_is_idempotent_when_the_mutation_never_happened() -> None:
+    journal = J.Journal()
     # A timeout can strike between writing the undo entry and mutating; undoing must still be right.
-    lst = J.wrap([1, 2, 3])
-    d = J.wrap({"a": 1, "b": 2})
+    lst = journal.wrap([1, 2, 3])
+    d = journal.wrap({"a": 1, "b": 2})
     J._undo_list_truncate(lst, 3)
     J._undo_list_insert_at(lst, 0, 3)
     J._undo_list_removed(lst, 1, 2, 3)
@@ -240,17 +249,69 @@ def test_undo_is_idempotent_when_the_mutation_never_happened() -> None:
 
 
 def test_large_state_change_is_cheap() -> None:
+    journal = J.Journal()
     import time
 
     records = {f"r{i}": {"id": i, "name": "x" * 60, "tags": ["t1", "t2"], "qty": i} for i in range(10000)}
-    root = J.wrap({"records": records, "log": []})
+    root = journal.wrap({"records": records, "log": []})
     assert len(json.dumps(root)) > 1_000_000
     start = time.perf_counter()
     for i in range(100):
-        J.begin()
+        journal.begin()
         root["records"][f"r{i}"]["qty"] += 1
         root["records"][f"new{i}"] = {"id": -i, "tags": []}
         root["log"].append(i)
-        J.rollback() if i % 2 else J.commit()
+        journal.rollback() if i % 2 else journal.commit()
     per_call = (time.perf_counter() - start) / 100
     assert per_call < 0.01, f"{per_call * 1000:.2f} ms per journaled call"
+
+
+def test_two_journals_are_independent() -> None:
+    # One journal per episode: a call journaled on one state neither records nor undoes the other's changes.
+    first, second = J.Journal(), J.Journal()
+    a = first.wrap({"orders": {"o1": {"status": "new"}}})
+    b = second.wrap({"orders": {"o1": {"status": "new"}}})
+    first.begin()
+    second.begin()  # both may be open: nothing is shared between them
+    a["orders"]["o1"]["status"] = "paid"
+    b["orders"]["o1"]["status"] = "shipped"
+    b["orders"]["o2"] = {"status": "new"}
+    assert first.rollback() == 1
+    assert a == {"orders": {"o1": {"status": "new"}}}
+    assert b == {"orders": {"o1": {"status": "shipped"}, "o2": {"status": "new"}}}
+    assert second.active() and not first.active()
+    assert second.commit() == 2
+    assert type(b["orders"]["o2"]) is J.JDict and b["orders"]["o2"]._journal is second
+    b["orders"]["o1"]["status"] = "lost"  # no call open on the second journal: nothing recorded
+    first.begin()
+    assert first.rollback() == 0 and b["orders"]["o1"]["status"] == "lost"
+
+
+def test_wrapping_another_journals_state_copies_it() -> None:
+    first, second = J.Journal(), J.Journal()
+    a = first.wrap({"items": [{"n": 1}]})
+    b = second.wrap(a)
+    assert b == a and b is not a and b["items"] is not a["items"] and b["items"][0] is not a["items"][0]
+    assert b._journal is second and b["items"]._journal is second and b["items"][0]._journal is second
+    assert first.wrap(a) is a  # its own state is kept as it is
+    second.begin()
+    b["items"][0]["n"] = 2
+    b["items"].append({"n": 3})
+    second.rollback()
+    assert a == {"items": [{"n": 1}]} and b == {"items": [{"n": 1}]}
+
+
+def test_the_instance_keeps_its_journal_out_of_its_state() -> None:
+    class Env:
+        def __init__(self) -> None:
+            self.items: dict[str, Any] = {}
+
+    journal = J.Journal()
+    env = journal.instance(J.journaled_class(Env))
+    assert vars(env) == {"items": {}} and getattr(env, J.JOURNAL_SLOT) is journal
+    other = J.Journal().instance(J.journaled_class(Env))
+    journal.begin()
+    other.items = {"x": 1}  # another instance's journal: not recorded here
+    env.items = {"y": 2}
+    assert journal.rollback() == 1
+    assert env.items == {} and other.items == {"x": 1}

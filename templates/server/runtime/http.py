@@ -1,30 +1,33 @@
 """Streamable HTTP: many isolated episodes in one process, each at /episodes/{id}/mcp, plus the REST admin API.
 
-One MCP `Server` serves every episode; this router writes the episode id into the ASGI scope, and
-the server's handlers read it back from `ctx.request.scope` (set by the SDK for both protocol eras).
-/admin/mcp serves every episode at one endpoint, each request naming its episode in `_meta`: one client
-can drive many episodes. It is part of the admin plane (loopback, bearer token), so whoever holds only an
-episode's own endpoint cannot name another episode; episode ids are minted by POST /admin/episodes.
+A Starlette application, its MCP routes mounted as the SDK mounts its own (`Route(path, endpoint=ASGI app)`,
+the session manager run by the lifespan). One MCP `Server` serves every episode; the episode's route writes
+the episode id into the ASGI scope, and the server's handlers read it back from `ctx.request.scope` (set by
+the SDK for both protocol eras). /admin/mcp serves every episode at one endpoint, each request naming its
+episode in `_meta`: one client can drive many episodes. It is part of the admin plane (loopback, bearer
+token), so whoever holds only an episode's own endpoint cannot name another episode; episode ids are minted
+by POST /admin/episodes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
-import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from .episode import Episode
 from .forked import ForkedEpisode
 from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer, EpisodeRefused
-
-log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -40,7 +43,10 @@ def is_loopback(host: str) -> bool:
 
 
 class HttpApp:
-    """ASGI application: MCP endpoints per episode + /admin REST + /healthz."""
+    """ASGI application: MCP endpoints per episode + /admin REST + /healthz (routed by Starlette).
+
+    Paths are matched without their trailing slash (`/mcp/` is `/mcp`), as clients write both.
+    """
 
     def __init__(self, env_server: EnvServer, *, host: str = "127.0.0.1", admin_token: str | None = None,
                  allow_remote_admin: bool = False) -> None:
@@ -56,44 +62,49 @@ class HttpApp:
         # JSON responses, not SSE streams: tools never send progress or log notifications mid-call.
         self.manager = StreamableHTTPSessionManager(app=env_server.server, security_settings=security,
                                                     json_response=True)
+        self.app = Starlette(
+            routes=[
+                Route("/mcp", endpoint=_Asgi(self._default_mcp)),
+                Route("/episodes/{episode_id}/mcp", endpoint=_Asgi(self._episode_mcp)),
+                Route("/admin/mcp", endpoint=_Asgi(self._admin_mcp)),
+                Route("/admin/episodes", self._create, methods=["POST"]),
+                Route("/admin/episodes", self._list, methods=["GET"]),
+                Route("/admin/episodes/{episode_id}/state", self._read_state, methods=["GET"]),
+                Route("/admin/episodes/{episode_id}", self._delete, methods=["DELETE"]),
+                Route("/healthz", self._health),
+            ],
+            exception_handlers={404: self._not_found, 405: self._not_found},
+            lifespan=self._lifespan)
+        self.app.router.redirect_slashes = False  # trailing slashes are stripped before routing instead
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        path: str = scope["path"].rstrip("/") or "/"
-        parts = path.strip("/").split("/")
-        if path == "/mcp":
-            await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: "default"}, receive, send)
-        elif len(parts) == 3 and parts[0] == "episodes" and parts[2] == "mcp":
-            if parts[1] not in self.env.episodes:
-                await _json({"error": f"unknown episode '{parts[1]}'"}, 404)(scope, receive, send)
-                return
-            await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: parts[1]}, receive, send)
-        elif path == "/admin/mcp":
-            refusal = self._refusal(Request(scope, receive))
-            if refusal is not None:
-                await refusal(scope, receive, send)
-                return
-            await self.manager.handle_request({**scope, ROUTED_SCOPE_KEY: True}, receive, send)
-        elif parts[0] == "admin":
-            response = await self._admin(Request(scope, receive), parts[1:])
-            await response(scope, receive, send)
-        elif path == "/healthz":
-            await _json({"ok": True, "env": self.env.package.env_id,
-                         "episodes": len(self.env.episodes)})(scope, receive, send)
-        else:
-            await _json({"error": f"not found: {path}. MCP endpoints: /mcp and /episodes/{{id}}/mcp"},
-                        404)(scope, receive, send)
+        path = scope.get("path")
+        if path is not None and len(path) > 1 and path.endswith("/"):
+            scope = {**scope, "path": path.rstrip("/") or "/"}
+        await self.app(scope, receive, send)
 
-    async def _lifespan(self, receive: Any, send: Any) -> None:
-        await receive()  # lifespan.startup
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         async with self.manager.run():
-            await send({"type": "lifespan.startup.complete"})
-            await receive()  # lifespan.shutdown
-        await send({"type": "lifespan.shutdown.complete"})
+            yield
+
+    # ---- MCP endpoints (ASGI callables: the SDK answers the request itself) ----
+    async def _default_mcp(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: "default"}, receive, send)
+
+    async def _episode_mcp(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        episode_id = scope["path_params"]["episode_id"]
+        if episode_id not in self.env.episodes:
+            await _json({"error": f"unknown episode '{episode_id}'"}, 404)(scope, receive, send)
+            return
+        await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: episode_id}, receive, send)
+
+    async def _admin_mcp(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        refusal = self._refusal(Request(scope, receive))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.manager.handle_request({**scope, ROUTED_SCOPE_KEY: True}, receive, send)
 
     # ---- admin REST ----
     def _refusal(self, request: Request) -> JSONResponse | None:
@@ -110,35 +121,61 @@ class HttpApp:
             return _json({"error": "admin API refused: missing or wrong bearer token"}, 401)
         return None
 
-    async def _admin(self, request: Request, parts: list[str]) -> Response:
+    async def _not_found(self, request: Request, exc: Exception) -> Response:
+        """No route (or not this method): 404 with a JSON error; under /admin only after the admin checks."""
+        path = request.url.path
+        parts = path.strip("/").split("/")
+        if parts[0] == "admin":
+            refusal = self._refusal(request)
+            if refusal is not None:
+                return refusal
+            return _json({"error": f"no admin route {request.method} /admin/{'/'.join(parts[1:])}"}, 404)
+        return _json({"error": f"not found: {path}. MCP endpoints: /mcp and /episodes/{{id}}/mcp"}, 404)
+
+    async def _health(self, request: Request) -> Response:
+        return _json({"ok": True, "env": self.env.package.env_id, "episodes": len(self.env.episodes)})
+
+    async def _list(self, request: Request) -> Response:
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
-        method = request.method
-        if parts == ["episodes"] and method == "POST":
-            return await self._create(request)
-        if parts == ["episodes"] and method == "GET":
-            return _json({"episodes": [{"episode_id": e.episode_id, "path": _path(e.episode_id),
-                                        "created_at": e.created_at, "calls": e.calls}
-                                       for e in self.env.episodes.values()]})
-        if len(parts) >= 2 and parts[0] == "episodes":
-            episode = self.env.episodes.get(parts[1])
-            if episode is None:
-                return _json({"error": f"unknown episode '{parts[1]}'"}, 404)
-            if parts[2:] == ["state"] and method == "GET":
-                return await _state(episode)
-            if parts[2:] == [] and method == "DELETE":
-                if parts[1] == "default":
-                    return _json({"error": "the default episode cannot be deleted"}, 400)
-                try:
-                    if request.query_params.get("state") == "1":  # the final state and the close in one round trip
-                        return await _state(episode)
-                finally:
-                    self.env.drop(parts[1])
-                return _json({"deleted": parts[1]})
-        return _json({"error": f"no admin route {method} /admin/{'/'.join(parts)}"}, 404)
+        return _json({"episodes": [{"episode_id": e.episode_id, "path": _path(e.episode_id),
+                                    "created_at": e.created_at, "calls": e.calls}
+                                   for e in self.env.episodes.values()]})
 
-    async def _create(self, request: Request) -> JSONResponse:
+    def _episode(self, request: Request) -> Episode | ForkedEpisode | Response:
+        """The episode the path names, or the response refusing the request."""
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
+        episode_id = request.path_params["episode_id"]
+        episode = self.env.episodes.get(episode_id)
+        if episode is None:
+            return _json({"error": f"unknown episode '{episode_id}'"}, 404)
+        return episode
+
+    async def _read_state(self, request: Request) -> Response:
+        episode = self._episode(request)
+        return episode if isinstance(episode, Response) else await _state(episode)
+
+    async def _delete(self, request: Request) -> Response:
+        episode = self._episode(request)
+        if isinstance(episode, Response):
+            return episode
+        episode_id = request.path_params["episode_id"]
+        if episode_id == "default":
+            return _json({"error": "the default episode cannot be deleted"}, 400)
+        try:
+            if request.query_params.get("state") == "1":  # the final state and the close in one round trip
+                return await _state(episode)
+        finally:
+            self.env.drop(episode_id)
+        return _json({"deleted": episode_id})
+
+    async def _create(self, request: Request) -> Response:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         body = await request.body()
         try:
             payload = json.loads(body) if body else {}
@@ -155,6 +192,18 @@ class HttpApp:
         except EpisodeRefused as exc:
             return _json({"error": exc.message}, exc.status)
         return _json({"episode_id": episode_id, "path": _path(episode_id)}, 201)
+
+
+class _Asgi:
+    """An ASGI callable Starlette mounts as it is (a bound method would be taken for a request handler)."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self, handler: Callable[[dict[str, Any], Any, Any], Awaitable[None]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.handler(scope, receive, send)
 
 
 def _path(episode_id: str) -> str:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import journal
+from .journal import Journal
 
 
 class CallTimeout(BaseException):  # a BaseException so `except Exception` in env code cannot swallow it
@@ -62,15 +62,16 @@ class Episode:
         self.state_names = list(state_names)
         self.created_at = time.time()
         self.calls = 0
+        self.journal = Journal()  # this episode's undo log: its state's containers and instance report to it
         try:
-            self.env = env_class()
+            self.env = self.journal.instance(env_class)
         except TypeError:  # EnvScaler-style `__init__(self, init_config)`: hand it a copy of the state
-            self.env = env_class(json.loads(json.dumps(state)))
+            self.env = self.journal.instance(env_class, json.loads(json.dumps(state)))
         for name, value in state.items():
-            object.__setattr__(self.env, name, journal.wrap(value))
+            object.__setattr__(self.env, name, self.journal.wrap(value))
         for name in self.state_names:
             if name in self.env.__dict__:
-                object.__setattr__(self.env, name, journal.wrap(self.env.__dict__[name]))
+                object.__setattr__(self.env, name, self.journal.wrap(self.env.__dict__[name]))
         self._extra = [k for k in state if k not in self.state_names]
 
     def state_view(self) -> dict[str, Any]:
@@ -101,6 +102,7 @@ class Episode:
         """Run one tool method. Exceptions, timeouts and `{"success": False}` roll the state back."""
         self.calls += 1
         method = getattr(self.env, name)
+        journal = self.journal
         journal.begin()
         try:
             with deadline(timeout):

@@ -16,7 +16,7 @@ _NAME = re.compile(r"[0-9a-f]{16,64}\.json")
 
 class StateFiles:
     """Parsed state files of one folder, the last `size` kept (a file's name is its content's hash, so a kept
-    parse is never stale). Episodes copy what they are given (journal.wrap), so one parse serves them all."""
+    parse is never stale). Episodes copy what they are given (Journal.wrap), so one parse serves them all."""
 
     def __init__(self, folder: Path | None, size: int = 8) -> None:
         self.folder = folder
