@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from envscaler_mcp.catalog.paths import environments_dir, generated_servers_dir
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.render import build_files
+from envscaler_mcp.render.engine import StreamedFile
 from envscaler_mcp.render.naming import safe_env_id
 
 ENV_IDS = list_env_ids(environments_dir())
@@ -22,7 +25,12 @@ def test_generated_server_matches_a_fresh_render(env_id: str) -> None:
                      if p.is_file() and "__pycache__" not in p.parts)
     assert present == sorted(expected), f"{folder}: files differ; run `envscaler-mcp render {env_id}`"
     for rel, data in expected.items():
-        assert (folder / rel).read_bytes() == data, f"{folder / rel} is stale; run `envscaler-mcp render {env_id}`"
+        on_disk = (folder / rel).read_bytes()
+        if isinstance(data, StreamedFile):  # the scenarios file: made piece by piece, compared by its digest
+            same = hashlib.sha256(on_disk).hexdigest() == data.sha256()
+        else:
+            same = on_disk == data
+        assert same, f"{folder / rel} is stale; run `envscaler-mcp render {env_id}`"
 
 
 def test_every_generated_server_has_a_catalog_environment() -> None:
