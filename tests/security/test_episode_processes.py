@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,16 @@ async def _attacked_run(server_dir: Path, transport: str, mode: str, isolation: 
             running = _processes_of(server_dir)
             final_b = await b.final_state()
         report = server.isolation
-    return {"attack": attack, "final": final_b, "running": running, "report": report, "left": _processes_of(server_dir)}
+    return {"attack": attack, "final": final_b, "running": running, "report": report, "left": _left(server_dir)}
+
+
+def _left(folder: Path, within_s: float = 15.0) -> list[int]:
+    """The processes of `folder` still alive `within_s` after its server stopped (children end on their parent's
+    death signal, which the kernel delivers asynchronously: on a loaded machine a moment later)."""
+    deadline = time.monotonic() + within_s
+    while (alive := _processes_of(folder)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
 
 
 async def _clean_run(server_dir: Path) -> dict[str, Any]:
