@@ -17,7 +17,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, guess_convention
 from envscaler_mcp.errors import EnvironmentCodeError
-from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
+from envscaler_mcp.interop.envscaler_format import iter_env_metadata, read_scenario_metadata
 from envscaler_mcp.interop.skips import Skipped
 from envscaler_mcp.interop.to_envscaler import (
     EXTRA_KEY,
@@ -268,7 +268,7 @@ def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str 
     skeletons go into `into` (a dict when None; stream_import's EnvSpool keeps them on disk)."""
     prepared = PreparedEnvs({} if into is None else into, {})
     taken: set[str] = set()
-    for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
+    for position, (env_id, item) in enumerate(iter_env_metadata(Path(envs_path))):
         our_id = our_env_id(env_id, taken)
         try:
             skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention,
