@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envscaler_mcp._io import PendingFiles, json_text
+from envscaler_mcp.catalog.listing import Row, remember, row_of
 from envscaler_mcp.catalog.store import index_row, skeleton_file, write_index_rows
 from envscaler_mcp.interop.env_spool import EnvSpool
 from envscaler_mcp.interop.envscaler_format import iter_scenario_metadata
@@ -85,6 +86,7 @@ def _stream_import(envs_path: Path, scenarios_path: Path | None, out: Path, spoo
                             into=spool)
     written = WrittenImport()
     rows: dict[str, list[dict[str, object]]] = {}
+    listed: dict[str, Row] = {}
     routing = Routing()
     items = iter_scenario_metadata(scenarios_path) if scenarios_path else iter(())
     with PendingFiles() as pending:
@@ -98,11 +100,13 @@ def _stream_import(envs_path: Path, scenarios_path: Path | None, out: Path, spoo
         for env_id in spool:  # file order; each skeleton read back once more, then forgotten
             skeleton = spool[env_id]
             written.envs.append(ImportedEnv.of(skeleton))
+            listed[skeleton.id] = row_of(skeleton)
             if skeleton.id not in rows:
                 empty = with_default_state(skeleton, {})
                 pending.append(skeleton_file(out / "environments", skeleton.id),
                                json_text(empty.model_dump(mode="json")))
         pending.commit()
+    remember(out / "environments", listed)  # `list` reads no skeleton of these
     for env_id, env_rows in rows.items():
         write_index_rows(scenario_file(out, env_id), env_rows)
         written.counts[env_id] = len(env_rows)

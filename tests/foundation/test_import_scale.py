@@ -33,7 +33,7 @@ def _bench_set(folder: Path, n: int) -> tuple[Path, Path]:
         from catalog_scale_bench import make_catalog
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    envs, scenarios, _ = make_catalog(n, 10, folder, None)
+    envs, scenarios, _, _ = make_catalog(n, 10, folder, None)
     return envs, scenarios
 
 
@@ -116,7 +116,37 @@ def test_memory_does_not_grow_with_the_number_of_environments(tmp_path: Path) ->
 def test_a_bad_env_file_half_way_writes_nothing(tmp_path: Path) -> None:
     envs, scenarios = _padded_set(tmp_path, 3)
     text = envs.read_text(encoding="utf-8")
-    envs.write_text(text[: len(text) * 2 // 3], encoding="utf-8")  # cut short inside the third environment (ijson reads ahead)
-    with pytest.raises(InputFileError, match="not valid JSON after env 'copy_[01]'"):
+    envs.write_text(text[: len(text) * 2 // 3], encoding="utf-8")  # cut short in the third (ijson reads ahead)
+    with pytest.raises(InputFileError, match=r"not valid JSON after env 'copy_[01]'"):
         stream_import(envs, scenarios, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_list_after_an_import_reads_no_skeleton_until_one_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from envscaler_mcp.catalog import listing
+
+    envs, scenarios = _padded_set(tmp_path, 3)
+    stream_import(envs, scenarios, tmp_path / "home")
+    read: list[str] = []
+    real = listing.get_skeleton
+    monkeypatch.setattr(listing, "get_skeleton", lambda env_id, root: read.append(env_id) or real(env_id, root))
+    _list(tmp_path / "home")
+    first = capsys.readouterr().out
+    assert read == [] and all(f"copy_{i}" in first for i in range(3))
+    skeleton = tmp_path / "home" / "environments" / "copy_1" / "skeleton.json"
+    data = json.loads(skeleton.read_text(encoding="utf-8"))
+    data["name"] = "Renamed by hand"
+    skeleton.write_text(json.dumps(data), encoding="utf-8")
+    _list(tmp_path / "home")
+    assert read == ["copy_1"] and "Renamed by hand" in capsys.readouterr().out
+    _list(tmp_path / "home")  # the changed row is kept again
+    assert read == ["copy_1"]
+
+
+def _list(home: Path) -> None:
+    from envscaler_mcp.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["list", "--home", str(home)])
+    assert exit_.value.code == 0
