@@ -128,11 +128,9 @@ def schemas_cmd(
 def list_cmd(home: HomeOption = None) -> None:
     """List the catalog's environments with their tool and scenario counts."""
     from envscaler_mcp.catalog.listing import env_rows
-    from envscaler_mcp.catalog.store import count_scenarios
 
     env_root, scen_root = _roots(home)
-    rows = [[*row[:4], str(count_scenarios(scen_root / f"{row[0]}.jsonl")), row[4]]
-            for row in env_rows(env_root)]
+    rows = [[*row[:4], row[5], row[4]] for _, row in env_rows(env_root, scen_root)]
     console = Console()
     columns = [Col("id", "id"), Col("name", "text"), Col("tools", justify="right"),
                Col("queries", drop=2, justify="right"), Col("scenarios", justify="right"), Col("origin", "text", drop=1)]

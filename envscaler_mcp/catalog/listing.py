@@ -1,7 +1,7 @@
 """The rows of `list`, kept in the user cache so that listing 1,000 environments does not read 1,000 skeletons.
 
 A row (id, name, tool and query counts, origin) is kept with the size and modification time of the
-skeleton.json it came from, in <user cache>/list/<hash of the environments folder>.json; a skeleton whose size or
+skeleton.json it came from (and the scenario count with those of the scenario file), in <user cache>/list/<hash of the environments folder>.json; a skeleton whose size or
 time changed is read again, one that is gone is dropped. `import envscaler` puts the rows of what it wrote
 (remember()), so the first `list` after an import reads no skeleton either. The cache can be deleted at any
 time; an unwritable cache only makes `list` slower.
@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 from envscaler_mcp._io import atomic_write_json, user_cache_dir
-from envscaler_mcp.catalog.store import SKELETON_FILE, get_skeleton, list_env_ids
+from envscaler_mcp.catalog.store import SKELETON_FILE, count_scenarios, get_skeleton, list_env_ids
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
 
-Row = list[str]  # id, name, tools, queries, origin
+Row = list[str]  # id, name, tools, queries, origin (env_rows adds the scenario count)
 
 
 def origin_text(provenance: Provenance) -> str:
@@ -42,6 +42,14 @@ def _stamp(env_root: Path, env_id: str) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns]
 
 
+def _file_stamp(path: Path) -> list[int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return []
+    return [stat.st_size, stat.st_mtime_ns]
+
+
 def _read(path: Path) -> dict[str, dict[str, list[object]]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -57,21 +65,26 @@ def _write(path: Path, kept: dict[str, dict[str, list[object]]]) -> None:
         pass
 
 
-def env_rows(env_root: Path) -> list[Row]:
-    """The `list` row of each environment under `env_root`, sorted by id; skeletons read only when changed."""
+def env_rows(env_root: Path, scen_root: Path) -> list[tuple[str, Row]]:
+    """(folder name, `list` row with the scenario count last) of each environment under `env_root`, sorted by
+    folder name; a skeleton is read only when it changed, a scenario file counted only when it changed."""
     path = _cache_file(env_root)
     cached = _read(path)
     kept: dict[str, dict[str, list[object]]] = {}
     rows = []
     for env_id in list_env_ids(env_root):
-        stamp = _stamp(env_root, env_id)
+        stamp, scenarios = _stamp(env_root, env_id), Path(scen_root) / f"{env_id}.jsonl"
         entry = cached.get(env_id)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("row"), list):
             row = [str(x) for x in entry["row"]]
         else:
             row = row_of(get_skeleton(env_id, env_root))
-        kept[env_id] = {"stamp": list(stamp), "row": list(row)}
-        rows.append(row)
+        counted = _file_stamp(scenarios)
+        count = entry.get("count") if isinstance(entry, dict) and entry.get("counted") == counted else None
+        if not isinstance(count, list):
+            count = [count_scenarios(scenarios)]
+        kept[env_id] = {"stamp": list(stamp), "row": list(row), "counted": counted, "count": count}
+        rows.append((env_id, [*row, str(count[0])]))
     if kept != cached:
         _write(path, kept)
     return rows

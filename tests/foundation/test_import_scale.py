@@ -142,6 +142,10 @@ def test_list_after_an_import_reads_no_skeleton_until_one_changes(
     assert read == ["copy_1"] and "Renamed by hand" in capsys.readouterr().out
     _list(tmp_path / "home")  # the changed row is kept again
     assert read == ["copy_1"]
+    lines = tmp_path / "home" / "scenarios" / "copy_2.jsonl"
+    assert dict(listing.env_rows(tmp_path / "home" / "environments", lines.parent))["copy_2"][5] == "1"
+    lines.write_text(lines.read_text(encoding="utf-8") * 3, encoding="utf-8")  # the count follows the file
+    assert dict(listing.env_rows(tmp_path / "home" / "environments", lines.parent))["copy_2"][5] == "3"
 
 
 def _list(home: Path) -> None:
