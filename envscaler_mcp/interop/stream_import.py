@@ -12,6 +12,8 @@ differently, e.g. 1e-5 for 1e-05).
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,41 +77,45 @@ def stream_import(
     JSON, a missing field) raise InputFileError, with nothing written. `contained`: the environments' servers run
     under the OS layers, so static-check problems those contain are kept as warnings (skeleton/checks.py).
     Memory holds one scenario and a few skeletons: the prepared skeletons wait in an EnvSpool on disk."""
-    with EnvSpool() as spool:
-        return _stream_import(envs_path, scenarios_path, Path(out), spool, skip_checks=skip_checks,
+    with EnvSpool() as spool, tempfile.TemporaryDirectory(prefix="envscaler-import-rows-") as rows_dir:
+        return _stream_import(envs_path, scenarios_path, Path(out), spool, Path(rows_dir), skip_checks=skip_checks,
                               convention=convention, contained=contained)
 
 
-def _stream_import(envs_path: Path, scenarios_path: Path | None, out: Path, spool: EnvSpool, *, skip_checks: bool,
-                   convention: str, contained: bool) -> WrittenImport:
+def _stream_import(envs_path: Path, scenarios_path: Path | None, out: Path, spool: EnvSpool, rows_dir: Path, *,
+                   skip_checks: bool, convention: str, contained: bool) -> WrittenImport:
+    """stream_import with the skeletons in `spool` and each environment's index rows (JSON lines) in `rows_dir`
+    until the files are in place: memory holds neither."""
     prepared = prepare_envs(envs_path, skip_checks=skip_checks, convention=convention, contained=contained,
                             into=spool)
     written = WrittenImport()
-    rows: dict[str, list[dict[str, object]]] = {}
+    counts = written.counts  # our env id -> scenarios written
     listed: dict[str, Row] = {}
     routing = Routing()
     items = iter_scenario_metadata(scenarios_path) if scenarios_path else iter(())
     with PendingFiles() as pending:
         for owner, item, scenario in converted_scenarios(items, spool, routing):
-            if owner.id not in rows:  # its first scenario: the skeleton's default state
+            if owner.id not in counts:  # its first scenario: the skeleton's default state
                 full = with_default_state(owner, item["init_config"])
                 pending.append(skeleton_file(out / "environments", owner.id), json_text(full.model_dump(mode="json")))
-                rows[owner.id] = []
+                counts[owner.id] = 0
             pending.append(scenario_file(out, owner.id), scenario.model_dump_json() + "\n")  # 6x json.dumps' speed
-            rows[owner.id].append(index_row(scenario))
+            with (rows_dir / f"{owner.id}.jsonl").open("a", encoding="utf-8") as f:
+                f.write(json.dumps(index_row(scenario)) + "\n")
+            counts[owner.id] += 1
         for env_id in spool:  # file order; each skeleton read back once more, then forgotten
             skeleton = spool[env_id]
             written.envs.append(ImportedEnv.of(skeleton))
             listed[skeleton.id] = row_of(skeleton)
-            if skeleton.id not in rows:
+            if skeleton.id not in counts:
                 empty = with_default_state(skeleton, {})
                 pending.append(skeleton_file(out / "environments", skeleton.id),
                                json_text(empty.model_dump(mode="json")))
         pending.commit()
     remember(out / "environments", listed)  # `list` reads no skeleton of these
-    for env_id, env_rows in rows.items():
-        write_index_rows(scenario_file(out, env_id), env_rows)
-        written.counts[env_id] = len(env_rows)
+    for env_id in counts:  # one environment's rows in memory at a time
+        with (rows_dir / f"{env_id}.jsonl").open(encoding="utf-8") as f:
+            write_index_rows(scenario_file(out, env_id), [json.loads(line) for line in f])
     written.duplicates = routing.duplicates
     written.skipped = import_skips(prepared, routing.skipped, envs_path, scenarios_path)
     written.errors = error_lines(written.skipped)
