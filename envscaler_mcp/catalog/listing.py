@@ -83,7 +83,7 @@ def env_rows(env_root: Path, scen_root: Path) -> list[tuple[str, Row]]:
         count = entry.get("count") if isinstance(entry, dict) and entry.get("counted") == counted else None
         if not isinstance(count, list):
             count = [count_scenarios(scenarios)]
-        kept[env_id] = {"stamp": list(stamp), "row": list(row), "counted": counted, "count": count}
+        kept[env_id] = {"stamp": list(stamp), "row": list(row), "counted": list(counted), "count": count}
         rows.append((env_id, [*row, str(count[0])]))
     if kept != cached:
         _write(path, kept)
