@@ -106,15 +106,16 @@ def bases(extra_home: Path | None, per_env: int) -> list[tuple[EnvSkeleton, list
 
 
 def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, state_kb: int = 0,
-                 large: int = 0) -> tuple[Path, Path, dict[str, dict[str, Any]]]:
-    """Write the set in EnvScaler's format; return its two paths and, by task_id, what EnvScaler's files
-    cannot carry (reference and wrong solutions). Each base is exported once; copies change its items' ids and
-    states."""
+                 large: int = 0) -> tuple[Path, Path, dict[str, dict[str, Any]], int]:
+    """Write the set in EnvScaler's format; return its two paths, by task_id what EnvScaler's files cannot carry
+    (reference and wrong solutions), and the bytes of its largest scenario item. Each base is exported once;
+    copies change its items' ids and states."""
     found = bases(extra_home, per_env if not large else 1)
     exported = [export_envscaler([(skeleton, scenarios)]) for skeleton, scenarios in found]
     refs: dict[str, dict[str, Any]] = {}
     envs_path, scen_path = folder / "env_metadata.json", folder / "scenario_metadata.json"
     env_items: dict[str, Any] = {}
+    largest = 0
     with scen_path.open("w", encoding="utf-8") as out:
         out.write("[")
         first = True
@@ -130,11 +131,13 @@ def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, st
                         "init_config": varied(state, f"v{i}x{k}")}
                 refs[f"{new_id}-{k}"] = {"reference_solution": base.reference_solution,
                                          "wrong_solutions": base.wrong_solutions}
-                out.write(("" if first else ",") + json.dumps(copy))
+                line = json.dumps(copy)
+                largest = max(largest, len(line))
+                out.write(("" if first else ",") + line)
                 first = False
         out.write("]")
     envs_path.write_text(json.dumps(env_items), encoding="utf-8")
-    return envs_path, scen_path, refs
+    return envs_path, scen_path, refs, largest
 
 
 def attach_references(home: Path, refs: dict[str, dict[str, Any]]) -> int:
@@ -245,8 +248,8 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     start = time.perf_counter()
-    envs_path, scen_path, refs = make_catalog(n, args.per_env, folder, args.from_home, args.state_kb, args.large)
-    largest = _largest_item(scen_path)
+    envs_path, scen_path, refs, largest = make_catalog(n, args.per_env, folder, args.from_home, args.state_kb,
+                                                       args.large)
     print(f"N={n}: set made in {time.perf_counter() - start:.1f} s, {scen_path.stat().st_size / 1e6:.1f} MB, "
           f"{len(refs)} scenarios, largest item {largest / 1e6:.2f} MB", flush=True)
     home, cache, run = folder / "home", folder / "cache", folder / "run"
@@ -269,8 +272,8 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         out = folder / f"{name}.out"
         row = {"n": n, "scenarios": len(refs), "command": name, "largest_line_mb": round(largest / 1e6, 2),
                **run_cli(cmd, env, args.nice, out)}
-        if name == "import":
-            row["attached"] = attach_references(home, refs)
+        if name == "import":  # only check and eval need the references (attaching rewrites every scenario)
+            row["attached"] = attach_references(home, refs) if {"check", "eval"} & set(wanted) else 0
         text = out.read_text(encoding="utf-8", errors="replace")
         row["note"] = (gate_passed(text) + " passed" if name == "check" else eval_summary(run) if name == "eval"
                        else f"{row['attached']} references attached" if name == "import" else "")
@@ -288,14 +291,6 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return rows
-
-
-def _largest_item(path: Path) -> int:
-    """Bytes of the largest scenario item of an EnvScaler scenario file, read one item at a time."""
-    import ijson
-
-    with path.open("rb") as f:
-        return max((len(json.dumps(item, default=float)) for item in ijson.items(f, "item")), default=0)
 
 
 def _line(row: dict[str, Any]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,9 +14,6 @@ from rich.markup import escape
 from envscaler_mcp._json import JSONObject
 from envscaler_mcp._tables import Col, fit_table
 from envscaler_mcp.catalog.options import HomeOption
-
-if TYPE_CHECKING:
-    from envscaler_mcp.skeleton.models import Provenance
 
 
 def _roots(home: Path | None) -> tuple[Path, Path]:
@@ -130,26 +127,14 @@ def schemas_cmd(
 
 def list_cmd(home: HomeOption = None) -> None:
     """List the catalog's environments with their tool and scenario counts."""
-    from envscaler_mcp.catalog.store import count_scenarios, get_skeleton, list_env_ids
+    from envscaler_mcp.catalog.listing import env_rows
 
     env_root, scen_root = _roots(home)
-    rows = []
-    for env_id in list_env_ids(env_root):
-        sk = get_skeleton(env_id, env_root)
-        queries = sum(t.kind == "query" for t in sk.tools)
-        rows.append([sk.id, sk.name, str(len(sk.tools)), str(queries), str(count_scenarios(scen_root / f"{env_id}.jsonl")),
-                     origin_text(sk.provenance)])
+    rows = [[*row[:4], row[5], row[4]] for _, row in env_rows(env_root, scen_root)]
     console = Console()
     columns = [Col("id", "id"), Col("name", "text"), Col("tools", justify="right"),
                Col("queries", drop=2, justify="right"), Col("scenarios", justify="right"), Col("origin", "text", drop=1)]
     console.print(fit_table(columns, rows, console.width, title=f"Environments in {env_root}"))
-
-
-def origin_text(provenance: Provenance) -> str:
-    """Where an environment came from, for `list`: its source, and the generator model when synthesized."""
-    generator = provenance.models.get("generator")
-    return f"{provenance.source} ({generator})" if provenance.source == "synthesized" and generator else \
-        provenance.source
 
 
 def show_cmd(

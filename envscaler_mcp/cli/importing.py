@@ -70,24 +70,23 @@ def import_envscaler_cmd(
     contained = _os_layers_on()
     result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention,
                            contained=contained)
-    for skeleton in result.skeletons:
-        queries = sum(t.kind == "query" for t in skeleton.tools)
+    for env in result.envs:
         typer.echo(
-            f"{skeleton.provenance.source_id} -> {skeleton.id}: {len(skeleton.tools)} tools "
-            f"({queries} query, {len(skeleton.tools) - queries} state_change), "
-            f"{result.counts.get(skeleton.id, 0)} scenarios"
+            f"{env.source_id} -> {env.id}: {env.queries + env.state_changes} tools "
+            f"({env.queries} query, {env.state_changes} state_change), "
+            f"{result.counts.get(env.id, 0)} scenarios"
         )
-        for line in findings_lines(skeleton.provenance, verbose=verbose):
+        for line in findings_lines(env.provenance, verbose=verbose):
             typer.echo(line)
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
     typer.echo(
-        f"imported {len(result.skeletons)} environment(s) and "
+        f"imported {len(result.envs)} environment(s) and "
         f"{sum(result.counts.values())} scenario(s) into {out}"
     )
     skipped = list(result.skipped)
     if trajectories is not None:
-        report = _attach(out, [s.id for s in result.skeletons if s.id in result.counts], trajectories, transport,
+        report = _attach(out, [e.id for e in result.envs if e.id in result.counts], trajectories, transport,
                          coerce_arguments)
         skipped += report.skipped
         for line in report.unusable:
@@ -96,7 +95,7 @@ def import_envscaler_cmd(
         typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
     for line in summary_lines(skipped) or ["skipped 0 item(s)"]:
         typer.echo(line)
-    if not result.skeletons:  # one bad item never fails the import; nothing usable at all does
+    if not result.envs:  # one bad item never fails the import; nothing usable at all does
         typer.secho("error: nothing usable was imported (no environment)", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
 

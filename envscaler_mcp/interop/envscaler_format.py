@@ -89,40 +89,53 @@ def _check_fields(
 
 def read_env_metadata(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(env_id, item) pairs of an env metadata file, in file order, with every item's fields checked."""
+    return list(iter_env_metadata(path))
+
+
+def iter_env_metadata(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(env_id, item) pairs of an env metadata file, in file order, read and checked one item at a time: memory
+    holds one environment, not the file. A problem raises InputFileError once reached."""
     path = Path(path)
-    data = read_json(path)
-    if isinstance(data, dict):
-        pairs = [(str(key), item) for key, item in data.items()]
-    elif isinstance(data, list):
-        pairs = [
+    if not path.is_file():
+        raise InputFileError(path, "file not found")
+    with path.open("rb") as f:
+        first = _first_byte(f)
+        if first not in (b"{", b"["):  # not a container: read_json says whether it is JSON at all
+            kind = "nothing" if first == b"" else type(read_json(path)).__name__
+            raise InputFileError(path, f"expected an object keyed by env_id (or a list), got {kind}")
+        pairs: Iterator[tuple[str, Any]] = ijson.kvitems(f, "", use_float=True) if first == b"{" else (
             (str(item.get("env_id", f"#{i}")) if isinstance(item, dict) else f"#{i}", item)
-            for i, item in enumerate(data)
-        ]
-    else:
-        raise InputFileError(
-            path, f"expected an object keyed by env_id (or a list), got {type(data).__name__}"
-        )
-    seen: set[str] = set()
-    result = []
-    for key, item in pairs:
-        label = f"env '{key}'"
-        _check_fields(path, label, item, _ENV_TYPES, _ENV_REQUIRED)
-        env_id = item.get("env_id", key)
-        if env_id in seen:
-            raise InputFileError(path, f"{label}: env_id '{env_id}' appears twice", "env ids must be unique.")
-        seen.add(env_id)
-        rules = item.get("constraints_rules") or []
-        if not all(isinstance(r, str) for r in rules):
-            raise InputFileError(path, f"{label}: field 'constraints_rules' must be a list of strings")
-        for i, entity in enumerate(item.get("state_space_definition") or []):
-            if not isinstance(entity, dict) or not isinstance(entity.get("entity"), str):
-                raise InputFileError(
-                    path,
-                    f"{label}: field 'state_space_definition[{i}]' must be an object "
-                    "with 'entity', 'attributes' and 'description'",
-                )
-        result.append((env_id, item))
-    return result
+            for i, item in enumerate(ijson.items(f, "item", use_float=True)))
+        seen: set[str] = set()
+        last = None
+        try:
+            for key, item in pairs:
+                yield _checked_env(path, str(key), item, seen)
+                last = key
+        except ijson.JSONError as exc:
+            where = f"after env '{last}'" if last is not None else "before the first env"
+            raise InputFileError(path, f"not valid JSON {where}: {str(exc).splitlines()[0]}") from exc
+
+
+def _checked_env(path: Path, key: str, item: Any, seen: set[str]) -> tuple[str, dict[str, Any]]:
+    """(env_id, item) of the env item under `key`, its fields checked; its env_id added to `seen`."""
+    label = f"env '{key}'"
+    _check_fields(path, label, item, _ENV_TYPES, _ENV_REQUIRED)
+    env_id = item.get("env_id", key)
+    if env_id in seen:
+        raise InputFileError(path, f"{label}: env_id '{env_id}' appears twice", "env ids must be unique.")
+    seen.add(env_id)
+    rules = item.get("constraints_rules") or []
+    if not all(isinstance(r, str) for r in rules):
+        raise InputFileError(path, f"{label}: field 'constraints_rules' must be a list of strings")
+    for i, entity in enumerate(item.get("state_space_definition") or []):
+        if not isinstance(entity, dict) or not isinstance(entity.get("entity"), str):
+            raise InputFileError(
+                path,
+                f"{label}: field 'state_space_definition[{i}]' must be an object "
+                "with 'entity', 'attributes' and 'description'",
+            )
+    return env_id, item
 
 
 def read_scenario_metadata(path: Path) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ export gives back the original items.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, guess_convention
 from envscaler_mcp.errors import EnvironmentCodeError
-from envscaler_mcp.interop.envscaler_format import read_env_metadata, read_scenario_metadata
+from envscaler_mcp.interop.envscaler_format import iter_env_metadata, read_scenario_metadata
 from envscaler_mcp.interop.skips import Skipped
 from envscaler_mcp.interop.to_envscaler import (
     EXTRA_KEY,
@@ -258,16 +258,17 @@ def _with_own_items(state_items: list[ChecklistItem], own: dict[str, Any]) -> li
 class PreparedEnvs:
     """The env items of an import, converted without their default states, and the ones that failed."""
 
-    skeletons: dict[str, EnvSkeleton]  # EnvScaler env_id -> skeleton (empty default state)
+    skeletons: MutableMapping[str, EnvSkeleton]  # EnvScaler env_id -> skeleton (empty default state)
     failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
 def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto",
-                 contained: bool = False) -> PreparedEnvs:
-    """Read and convert an env metadata file (ids made unique in file order); raises InputFileError."""
-    prepared = PreparedEnvs({}, {})
+                 contained: bool = False, into: MutableMapping[str, EnvSkeleton] | None = None) -> PreparedEnvs:
+    """Read and convert an env metadata file (ids made unique in file order); raises InputFileError. The
+    skeletons go into `into` (a dict when None; stream_import's EnvSpool keeps them on disk)."""
+    prepared = PreparedEnvs({} if into is None else into, {})
     taken: set[str] = set()
-    for position, (env_id, item) in enumerate(read_env_metadata(Path(envs_path))):
+    for position, (env_id, item) in enumerate(iter_env_metadata(Path(envs_path))):
         our_id = our_env_id(env_id, taken)
         try:
             skeleton = env_without_state(env_id, item, our_id, skip_checks=skip_checks, convention=convention,
@@ -341,7 +342,7 @@ class Routing:
     duplicates: int = 0
 
 
-def converted_scenarios(items: Iterable[tuple[int, dict[str, Any]]], owners: dict[str, EnvSkeleton],
+def converted_scenarios(items: Iterable[tuple[int, dict[str, Any]]], owners: Mapping[str, EnvSkeleton],
                         routing: Routing) -> Iterator[tuple[EnvSkeleton, dict[str, Any], Scenario]]:
     """(owner skeleton, item, scenario) for each (position, item) in order, converted one at a time; items of
     an env_id not in `owners` and scenarios identical to an earlier one are left out and noted in `routing`.

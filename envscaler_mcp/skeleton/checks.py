@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envscaler_mcp.skeleton.quick_check import plain_json
+from envscaler_mcp.skeleton.schema import parsed_source
 
 ALLOWED_IMPORTS = frozenset(
     {
@@ -348,7 +349,7 @@ def check_source(source: str, class_name: str | None = None) -> list[str]:
 def check_findings(source: str, class_name: str | None = None) -> Findings:
     """check_source's problems, split into refusals and the warnings the OS layers contain."""
     try:
-        tree = ast.parse(source)
+        tree = parsed_source(source)
     except SyntaxError as exc:
         return Findings([f"line {exc.lineno}: syntax error: {exc.msg}. Fix the code so it parses as Python 3.11."])
     containable: list[str] = []  # work at import time runs in the confined server process, once
@@ -424,7 +425,7 @@ def check_determinism(source: str) -> list[str]:
     Bundled environments must pass this; imported ones get the problems as notes.
     """
     try:
-        tree = ast.parse(source)
+        tree = parsed_source(source)
     except SyntaxError:
         return []
     problems = []

@@ -26,7 +26,7 @@ def parse_module(source: str, what: str = "environment source") -> ast.Module:
     """Parse source, turning a syntax error into an EnvironmentCodeError with the line. The tree of a source
     parsed recently is shared (an import reads one class several times): treat it as read-only."""
     try:
-        return _parsed(source)
+        return parsed_source(source)
     except SyntaxError as exc:
         raise EnvironmentCodeError(
             f"{what}: syntax error at line {exc.lineno}: {exc.msg}. "
@@ -35,7 +35,9 @@ def parse_module(source: str, what: str = "environment source") -> ast.Module:
 
 
 @functools.lru_cache(maxsize=16)
-def _parsed(source: str) -> ast.Module:
+def parsed_source(source: str) -> ast.Module:
+    """The tree of `source` (SyntaxError as ast.parse), shared with the other readers of the same source: an
+    import parses each class once for its checks, tools, state and entities. Read-only."""
     return ast.parse(source)
 
 

@@ -140,7 +140,7 @@ def test_catalog_build_check_list_and_show(shop_copy: Path) -> None:
 
 
 def test_list_origin_names_the_generator_of_synthesized_environments() -> None:
-    from envscaler_mcp.catalog.cli import origin_text
+    from envscaler_mcp.catalog.listing import origin_text
     from envscaler_mcp.skeleton.models import Provenance
 
     assert origin_text(Provenance(source="hand-authored")) == "hand-authored"
