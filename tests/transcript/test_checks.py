@@ -188,3 +188,17 @@ def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -
     assert says(report(30), 5.5)[0] is True
     ok, evidence = says(report(31), 5.5)
     assert ok is False and "states 31 different numbers" in evidence[-1]
+
+
+def test_evidence_shows_people_s_text_as_written() -> None:
+    # evidence is read by people: text is shown as written, not as JSON escapes (which would also push it past
+    # the 160-character cut)
+    calls = [{"name": "ship", "arguments": {"city": "Zürich", "note": "Grüße " * 20}, "result": {"success": True},
+              "is_error": False}]
+    tc._begin()
+    assert tc.called(transcript(calls=calls), "ship", city="zürich")
+    [shown] = tc._take()
+    assert shown == 'call 1 ship({"city": "Zürich", "note": "' + "Grüße " * 20 + '"}) ok'  # 150 characters: not cut
+    tc._begin()
+    assert not tc.called(transcript(calls=calls), "ship", city={"name": "Genève"})
+    assert tc._take()[0].startswith('no successful call ship(city={"name": "Genève"}); calls to ship: call 1')
