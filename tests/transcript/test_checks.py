@@ -89,6 +89,10 @@ def test_every_fact_must_be_stated_and_each_records_evidence() -> None:
     assert not ok
     assert evidence[0] == "stated 'O-10053': \u00abOrder O-10053 ships on 2026-03-05.\u00bb"
     assert evidence[2].startswith("missing '30' in the answer")
+    assert len(evidence) == 3  # one line per fact: a failed check adds no verdict on facts it did not count
+    ok, evidence = says("Order O-10053 was placed in March. It ships on 2026-03-05, for $30.", "O-10053", 30,
+                        "2026-04-01")
+    assert not ok and [e.split(":")[0] for e in evidence] == ["stated 'O-10053'", "stated '30'", "missing '2026-04-01' in the answer"]
 
 
 def test_where_selects_the_answer_or_what_the_user_was_told() -> None:
