@@ -192,6 +192,15 @@ def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -
     assert says(report(30), 5.5)[0] is True
     ok, evidence = says(report(31), 5.5)
     assert ok is False and "states 31 different numbers" in evidence[-1]
+    eight = [k + 1.5 for k in range(8)]  # eight numbers asked for: the bound is four per number, 32
+    assert says(report(32), *eight)[0] is True
+    ok, evidence = says(report(33), *eight)
+    assert ok is False and all("states 33 different numbers" in line for line in evidence)
+
+
+def test_evidence_quotes_the_sentence_without_the_previous_ones_end() -> None:
+    for text in ("? Your total is $12.00.", "Done? Your total is $12.00.", "Done.\nYour total is $12.00."):
+        assert says(text, 12) == (True, ["stated '12': \u00abYour total is $12.00.\u00bb"]), text
 
 
 def test_evidence_shows_people_s_text_as_written() -> None:
