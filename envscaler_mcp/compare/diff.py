@@ -86,12 +86,11 @@ def _diff(old: Any, new: Any, path: list[PathPart], out: list[StateChange]) -> N
 def _diff_lists(old: list[Any], new: list[Any], path: list[PathPart], out: list[StateChange]) -> None:
     n_old, n_new = len(old), len(new)
     common = min(n_old, n_new)
-    shift = False  # align ends: more elements equal counted from the end than from the front
-    if n_old != n_new:
-        head = sum(1 for i in range(common) if _same(old[i], new[i]))
-        tail = sum(1 for i in range(1, common + 1) if _same(old[-i], new[-i]))
-        shift = tail > head
-    if shift:  # the extra elements sit at the front
+    # align the ends when more elements are equal counted from the end than from the front (a tie: the
+    # list grew or shrank at its end); with no extra element both alignments are the same
+    head = sum(1 for i in range(common) if _same(old[i], new[i]))
+    tail = sum(1 for i in range(1, common + 1) if _same(old[-i], new[-i]))
+    if tail > head:  # the extra elements sit at the front
         extra_old, extra_new = n_old - common, n_new - common
         for i in range(extra_old):
             out.append(StateChange(path=[*path, i], op="removed", old=old[i]))

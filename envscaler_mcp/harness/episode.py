@@ -187,7 +187,7 @@ async def score_state(
     found: dict[str, list[CheckOutcome]] = {}
 
     async def run(key: str, final: State | None, seen: JSONObject | None) -> None:
-        if key == "final" and turns is not None and turns.has_turn_items():
+        if key == "final" and turns is not None:
             found[key] = await score_turns(turns, checker, final, seen)
         else:
             found[key] = await checker.check(scenario.checklist, scenario.initial_state, final, seen)

@@ -31,10 +31,6 @@ class TurnScoring:
         self.reference = reference
         self.last = len(scenario.turns) - 1
 
-    def has_turn_items(self) -> bool:
-        """Whether some item is judged before the end of the episode."""
-        return any(turn < self.last for turn in self.scenario.item_turn().values())
-
     def transcript_at(self, turn: int) -> JSONObject:
         """The transcript up to the end of `turn`: its calls, and the agent's answer to that turn."""
         upto = self.messages[: self.marks[turn]]
@@ -76,7 +72,7 @@ class TurnScoring:
 async def score_turns(turns: TurnScoring, checker: Checker, final_state: State | None,
                       transcript: JSONObject | None) -> list[CheckOutcome]:
     """Every checklist item's verdict, in checklist order: items a turn names on that turn's state and
-    transcript, the others on the final ones."""
+    transcript, the others (and those the last turn names) on the final ones, in one check of the checker."""
     scenario = turns.scenario
     at = scenario.item_turn()
     groups: dict[int, list[ChecklistItem]] = {}

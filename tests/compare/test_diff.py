@@ -42,6 +42,12 @@ def test_insert_at_the_front_aligns_at_the_end() -> None:
     assert ops(diff_states({"l": ["a", "b", "c"]}, {"l": ["b", "c"]})) == [("l[0]", "removed", "a", None)]
 
 
+def test_a_list_that_matches_as_well_at_both_ends_grew_at_its_end() -> None:
+    assert ops(diff_states({"l": ["a", "b"]}, {"l": ["a", "b", "a", "b"]})) == [
+        ("l[2]", "added", None, "a"), ("l[3]", "added", None, "b")]
+    assert ops(diff_states({"l": ["x", "x", "x"]}, {"l": ["x", "x"]})) == [("l[2]", "removed", "x", None)]
+
+
 def test_type_changes_and_bool_vs_int() -> None:
     assert ops(diff_states({"x": [1]}, {"x": {"a": 1}})) == [("x", "changed", [1], {"a": 1})]
     # At a leaf, true -> 1 is a change (inside equal-comparing containers Python's == cannot tell).

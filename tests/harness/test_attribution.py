@@ -17,17 +17,19 @@ import pytest
 from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
-from envscaler_mcp.errors import HarnessError, ServerStartError
+from envscaler_mcp.errors import HarnessError, ProviderNotConfigured, ProviderUnavailable, ServerStartError
 from envscaler_mcp.harness import run as harness_run
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.episode import run_episode
+from envscaler_mcp.harness.faults import describe
 from envscaler_mcp.harness.models import CheckOutcome, EpisodeConfig
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import ERROR_LOG, RunDir
 from envscaler_mcp.harness.seats import Seat
 from envscaler_mcp.providers import get_provider
+from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import ALICE, BOB, ENV_INFO, MINI_SHOP, CrashingSource, shop_server
@@ -223,3 +225,26 @@ async def test_a_timeout_inside_a_hung_tool_call_is_infra_not_the_agents_timeout
                                checker=checker, config=config)
     assert result.status == "infra_error" and result.score is None and result.attempts == 2
     assert "did not answer a tool call" in (result.infra_reason or "")
+
+
+async def test_a_provider_down_is_retried_and_a_provider_not_set_up_stops_at_once(
+    server: Any, checker: SandboxChecker
+) -> None:
+    config = EpisodeConfig(infra_retries=1, infra_backoff_s=0)
+
+    def down(*_: Any) -> Any:
+        raise ProviderUnavailable("openai: 503 Service Unavailable after 3 retries")
+
+    def not_set_up(*_: Any) -> Any:
+        raise ProviderNotConfigured("OPENAI_API_KEY is not set")
+
+    unavailable = MockProvider([down], repeat_last=True)
+    result = await run_episode(BOB, source=server, agent=unavailable, checker=checker, config=config)
+    assert result.status == "infra_error" and result.score is None and result.success is None
+    assert result.attempts == 2 and len(unavailable.requests) == 2  # a fresh episode, then left out of the scores
+    assert "ProviderUnavailable: openai: 503" in (result.infra_reason or "")
+    unconfigured = MockProvider([not_set_up], repeat_last=True)
+    with pytest.raises(BaseException) as raised:  # the error itself, or a task group's with it as its one leaf
+        await run_episode(BOB, source=server, agent=unconfigured, checker=checker, config=config)
+    assert describe(raised.value) == "ProviderNotConfigured: OPENAI_API_KEY is not set"
+    assert len(unconfigured.requests) == 1  # not retried: a setup problem stops the run

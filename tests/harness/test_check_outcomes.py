@@ -81,3 +81,29 @@ async def test_the_checker_eval_uses_runs_validators_under_the_os_layers() -> No
         report = checker.isolation
     assert outcome.status == "pass"
     assert report.level != "off" and "seccomp" not in report.refused, report
+
+
+def test_only_a_stated_id_the_reference_never_reaches_is_a_stray() -> None:
+    from envscaler_mcp.qa.consistency import mismatched_records
+    from envscaler_mcp.scenario.models import Scenario, ToolCall
+    from envscaler_mcp.skeleton.models import Provenance
+    rooms = {"lotus": {"id": "lotus", "floor": 2, "guest": ""}, "cedar": {"id": "cedar", "floor": 3, "guest": "Dana"}}
+    orders = {"O-1": {"id": "O-1", "item": "Desk Lamp"}, "O-2": {"id": "O-2", "item": "Floor Lamp"}}
+    state = {"rooms": rooms, "orders": orders}
+
+    def scenario(task: str, *calls: ToolCall) -> Scenario:
+        return Scenario(env_id="e", task=task, initial_state=state, checklist=[], reference_solution=list(calls),
+                        provenance=Provenance(source="hand-authored"))
+
+    book = ToolCall(tool="book_room", arguments={"room_id": "lotus", "guest": "Kim"})
+    booked = {**state, "rooms": {**rooms, "lotus": {**rooms["lotus"], "guest": "Kim"}}}
+    # a room whose key is its name ("cedar") is named for context, not given as an id
+    assert mismatched_records(scenario("Cedar is taken, so book the lotus room for Kim.", book), booked) == []
+    cancel = ToolCall(tool="cancel_order", arguments={"order_id": "O-1"})
+    cancelled = {**state, "orders": {**orders, "O-1": {**orders["O-1"], "item": "", "status": "cancelled"}}}
+    task = "Keep order O-2, the floor lamp; cancel O-1."
+    assert mismatched_records(scenario(task, cancel), cancelled) == [
+        "the task gives the id of orders O-2, which the reference solution neither changes nor looks up, while it "
+        "changes O-1"]  # an id the reference never reaches
+    search = ToolCall(tool="search_orders", arguments={"query": "Floor"})
+    assert mismatched_records(scenario(task, search, cancel), cancelled) == []  # looked up by a search of its item

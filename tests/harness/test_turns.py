@@ -18,8 +18,8 @@ from envscaler_mcp.harness.turns import TurnScoring
 from envscaler_mcp.harness.user_sim import ScriptedSeat
 from envscaler_mcp.providers.base import Message, ToolCallRequest
 from envscaler_mcp.providers.mock import MockProvider
-from envscaler_mcp.references.reference import build_reference
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall, Turn
+from envscaler_mcp.references.reference import Reference, StateVerdict, build_reference
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, StateCheckOptions, ToolCall, Turn
 from tests.harness.shop import BOB, ENV_INFO, calls, shop_server
 
 pytestmark = pytest.mark.anyio
@@ -216,3 +216,32 @@ def test_a_turn_that_ends_on_a_tool_result_is_judged_on_the_agents_words_only() 
     turns = TurnScoring(scenario, marks=[2, 5], states=[None, None], messages=messages, reference=None)
     assert turns.transcript_at(0)["answer"] == "It is pending."
     assert turns.transcript_at(1)["answer"] == "It is pending."
+
+
+def test_a_scenario_that_turns_the_state_check_off_judges_no_turn() -> None:
+    # the reference's state at turn 1's end has O-1002 cancelled; an agent that did nothing in turn 1 fails
+    # that turn, unless the scenario turns the state check off: then no turn is judged at all
+    scenario = two_turns(hide_note=False)
+    start = scenario.initial_state
+    order = start["orders"]["O-1002"]
+    cancelled = {**start, "orders": {**start["orders"], "O-1002": {**order, "status": "cancelled"}}}
+    noted = {**cancelled, "orders": {**start["orders"], "O-1002": {
+        **order, "status": "cancelled", "notes": [*order["notes"], "Customer changed mind"]}}}
+    on = Reference(scenario=scenario, final_state=noted, turn_states=[cancelled])
+    assert on.check_turn(0, start).status == "fail" and on.check_turn(0, cancelled).status == "pass"
+    assert on.check_turn(0, None, no_state_reason="no admin plane") == StateVerdict(status="not_available",
+                                                                                    reason="no admin plane")
+    assert on.check_turn(1, start) == on.check(start) and on.check(start).status == "fail"  # the last turn
+    lazy = TurnScoring(scenario, marks=[2], states=[start], messages=[], reference=on)
+    outcomes, verdict = lazy.state_checks(on.check(noted))
+    assert [o.state_check for o in outcomes] == ["fail", "pass"] and verdict.reason.startswith("turn 1 of 2:")
+    off = Reference(scenario=scenario.model_copy(update={"state_check": StateCheckOptions(disabled="random")}),
+                    final_state=noted, turn_states=[cancelled])
+    why = "the scenario turns the state check off: random"
+    assert off.check_turn(0, start) == StateVerdict(status="not_available", reason=why)
+    lazy = TurnScoring(scenario, marks=[2], states=[start], messages=[], reference=off)
+    outcomes, verdict = lazy.state_checks(off.check(noted))
+    assert [(o.state_check, o.state_check_reason) for o in outcomes] == [("not_available", why)] * 2
+    assert verdict.status == "not_available"
+    without = Reference(scenario=scenario, final_state=None, turn_states=[cancelled])  # never replayed to the end
+    assert without.check_turn(0, cancelled) == StateVerdict(status="not_available", reason="no reference final state")

@@ -7,6 +7,7 @@ from math import comb
 import pytest
 
 from envscaler_mcp.scoring.metrics import (
+    Aggregate,
     ItemVerdict,
     TrialOutcome,
     aggregate,
@@ -118,3 +119,19 @@ def test_aggregate_per_env_and_overall() -> None:
     assert overall.n_scenarios == 3 and overall.n_trials == 6
     assert overall.pass_hat_k[2] == pytest.approx(round(1 / 3, 4))
     assert aggregate([]).mean_score is None
+
+
+def test_a_trial_whose_success_cannot_be_told_is_left_out_of_every_aggregate() -> None:
+    # rule "state" where no reference could be replayed: a score, but no success (episode_success gives None)
+    assert episode_success("state", 0.5, True, "not_available") is None
+    undecided = TrialOutcome(env_id="a", scenario_id="s1", score=0.5, success=None)
+    decided = TrialOutcome(env_id="a", scenario_id="s1", score=1.0, success=True)
+    both = aggregate([undecided, decided])
+    assert (both.n_trials, both.mean_score, both.success_rate) == (1, 1.0, 1.0)  # one denominator for both
+    assert both.pass_at_k == {1: 1.0}
+
+
+def test_an_aggregate_of_nothing_scored_counts_no_trials() -> None:
+    empty = TrialOutcome(env_id="a", scenario_id="s1", score=None, success=None)
+    for outcomes in ([], [empty]):
+        assert aggregate(outcomes) == Aggregate(n_scenarios=0, n_trials=0, mean_score=None, success_rate=None)

@@ -89,6 +89,10 @@ def test_every_fact_must_be_stated_and_each_records_evidence() -> None:
     assert not ok
     assert evidence[0] == "stated 'O-10053': \u00abOrder O-10053 ships on 2026-03-05.\u00bb"
     assert evidence[2].startswith("missing '30' in the answer")
+    assert len(evidence) == 3  # one line per fact: a failed check adds no verdict on facts it did not count
+    ok, evidence = says("Order O-10053 was placed in March. It ships on 2026-03-05, for $30.", "O-10053", 30,
+                        "2026-04-01")
+    assert not ok and [e.split(":")[0] for e in evidence] == ["stated 'O-10053'", "stated '30'", "missing '2026-04-01' in the answer"]
 
 
 def test_where_selects_the_answer_or_what_the_user_was_told() -> None:
@@ -188,3 +192,26 @@ def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -
     assert says(report(30), 5.5)[0] is True
     ok, evidence = says(report(31), 5.5)
     assert ok is False and "states 31 different numbers" in evidence[-1]
+    eight = [k + 1.5 for k in range(8)]  # eight numbers asked for: the bound is four per number, 32
+    assert says(report(32), *eight)[0] is True
+    ok, evidence = says(report(33), *eight)
+    assert ok is False and all("states 33 different numbers" in line for line in evidence)
+
+
+def test_evidence_quotes_the_sentence_without_the_previous_ones_end() -> None:
+    for text in ("? Your total is $12.00.", "Done? Your total is $12.00.", "Done.\nYour total is $12.00."):
+        assert says(text, 12) == (True, ["stated '12': \u00abYour total is $12.00.\u00bb"]), text
+
+
+def test_evidence_shows_people_s_text_as_written() -> None:
+    # evidence is read by people: text is shown as written, not as JSON escapes (which would also push it past
+    # the 160-character cut)
+    calls = [{"name": "ship", "arguments": {"city": "Zürich", "note": "Grüße " * 20}, "result": {"success": True},
+              "is_error": False}]
+    tc._begin()
+    assert tc.called(transcript(calls=calls), "ship", city="zürich")
+    [shown] = tc._take()
+    assert shown == 'call 1 ship({"city": "Zürich", "note": "' + "Grüße " * 20 + '"}) ok'  # 150 characters: not cut
+    tc._begin()
+    assert not tc.called(transcript(calls=calls), "ship", city={"name": "Genève"})
+    assert tc._take()[0].startswith('no successful call ship(city={"name": "Genève"}); calls to ship: call 1')

@@ -48,3 +48,10 @@ def test_every_bundled_task_that_changes_the_state_names_a_record() -> None:
 
 def test_a_state_without_keyed_records_has_nothing_to_name() -> None:
     assert names_a_record({"counter": 3, "log": ["a"]}, "Increase the counter.")
+
+
+def test_a_value_inside_a_longer_word_names_nothing() -> None:
+    items = {"items": {"I1": {"name": "Lamp"}, "I2": {"name": "Desk"}}}
+    assert names_a_record(items, "Please clamp the shelf to the wall.") is False  # 'lamp' inside 'clamp'
+    assert names_a_record(items, "Please lamp-proof the shelf.") is False  # a word joined by '-'
+    assert names_a_record(items, "Please move the lamp to the wall.") is True
