@@ -16,8 +16,14 @@ from envscaler_mcp.providers.base import Message
 REPEATED_REFUSALS = 3
 
 
-def _step_key(message: Message) -> str:
-    return json.dumps(sorted(json.dumps([c.name, c.arguments], sort_keys=True) for c in message.tool_calls))
+def _step_key(message: Message) -> str | None:
+    """What the model wrote in a step: each call's name and arguments (and the undecoded text of arguments
+    that were not an object). None when a call's arguments were refused and not kept (too deep or too large:
+    `arguments` is then {} whatever the model wrote), so such steps are never taken for repeats."""
+    if any(c.rejected is not None and c.raw_arguments is None for c in message.tool_calls):
+        return None
+    return json.dumps(sorted(json.dumps([c.name, c.arguments, c.raw_arguments], sort_keys=True)
+                             for c in message.tool_calls))
 
 
 def repeated_refusal(messages: Sequence[Message], times: int = REPEATED_REFUSALS) -> str | None:
@@ -33,7 +39,8 @@ def repeated_refusal(messages: Sequence[Message], times: int = REPEATED_REFUSALS
         else:
             steps = []
     tail = steps[-times:]
-    if (len(tail) < times or len({_step_key(m) for m, _ in tail}) != 1
+    keys = {_step_key(m) for m, _ in tail}
+    if (len(tail) < times or len(keys) != 1 or None in keys
             or not all(results and all(r.is_error for r in results) for _, results in tail)):
         return None
     names = ", ".join(dict.fromkeys(c.name for c in tail[0][0].tool_calls))

@@ -57,6 +57,24 @@ def test_a_step_with_one_refused_and_one_answered_call_is_not_a_refusal() -> Non
     assert repeated_refusal(refused * 3) is not None
 
 
+def test_calls_whose_arguments_were_refused_unkept_are_never_taken_for_repeats() -> None:
+    """Arguments nested too deep or too large are not kept (`arguments` is then {} whatever the model wrote), so
+    three such steps are not known to be the same; refused argument text that is kept still counts."""
+    def refused(arguments: dict[str, Any] | str) -> list[Message]:
+        call = ToolCallRequest(id="c", name="find", arguments=arguments if isinstance(arguments, dict) else {},
+                               raw_arguments=arguments if isinstance(arguments, str) else None)
+        return [Message(role="assistant", tool_calls=[call]),
+                Message(role="tool", tool_call_id="c", content="r", is_error=True)]
+    deep: dict[str, Any] = {}
+    for _ in range(100):
+        deep = {"x": deep}
+    unkept = refused({"path": ".", "x": deep})
+    assert unkept[0].tool_calls[0].rejected is not None and unkept[0].tool_calls[0].arguments == {}
+    assert repeated_refusal(unkept * 3) is None
+    assert repeated_refusal(refused("{not json") * 3) is not None
+    assert repeated_refusal(refused("{not json") * 2 + refused("{other")) is None
+
+
 async def test_a_model_repeating_a_refused_call_ends_as_model_error_before_the_step_limit(
     server: Any, checker: SandboxChecker
 ) -> None:
