@@ -37,17 +37,18 @@ def _cache_file(env_root: Path) -> Path:
     return user_cache_dir() / "list" / f"{key}.json"
 
 
-def _stamp(env_root: Path, env_id: str) -> list[int]:
-    stat = (Path(env_root) / env_id / SKELETON_FILE).stat()
+def _stamp(path: Path) -> list[int]:
+    """A file's size and modification time: what tells that it changed."""
+    stat = path.stat()
     return [stat.st_size, stat.st_mtime_ns]
 
 
 def _file_stamp(path: Path) -> list[int]:
+    """The stamp of a file that may be missing ([] then)."""
     try:
-        stat = path.stat()
+        return _stamp(path)
     except OSError:
         return []
-    return [stat.st_size, stat.st_mtime_ns]
 
 
 def _read(path: Path) -> dict[str, dict[str, list[object]]]:
@@ -73,7 +74,7 @@ def env_rows(env_root: Path, scen_root: Path) -> list[tuple[str, Row]]:
     kept: dict[str, dict[str, list[object]]] = {}
     rows = []
     for env_id in list_env_ids(env_root):
-        stamp, scenarios = _stamp(env_root, env_id), Path(scen_root) / f"{env_id}.jsonl"
+        stamp, scenarios = _stamp(Path(env_root) / env_id / SKELETON_FILE), Path(scen_root) / f"{env_id}.jsonl"
         entry = cached.get(env_id)
         if isinstance(entry, dict) and entry.get("stamp") == stamp and isinstance(entry.get("row"), list):
             row = [str(x) for x in entry["row"]]
@@ -96,7 +97,7 @@ def remember(env_root: Path, rows: dict[str, Row]) -> None:
     kept = _read(path)
     for env_id, row in rows.items():
         try:
-            kept[env_id] = {"stamp": list(_stamp(env_root, env_id)), "row": list(row)}
+            kept[env_id] = {"stamp": list(_stamp(Path(env_root) / env_id / SKELETON_FILE)), "row": list(row)}
         except OSError:
             continue
     _write(path, kept)

@@ -154,3 +154,26 @@ def _list(home: Path) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["list", "--home", str(home)])
     assert exit_.value.code == 0
+
+
+def test_a_corrupt_or_foreign_list_cache_never_changes_what_list_shows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The cache is a hint: garbage in it, or a row planted for a skeleton whose stamp no longer matches, gives
+    the skeleton's own row (the file is read again)."""
+    from envscaler_mcp.catalog import listing
+
+    envs, scenarios = _padded_set(tmp_path, 2)
+    stream_import(envs, scenarios, tmp_path / "home")
+    env_root = tmp_path / "home" / "environments"
+    cache = listing._cache_file(env_root)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text("{not json", encoding="utf-8")
+    _list(tmp_path / "home")
+    assert "copy_0" in capsys.readouterr().out
+    planted = json.loads(cache.read_text(encoding="utf-8"))
+    planted["copy_0"]["row"] = ["Planted row"] * len(planted["copy_0"]["row"])
+    planted["copy_0"]["stamp"] = [0, 0]
+    cache.write_text(json.dumps(planted), encoding="utf-8")
+    _list(tmp_path / "home")
+    out = capsys.readouterr().out
+    assert "Planted row" not in out and "copy_0" in out
