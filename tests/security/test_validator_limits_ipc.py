@@ -21,13 +21,13 @@ from tests.security.test_validator_os_layers import GROUPS, only
 
 pytestmark = pytest.mark.anyio
 
-# prlimit64(pid, RLIMIT_CPU = 0, {1 s, 1 s}) on the zygote (the batch's parent) and on the harness.
+# prlimit64(pid, RLIMIT_CPU = 0, {limit s, limit s}) on the zygote (the batch's parent) and on the harness.
 LOWER_LIMITS = """
 def check_func(s):
     libc = ctypes.CDLL(None, use_errno=True)
     done = []
     for pid in (os.getppid(), {harness}):
-        low = (ctypes.c_uint64 * 2)(1, 1)
+        low = (ctypes.c_uint64 * 2)({limit}, {limit})
         if libc.prlimit64(pid, 0, ctypes.byref(low), None) == 0:
             done.append("lowered %d" % pid)
         else:
@@ -94,7 +94,7 @@ async def test_no_validator_changes_the_limits_of_its_zygote_or_of_the_harness(k
     async with ValidatorSandbox(timeout_s=3.0, memory_mb=256, workers=1, _test_seam=seam) as sb:
         [zygote] = sb.worker_pids()
         before = cpu_limit(zygote)
-        attack = ChecklistItem(id="attack", description="", validator=LOWER_LIMITS.format(harness=os.getpid()))
+        attack = ChecklistItem(id="attack", description="", validator=LOWER_LIMITS.format(harness=os.getpid(), limit=1))
         [result] = await sb.run([attack], {}, {})
         assert cpu_limit(zygote) == before
         assert await verdicts(sb) == clean
@@ -106,14 +106,16 @@ async def test_no_validator_changes_the_limits_of_its_zygote_or_of_the_harness(k
 
 async def test_without_seccomp_the_attack_would_reach_the_zygote() -> None:
     """The control: with every layer but seccomp (as root the zygote and batch share the uid `nobody`), the
-    same attack lowers the zygote's limit, so the test above would catch a filter that lets it through."""
+    same attack lowers the zygote's limit, so the test above would catch a filter that lets it through. The
+    limit set here is an hour, not a second: a zygote that has already used a second of CPU on a loaded machine
+    would be killed by SIGXCPU before its limits could be read."""
     seam = {"grant_os": True, "skip": ["seccomp"]}
     async with ValidatorSandbox(timeout_s=3.0, memory_mb=256, workers=1, _test_seam=seam) as sb:
         [zygote] = sb.worker_pids()
-        attack = ChecklistItem(id="attack", description="", validator=LOWER_LIMITS.format(harness=0))
+        attack = ChecklistItem(id="attack", description="", validator=LOWER_LIMITS.format(harness=0, limit=3600))
         [result] = await sb.run([attack], {}, {})
         lowered = cpu_limit(zygote)
-    assert lowered == ("1", "1"), (result.reason, lowered)
+    assert lowered == ("3600", "3600"), (result.reason, lowered)
 
 
 @pytest.mark.parametrize("kept", [GROUPS, ("seccomp",)], ids=["all", "seccomp"])
