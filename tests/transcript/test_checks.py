@@ -74,6 +74,7 @@ def test_every_month_name_and_abbreviation_reads_as_its_month() -> None:
     ("See you at 2:30.", "14:30"),
     ("Seat 12A is yours.", 12),
     ("Version 1.2.3 is installed.", 2),
+    ("B/24 is your gate.", 24),  # glued by '/' to a one-character token at the start: a code, not 24
     ("Firmware 2.0beta3 is installed.", 2),  # a version, not the number 2
     ("The status is unshipped.", "shipped"),
     ("", 24),
