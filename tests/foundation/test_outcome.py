@@ -7,6 +7,7 @@ import pytest
 
 from envscaler_mcp._outcome import call_failure, call_succeeded, guess_convention
 from envscaler_mcp.transcript import checks as transcript_checks
+from envscaler_mcp.transcript import evidence
 from envscaler_mcp.transcript.record import call_record, make_transcript
 
 CASES = [  # result, is_error, {convention: succeeded}
@@ -51,7 +52,7 @@ def _called(convention: str, result: object, is_error: bool = False) -> bool:
     transcript = make_transcript([call_record("close_ticket", {"ticket_id": 1}, "", is_error)], "done",
                                  convention=convention)
     transcript["calls"][0]["result"] = result
-    transcript_checks._begin()
+    evidence.begin()
     return transcript_checks.called(transcript, "close_ticket", ticket_id=1)
 
 
