@@ -28,3 +28,6 @@ Mode = Literal["task", "conversation"]
 
 ModeChoice = Literal["auto", Mode]
 """`eval --mode`: a Mode, or `auto` (conversation when a simulated user is given, else task)."""
+
+SkelStage = Literal["mine", "model", "check", "all"]
+"""The SkelBuilder stages `synth envs` runs (`all`: mine, model and check in turn)."""
