@@ -216,3 +216,17 @@ def test_evidence_shows_people_s_text_as_written() -> None:
     evidence.begin()
     assert not tc.called(transcript(calls=calls), "ship", city={"name": "Genève"})
     assert evidence.take()[0].startswith('no successful call ship(city={"name": "Genève"}); calls to ship: call 1')
+
+
+def test_evidence_is_capped_cut_and_taken_once() -> None:
+    evidence.begin()
+    evidence.note("x" * (evidence.MAX_TEXT + 50))
+    for n in range(evidence.MAX_EVIDENCE + 5):
+        evidence.note(f"entry {n}")
+    taken = evidence.take()
+    assert len(taken) == evidence.MAX_EVIDENCE and taken[1] == "entry 0"
+    assert len(taken[0]) == evidence.MAX_TEXT and taken[0].endswith("...")
+    assert evidence.take() == []  # taking starts afresh
+    evidence.note("left over")
+    evidence.begin()  # a new check drops what an earlier one left
+    assert evidence.take() == []
