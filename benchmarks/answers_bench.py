@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from envscaler_mcp.catalog.store import load_scenarios  # noqa: E402
 from envscaler_mcp.scenario.models import Scenario  # noqa: E402
 from envscaler_mcp.transcript import checks as transcript_checks  # noqa: E402
+from envscaler_mcp.transcript import evidence as transcript_evidence  # noqa: E402
 from envscaler_mcp.transcript.record import make_transcript  # noqa: E402
 
 DEFAULT_ANSWERS = ROOT / "tests" / "transcript" / "data" / "answers.jsonl"
@@ -66,9 +67,9 @@ def verdict(scenario: Scenario, answer: str) -> tuple[bool, list[str]]:
             continue
         scope: dict[str, Any] = {"initial_state": scenario.initial_state}
         exec(compile(item.validator, item.id, "exec"), scope)  # the catalog's own validators
-        transcript_checks._begin()
+        transcript_evidence.begin()
         ok = scope["check_func"](transcript) is True
-        evidence = transcript_checks._take()
+        evidence = transcript_evidence.take()
         if not ok:
             failed.append(f"{item.id}: " + " | ".join(evidence))
     return not failed, failed

@@ -11,11 +11,17 @@ environment reports errors (`EnvSkeleton.success_convention`):
 
 `result` is the result's value (JSON parsed, or the text when it is not JSON); the replay, the import of
 reference solutions, the transcript checks and the quality check all read it through `call_failure`.
-Standard library only: the validator sandbox imports it (transcript_checks) before its limits apply.
+
+`read_result` is the one reading of an MCP `CallToolResult` (its text, value and error flag) for every stage:
+the agent's episode, the replay of a reference or wrong solution, the quality check. So an agent's call and the
+same call replayed are recorded, and judged, alike on any server, also one whose text and structured content
+differ. Standard library only: the validator sandbox imports it (transcript_checks) before its limits apply.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 SuccessConvention = Literal["envscaler", "error-field", "no-error"]
@@ -49,6 +55,46 @@ def call_failure(result: Any, is_error: bool, convention: str = DEFAULT_CONVENTI
 def call_succeeded(result: Any, is_error: bool, convention: str = DEFAULT_CONVENTION) -> bool:
     """True when `call_failure` finds nothing."""
     return call_failure(result, is_error, convention) is None
+
+
+def json_or_text(text: str) -> Any:
+    """A tool result's text as data: its JSON value when it parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested past the interpreter's limit
+        return text
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool result as every stage reads it: `text` is what a model is shown and a transcript records."""
+
+    text: str
+    is_error: bool
+
+    @property
+    def value(self) -> Any:
+        """The text's JSON value, else the text (what a transcript's `result` holds)."""
+        return json_or_text(self.text)
+
+    def failure(self, convention: str = DEFAULT_CONVENTION) -> str | None:
+        """Why the call failed under `convention` (`call_failure`; an error result is described by its text),
+        or None when it succeeded."""
+        return call_failure(self.text if self.is_error else self.value, self.is_error, convention)
+
+
+def read_result(result: Any) -> ToolResult:
+    """Read an MCP `CallToolResult` (or an object of its shape). The text is its text blocks joined by newlines
+    (other blocks, such as images, have none); a result without text blocks is its structured content as JSON
+    (`null` when it has none either). A server's structured content is the value its text describes (the
+    generated servers send the same JSON in both), and the text is what a model sees, so the text decides."""
+    texts = [t for t in (getattr(block, "text", None) for block in getattr(result, "content", None) or [])
+             if isinstance(t, str)]
+    if texts:
+        text = "\n".join(texts)
+    else:
+        text = json.dumps(getattr(result, "structured_content", None), ensure_ascii=False)
+    return ToolResult(text=text, is_error=bool(getattr(result, "is_error", False)))
 
 
 def guess_convention(source: str) -> SuccessConvention:

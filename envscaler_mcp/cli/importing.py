@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from envscaler_mcp._choices import Transport
+from envscaler_mcp._outcome import SuccessConvention
+
 if TYPE_CHECKING:
     from envscaler_mcp.qa.solutions import SolutionReport
 
-Transport = Literal["pipe", "http", "stdio", "memory"]  # launch.Transport, without importing the MCP SDK to run `import`
-Convention = Literal["auto", "envscaler", "error-field", "no-error"]  # _outcome.SuccessConvention, or a guess
+Convention = Literal["auto", SuccessConvention]  # the environment's convention, or a guess from its code
 
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 

@@ -35,7 +35,7 @@ from envscaler_mcp.harness.turns import TurnScoring, score_turns
 from envscaler_mcp.harness.user_sim import SCRIPTED, ScriptedUser, SimulatedUser, turn_messages
 from envscaler_mcp.launch.episodes import Episode, NoAdminPlane
 from envscaler_mcp.providers.base import Message, Provider, ToolCallRequest, ToolDef
-from envscaler_mcp.providers.tools import mcp_tools_to_defs, result_text
+from envscaler_mcp.providers.tools import mcp_tools_to_defs, tool_result_message
 from envscaler_mcp.references.reference import Reference, StateVerdict
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scoring.metrics import checklist_score, episode_success
@@ -411,14 +411,7 @@ async def call_tool_safely(ep: Episode, call: ToolCallRequest, names: set[str],
             if exc.code not in _MODEL_FAULT_CODES:
                 raise
             result = _error_result(f"Tool call rejected: {exc.message}")
-    message = Message(
-        role="tool",
-        content=result_text(result),
-        tool_call_id=call.id,
-        name=call.name,
-        is_error=bool(result.is_error),
-    )
-    return shown_result(message, limits or OutputLimits())
+    return shown_result(tool_result_message(call, result), limits or OutputLimits())
 
 
 class _Watched:

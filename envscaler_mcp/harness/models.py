@@ -6,19 +6,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._choices import Mode, ObservationMode, SuccessRule
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.compare.diff import StateChange
 from envscaler_mcp.compare.statecheck import StateCheckStatus, UnexpectedChange
 from envscaler_mcp.harness.limits import OutputLimits
 from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
 from envscaler_mcp.scenario.models import CheckKind
-from envscaler_mcp.scoring.metrics import SuccessRule
 from envscaler_mcp.transcript.observation import ObservationVerdict
 
 EpisodeStatus = Literal["completed", "max_steps", "timeout", "model_error", "infra_error"]
-Mode = Literal["task", "conversation"]
 CheckStatus = Literal["pass", "fail", "error", "not_scorable"]
-ObservationMode = Literal["auto", "on", "off"]
 
 
 class CheckOutcome(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from envscaler_mcp.harness.models import ObservationMode
+from envscaler_mcp._choices import ObservationMode
 from envscaler_mcp.references.reference import Reference
 from envscaler_mcp.references.replay import turn_ends
 from envscaler_mcp.transcript.observation import ObservationTurn, ObservationVerdict, check_observation

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Literal
 
 from envscaler_mcp._json import State
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.launch.episodes import Episode, WarmCache
 from envscaler_mcp.launch.target import ServerDir
-
-Transport = Literal["pipe", "http", "stdio", "memory"]
 
 
 class LaunchedServer:

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import TypedDict
 
 import anyio
 import httpx2
@@ -29,10 +29,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
 
+from envscaler_mcp._choices import EpisodeProcess, Transport
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
-from envscaler_mcp.launch.launched import LaunchedServer, Transport, log_tail
+from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
@@ -50,7 +51,6 @@ from envscaler_mcp.launch.stdio import StdioServer
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target, trusted_origin
 from envscaler_mcp.scenario.models import Scenario
 
-EpisodeProcess = Literal["auto", "shared", "fork"]
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
 _STATE_PREFIX = b'{"state": '  # how a generated server starts its state answer
 

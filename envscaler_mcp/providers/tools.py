@@ -14,8 +14,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import CallToolResult, Tool
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.providers.base import Message, ToolCallRequest, ToolDef
 
 SAFE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -95,18 +96,10 @@ def anthropic_tools(defs: Sequence[ToolDef], names: ToolNames) -> list[dict[str,
             for d in defs]
 
 
-def result_text(result: CallToolResult) -> str:
-    """The text a model sees for a tool result: its text blocks, else its structured content as JSON."""
-    parts = [block.text for block in result.content if isinstance(block, TextContent)]
-    if parts:
-        return "\n".join(parts)
-    return json.dumps(result.structured_content, ensure_ascii=False)
-
-
 def tool_result_message(call: ToolCallRequest, result: CallToolResult) -> Message:
     """The `role: tool` message answering `call` with an MCP result (is_error carried over)."""
-    return Message(role="tool", content=result_text(result), tool_call_id=call.id, name=call.name,
-                   is_error=bool(result.is_error))
+    read = read_result(result)
+    return Message(role="tool", content=read.text, tool_call_id=call.id, name=call.name, is_error=read.is_error)
 
 
 def decode_arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:

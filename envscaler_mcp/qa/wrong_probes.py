@@ -29,12 +29,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSON, JSONObject, State
-from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, read_result
 from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.mutation import is_records
 from envscaler_mcp.qa.transcript import calls_transcript
 from envscaler_mcp.references.reference import Reference
-from envscaler_mcp.references.replay import EpisodeFactory, call_outcome, replay_calls
+from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
@@ -158,8 +158,7 @@ async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, conven
             if tried >= _MAX_CANDIDATES:
                 break
             tried += 1
-            ok, _ = call_outcome(await episode.call_tool(call.tool, call.arguments), convention)
-            if not ok:
+            if read_result(await episode.call_tool(call.tool, call.arguments)).failure(convention) is not None:
                 continue  # a failed call leaves the state as it was
             after = await episode.get_state()
             if after != before:

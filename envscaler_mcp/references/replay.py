@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
-from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_failure
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, read_result
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
@@ -31,32 +30,6 @@ class ReplayCall(BaseModel):
     detail: str | None = Field(None, description="Error text when the call failed.")
     result_text: str = Field("", exclude=True, description="The result as JSON text (transcript items read it).")
     is_error: bool = Field(False, exclude=True, description="The result was an error result.")
-
-
-def call_outcome(result: Any, convention: str = DEFAULT_CONVENTION) -> tuple[bool, str | None]:
-    """Did a CallToolResult-like object report success under the environment's `convention` (_outcome.py)?
-    Returns (ok, error detail)."""
-    text = " ".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or [])).strip()
-    structured = getattr(result, "structured_content", None)
-    if structured is None and text:
-        try:
-            structured = json.loads(text)
-        except ValueError:
-            structured = text
-    is_error = bool(getattr(result, "is_error", False))
-    failure = call_failure(text if is_error else structured, is_error, convention)
-    return failure is None, failure
-
-
-def result_data(result: Any) -> tuple[str, bool]:
-    """(result text, is_error) of a CallToolResult-like object: its structured content as JSON when there is
-    some, else its text blocks."""
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    else:
-        text = "\n".join(getattr(c, "text", "") for c in (getattr(result, "content", None) or []))
-    return text, bool(getattr(result, "is_error", False))
 
 
 async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
@@ -79,9 +52,9 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
             for n, call in enumerate(calls, start=1):
                 text, is_error = "", True
                 try:
-                    result = await episode.call_tool(call.tool, call.arguments)
-                    ok, detail = call_outcome(result, convention)
-                    text, is_error = result_data(result)
+                    result = read_result(await episode.call_tool(call.tool, call.arguments))
+                    detail = result.failure(convention)
+                    ok, text, is_error = detail is None, result.text, result.is_error
                 except Exception as exc:  # a client-side error: report it, the other scenarios go on
                     ok, detail = False, f"raised {type(exc).__name__}: {exc}"
                 made.append(ReplayCall(tool=call.tool, arguments=call.arguments, ok=ok, detail=detail,

@@ -27,7 +27,7 @@ from envscaler_mcp.sandbox.restrict import (
     make_builtins,
     static_problem,
 )
-from envscaler_mcp.transcript import checks as transcript_checks
+from envscaler_mcp.transcript import evidence as transcript_evidence
 
 MAX_REASON = 300
 # The limits the zygote set (sandbox/worker.py), inherited by each batch process; RLIMIT_CPU is set per check.
@@ -188,9 +188,9 @@ class Runner:
         and `argument`, again. Returns {"passed", "reason", "duration_s", "evidence"} (evidence: what the
         transcript_checks helpers recorded during the check)."""
         start = time.perf_counter()
-        transcript_checks._begin()
+        transcript_evidence.begin()
         passed, reason = self._run(prepared, initial, argument, timeout_s, keep, kind)
-        evidence = [_short(str(e)) for e in transcript_checks._take()[:MAX_EVIDENCE]]
+        evidence = [_short(str(e)) for e in transcript_evidence.take()[:MAX_EVIDENCE]]
         self.tampered = self._tampering()
         if self.tampered:  # the check's own doing: its verdict is the failure; the next check needs a fresh process
             passed, reason, evidence = False, self.tampered, []

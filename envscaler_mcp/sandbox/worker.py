@@ -42,8 +42,10 @@ from envscaler_mcp.isolation import namespaces
 from envscaler_mcp.sandbox.relay import Zygote
 from envscaler_mcp.sandbox.runner import Runner, Sink
 
-# Loaded lazily by modules validators may use; imported now, while files can still be read.
-_PRELOAD = ("_strptime", "encodings.idna", "encodings.ascii", "encodings.latin_1", "unicodedata", "select")
+# Loaded lazily by modules validators may use (and the helpers they import as `transcript_checks`); imported
+# now, while files can still be read.
+_PRELOAD = ("_strptime", "encodings.idna", "encodings.ascii", "encodings.latin_1", "unicodedata", "select",
+            "envscaler_mcp.transcript.checks")
 
 
 def _preload() -> None:

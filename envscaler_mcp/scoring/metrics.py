@@ -21,16 +21,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from math import comb
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from envscaler_mcp._choices import SuccessRule
 from envscaler_mcp.compare.statecheck import StateCheckStatus
 from envscaler_mcp.transcript.observation import ObservationStatus
-
-SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
-                      "observation", "state+observation", "both"]
-"""The checks an episode must not fail to succeed, joined by '+'; 'both' is an older name of 'checklist+state'."""
 
 
 class ItemVerdict(NamedTuple):

@@ -30,6 +30,7 @@ from typing import Any
 
 from envscaler_mcp._outcome import CONVENTIONS, DEFAULT_CONVENTION, call_succeeded
 from envscaler_mcp.transcript.claims import denial, reading, unbound
+from envscaler_mcp.transcript.evidence import note
 from envscaler_mcp.transcript.facts import (
     NUMBER_WORDS,
     Span,
@@ -41,27 +42,7 @@ from envscaler_mcp.transcript.facts import (
 
 __all__ = ["called", "not_called", "not_says", "says"]  # what validators see (the sandbox exposes only these)
 
-_EVIDENCE: list[str] = []
-_MAX_EVIDENCE = 20
-_MAX_TEXT = 300
 _ID_FACT = _re.compile(r"[A-Za-z0-9]+(?:[-_ /][A-Za-z0-9]+)*")
-
-
-def _begin() -> None:
-    """Start recording evidence for one check (called by the sandbox before each check)."""
-    _EVIDENCE.clear()
-
-
-def _take() -> list[str]:
-    """The evidence recorded since `_begin` (called by the sandbox after each check)."""
-    out = list(_EVIDENCE[:_MAX_EVIDENCE])
-    _EVIDENCE.clear()
-    return out
-
-
-def _note(text: str) -> None:
-    if len(_EVIDENCE) < _MAX_EVIDENCE:
-        _EVIDENCE.append(text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "...")
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -196,22 +177,22 @@ def says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
         asserted.append(good)
         if not mentions:
             shown = f"\u00ab{_short(text)}\u00bb" if text.strip() else "(empty)"
-            _note(f"missing {fact.label!r} in {name}: {shown}")
+            note(f"missing {fact.label!r} in {name}: {shown}")
         elif fact.kind in shotgun:
-            _note(f"not counted {fact.label!r}: {name} states {shotgun[fact.kind]} different {fact.kind}s, "
+            note(f"not counted {fact.label!r}: {name} states {shotgun[fact.kind]} different {fact.kind}s, "
                   "a list of candidates rather than an answer")
         elif not good:
             (start, end), why = judged[0]
-            _note(f"not counted {fact.label!r}: {why}: \u00ab{_sentence(text, start, end)}\u00bb")
+            note(f"not counted {fact.label!r}: {why}: \u00ab{_sentence(text, start, end)}\u00bb")
         else:
-            _note(f"stated {fact.label!r}: \u00ab{_sentence(text, *good[0])}\u00bb")
+            note(f"stated {fact.label!r}: \u00ab{_sentence(text, *good[0])}\u00bb")
             continue
         ok = False
     if ok and len(group) > 1:
         apart = unbound(r, group, asserted)
         if apart is not None:
             labels = ", ".join(repr(f.label) for f in group)
-            _note(f"not counted {labels}: not stated together about one thing ({apart})")
+            note(f"not counted {labels}: not stated together about one thing ({apart})")
             return False
     return ok
 
@@ -229,9 +210,9 @@ def not_says(transcript: Any, *facts: Any, where: str = "answer") -> bool:
         stating = [m for m in fact.find_all(text, r.spans) if denial(r, *m, fact, 1) != "negated"]
         if stating:
             ok = False
-            _note(f"stated {fact.label!r}, which it must not: \u00ab{_sentence(text, *stating[0])}\u00bb")
+            note(f"stated {fact.label!r}, which it must not: \u00ab{_sentence(text, *stating[0])}\u00bb")
         else:
-            _note(f"did not state {fact.label!r} in {name}")
+            note(f"did not state {fact.label!r} in {name}")
     return ok
 
 
@@ -305,15 +286,15 @@ def called(transcript: Any, tool: str, *, ok: bool = True, **key_args: Any) -> b
     calls = _calls(transcript)
     for n, call in enumerate(calls, start=1):
         if _matches(call, tool, key_args) and (not ok or _succeeded(call)):
-            _note(_describe_call(n, call))
+            note(_describe_call(n, call))
             return True
     same_tool = [(n, c) for n, c in enumerate(calls, start=1) if c.get("name") == tool]
     what = "successful call" if ok else "call"
     if same_tool:
         tried = "; ".join(_describe_call(n, c) for n, c in same_tool[:3])
-        _note(f"no {what} {_wanted(tool, key_args)}; calls to {tool}: {tried}")
+        note(f"no {what} {_wanted(tool, key_args)}; calls to {tool}: {tried}")
     else:
-        _note(f"no {what} {_wanted(tool, key_args)}; {tool} was never called ({len(calls)} calls in all)")
+        note(f"no {what} {_wanted(tool, key_args)}; {tool} was never called ({len(calls)} calls in all)")
     return False
 
 
@@ -321,7 +302,7 @@ def not_called(transcript: Any, tool: str, **key_args: Any) -> bool:
     """True when no call of `tool` with these argument values was made (any attempt counts, even a failed one)."""
     for n, call in enumerate(_calls(transcript), start=1):
         if _matches(call, tool, key_args):
-            _note(f"{_describe_call(n, call)}, which it must not")
+            note(f"{_describe_call(n, call)}, which it must not")
             return False
-    _note(f"no call {_wanted(tool, key_args)}")
+    note(f"no call {_wanted(tool, key_args)}")
     return True

@@ -9,21 +9,15 @@ the text. `told_user` holds every text the agent wrote to the user (the final an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp._outcome import json_or_text as result_value
+
+__all__ = ["EMPTY_TRANSCRIPT", "call_record", "make_transcript", "result_value"]
 
 EMPTY_TRANSCRIPT: dict[str, Any] = {"calls": [], "answer": "", "told_user": []}
-
-
-def result_value(text: str) -> Any:
-    """A tool result's text as data: its JSON value when it parses, else the text itself."""
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return text
 
 
 def call_record(name: str, arguments: dict[str, Any] | None, result_text: str, is_error: bool) -> dict[str, Any]:

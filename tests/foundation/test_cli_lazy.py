@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,14 +36,58 @@ def test_help_and_version_import_no_stage() -> None:
     assert "HEAVY []" in result.stdout
 
 
-def test_eval_choices_equal_the_harness_types() -> None:
-    from typing import get_args
+def test_eval_help_imports_no_stage() -> None:
+    # the eval options' choices come from envscaler_mcp/_choices.py, not from the stages that use them
+    probe = (
+        "import sys\n"
+        "from envscaler_mcp.cli import main\n"
+        "try:\n"
+        "    main(['eval', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('mcp', 'envscaler_mcp.harness', 'envscaler_mcp.providers', 'envscaler_mcp.launch',"
+        " 'envscaler_mcp.scoring') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert "--episode-process" in result.stdout and "HEAVY []" in result.stdout
 
-    from envscaler_mcp.cli import eval as eval_cli
-    from envscaler_mcp.harness.models import ObservationMode, SuccessRule
-    from envscaler_mcp.launch import EpisodeProcess, Transport
 
-    assert get_args(eval_cli.EpisodeProcess) == get_args(EpisodeProcess)
-    assert get_args(eval_cli.SuccessRule) == get_args(SuccessRule)
-    assert get_args(eval_cli.ObservationMode) == get_args(ObservationMode)
-    assert get_args(eval_cli.Transport) == get_args(Transport)
+def test_eval_choices_are_the_stages_own_types() -> None:
+    from typing import get_args, get_type_hints
+
+    from envscaler_mcp import launch
+    from envscaler_mcp.cli.eval_options import EvalOptions
+    from envscaler_mcp.harness import models
+    from envscaler_mcp.scoring import metrics
+
+    hints = {name: get_args(hint)[0] for name, hint in get_type_hints(EvalOptions, include_extras=True).items()}
+    assert hints["transport"] is launch.Transport
+    assert hints["episode_process"] is launch.EpisodeProcess
+    assert hints["success"] is metrics.SuccessRule is models.SuccessRule
+    assert hints["observation"] is models.ObservationMode
+    assert get_args(hints["mode"]) == ("auto", *get_args(models.Mode))
+
+
+def test_every_eval_option_reaches_the_run_config(tmp_path: Path) -> None:
+    from envscaler_mcp.cli.eval_options import EvalOptions
+
+    config = EvalOptions(env=["a,b", " c "], agent="oracle", user="scripted", scenario_ids=["s1, s2"], trials=3,
+                         concurrency=2, transport="http", episode_process="fork", validator_timeout=0.5,
+                         max_steps=7, timeout=9.0, infra_retries=1, server_timeout=5.0, success="state",
+                         observation="off", temperature=0.3, max_shown_result=101, max_tool_result=102,
+                         max_state=103, max_answer=104, max_transcript=1005, scenarios=tmp_path / "s.jsonl",
+                         limit=4, ray="local", ray_workers=2, progress=False).run_config()
+    assert config.envs == ["a", "b", "c"] and config.scenario_ids == ["s1", "s2"]
+    assert config.user == "scripted" and config.episode.mode == "conversation"  # auto: a user is given
+    assert (config.trials, config.concurrency, config.transport, config.episode_process) == (3, 2, "http", "fork")
+    assert (config.validator_timeout_s, config.limit, config.ray, config.ray_workers) == (0.5, 4, "local", 2)
+    assert config.scenarios_file == str(tmp_path / "s.jsonl") and config.progress is False
+    episode = config.episode
+    assert (episode.max_steps, episode.timeout_s, episode.infra_retries, episode.server_timeout_s) == (7, 9.0, 1, 5.0)
+    assert (episode.success, episode.observation, episode.agent_settings.temperature) == ("state", "off", 0.3)
+    limits = episode.limits
+    assert (limits.shown_result_chars, limits.tool_result_chars, limits.state_bytes, limits.answer_chars,
+            limits.transcript_chars) == (101, 102, 103, 104, 1005)
+    # a user given in task mode is not seated
+    assert EvalOptions(agent="oracle", user="scripted", mode="task").run_config().user is None

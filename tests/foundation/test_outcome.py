@@ -4,9 +4,11 @@ transcript checks reading it from the transcript."""
 from __future__ import annotations
 
 import pytest
+from mcp.types import CallToolResult, ImageContent, TextContent
 
-from envscaler_mcp._outcome import call_failure, call_succeeded, guess_convention
+from envscaler_mcp._outcome import call_failure, call_succeeded, guess_convention, read_result
 from envscaler_mcp.transcript import checks as transcript_checks
+from envscaler_mcp.transcript import evidence
 from envscaler_mcp.transcript.record import call_record, make_transcript
 
 CASES = [  # result, is_error, {convention: succeeded}
@@ -51,7 +53,7 @@ def _called(convention: str, result: object, is_error: bool = False) -> bool:
     transcript = make_transcript([call_record("close_ticket", {"ticket_id": 1}, "", is_error)], "done",
                                  convention=convention)
     transcript["calls"][0]["result"] = result
-    transcript_checks._begin()
+    evidence.begin()
     return transcript_checks.called(transcript, "close_ticket", ticket_id=1)
 
 
@@ -80,3 +82,47 @@ async def test_the_sandboxed_transcript_check_reads_the_convention() -> None:
             (await sandbox.run([item], {}, {}, make_transcript(calls, "", convention=convention)))[0].passed
             for calls, convention in [(closed, "error-field"), (missing, "error-field"), (closed, "envscaler")]]
     assert verdicts == [True, False, False]
+
+
+# Reading an MCP result (read_result): the cases where the replay, the quality check and the agent's episode
+# used to read one result differently.
+
+def test_text_blocks_are_joined_by_newlines_and_other_blocks_skipped() -> None:
+    # the replay judged success on the blocks joined by spaces and recorded them joined by newlines, an image
+    # block adding an empty line; the quality check skipped empty blocks
+    result = CallToolResult(content=[TextContent(type="text", text='{"success": false,'),
+                                     ImageContent(type="image", data="aGk=", mime_type="image/png"),
+                                     TextContent(type="text", text='"error": "no such order"}')])
+    read = read_result(result)
+    assert read.text == '{"success": false,\n"error": "no such order"}'
+    assert read.value == {"success": False, "error": "no such order"}
+    assert read.failure() == "success is False: no such order"
+
+
+def test_the_text_decides_when_the_structured_content_differs() -> None:
+    # an SDK server wraps a list in {"result": ...}: the replay and the quality check read the wrapper, the agent's
+    # transcript the list
+    read = read_result(CallToolResult(content=[TextContent(type="text", text='[{"id": 1}]')],
+                                      structured_content={"result": [{"id": 1}]}))
+    assert read.value == [{"id": 1}] and read.failure("error-field") is None
+    assert read.failure("envscaler") is not None  # a list has no success field
+
+
+def test_a_result_without_text_blocks_is_its_structured_content() -> None:
+    read = read_result(CallToolResult(content=[], structured_content={"success": True, "data": "café"}))
+    assert read.text == '{"success": true, "data": "café"}' and read.failure() is None
+    assert read_result(CallToolResult(content=[])).text == "null"
+
+
+def test_an_error_result_is_described_by_its_text_and_never_succeeds() -> None:
+    text = "Invalid arguments for tool 'x': 'a' is a required property. Nothing was changed."
+    read = read_result(CallToolResult(content=[TextContent(type="text", text=text)],
+                                      structured_content={"success": True}, is_error=True))
+    assert read.is_error and read.value == text
+    for convention in ("envscaler", "error-field", "no-error"):
+        assert read.failure(convention) == f"is_error: {text}"
+
+
+def test_text_nested_past_the_recursion_limit_stays_text() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert read_result(CallToolResult(content=[TextContent(type="text", text=deep)])).value == deep

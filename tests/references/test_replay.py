@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, TextContent
 
-from envscaler_mcp.references.replay import call_outcome, replay_calls
+from envscaler_mcp._outcome import read_result
+from envscaler_mcp.providers.base import ToolCallRequest
+from envscaler_mcp.providers.tools import tool_result_message
+from envscaler_mcp.references.replay import replay_calls
 from envscaler_mcp.scenario.models import ToolCall
 from tests.qa.fake_episode import fake_shop_episode
 
@@ -46,7 +51,36 @@ async def test_a_failed_call_is_named_by_its_place_in_the_solution() -> None:
 def test_a_result_given_as_text_only_is_read_as_json() -> None:
     # servers that return no structured content: the text block is the result
     failed = CallToolResult(content=[TextContent(type="text", text='{"success": false, "error": "no such order"}')])
-    ok, detail = call_outcome(failed)
-    assert ok is False and detail is not None and "no such order" in detail
+    detail = read_result(failed).failure()
+    assert detail is not None and "no such order" in detail
     done = CallToolResult(content=[TextContent(type="text", text='{"success": true, "data": {"id": "O1"}}')])
-    assert call_outcome(done) == (True, None)
+    assert read_result(done).failure() is None
+
+
+class _WrappingServer:
+    """A server whose structured content wraps the value its text gives (as SDK servers do for non-objects)."""
+
+    def __init__(self, text: str) -> None:
+        self.result = CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"result": 1})
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return self.result
+
+    async def get_state(self) -> dict[str, Any]:
+        return {}
+
+
+async def test_a_replayed_call_is_read_as_the_agent_reads_it() -> None:
+    # the replay used to judge the structured content (here without a success field: failed) while the agent's
+    # transcript held the text; now both read the text, so the reference and the agent's call agree
+    for text, ok in (('{"success": true, "data": [1]}', True), ('{"success": false, "error": "sold out"}', False)):
+        server = _WrappingServer(text)
+
+        @asynccontextmanager
+        async def episode(state: Any, server: _WrappingServer = server) -> AsyncIterator[_WrappingServer]:
+            yield server
+
+        made, _, reasons = await replay_calls([ToolCall(tool="buy")], {}, episode)  # type: ignore[arg-type]
+        agent = tool_result_message(ToolCallRequest(id="c1", name="buy"), server.result)
+        assert made[0].ok is ok and made[0].result_text == agent.content == text
+        assert reasons == ([] if ok else ['call 1 buy({}) failed: success is False: sold out'])

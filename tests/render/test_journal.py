@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.render._runtime import load_journal
+from tests.render._runtime import load_journal, load_runtime
 
 J = load_journal()
+C = load_runtime("containers")
+U = load_runtime("undo")
 
 
 def _state() -> dict[str, Any]:
@@ -124,7 +126,7 @@ def test_random_mutations_roll_back_exactly(seed: int) -> None:
             journal.commit()
             assert _snapshot(root) == after
             # everything reachable is journaled again after the commit
-            assert all(type(c) in (J.JDict, J.JList) for c in _containers(root))
+            assert all(type(c) in (C.JDict, C.JList) for c in _containers(root))
 
 
 def test_record_mutated_after_insertion_keeps_plain_semantics() -> None:
@@ -139,7 +141,7 @@ def test_record_mutated_after_insertion_keeps_plain_semantics() -> None:
     lines.append(1)
     journal.commit()
     assert root == {"items": {"a": {"id": 1, "price": 3, "lines": [1]}}}
-    assert type(root["items"]["a"]) is J.JDict and type(root["items"]["a"]["lines"]) is J.JList
+    assert type(root["items"]["a"]) is C.JDict and type(root["items"]["a"]["lines"]) is C.JList
     journal.begin()
     root["items"]["a"]["lines"].append(2)
     root["items"]["a"]["price"] = 4
@@ -210,7 +212,7 @@ def test_attribute_rebinds_on_an_environment_roll_back() -> None:
     journal.begin()
     env.items = {"c": [1]}
     journal.commit()
-    assert type(env.items) is J.JDict and type(env.items["c"]) is J.JList
+    assert type(env.items) is C.JDict and type(env.items["c"]) is C.JList
     assert isinstance(env, Env)
 
 
@@ -241,10 +243,10 @@ def test_undo_is_idempotent_when_the_mutation_never_happened() -> None:
     # A timeout can strike between writing the undo entry and mutating; undoing must still be right.
     lst = journal.wrap([1, 2, 3])
     d = journal.wrap({"a": 1, "b": 2})
-    J._undo_list_truncate(lst, 3)
-    J._undo_list_insert_at(lst, 0, 3)
-    J._undo_list_removed(lst, 1, 2, 3)
-    J._undo_dict_del(d, "a", d["a"], ["a", "b"])
+    U.undo_list_truncate(lst, 3)
+    U.undo_list_insert_at(lst, 0, 3)
+    U.undo_list_removed(lst, 1, 2, 3)
+    U.undo_dict_del(d, "a", d["a"], ["a", "b"])
     assert lst == [1, 2, 3] and list(d.items()) == [("a", 1), ("b", 2)]
 
 
@@ -281,7 +283,7 @@ def test_two_journals_are_independent() -> None:
     assert b == {"orders": {"o1": {"status": "shipped"}, "o2": {"status": "new"}}}
     assert second.active() and not first.active()
     assert second.commit() == 2
-    assert type(b["orders"]["o2"]) is J.JDict and b["orders"]["o2"]._journal is second
+    assert type(b["orders"]["o2"]) is C.JDict and b["orders"]["o2"]._journal is second
     b["orders"]["o1"]["status"] = "lost"  # no call open on the second journal: nothing recorded
     first.begin()
     assert first.rollback() == 0 and b["orders"]["o1"]["status"] == "lost"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.transcript import checks as tc
+from envscaler_mcp.transcript import evidence
 from envscaler_mcp.transcript.facts import fact_spans
 
 
@@ -18,8 +19,8 @@ def transcript(answer: str = "", calls: list[dict[str, Any]] | None = None, told
 
 
 def says(text: str, *facts: Any, **kw: Any) -> tuple[bool, list[str]]:
-    tc._begin()
-    return tc.says(transcript(text), *facts, **kw), tc._take()
+    evidence.begin()
+    return tc.says(transcript(text), *facts, **kw), evidence.take()
 
 
 @pytest.mark.parametrize(("text", "fact"), [
@@ -126,16 +127,16 @@ CALLS = [
 
 def test_called_with_key_arguments_and_success() -> None:
     t = transcript(calls=CALLS)
-    tc._begin()
+    evidence.begin()
     assert tc.called(t, "get_order", order_id="O-2")  # case and surrounding space ignored
-    assert tc._take() == ['call 2 get_order({"order_id": "o-2 "}) ok']
+    assert evidence.take() == ['call 2 get_order({"order_id": "o-2 "}) ok']
     assert not tc.called(t, "get_order", order_id="O-1")  # made, but it failed
     assert tc.called(t, "get_order", ok=False, order_id="O-1")  # any attempt
     assert not tc.called(t, "search", query=lambda q: "lantern" in q.lower())  # an error result
     assert tc.called(t, "search", ok=False, query=lambda q: "lantern" in q.lower(), max_price=20.0)
-    tc._begin()
+    evidence.begin()
     assert not tc.called(t, "cancel_order", order_id="O-1")
-    assert tc._take() == ["no successful call cancel_order(order_id=O-1); cancel_order was never called "
+    assert evidence.take() == ["no successful call cancel_order(order_id=O-1); cancel_order was never called "
                           "(3 calls in all)"]
 
 
@@ -143,9 +144,9 @@ def test_not_called_counts_any_attempt() -> None:
     t = transcript(calls=CALLS)
     assert tc.not_called(t, "cancel_order")
     assert tc.not_called(t, "get_order", order_id="O-3")
-    tc._begin()
+    evidence.begin()
     assert not tc.not_called(t, "get_order", order_id="O-1")
-    assert tc._take() == ['call 1 get_order({"order_id": "O-1"}) failed, which it must not']
+    assert evidence.take() == ['call 1 get_order({"order_id": "O-1"}) failed, which it must not']
 
 
 def test_malformed_transcripts_are_empty_not_crashes() -> None:
@@ -165,7 +166,7 @@ def test_fact_spans_give_a_variant_with_one_value_changed() -> None:
         ("number", "two", "three"),
     ]
     for span in fact_spans(text):
-        tc._begin()
+        evidence.begin()
         original = text
         changed = text[: span.start] + span.mutated + text[span.end :]
         assert tc.says(transcript(original), span.text)
@@ -176,12 +177,12 @@ def test_called_compares_an_object_argument_field_by_field() -> None:
     calls = [{"name": "ship", "arguments": {"address": {"city": "Lyon ", "zip": "69001"}, "lines": [1, 2]},
               "result": {"success": True}, "is_error": False}]
     t = transcript(calls=calls)
-    tc._begin()
+    evidence.begin()
     assert tc.called(t, "ship", address={"city": "lyon", "zip": "69001"}, lines=[1, 2])
     assert not tc.called(t, "ship", address={"city": "Lyon"})  # a field the check does not name is a difference
     assert not tc.called(t, "ship", address={"city": "Lyon", "zip": "69002"})
     assert not tc.called(t, "ship", lines=[1])
-    tc._take()
+    evidence.take()
 
 
 def test_up_to_thirty_different_values_are_an_answer_and_more_are_candidates() -> None:
@@ -209,10 +210,24 @@ def test_evidence_shows_people_s_text_as_written() -> None:
     # the 160-character cut)
     calls = [{"name": "ship", "arguments": {"city": "Zürich", "note": "Grüße " * 20}, "result": {"success": True},
               "is_error": False}]
-    tc._begin()
+    evidence.begin()
     assert tc.called(transcript(calls=calls), "ship", city="zürich")
-    [shown] = tc._take()
+    [shown] = evidence.take()
     assert shown == 'call 1 ship({"city": "Zürich", "note": "' + "Grüße " * 20 + '"}) ok'  # 150 characters: not cut
-    tc._begin()
+    evidence.begin()
     assert not tc.called(transcript(calls=calls), "ship", city={"name": "Genève"})
-    assert tc._take()[0].startswith('no successful call ship(city={"name": "Genève"}); calls to ship: call 1')
+    assert evidence.take()[0].startswith('no successful call ship(city={"name": "Genève"}); calls to ship: call 1')
+
+
+def test_evidence_is_capped_cut_and_taken_once() -> None:
+    evidence.begin()
+    evidence.note("x" * (evidence.MAX_TEXT + 50))
+    for n in range(evidence.MAX_EVIDENCE + 5):
+        evidence.note(f"entry {n}")
+    taken = evidence.take()
+    assert len(taken) == evidence.MAX_EVIDENCE and taken[1] == "entry 0"
+    assert len(taken[0]) == evidence.MAX_TEXT and taken[0].endswith("...")
+    assert evidence.take() == []  # taking starts afresh
+    evidence.note("left over")
+    evidence.begin()  # a new check drops what an earlier one left
+    assert evidence.take() == []

@@ -11,21 +11,22 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.transcript import checks as tc
+from envscaler_mcp.transcript import evidence
 
 DATA = Path(__file__).parent / "data" / "answers.jsonl"
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "answers_bench.py"
 
 
 def says(text: str, *facts: Any) -> tuple[bool, list[str]]:
-    tc._begin()
+    evidence.begin()
     ok = tc.says({"calls": [], "answer": text, "told_user": [text]}, *facts)
-    return ok, tc._take()
+    return ok, evidence.take()
 
 
 def not_says(text: str, *facts: Any) -> bool:
-    tc._begin()
+    evidence.begin()
     ok = tc.not_says({"calls": [], "answer": text, "told_user": [text]}, *facts)
-    tc._take()
+    evidence.take()
     return ok
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from envscaler_mcp import _interrupt
+from envscaler_mcp._choices import SkelStage
 from envscaler_mcp._io import check_writable_folder, iter_jsonl, read_json
 from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth._common_report import fail_empty, read_drops, resume_command
@@ -17,7 +18,6 @@ from envscaler_mcp.synth._common_store import ItemDir
 if TYPE_CHECKING:
     from envscaler_mcp.synth.skel.pipeline import Seats
 
-Stage = Literal["mine", "model", "check", "all"]
 
 RAY_HELP = ("Run the per-item work on a Ray cluster: auto (the running one), local (a private one here) or an "
             "address; --concurrency is then per worker. Needs the package's [ray] extra (docs/ray.md).")
@@ -44,7 +44,7 @@ def envs(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Use at most N tasks after the cheap filters.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a run in --out, skipping finished items.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Items processed at the same time.")] = 4,
-    stage: Annotated[Stage, typer.Option("--stage", help="The stage(s) to run.")] = "all",
+    stage: Annotated[SkelStage, typer.Option("--stage", help="The stage(s) to run.")] = "all",
     retries: Annotated[int, typer.Option(
         "--retries", min=0, help="Re-asks after a parse or check failure, per step.")] = 2,
     min_usefulness: Annotated[int, typer.Option(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envscaler_mcp._json import JSONObject, State
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, ToolProof, ToolSpec
 from envscaler_mcp.synth._common_diff import state_diff
@@ -23,7 +24,6 @@ from envscaler_mcp.synth.skel.quality import (
     EpisodeFactory,
     call_outcome,
     mcp_episode,
-    result_payload,
 )
 
 Opener = Callable[[State], AbstractAsyncContextManager[Episode]]
@@ -122,9 +122,10 @@ async def _call(opener: Opener, state: State, tool: str, arguments: JSONObject,
         for name, args in before:
             await episode.call_tool(name, args)
         first = await episode.get_state()
-        payload, is_error = result_payload(await episode.call_tool(tool, arguments))
+        result = read_result(await episode.call_tool(tool, arguments))
         after = await episode.get_state()
-    return Made(call_outcome(payload, is_error), payload, bool(state_diff(first, after, limit=1)), after)
+    payload = result.value
+    return Made(call_outcome(payload, result.is_error), payload, bool(state_diff(first, after, limit=1)), after)
 
 
 class Prover:

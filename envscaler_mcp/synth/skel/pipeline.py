@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from envscaler_mcp._choices import SkelStage
 from envscaler_mcp._io import atomic_write_json, iter_jsonl
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.providers.base import Provider
@@ -17,8 +18,6 @@ from envscaler_mcp.synth.skel.modeling import ModelOptions, model_todo, run_mode
 from envscaler_mcp.synth.skel.quality import EpisodeFactory, mcp_episode
 from envscaler_mcp.synth.skel.records import ModelRecord, SelectedTopic
 from envscaler_mcp.synth.skel.summary import RunSummary, collect_summary
-
-Stage = Literal["mine", "model", "check", "all"]
 
 
 @dataclass
@@ -45,7 +44,7 @@ class SkelConfig:
 
     out: Path
     tasks: Path | None = None
-    stage: Stage = "all"
+    stage: SkelStage = "all"
     resume: bool = False
     mine: MineOptions = field(default_factory=MineOptions)
     model: ModelOptions = field(default_factory=ModelOptions)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from envscaler_mcp._json import State
-from envscaler_mcp._outcome import call_succeeded
+from envscaler_mcp._outcome import call_succeeded, read_result
 from envscaler_mcp.launch.episodes import Episode
 from envscaler_mcp.providers.base import GenerationSettings, Provider
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck, QualityReport, ToolProof, ToolSpec
@@ -51,20 +51,6 @@ class QualityOptions:
     per_tool_cap: int = 10
     threshold: float = 0.85
     retries: int = 2
-
-
-def result_payload(result: Any) -> tuple[Any, bool]:
-    """(decoded result, is_error) of an MCP CallToolResult."""
-    is_error = bool(getattr(result, "is_error", False))
-    structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        return structured, is_error
-    texts = [getattr(c, "text", "") for c in getattr(result, "content", []) or []]
-    text = "\n".join(t for t in texts if t)
-    try:
-        return json.loads(text), is_error
-    except (json.JSONDecodeError, ValueError):
-        return text, is_error
 
 
 def _signature(spec: ToolSpec) -> str:
@@ -205,8 +191,8 @@ async def dual_agent_check(
                                          ("positive",) if must_cover else TESTER_CASES))
             except StepFailed:
                 break  # the tester cannot go on; judge what was collected
-            raw = await episode.call_tool(pick.tool, pick.arguments)
-            payload, is_error = result_payload(raw)
+            result = read_result(await episode.call_tool(pick.tool, pick.arguments))
+            payload, is_error = result.value, result.is_error
             after = await episode.get_state()
             counts[pick.tool]["total"] += 1
             counts[pick.tool][pick.case] += 1

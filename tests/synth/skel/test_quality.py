@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp.types import CallToolResult, TextContent
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.skeleton.build import EnvMeta, build_skeleton
 from envscaler_mcp.synth._common_diff import state_diff
@@ -16,7 +17,6 @@ from envscaler_mcp.synth.skel.quality import (
     QualityOptions,
     dual_agent_check,
     dump_state,
-    result_payload,
     summarize,
 )
 
@@ -122,10 +122,11 @@ async def test_unknown_tool_is_sent_back_and_an_unjudged_call_is_not_counted(rou
 
 
 def test_result_payload_and_state_diff():
-    result = CallToolResult(content=[TextContent(type="text", text='{"success": false, "error": "x"}')], is_error=True)
-    assert result_payload(result) == ({"success": False, "error": "x"}, True)
-    plain = CallToolResult(content=[TextContent(type="text", text="Invalid arguments: x")], is_error=True)
-    assert result_payload(plain) == ("Invalid arguments: x", True)
+    result = read_result(CallToolResult(content=[TextContent(type="text", text='{"success": false, "error": "x"}')],
+                                        is_error=True))
+    assert (result.value, result.is_error) == ({"success": False, "error": "x"}, True)
+    plain = read_result(CallToolResult(content=[TextContent(type="text", text="Invalid arguments: x")], is_error=True))
+    assert (plain.value, plain.is_error) == ("Invalid arguments: x", True)
     diff = state_diff({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"x": 2, "y": [1, 3], "z": 0}, "b": 1})
     assert diff == ["a.x: 1 -> 2", "a.y[1]: 2 -> 3", "a.z: (absent) -> 0"]
     assert state_diff({}, {}) == []

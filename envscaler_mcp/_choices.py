@@ -1,0 +1,33 @@
+"""The closed sets of values a run's options take, named once for the stages and the command line.
+
+Typing only: the command line declares its choices from these (`eval --help` and a bad choice load no stage),
+and each stage re-exports the ones it owns (launch.Transport, launch.EpisodeProcess, scoring.metrics.SuccessRule,
+harness.models.Mode and ObservationMode).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Transport = Literal["pipe", "http", "stdio", "memory"]
+"""How the harness reaches a server: one process per environment over its stdin/stdout, one shared HTTP server,
+one process per episode, or in process."""
+
+EpisodeProcess = Literal["auto", "shared", "fork"]
+"""Whether a server's episodes share its process or each runs in a process forked for it."""
+
+SuccessRule = Literal["checklist+state+observation", "checklist+state", "checklist+observation", "checklist", "state",
+                      "observation", "state+observation", "both"]
+"""The checks an episode must not fail to succeed, joined by '+'; 'both' is an older name of 'checklist+state'."""
+
+ObservationMode = Literal["auto", "on", "off"]
+"""Where the observation check applies: where the reference makes a read-only call, wherever it has results, never."""
+
+Mode = Literal["task", "conversation"]
+"""An episode with the task given at once, or revealed by a simulated user."""
+
+ModeChoice = Literal["auto", Mode]
+"""`eval --mode`: a Mode, or `auto` (conversation when a simulated user is given, else task)."""
+
+SkelStage = Literal["mine", "model", "check", "all"]
+"""The SkelBuilder stages `synth envs` runs (`all`: mine, model and check in turn)."""
