@@ -9,7 +9,8 @@ list, each request sent in one write, the response parsed by `h11` (the HTTP/1.1
 and the server's uvicorn use), the body read whole. A reused connection the server has closed meanwhile (its
 keep-alive is 300 s) fails before any answer arrives; the request is then sent once more on a new
 connection, as the server never read it. Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`,
-`RemoteProtocolError`), so callers catching `httpx2.HTTPError` see no difference.
+`RemoteProtocolError`), so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the
+whole exchange (httpx's bounds each read), and a request waits for a free connection without a limit.
 """
 
 from __future__ import annotations
