@@ -34,6 +34,7 @@ from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
+from envscaler_mcp.launch.loopback_http import LoopbackTransport
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
@@ -84,17 +85,17 @@ class HttpServer(LaunchedServer):
         self.url = url
         self.token = token
         self.client_timeout = client_timeout
+        # Both clients reach the server through LoopbackTransport (launch/loopback_http.py): keep-alive connections
+        # to one local server without the pool's per-request checks, each request one write.
         self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                                        timeout=client_timeout)
+                                        timeout=client_timeout, transport=LoopbackTransport())
         # One pooled client for every episode's MCP traffic: building an httpx client per episode
-        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy;
-        # more only cost time, as the pool checks every idle connection on each request. Requests wait for
-        # a free connection without a limit of their own (the harness's per-call deadline applies).
-        # It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
+        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy.
+        # Requests wait for a free connection without a limit of their own (the harness's per-call deadline
+        # applies). It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
         self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                            timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
-                                           limits=httpx2.Limits(max_connections=MCP_CONNECTIONS,
-                                                                max_keepalive_connections=MCP_CONNECTIONS))
+                                           transport=LoopbackTransport(max_connections=MCP_CONNECTIONS))
 
     @asynccontextmanager
     async def connect_shared(self) -> AsyncIterator[None]:

@@ -1,0 +1,149 @@
+"""The harness's HTTP connections to a server it launched on loopback: an `httpx2` transport.
+
+The launcher's clients (the admin REST API and the MCP client on /admin/mcp) talk to one local server, over
+plain HTTP/1.1 with keep-alive. httpx's default transport (httpcore) is built for the open internet: before each
+request its pool asks every idle connection whether the peer has closed it, and a request goes out as two
+writes (head, then body). For the harness's many small requests that was a third of its CPU over HTTP
+(py-spy, benchmarks/README.md). This transport keeps only what a loopback peer needs: idle connections in a
+list, each request sent in one write, the response parsed by `h11` (the HTTP/1.1 state machine httpcore
+and the server's uvicorn use), the body read whole. A reused connection the server has closed meanwhile (its
+keep-alive is 300 s) fails before any answer arrives; the request is then sent once more on a new
+connection, as the server never read it. Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`,
+`RemoteProtocolError`), so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the
+whole exchange (httpx's bounds each read), and a request waits for a free connection without a limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+import httpx2
+
+_CHUNK = 1 << 16
+
+
+class _Stale(Exception):
+    """A reused connection ended before any answer: the server closed it while it was idle."""
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection."""
+
+    __slots__ = ("h11", "stream")
+
+    def __init__(self, stream: anyio.abc.SocketStream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(our_role=h11.CLIENT)
+
+    async def exchange(self, request: httpx2.Request, body: bytes, reused: bool) -> tuple[h11.Response, bytes]:
+        """Send one request in one write and read its whole answer."""
+        conn = self.h11
+        head = conn.send(h11.Request(method=request.method, target=request.url.raw_path,
+                                     headers=request.headers.raw)) or b""
+        data = conn.send(h11.Data(data=body)) if body else b""
+        tail = conn.send(h11.EndOfMessage()) or b""
+        try:
+            await self.stream.send(head + (data or b"") + tail)
+        except (anyio.BrokenResourceError, ConnectionError):
+            if reused:
+                raise _Stale() from None
+            raise
+        response: h11.Response | None = None
+        chunks: list[bytes] = []
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    received = await self.stream.receive(_CHUNK)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                    if reused and response is None:
+                        raise _Stale() from None
+                    received = b""
+                conn.receive_data(received)
+            elif isinstance(event, h11.Response):
+                response = event
+            elif isinstance(event, h11.Data):
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                assert response is not None
+                return response, b"".join(chunks)
+            elif isinstance(event, h11.ConnectionClosed):
+                if reused and response is None:
+                    raise _Stale()
+                raise h11.RemoteProtocolError("the server closed the connection without a complete answer")
+
+    def reusable(self) -> bool:
+        """True when both sides finished the exchange and keep the connection (then ready for the next one)."""
+        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
+            self.h11.start_next_cycle()
+            return True
+        return False
+
+
+class LoopbackTransport(httpx2.AsyncBaseTransport):
+    """Keep-alive connections to one local HTTP server; at most `max_connections` at a time."""
+
+    def __init__(self, max_connections: int = 32) -> None:
+        self._idle: list[_Connection] = []
+        self._slots = anyio.Semaphore(max_connections)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        timeouts: dict[str, Any] = request.extensions.get("timeout", {})
+        body = await request.aread()
+        async with self._slots:
+            while True:
+                conn = self._idle.pop() if self._idle else None
+                reused = conn is not None
+                if conn is None:
+                    conn = await self._connect(request, timeouts.get("connect"))
+                try:
+                    with anyio.fail_after(timeouts.get("read")):
+                        response, content = await conn.exchange(request, body, reused)
+                except _Stale:
+                    await conn.stream.aclose()
+                    continue
+                except BaseException as exc:
+                    with anyio.CancelScope(shield=True):
+                        await conn.stream.aclose()
+                    mapped = _as_httpx(exc, request)
+                    if mapped is exc:
+                        raise
+                    raise mapped from exc
+                if conn.reusable():
+                    self._idle.append(conn)
+                else:
+                    await conn.stream.aclose()
+                return httpx2.Response(response.status_code, headers=response.headers.raw_items(),
+                                       stream=httpx2.ByteStream(content),
+                                       extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason})
+
+    @staticmethod
+    async def _connect(request: httpx2.Request, timeout: float | None) -> _Connection:
+        host = request.url.host
+        port = request.url.port or 80
+        try:
+            with anyio.fail_after(timeout):
+                return _Connection(await anyio.connect_tcp(host, port))
+        except TimeoutError as exc:
+            raise httpx2.ConnectTimeout(f"connecting to {host}:{port} timed out", request=request) from exc
+        except OSError as exc:
+            raise httpx2.ConnectError(f"connecting to {host}:{port} failed: {exc}", request=request) from exc
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.stream.aclose()
+
+
+def _as_httpx(exc: BaseException, request: httpx2.Request) -> BaseException:
+    """httpx's exception for a failed exchange (cancellation and other exceptions pass unchanged)."""
+    if isinstance(exc, TimeoutError):
+        return httpx2.ReadTimeout("the server did not answer in time", request=request)
+    if isinstance(exc, h11.ProtocolError):
+        return httpx2.RemoteProtocolError(str(exc), request=request)
+    if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)):
+        return httpx2.ReadError(f"the connection failed: {exc!r}", request=request)
+    return exc
