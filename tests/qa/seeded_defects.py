@@ -100,6 +100,10 @@ async def reference_with_an_accepted_extra_call(scenario: Scenario, factory: Epi
     extra = await harmful_extra_call(scenario, factory, convention, avoid=avoid, repeat=False)
     if extra.call is None:
         return None
+    if scenario.turns:  # the extra call ends the last turn
+        turns = [t.model_dump() for t in scenario.turns]
+        turns[-1]["reference"].append(extra.call.model_dump())
+        return _rebuilt(scenario, turns=turns, reference_solution=[])
     return _rebuilt(scenario, reference_solution=[c.model_dump() for c in [*scenario.reference_solution, extra.call]])
 
 
