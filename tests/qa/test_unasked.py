@@ -16,7 +16,7 @@ STATE: dict[str, Any] = {
     "products": {"P1": {"id": "P1", "title": "Desk Lamp", "stock": 4}, "P2": {"id": "P2", "title": "Chair", "stock": 1}},
     "orders": {"O-1": {"id": "O-1", "customer": "C1", "product": "P1", "status": "pending"},
                "O-2": {"id": "O-2", "customer": "C2", "product": "P2", "status": "pending"},
-               "O-3": {"id": "O-3", "customer": "C1", "product": "P2", "status": "pending"}},
+               "O-3": {"id": "O-3", "customer": "C1", "product": "P2", "status": "pending", "agent": "AG2"}},
     "agents": {"AG1": {"id": "AG1", "name": "Dana"}, "AG2": {"id": "AG2", "name": "Ravi"}},
 }
 ITEM = ChecklistItem(id="c1", description="Has order O-1 been cancelled?",
@@ -81,6 +81,10 @@ def test_a_record_the_task_implies_is_kept_unless_the_task_names_what_that_tool_
     bruno = scenario("Alice Moreau wants all her orders cancelled.", cancel("O-1"), cancel("O-2"))
     assert [p.split(",")[0] for p in unasked_changes(bruno, after("O-1", "O-2"))] == [
         "call 2 cancel_order changes orders O-2"]
+    # O-2 holds the Chair the task names, but Bruno's id where the task names Alice: not implied either
+    chair = scenario("Alice Moreau no longer wants the Chair.", cancel("O-3"), cancel("O-2"))
+    assert [p.split(",")[0] for p in unasked_changes(chair, after("O-3", "O-2"))] == [
+        "call 2 cancel_order changes orders O-2"]
 
 
 def test_a_key_written_into_another_record_counts_as_acted_on() -> None:
@@ -90,3 +94,26 @@ def test_a_key_written_into_another_record_counts_as_acted_on() -> None:
         "call 1 assign_order writes agents AG2 into orders['O-1'].agent"]
     assert unasked_changes(scenario("Give order O-1 to Ravi.", assign), final) == []
     assert unasked_changes(scenario("Give order O-1 to agent AG2.", assign), final) == []
+
+
+def test_a_key_whose_records_the_replay_changed_counts_as_acted_on() -> None:
+    assign = ToolCall(tool="assign_order", arguments={"order_id": "O-1", "agent_id": "AG1"})
+    hand_over = ToolCall(tool="reassign_all", arguments={"from_agent_id": "AG2", "to_agent_id": "AG1"})
+    final = after(orders={"O-1": {**STATE["orders"]["O-1"], "agent": "AG1"},
+                          "O-3": {**STATE["orders"]["O-3"], "agent": "AG1"}})
+    assert [p.split(",")[0] for p in unasked_changes(scenario("Give order O-1 to Dana.", assign, hand_over), final)] == [
+        "call 2 reassign_all changes orders O-3"]
+    assert unasked_changes(scenario("Give order O-1 and all of Ravi's orders to Dana.", assign, hand_over), final) == []
+
+
+def test_a_record_a_named_one_points_at_is_implied() -> None:
+    def replace(product: str) -> ToolCall:
+        return ToolCall(tool="send_replacement", arguments={"product_id": product})
+
+    def taken(product: str) -> dict[str, Any]:
+        return after(products={product: {**STATE["products"][product], "stock": 0}})
+
+    task = "Order O-1 arrived broken: send a replacement."
+    assert unasked_changes(scenario(task, replace("P1")), taken("P1")) == []  # O-1 holds P1
+    assert [p.split(",")[0] for p in unasked_changes(scenario(task, replace("P2")), taken("P2"))] == [
+        "call 1 send_replacement changes products P2"]
