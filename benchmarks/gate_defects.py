@@ -9,8 +9,10 @@ With --tools it measures the environment check's tool coverage instead: broken t
 seeded into the bundled environments' code (tests/qa/seeded_tool_defects.py), caught when the mutated tool is
 not proven to work, and false rejections: the bundled environments' tools not proven to work.
 
-A seeded reference whose extra call fails when replayed is not a seeded defect (the call was refused): it is
-counted apart ("not seeded"), not as caught.
+The extra destructive call is found by replay on a server of the environment (one of the reference's own
+state-changing calls aimed at another record the task does not name, the first the environment accepts and that
+changes the state). A seeded reference whose extra call still fails in the gate's replay is not a seeded defect:
+it is counted apart ("not seeded"), not as caught.
 """
 
 from __future__ import annotations
@@ -25,30 +27,47 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
+from envscaler_mcp.launch import launch_server
 from envscaler_mcp.qa.batch import check_groups
 from envscaler_mcp.qa.gate import GateReport
-from tests.qa.seeded_defects import KINDS, reference_with_an_extra_destructive_call
+from envscaler_mcp.scenario.models import Scenario
+from tests.qa.seeded_defects import KINDS, reference_with_an_accepted_extra_call
 from tests.qa.seeded_tool_defects import TOOL_KINDS, prove, seeded_tools
 
 EXTRA = "reference with an extra destructive call"
 
 
-def seeded(per_kind: int) -> tuple[list, list[str]]:
+async def extra_calls(envs: list[str], rounds: int) -> dict[str, list[Scenario | None]]:
+    """{env: for each of its first `rounds` scenarios, the reference with an extra call it accepts, or None}:
+    found by replaying candidate calls on a server of the environment."""
+    out: dict[str, list[Scenario | None]] = {}
+    for env in envs:
+        skeleton = get_skeleton(env)
+        async with launch_server(skeleton, transport="pipe") as server:
+            out[env] = [await reference_with_an_accepted_extra_call(s, server.episode, skeleton.success_convention)
+                        for s in _seedable(env)[:rounds]]
+    return out
+
+
+def _seedable(env: str) -> list[Scenario]:
+    return [s for s in scenarios_for(env) if s.reference_solution and s.reference_answer is None]
+
+
+async def seeded(per_kind: int) -> tuple[list, list[str]]:
     """[(skeleton, [scenarios])] with every seeded scenario, and the kind of each, in the order check_groups
     reports them (a scenario's id leaves its reference solution out, so ids do not tell the seeds apart)."""
     kinds_of: dict[str, list[str]] = defaultdict(list)
     per_env: dict[str, list] = defaultdict(list)
     counts: Counter[str] = Counter()
     envs = [e for e in list_env_ids() if get_skeleton(e).provenance.source != "synthesized"]
+    extras = await extra_calls(envs, rounds=10)
     for round_ in range(10):
         for env in envs:
-            skeleton = get_skeleton(env)
-            tool_kinds = {t.name: t.kind for t in skeleton.tools}
-            scenarios = [s for s in scenarios_for(env) if s.reference_solution and s.reference_answer is None]
+            scenarios = _seedable(env)
             if round_ >= len(scenarios):
                 continue
             good = scenarios[round_]
-            makers = {**KINDS, EXTRA: lambda s, k=tool_kinds: reference_with_an_extra_destructive_call(s, k)}
+            makers = {**KINDS, EXTRA: lambda _, e=env, n=round_: extras[e][n]}
             for kind, make in makers.items():
                 if counts[kind] >= per_kind:
                     continue
@@ -67,7 +86,7 @@ def failing_steps(report: GateReport) -> list[str]:
 
 
 async def main(per_kind: int, mutation: bool) -> None:
-    groups, kinds = seeded(per_kind)
+    groups, kinds = await seeded(per_kind)
     reports = await check_groups(groups, transport="pipe", mutation=mutation)
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for report, kind in zip(reports, kinds, strict=True):

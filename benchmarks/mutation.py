@@ -50,6 +50,7 @@ TARGETS: dict[str, list[str]] = {
                                  "tests/harness/test_turns.py::test_the_gate_judges_a_turn_item_on_the_references_state_at_that_turn"],
     "envscaler_mcp/qa/consistency.py": ["tests/qa/test_seeded_defects.py", "tests/harness/test_check_outcomes.py"],
     "envscaler_mcp/qa/grounding.py": ["tests/synth/scen/test_grounding.py", "tests/qa/test_seeded_defects.py"],
+    "envscaler_mcp/qa/unasked.py": ["tests/qa/test_unasked.py", "tests/qa/test_seeded_defects.py"],
     "envscaler_mcp/references/replay.py": ["tests/references/test_replay.py", "tests/harness/test_observe.py",
                                            "tests/qa/test_unstable_results.py"],
     "envscaler_mcp/references/reference.py": ["tests/harness/test_state_check.py", "tests/qa/test_state_gate.py",

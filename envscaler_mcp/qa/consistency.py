@@ -15,13 +15,15 @@ Checked here, without a model:
   (Lucia Fernandez)" while the reference assigns Lucia's id AG05 contradicts itself);
 * **unseen state**: the task refers to something the agent never sees ("given the state above",
   "initial_state", "the JSON below");
-* **vacuous items**: a checklist description that asserts nothing ("date changed from X to X", no words).
+* **vacuous items**: a checklist description that asserts nothing ("date changed from X to X", no words);
+* **calls the task did not ask for**: a reference call acting on a record (one of its arguments is the record's
+  key, and the replay changed the record or wrote the key) that the task neither names nor implies and no
+  checklist item is about (qa/unasked.py): an extra destructive call.
 
 A task that names no record of a collection ("cancel Alice's unshipped orders") leaves the agent to find them,
-and is not judged here. Changes to records the task does not name beside the ones it does are not judged
-either: on the hand-written catalog they are the task's consequences (stock of the products an order holds,
-the copy a loan takes, the fines a payment settles); an extra destructive call in a reference is left to the
-state check's mutation and wrong-solution probes. Known limits: a task may name a record for context only ("O-1003 shipped, so cancel
+and is not judged by the named-records rule. Changes to records no argument of a reference call names are not
+judged at all: on the hand-written catalog they are the task's consequences (stock of the products an order
+holds, the copy a loan takes, the fines a payment settles). Known limits: a task may name a record for context only ("O-1003 shipped, so cancel
 her others") while the solution changes others of that collection; such a scenario is refused (rephrase the
 task, or pass the record to a lookup in the reference).
 """
@@ -35,6 +37,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.matching import strings_in
 from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
+from envscaler_mcp.qa.unasked import unasked_changes
 from envscaler_mcp.references.reference import fixed_keys
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 
@@ -146,4 +149,5 @@ def consistency_problems(scenario: Scenario, reference_final: State | None) -> l
     problems += vacuous_items(scenario.checklist)
     if reference_final is not None:
         problems += mismatched_records(scenario, reference_final)
+        problems += unasked_changes(scenario, reference_final, " ".join([scenario.task, *(t.user for t in scenario.turns)]))
     return problems

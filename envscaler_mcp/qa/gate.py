@@ -13,8 +13,8 @@ For one scenario, `check_scenario` verifies, in order:
 4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
                      transcript (the replayed calls and the scenario's reference answer);
    consistency     - the task asks for what the reference solution does: the records it names are the ones
-                     changed, it points at nothing the agent cannot see, no checklist item is vacuous
-                     (qa.consistency);
+                     changed, it points at nothing the agent cannot see, no checklist item is vacuous, no
+                     call acts on a record the task neither names nor implies (qa.consistency, qa.unasked);
 5. wrong solutions - when wrong solutions are given (the scenario's `wrong_solutions`, plus any the caller
                      passes), each one, replayed in a fresh episode (failed calls rolled back, not fatal),
                      leaves at least one validator not True (qa.wrong; transcript items read its calls and the

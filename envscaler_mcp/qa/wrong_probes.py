@@ -23,7 +23,7 @@ change. An uncaught probe means the scoring would pass a wrong solution.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -101,9 +101,10 @@ def _replace(arguments: JSONObject, path: tuple[str | int, ...], value: str) -> 
     return out
 
 
-def extra_call_candidates(scenario: Scenario, changing: list[int], touched: set[str]) -> Iterator[tuple[ToolCall, str]]:
+def extra_call_candidates(scenario: Scenario, changing: list[int], touched: Collection[str], repeat: bool = True
+                          ) -> Iterator[tuple[ToolCall, str]]:
     """Harmful extra calls to try, most plausible first: each state-changing reference call (last first) aimed
-    at another record, then repeated as it is."""
+    at another record (never one in `touched`), then, with `repeat`, repeated as it is."""
     containers = {name: value for name, value in scenario.initial_state.items() if is_records(value)}
     owners = {key: name for name, records in containers.items() for key in records}
     for index in reversed(changing):
@@ -118,7 +119,8 @@ def extra_call_candidates(scenario: Scenario, changing: list[int], touched: set[
             for other in others[:_OTHERS_PER_ARGUMENT]:
                 yield (ToolCall(tool=call.tool, arguments=_replace(call.arguments, path, other)),
                        f"the reference solution plus {call.tool} on {container} '{other}' instead of '{value}'")
-        yield call, f"the reference solution plus {call.tool} repeated"
+        if repeat:
+            yield call, f"the reference solution plus {call.tool} repeated"
 
 
 async def _replay_allowing_failures(factory: EpisodeFactory, state: State, calls: Sequence[ToolCall]) -> State:
@@ -137,10 +139,11 @@ class ExtraCall(BaseModel):
     final_state: State | None = Field(None, description="The state after the reference and the call.")
 
 
-async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, convention: str = DEFAULT_CONVENTION
-                             ) -> ExtraCall:
+async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, convention: str = DEFAULT_CONVENTION,
+                             *, avoid: Collection[str] = (), repeat: bool = True) -> ExtraCall:
     """Replay the reference noting which calls change the state, then try extra calls until one does harm (a call
-    succeeds or fails by the environment's `convention`)."""
+    succeeds or fails by the environment's `convention`). The calls are never aimed at a record the reference
+    changed or one whose key is in `avoid`; `repeat=False` leaves out the reference's calls repeated as they are."""
     changing: list[int] = []
     async with factory(scenario.initial_state) as episode:
         before = await episode.get_state()
@@ -152,9 +155,9 @@ async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, conven
             before = after
         if not changing:
             return ExtraCall(description="the reference solution changes nothing, so there is no call to aim elsewhere")
-        touched = {str(c.path[1]) for c in diff_states(scenario.initial_state, before) if len(c.path) > 1}
+        touched = {str(c.path[1]) for c in diff_states(scenario.initial_state, before) if len(c.path) > 1} | set(avoid)
         tried = 0
-        for call, description in extra_call_candidates(scenario, changing, touched):
+        for call, description in extra_call_candidates(scenario, changing, touched, repeat):
             if tried >= _MAX_CANDIDATES:
                 break
             tried += 1

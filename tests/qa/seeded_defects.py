@@ -8,8 +8,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from envscaler_mcp.qa.grounding import keyed_collections, records_named
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp.qa.grounding import keyed_collections, named_records, records_named
+from envscaler_mcp.qa.wrong_probes import harmful_extra_call
+from envscaler_mcp.references.reference import fixed_keys
+from envscaler_mcp.references.replay import EpisodeFactory
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 
 
 def _rebuilt(scenario: Scenario, **update: Any) -> Scenario:
@@ -82,25 +86,25 @@ def _sibling_field(scenario: Scenario, field: str) -> str | None:
     return None
 
 
-def reference_with_an_extra_destructive_call(scenario: Scenario, kinds: dict[str, str]) -> Scenario | None:
-    """The reference solution with one more state-changing call (one of its own, on another record of the same
-    collection that neither the task nor the reference mentions). `kinds`: tool name -> query / state_change."""
-    collections = {c: set(scenario.initial_state[c]) for c in keyed_collections(scenario.initial_state)}  # type: ignore[arg-type]
-    mentioned = scenario.task + " " + str([c.arguments for c in scenario.reference_solution])
-    for call in scenario.reference_solution:
-        if kinds.get(call.tool) != "state_change":
-            continue
-        for argument, value in call.arguments.items():
-            for keys in collections.values():
-                if str(value) not in keys:
-                    continue
-                other = next((k for k in sorted(keys) if not re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])",
-                                                                      mentioned)), None)
-                if other is not None:
-                    extra = ToolCall(tool=call.tool, arguments={**call.arguments, argument: other})
-                    calls = [c.model_dump() for c in [*scenario.reference_solution, extra]]
-                    return _rebuilt(scenario, reference_solution=calls)
-    return None
+async def reference_with_an_accepted_extra_call(scenario: Scenario, factory: EpisodeFactory,
+                                                convention: str = DEFAULT_CONVENTION) -> Scenario | None:
+    """The reference solution with one more state-changing call that the environment accepts: one of the
+    reference's own state-changing calls aimed at another record of the same collection, one the task does not
+    name and the reference neither changes nor passes to a call, the first whose replay succeeds and changes the
+    state (qa.wrong_probes.harmful_extra_call, on `factory`'s episodes). None when there is none, or when the
+    task asks for an answer (the other record might be one the answer needs)."""
+    if not scenario.reference_solution or scenario.reference_answer is not None:
+        return None
+    text = " ".join([scenario.task, *(t.user for t in scenario.turns)])
+    avoid = {key for _, key in named_records(scenario.initial_state, text)} | fixed_keys(scenario)
+    extra = await harmful_extra_call(scenario, factory, convention, avoid=avoid, repeat=False)
+    if extra.call is None:
+        return None
+    if scenario.turns:  # the extra call ends the last turn
+        turns = [t.model_dump() for t in scenario.turns]
+        turns[-1]["reference"].append(extra.call.model_dump())
+        return _rebuilt(scenario, turns=turns, reference_solution=[])
+    return _rebuilt(scenario, reference_solution=[c.model_dump() for c in [*scenario.reference_solution, extra.call]])
 
 
 KINDS: dict[str, Callable[[Scenario], Scenario | None]] = {
