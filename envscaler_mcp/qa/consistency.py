@@ -12,7 +12,12 @@ Checked here, without a model:
   at least one of them is changed, looked up (its key, or a text found in one of its values, passed to a
   call) or pointed at by a record the reference changes or acts on (a ticket's flight, an order's customer);
   and every record whose id (a key with a digit in it) the task states is accounted for in the same way (a task that says "agent AG01
-  (Lucia Fernandez)" while the reference assigns Lucia's id AG05 contradicts itself);
+  (Lucia Fernandez)" while the reference assigns Lucia's id AG05 contradicts itself), where a look-up by a
+  text counts only when no other record of the collection holds that text (a category or an owner many tickets
+  share does not find INC-3001); a record the task names by key ("the free plan") that the reference never
+  uses, while it uses another of that collection the task does not name ("standard"), is a swapped record;
+* **two names, two records**: the task names a record by a value only it has and, side by side, by another
+  record's id ("Ben Okoro (U01)" when Ben Okoro is U08);
 * **unseen state**: the task refers to something the agent never sees ("given the state above",
   "initial_state", "the JSON below");
 * **vacuous items**: a checklist description that asserts nothing ("date changed from X to X", no words);
@@ -36,7 +41,7 @@ from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.matching import strings_in
-from envscaler_mcp.qa.grounding import keyed_collections, keys_named, records_named
+from envscaler_mcp.qa.grounding import contradicting_names, keyed_collections, keys_named, records_named
 from envscaler_mcp.qa.unasked import unasked_changes
 from envscaler_mcp.references.reference import fixed_keys
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
@@ -82,14 +87,19 @@ def vacuous_items(items: Iterable[ChecklistItem]) -> list[str]:
     return problems
 
 
-def _looked_up(record: Any, key: str, passed: set[str]) -> bool:
-    """The reference passes the record's key, or a text (4+ characters) found in one of its values (a search)."""
+def _looked_up(records: Mapping[str, Any], key: str, passed: set[str], *, singles_out: bool = False) -> bool:
+    """The reference passes the record's key, or a text (4+ characters) found in one of its values (a search).
+    With `singles_out`, only a text that no other record of its collection holds: a category or an owner many
+    records share does not single out the one whose id the task states."""
     if key in passed:
         return True
-    if not isinstance(record, dict):
-        return False
-    values = [str(v).lower() for v in record.values() if isinstance(v, (str, int, float))]
-    return any(len(p) >= 4 and any(p.lower() in value for value in values) for p in passed)
+
+    def holds(record: Any, text: str) -> bool:
+        return isinstance(record, dict) and any(text in str(v).lower() for v in record.values()
+                                                if isinstance(v, (str, int, float)))
+    return any(len(p) >= 4 and holds(records.get(key), p.lower())
+               and not (singles_out and any(holds(other, p.lower()) for k, other in records.items() if k != key))
+               for p in passed)
 
 
 def _values_of_touched(initial: Mapping[str, Any], final: Mapping[str, Any], changed: dict[str, set[str]],
@@ -131,15 +141,24 @@ def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
         acts = "changes" if touched & passed else "acts on"
         # a value held by a record counts only when no other collection has that key ("3" may be a doctor)
         accounted = touched | passed | {v for v in related if holders.get(v, set()) <= {collection}}
-        if not asked & accounted and not any(_looked_up(records.get(key), key, passed) for key in asked):
+        if not asked & accounted and not any(_looked_up(records, key, passed) for key in asked):
             problems.append(f"the task names {collection} {', '.join(sorted(asked))} but the reference solution "
                             f"{acts} {', '.join(sorted(targeted))} and never looks the named ones up")
             continue
         stray = {key for key in by_key.get(collection, set()) - accounted  # ids, not names used as keys
-                 if any(ch.isdigit() for ch in key) and not _looked_up(records.get(key), key, passed)}
+                 if any(ch.isdigit() for ch in key) and not _looked_up(records, key, passed, singles_out=True)}
         if stray:
             problems.append(f"the task gives the id of {collection} {', '.join(sorted(stray))}, which the reference "
                             f"solution neither changes nor looks up, while it {acts} {', '.join(sorted(targeted))}")
+            continue
+        unnamed = targeted - asked  # records of the collection the reference uses that the task does not name
+        left = {key for key in by_key.get(collection, set()) - accounted  # named by key: 'the free plan'
+                if not _looked_up(records, key, passed, singles_out=True)}
+        if unnamed and left:
+            problems.append(f"the task names {collection} {', '.join(sorted(left))}, which the reference solution "
+                            f"never uses, while it {acts} {', '.join(sorted(unnamed))}, which the task does not name")
+    for collection, value, key, owner in contradicting_names(scenario.initial_state, text):
+        problems.append(f"the task calls {collection} {key} {value!r}, which is {owner}'s")
     return problems
 
 

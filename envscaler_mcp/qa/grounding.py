@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 _MIN_VALUE = 3  # shorter values ("A", "12") are not taken as naming a record
@@ -39,16 +39,20 @@ def _joins(char: str) -> bool:
 
 
 def _mentions(text: str, value: str) -> bool:
-    """`value` (lower-cased) occurs in `text` with no word character or '-' on either side. A substring search
-    first: a regex compiled per value overflowed re's cache on catalogs of thousands of values."""
+    """`value` (lower-cased) occurs in `text` with no word character or '-' on either side."""
+    return next(_positions(text, value), None) is not None
+
+
+def _positions(text: str, value: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each occurrence of `value` (lower-cased) in `text` with no word character or '-' on either
+    side. A substring search: a regex compiled per value overflowed re's cache on catalogs of thousands of values."""
     needle = value.lower()
     start = text.find(needle)
     while start != -1:
         end = start + len(needle)
         if (start == 0 or not _joins(text[start - 1])) and (end == len(text) or not _joins(text[end])):
-            return True
+            yield start, end
         start = text.find(needle, start + 1)
-    return False
 
 
 def _distinct(collection: Mapping[str, Any]) -> set[str]:
@@ -125,6 +129,30 @@ def keys_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:
     named = {name: {key for key in collection if _mentions_key(text, name, key)}
              for name, collection in _collections(state).items()}
     return {name: keys for name, keys in named.items() if keys}
+
+
+def contradicting_names(state: Mapping[str, Any], task: str) -> list[tuple[str, str, str, str]]:
+    """(collection, value, key, owner) where the task names a record two ways side by side that are two records:
+    a value only `owner` has, next to another record's id ("Ben Okoro (U01)" when Ben Okoro is U08; "U01, Ben
+    Okoro"). Only ids with a digit, and only the two separated by nothing but spaces and punctuation."""
+    text = task.lower()
+    found: list[tuple[str, str, str, str]] = []
+    for name, collection in _collections(state).items():
+        ids = [(span, key) for key in collection if any(ch.isdigit() for ch in key)
+               for span in _positions(text, key)]
+        if not ids:
+            continue
+        distinct = _distinct(collection)
+        for owner, record in collection.items():
+            for value in {v for _, v in _strings(record)} & distinct:
+                if value.lower() == owner.lower():
+                    continue
+                for start, end in _positions(text, value):
+                    for (k_start, k_end), key in ids:
+                        gap = text[end:k_start] if k_start >= end else text[k_end:start]
+                        if key != owner and len(gap) <= 3 and not any(ch.isalnum() for ch in gap):
+                            found.append((name, value, key, owner))
+    return sorted(set(found))
 
 
 def keyed_collections(state: Mapping[str, Any]) -> set[str]:
