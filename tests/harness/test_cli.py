@@ -105,6 +105,7 @@ def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # its own deadlines (60 s to a first result, 60 s to end) and a resume: 130 s at load 35
 def test_ctrl_c_keeps_finished_episodes_and_the_run_resumes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cmd = [

@@ -17,6 +17,11 @@ from typer.testing import CliRunner
 from envscaler_mcp.cli import app
 from tests.harness.shop import MINI_SHOP
 
+# Each test runs `eval` (or `scenarios check`) as a process and waits for it with deadlines of its own (up to 90 s
+# for a first result, 60 s to end) before resuming the run in this process: on a loaded machine (load 35) that is
+# more than the suite's 120 s per test, which would cut the test before its own deadlines could say what failed.
+pytestmark = pytest.mark.timeout(360)
+
 
 @pytest.mark.slow
 def test_kill_9_keeps_finished_episodes_and_their_isolation(tmp_path: Path) -> None:
