@@ -21,17 +21,19 @@ pytestmark = pytest.mark.anyio
 
 
 class _Measured(MockProvider):
-    """A scripted agent that takes `delays[i]` seconds for turn i and says each turn may take `budget` s."""
+    """A scripted agent that takes `delays[i]` seconds for turn i and says each turn may take `budget` s (`first`
+    s until it has answered once, when given)."""
 
-    def __init__(self, script: list[Any], delays: list[float], budget: float) -> None:
+    def __init__(self, script: list[Any], delays: list[float], budget: float, first: float | None = None) -> None:
         super().__init__(script)
         self.delays = delays
         self.budget = budget
+        self.first = first
         self.budgets_asked = 0
 
     def turn_budget_s(self, settings: Any = None) -> float:
         self.budgets_asked += 1
-        return self.budget
+        return self.first if self.first is not None and not self.requests else self.budget
 
     async def complete(self, messages, tools=None, settings=None):  # type: ignore[no-untyped-def]
         await anyio.sleep(self.delays[len(self.requests)])
@@ -53,11 +55,15 @@ async def test_slow_turns_within_the_measured_budget_are_not_cut(server: Any, ch
 
 
 async def test_a_hung_turn_is_cut_at_the_budget_of_the_steps_left(server: Any, checker: SandboxChecker) -> None:
-    agent = _Measured([calls(("cancel_order", {"order_id": "O-1002"})), "never"], delays=[0.0, 30.0], budget=0.3)
+    # The first turn may take 30 s (a loaded machine never cuts it: its call is what scores 0.5); once it has
+    # answered, a turn may take 0.3 s. The hung second turn is cut 0.3 s after the first, by the deadline
+    # recomputed for the one step left, not by the first deadline (2 steps x 30 s) nor the hang's end.
+    agent = _Measured([calls(("cancel_order", {"order_id": "O-1002"})), "never"], delays=[0.0, 3600.0], budget=0.3,
+                      first=30.0)
     started = anyio.current_time()
     result = await run_episode(BOB, source=server, agent=agent, checker=checker, config=EpisodeConfig(max_steps=2))
     assert result.status == "timeout" and result.score == 0.5
-    assert anyio.current_time() - started < 10
+    assert anyio.current_time() - started < 30
 
 
 def test_progress_line_shows_the_model_activity() -> None:

@@ -17,6 +17,11 @@ from typer.testing import CliRunner
 from envscaler_mcp.cli import app
 from tests.harness.shop import MINI_SHOP
 
+# Each test runs `eval` (or `scenarios check`) as a process and waits for it with deadlines of its own (up to 90 s
+# for a first result, 60 s to end) before resuming the run in this process: on a loaded machine (load 35) that is
+# more than the suite's 120 s per test, which would cut the test before its own deadlines could say what failed.
+pytestmark = pytest.mark.timeout(360)
+
 
 @pytest.mark.slow
 def test_kill_9_keeps_finished_episodes_and_their_isolation(tmp_path: Path) -> None:
@@ -116,7 +121,7 @@ def test_a_second_sigterm_still_ends_the_run_with_every_child_and_nothing_lost(t
     """`kill PID; kill PID` (the second while the first is being handled interrupts at once, inside the event
     loop): eval still ends, leaves no server or sandbox process, and what it wrote resumes to a complete run."""
     out = tmp_path / "run"
-    args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "stdio", "--trials", "8",
+    args = ["eval", "--env", str(MINI_SHOP), "--agent", "oracle", "--transport", "stdio", "--trials", "4",
             "--concurrency", "2", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen([sys.executable, "-m", "envscaler_mcp", *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2],
@@ -139,7 +144,7 @@ def test_a_second_sigterm_still_ends_the_run_with_every_child_and_nothing_lost(t
     again = CliRunner().invoke(app, [*args, "--resume"])
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
-    assert len(pairs) == len(set(pairs)) == 16
+    assert len(pairs) == len(set(pairs)) == 8
 
 
 @pytest.mark.slow

@@ -27,12 +27,14 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.launch import launch_server
-from tests.security.test_episode_processes import _as_nobody, _clean_run, _initial, _processes_of
+from tests.security.test_episode_processes import STARTUP_S, _as_nobody, _clean_run, _initial, _processes_of
 from tests.security.test_server_attacks import malicious_server
 
 LOG_MAX = 16 << 20  # what an episode's process may write to the server's log (runtime/zygote.py LOG_MAX)
 
-pytestmark = pytest.mark.anyio
+# Several tests start two or three confined servers; the hung-call ones also wait the 31 s the server gives a call
+# before it gives up: on a loaded machine (load 25) they need more than the suite's 120 s. Hangs still fail.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(360)]
 
 # In the server folder, beside the package: runs in whichever process imports `colorsys` from there.
 SHADOW = '''
@@ -321,7 +323,7 @@ def _abstract_names() -> str:
 
 async def _drop_run(server_dir: Path, transport: str, name: str, isolation: bool) -> tuple[dict[str, str], ...]:
     async with launch_server(server_dir, transport=transport, episode_process="fork",  # type: ignore[arg-type]
-                             isolation=isolation) as server:
+                             isolation=isolation, startup_timeout=STARTUP_S) as server:
         async with server.episode() as a, server.episode() as b:
             planted = await a.call_tool("add_note", {"order_id": "O-1001", "text": f"plant:{name}"})
             sockets = _abstract_names()

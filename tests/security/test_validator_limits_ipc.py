@@ -13,6 +13,7 @@ import os
 import resource
 from pathlib import Path
 
+import anyio
 import pytest
 
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
@@ -108,14 +109,30 @@ async def test_without_seccomp_the_attack_would_reach_the_zygote() -> None:
     """The control: with every layer but seccomp (as root the zygote and batch share the uid `nobody`), the
     same attack lowers the zygote's limit, so the test above would catch a filter that lets it through. The
     limit set here is an hour, not a second: a zygote that has already used a second of CPU on a loaded machine
-    would be killed by SIGXCPU before its limits could be read."""
+    would be killed by SIGXCPU before its limits could be read.
+
+    The zygote ends itself once it finds its limits changed, as its batch ends, and is then reaped: read after
+    the run, /proc/PID/limits may already be gone. So the check spins after its attack (until its second of
+    CPU is up) and the limit is read while the batch, and so the zygote, is certainly alive."""
     seam = {"grant_os": True, "skip": ["seccomp"]}
-    async with ValidatorSandbox(timeout_s=3.0, memory_mb=256, workers=1, _test_seam=seam) as sb:
+    source = LOWER_LIMITS.format(harness=0, limit=3600)
+    spinning = source.replace('    raise RuntimeError(" | ".join(done))\n', "    while True:\n        pass\n")
+    assert spinning != source
+    attack = ChecklistItem(id="attack", description="", validator=spinning)
+    lowered: tuple[str, str] | None = None
+    async with ValidatorSandbox(timeout_s=1.0, memory_mb=256, workers=1, _test_seam=seam) as sb:
         [zygote] = sb.worker_pids()
-        attack = ChecklistItem(id="attack", description="", validator=LOWER_LIMITS.format(harness=0, limit=3600))
-        [result] = await sb.run([attack], {}, {})
-        lowered = cpu_limit(zygote)
-    assert lowered == ("3600", "3600"), (result.reason, lowered)
+        before = cpu_limit(zygote)
+        results: list[object] = []
+
+        async def attack_run() -> None:
+            results.extend(await sb.run([attack], {}, {}))
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(attack_run)
+            while not results and (lowered := cpu_limit(zygote)) != ("3600", "3600"):
+                await anyio.sleep(0.005)
+    assert before != ("3600", "3600") and lowered == ("3600", "3600"), (results, before, lowered)
 
 
 @pytest.mark.parametrize("kept", [GROUPS, ("seccomp",)], ids=["all", "seccomp"])
