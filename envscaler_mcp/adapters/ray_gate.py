@@ -33,7 +33,7 @@ class GateJob:
     """Scenarios on a Ray worker: (server target, scenario) items, each report a line of `results_name`."""
 
     results_name: str
-    transport: Transport = "http"
+    transport: Transport = "pipe"
     timeout_s: float = 2.0
     validator_workers: int = 2
     mutation: bool = False
@@ -54,7 +54,7 @@ class GateJob:
         does not start fails its scenarios, as locally, unless the target itself is wrong."""
         try:
             server = await self.state["resources"].get(
-                f"server:{target_of(target).key}", lambda: launch_server(target, transport=self.transport))
+                f"server:{target_of(target).key}", lambda: launch_server(target, transport=self.transport, scenarios=()))
         except (UsageError, ValidatorError):
             raise
         except Exception as exc:
