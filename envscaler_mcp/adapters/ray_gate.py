@@ -21,11 +21,12 @@ from envscaler_mcp.adapters.ray_run import driver_home
 from envscaler_mcp.catalog.paths import set_home
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.batch import Item, failing_factory, judge, target_of
+from envscaler_mcp.qa.batch import Item, Target, failing_factory, judge, target_of
 from envscaler_mcp.qa.results import ResultsFile, report_line
 from envscaler_mcp.references.reference import ReferenceCache
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
+from envscaler_mcp.skeleton.models import EnvSkeleton
 
 
 @dataclass
@@ -33,7 +34,7 @@ class GateJob:
     """Scenarios on a Ray worker: (server target, scenario) items, each report a line of `results_name`."""
 
     results_name: str
-    transport: Transport = "http"
+    transport: Transport = "pipe"
     timeout_s: float = 2.0
     validator_workers: int = 2
     mutation: bool = False
@@ -49,12 +50,22 @@ class GateJob:
         self.state["sandbox"] = await resources.get("sandbox", lambda: ValidatorSandbox(
             timeout_s=self.timeout_s, workers=self.validator_workers))
 
+    def _target(self, target: Any) -> Target:
+        """`target` with what gating needs (its skeleton's free fields and convention), read once per worker: the
+        items come one scenario each, and a skeleton is read and parsed in milliseconds."""
+        key = target.id if isinstance(target, EnvSkeleton) else str(target)
+        targets: dict[str, Target] = self.state.setdefault("targets", {})
+        if key not in targets:
+            targets[key] = target_of(target)
+        return targets[key]
+
     async def _factory(self, target: Any) -> EpisodeFactory:
         """The episodes of this worker's server for `target` (started on its first scenario); a server that
         does not start fails its scenarios, as locally, unless the target itself is wrong."""
         try:
             server = await self.state["resources"].get(
-                f"server:{target_of(target).key}", lambda: launch_server(target, transport=self.transport))
+                f"server:{self._target(target).key}",
+                lambda: launch_server(target, transport=self.transport, scenarios=()))
         except (UsageError, ValidatorError):
             raise
         except Exception as exc:
@@ -64,7 +75,7 @@ class GateJob:
 
     async def run(self, out: Path, on_item: ItemCallback, item: tuple[Any, Item]) -> None:
         target, scenario = item
-        report = await judge(scenario, await self._factory(target), self.state["sandbox"], target_of(target),
+        report = await judge(scenario, await self._factory(target), self.state["sandbox"], self._target(target),
                              self.state["references"], require_reference=self.require_reference,
                              mutation=self.mutation)
         append_jsonl(out / self.results_name, report_line(report))

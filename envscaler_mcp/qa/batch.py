@@ -110,7 +110,7 @@ def failing_factory(error: Exception) -> EpisodeFactory:
     return factory
 
 
-async def check_groups(groups: list[Group], *, transport: Transport = "http", timeout_s: float = 2.0, workers: int = 2,
+async def check_groups(groups: list[Group], *, transport: Transport = "pipe", timeout_s: float = 2.0, workers: int = 2,
                        mutation: bool = False, require_reference: bool = True, concurrency: int = 4, servers: int = 1,
                        on_report: Callable[[GateReport], None] | None = None,
                        wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> list[GateReport]:
@@ -150,7 +150,10 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
             if not numbered:
                 return
             try:
-                async with launch_server(target, transport=transport) as server:
+                # Rendered without scenarios, as eval's servers: every episode opens at the state handed to it,
+                # so the server needs none, and listing and hashing every scenario of the environment to
+                # render them in cost more CPU than its scenarios' checks.
+                async with launch_server(target, transport=transport, scenarios=()) as server:
                     await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:

@@ -148,7 +148,8 @@ def check_command(
     mutation: Annotated[bool, typer.Option("--mutation", help="Also report changed fields no validator guards.")] = False,
     allow_no_reference: Annotated[bool, typer.Option(
         "--allow-no-reference", help="Do not reject scenarios without a reference solution.")] = False,
-    transport: Annotated[Transport, typer.Option(help="How to run the server.")] = "http",
+    transport: Annotated[Transport, typer.Option(help="How to run the server (pipe: over its stdin/stdout, as eval "
+                                                  "does).")] = "pipe",
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0,
     workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2,
     concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all.")] = 4,

@@ -105,18 +105,20 @@ def names_a_record(state: Mapping[str, Any], task: str) -> bool:
 
 def records_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:
     """{collection: keys of the records the task names}: by key, or by a whole value that only that record of
-    its collection has (a date, a name, a title; single words of longer values are not enough here)."""
+    its collection has (a date, a name, a title; single words of longer values are not enough here).
+
+    Each record's values are listed once, and only whole values are counted: a whole value that is also a word
+    only one record's values contain is held by that record alone, so it is already distinct as a value."""
     text = task.lower()
     named: dict[str, set[str]] = {}
     for name, collection in _collections(state).items():
-        distinct = _distinct(collection)
+        pairs = {key: set(_strings(record)) for key, record in collection.items()}
+        counts = Counter(pair for held in pairs.values() for pair in held)
+        distinct = {value for (_, value), n in counts.items() if n == 1 and len(value) >= _MIN_VALUE}
         keys = set()
-        for key, record in collection.items():
-            if _mentions_key(text, name, key):
-                keys.add(key)
-                continue
-            own = {value for _, value in _strings(record)}
-            if any(_mentions(text, value) for value in own & distinct):
+        for key, held in pairs.items():
+            if _mentions_key(text, name, key) or any(_mentions(text, value) for value in
+                                                     {value for _, value in held} & distinct):
                 keys.add(key)
         if keys:
             named[name] = keys

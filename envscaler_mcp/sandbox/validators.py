@@ -187,9 +187,11 @@ class ValidatorSandbox:
             texts = [initial_state, final_state]
             if any(kind == "transcript" for _, _, kind in runnable):
                 texts.append(transcript)
-            # The initial state is the scenario's, the same object for every episode: encoded once.
-            # A final state read from a server (ParsedState) goes on as the bytes the server sent.
-            states = (self._encoded.encode(initial_state), *(encode_json(t) for t in texts[1:]))
+            # The initial state is the scenario's, the same object for every episode: encoded once (also when
+            # it is the final state too, as in the gate's initial-false step). A final state read from a
+            # server (ParsedState) goes on as the bytes the server sent.
+            initial = self._encoded.encode(initial_state)
+            states = (initial, *(initial if t is initial_state else encode_json(t) for t in texts[1:]))
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.

@@ -93,3 +93,24 @@ def test_a_bad_ray_address_is_one_line(tmp_path: Path) -> None:
         next(line for line in output.splitlines() if line.startswith("error: "))]
     assert "--ray 127.0.0.1:1" in output and "Traceback" not in output
     assert not results.exists()
+
+
+def test_a_worker_reads_each_environment_s_skeleton_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items come one scenario each: the skeleton's free fields and convention are read on a worker's first
+    scenario of an environment, not again for every scenario."""
+    from envscaler_mcp.adapters import ray_gate
+    from envscaler_mcp.catalog.store import get_skeleton
+
+    read: list[str] = []
+    real = ray_gate.target_of
+
+    def reading(target: str) -> ray_gate.Target:
+        read.append(target)
+        return real(target)
+
+    monkeypatch.setattr(ray_gate, "target_of", reading)
+    job = ray_gate.GateJob("gate.jsonl")
+    first = job._target("flight_bookings")
+    assert job._target("flight_bookings") is first and job._target("it_helpdesk").key == "it_helpdesk"
+    assert read == ["flight_bookings", "it_helpdesk"]
+    assert first.free == list(get_skeleton("flight_bookings").free_fields)

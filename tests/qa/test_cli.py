@@ -27,7 +27,9 @@ def fake_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     launched: list[tuple[str, str]] = []
 
     @asynccontextmanager
-    async def launch_server(target: str, transport: str = "http", **_: Any) -> AsyncIterator[Any]:
+    async def launch_server(target: str, transport: str = "http", **options: Any) -> AsyncIterator[Any]:
+        # rendered without scenarios: every episode is opened at the state the gate hands it
+        assert options.get("scenarios") == ()
         launched.append((target, transport))
         if target == "down":
             raise OSError("address already in use")
@@ -51,7 +53,7 @@ def test_check_prints_a_table_and_exits_non_zero_on_a_rejected_scenario(
     path, good, bad = write_set(tmp_path)
     result = runner.invoke(app, ["scenarios", "check", "--scenarios", str(path)], env={"COLUMNS": "160"})
     assert result.exit_code == 1, result.output
-    assert fake_launch == [("fake_shop", "http")]
+    assert fake_launch == [("fake_shop", "pipe")]  # the default transport, as eval's
     assert "Scenario QA gate" in result.output and good in result.output and bad in result.output
     assert "c2 claims a change but is already True on the initial state" in result.output
     assert "1/2 scenarios passed the gate" in result.output

@@ -217,3 +217,25 @@ async def test_transcript_checks_have_the_same_limits(tmp_path: Path) -> None:
     ]
     assert not target.exists()
     assert TRANSCRIPT["answer"].startswith("Order") and TRANSCRIPT["calls"]
+
+
+async def test_the_initial_state_handed_as_the_final_one_too_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate's initial-false step runs the validators on the initial state as the final state: its JSON is the
+    initial state's, not a second encoding of the same object."""
+    import envscaler_mcp.sandbox.validators as validators
+
+    encoded: list[object] = []
+
+    def counting(value: object) -> bytes:
+        encoded.append(value)
+        return real(value)
+
+    real = validators.encode_json
+    monkeypatch.setattr(validators, "encode_json", counting)
+    state = {"orders": {"O1": {"status": "pending", "total": 10}}}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256) as sb:
+        [same] = await sb.run([item("def check_func(s):\n    return s == initial_state\n")], state, state)
+        [moved] = await sb.run([item("def check_func(s):\n    return s == initial_state\n")], state, FINAL)
+    assert (same.passed, same.reason) == (True, None)
+    assert (moved.passed, moved.reason) == (False, None)
+    assert not any(value is state for value in encoded) and any(value is FINAL for value in encoded)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envscaler_mcp.qa.grounding import names_a_record
+from envscaler_mcp.qa.grounding import names_a_record, records_named
 from envscaler_mcp.scenario.models import Scenario
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,3 +55,24 @@ def test_a_value_inside_a_longer_word_names_nothing() -> None:
     assert names_a_record(items, "Please clamp the shelf to the wall.") is False  # 'lamp' inside 'clamp'
     assert names_a_record(items, "Please lamp-proof the shelf.") is False  # a word joined by '-'
     assert names_a_record(items, "Please move the lamp to the wall.") is True
+
+
+@pytest.mark.parametrize(("task", "named"), [
+    ("Cancel appointment 2.", {"appointments": {"2"}}),  # by key, after a word that says it is one
+    ("Cancel my appointment on 2023-04-03.", {"appointments": {"3"}}),  # a whole value only it has
+    ("Dr. Elena Moreno is off sick.", {"doctors": {"1"}}),
+    ("Dr. Moreno is off sick.", {}),  # a word of a longer value names it for names_a_record, not here
+    ("Every pending appointment with Cardiology.", {}),  # values two records share name neither
+    ("Has anything changed since then?", {}),
+])
+def test_records_named_by_key_or_by_a_whole_value_only_that_record_has(task: str,
+                                                                        named: dict[str, set[str]]) -> None:
+    assert records_named(STATE, task) == named
+
+
+def test_a_value_counts_per_field_and_short_values_never_name() -> None:
+    state = {"rooms": {"r1": {"name": "Lotus", "wing": "B", "near": "Cedar"},
+                       "r2": {"name": "Cedar", "wing": "C", "near": "Lotus"}}}
+    # each name is held by one record in its field (the other holds it in another field): both named
+    assert records_named(state, "Book cedar, not lotus.") == {"rooms": {"r1", "r2"}}
+    assert records_named(state, "Anything in wing B?") == {}  # only r1's, but shorter than three characters
