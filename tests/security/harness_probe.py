@@ -49,7 +49,7 @@ async def validators() -> dict[str, object]:
         clean = [[r.passed, r.reason] for r in await sb.run(HONEST, {"x": 1}, {"x": 1})]
         [zygote] = sb.worker_pids()
         before = cpu_limit(zygote)
-        attacks = [ChecklistItem(id="limits", description="", validator=LOWER_LIMITS.format(harness=harness)),
+        attacks = [ChecklistItem(id="limits", description="", validator=LOWER_LIMITS.format(harness=harness, limit=1)),
                    ChecklistItem(id="find", description="", validator=FIND_AND_KILL.format(harness=harness))]
         reasons = {r.item_id: r.reason for r in await sb.run(attacks, {}, {})}
         after = cpu_limit(zygote)
