@@ -1,6 +1,6 @@
 """A process that starts servers by forking itself: one per harness process, started by launch/server_zygote.py.
 
-    python -s -P -m envscaler_mcp.isolation.server_zygote --channel-fd FD [--preload MODULE ...]
+    python -s -P -m envscaler_mcp.isolation.server_zygote --channel-fd FD [--preload MODULE ...] [--runtime DIR]
 
 A fresh server spends most of its start (about 0.8 s of CPU) importing the libraries its runtime uses (mcp,
 pydantic, starlette, uvicorn, anyio); the OS layers themselves cost tens of milliseconds. This process imports
@@ -8,6 +8,9 @@ those libraries once (`--preload`: trusted, installed code, never a server folde
 server asked for on its channel. The child is the server: it takes the descriptors, environment and working
 folder it was sent, and runs `confine_server.main` with the argument list a fresh server gets, so the same OS
 layers and limits are applied, by the same code, before anything of the server folder is imported.
+`--runtime DIR` (the runtime this harness renders) is compiled here once: a server module whose source is
+byte for byte one of those files gets that code object instead of being compiled again (compiling runs
+nothing; any other source, the environment module included, is compiled in the server as usual).
 
 Why this keeps the trust model: no environment code ever runs here (only in children, after their layers); this
 process holds nothing secret (its environment is the server allowlist; the admin token travels to a child in a
@@ -31,6 +34,7 @@ import atexit
 import ctypes
 import fcntl
 import gc
+import hashlib
 import importlib
 import json
 import os
@@ -39,10 +43,44 @@ import signal
 import socket
 import sys
 import traceback
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+from types import CodeType
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
 _MAX_FDS = 16
+
+
+def _compile_runtime(folder: str | None) -> dict[bytes, CodeType]:
+    """The modules of the runtime folder given (the harness's own templates), compiled (which runs nothing),
+    keyed by the SHA-256 of their source."""
+    compiled: dict[bytes, CodeType] = {}
+    for path in sorted(Path(folder).glob("*.py")) if folder else ():
+        source = path.read_bytes()
+        compiled[hashlib.sha256(source).digest()] = compile(source, str(path), "exec", dont_inherit=True)
+    return compiled
+
+
+def _renamed(code: CodeType, path: str) -> CodeType:
+    consts = tuple(_renamed(const, path) if isinstance(const, CodeType) else const for const in code.co_consts)
+    return code.replace(co_filename=path, co_consts=consts)
+
+
+def _use_compiled(compiled: dict[bytes, CodeType]) -> None:
+    """In a server: a module whose source is byte for byte one of the compiled runtime's gets that code (named
+    after its own file) instead of being compiled again; any other source is compiled as usual."""
+    if not compiled:
+        return
+    original = SourceFileLoader.source_to_code
+
+    def source_to_code(self: Any, data: Any, path: Any, *, _optimize: int = -1) -> Any:
+        code = compiled.get(hashlib.sha256(data).digest()) if isinstance(data, bytes) else None
+        if code is None:
+            return original(self, data, path, _optimize=_optimize)
+        return _renamed(code, str(path))
+
+    SourceFileLoader.source_to_code = source_to_code  # type: ignore[method-assign]
 
 
 def _preload(names: list[str]) -> int:
@@ -58,8 +96,9 @@ def _preload(names: list[str]) -> int:
 
 
 class _Zygote:
-    def __init__(self, channel: socket.socket) -> None:
+    def __init__(self, channel: socket.socket, compiled: dict[bytes, CodeType]) -> None:
         self.channel = channel
+        self.compiled = compiled
         self.children: dict[int, int] = {}  # pid -> write end of its exit-code pipe
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -138,7 +177,7 @@ class _Zygote:
             return True
         if pid == 0:
             os.close(status_r)
-            _child(request, fds[:len(targets)], targets, token_fd, keep_closed=[
+            _child(request, fds[:len(targets)], targets, token_fd, self.compiled, keep_closed=[
                 self.channel.fileno(), self.wake_r, self.wake_w, status_w, *self.children.values()])
         self._close(fds)
         self.children[pid] = status_w
@@ -184,7 +223,7 @@ def _place(sources: list[int], targets: list[int]) -> None:
 
 
 def _child(request: dict[str, Any], sources: list[int], targets: list[int], token_fd: int | None,
-           keep_closed: list[int]) -> None:
+           compiled: dict[bytes, CodeType], keep_closed: list[int]) -> None:
     """The server: its descriptors, environment and folder, then the OS layers and the package, as a fresh
     process would run them (confine_server.main). Never returns."""
     code = 1
@@ -207,6 +246,7 @@ def _child(request: dict[str, Any], sources: list[int], targets: list[int], toke
         if request.get("token_env"):
             os.environ[str(request["token_env"])] = token.decode()
         del token, request["env"]
+        _use_compiled(compiled)
         from envscaler_mcp.isolation import confine_server
 
         argv = [str(arg) for arg in request["argv"]]
@@ -236,12 +276,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="envscaler_mcp.isolation.server_zygote")
     parser.add_argument("--channel-fd", type=int, required=True, help="the harness's channel (a seqpacket socket)")
     parser.add_argument("--preload", action="append", default=[], help="a module to import before any fork")
+    parser.add_argument("--runtime", default=None, help="the server runtime's folder (trusted): compiled once")
     options = parser.parse_args(argv)
     channel = socket.socket(fileno=options.channel_fd)
-    loaded = _preload(["envscaler_mcp.isolation.confine_server", *options.preload])
+    loaded = _preload(["envscaler_mcp.isolation.confine_server", "pyseccomp", *options.preload])
     gc.collect()
     gc.freeze()  # the preloaded modules stay shared with every child, never copied by the collector
-    zygote = _Zygote(channel)
+    zygote = _Zygote(channel, _compile_runtime(options.runtime))
     zygote._answer({"ready": os.getpid(), "preloaded": loaded}, [])
     zygote.serve()
 

@@ -45,6 +45,12 @@ log = logging.getLogger(__name__)
 ZYGOTE_ENV = "ENVSCALER_SERVER_ZYGOTE"
 _CONFINED = ["-s", "-P", "-m", "envscaler_mcp.isolation.confine_server"]
 _READY_S = 120.0  # a loaded machine may take a minute to import the libraries
+# What the runtime's libraries import only once serving (anyio's event-loop backend, uvicorn's protocols):
+# preloaded too, or every server would import them after its fork.
+_LAZY = ("anyio._backends._asyncio", "anyio._core._resources", "anyio._core._sockets", "anyio._core._streams",
+         "anyio.streams.stapled", "anyio.streams.tls", "uvicorn.lifespan.on", "uvicorn.protocols.http.auto",
+         "uvicorn.protocols.http.h11_impl", "uvicorn.protocols.websockets.auto",
+         "uvicorn.protocols.websockets.websockets_sansio_impl")
 
 
 class ZygoteGone(OSError):
@@ -72,7 +78,7 @@ def _template_runtime() -> tuple[str, tuple[str, ...]]:
                 names.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module)
-    return runtime_digest(folder), tuple(sorted(names))
+    return runtime_digest(folder), (*sorted(names), *_LAZY)
 
 
 class ServerZygote:
@@ -86,7 +92,8 @@ class ServerZygote:
         self.lock = threading.Lock()
         self.log = tempfile.TemporaryFile()  # its own errors (a child writes to the log it was sent)
         command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.server_zygote",
-                   "--channel-fd", str(theirs.fileno()), *(arg for name in preload for arg in ("--preload", name))]
+                   "--channel-fd", str(theirs.fileno()), "--runtime", str(server_templates() / "runtime"),
+                   *(arg for name in preload for arg in ("--preload", name))]
         try:
             self.process = subprocess.Popen(command, env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=self.log,
                                             stderr=self.log, pass_fds=[theirs.fileno()])

@@ -10,15 +10,20 @@ run on zygote-forked servers there (pipe and http start from the zygote by defau
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import os
 import re
 import signal
+import sys
 import time
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 import pytest
 
+from envscaler_mcp.isolation.server_zygote import _use_compiled
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV, _Shared
 from tests.security.test_server_attacks import malicious_server
@@ -153,3 +158,23 @@ async def test_servers_end_with_the_zygote(monkeypatch: pytest.MonkeyPatch) -> N
     async with launch_server("clinic_appointments", transport="pipe") as fresh:  # the next one starts fresh
         assert os.getpid() in ancestors(fresh.pid)  # type: ignore[attr-defined]
     zygote.close()
+
+
+def test_only_a_byte_identical_source_gets_the_precompiled_code(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zygote's compiled runtime replaces a server module's compile only for the same bytes (here the cache
+    is planted with other code, so that its use shows): a module differing by one byte is compiled from its own
+    source, and the code carries the server's file name."""
+    source = b"import sys\nVALUE = 'from its source'\nFILE = sys._getframe().f_code.co_filename\n"
+    planted = compile(source.replace(b"from its source", b"precompiled"), "<runtime>", "exec")
+    monkeypatch.setattr(SourceFileLoader, "source_to_code", SourceFileLoader.source_to_code)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    _use_compiled({hashlib.sha256(source).digest(): planted})
+    (tmp_path / "zygote_same_mod.py").write_bytes(source)
+    (tmp_path / "zygote_other_mod.py").write_bytes(source + b"\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    same, other = importlib.import_module("zygote_same_mod"), importlib.import_module("zygote_other_mod")
+    assert same.VALUE == "precompiled" and same.FILE == str(tmp_path / "zygote_same_mod.py")
+    assert other.VALUE == "from its source"
+    for name in ("zygote_same_mod", "zygote_other_mod"):
+        sys.modules.pop(name, None)
