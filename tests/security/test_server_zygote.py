@@ -178,3 +178,31 @@ def test_only_a_byte_identical_source_gets_the_precompiled_code(tmp_path: Path,
     assert other.VALUE == "from its source"
     for name in ("zygote_same_mod", "zygote_other_mod"):
         sys.modules.pop(name, None)
+
+
+def fd_links(pid: int) -> set[str]:
+    """What a process's descriptors refer to (pipe:[inode], socket:[inode], paths; not the anonymous kinds,
+    whose names say no more than `anon_inode:[eventpoll]`), read from /proc."""
+    links = set()
+    for entry in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            links.add(os.readlink(entry))
+        except OSError:
+            continue
+    return {link for link in links if not link.startswith("anon_inode:")}
+
+
+async def test_a_forked_server_holds_no_descriptor_of_the_zygote() -> None:
+    async with launch_server("clinic_appointments", transport="http") as first:
+        async with launch_server("clinic_appointments", transport="pipe") as second:
+            zygote = zygote_pid()
+            try:
+                held = fd_links(zygote)
+                servers = {pid: fd_links(pid) for server in (first, second)
+                           for pid in (server.pid, ancestors(server.pid)[0])}  # type: ignore[attr-defined]
+            except PermissionError:
+                pytest.skip("this user cannot list another process's descriptors")
+    assert any(link.startswith("socket:") for link in held)  # its channel, which no server holds
+    for pid, links in servers.items():
+        assert links and links & held <= {"/dev/null"}, (pid, links & held)
+    assert not servers[second.pid] & servers[first.pid] - {"/dev/null"}  # type: ignore[attr-defined]
