@@ -37,6 +37,7 @@ from typing import IO, Any
 import anyio
 from anyio.abc import Process
 
+from envscaler_mcp.launch.server_process import server_env
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.launch.zygote_child import ZygoteChild
 from envscaler_mcp.render.engine import server_templates
@@ -172,8 +173,9 @@ def zygote_supported() -> bool:
             and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds") and hasattr(socket, "SOCK_SEQPACKET"))
 
 
-def shared_zygote(server: ServerDir, env: dict[str, str]) -> ServerZygote | None:
-    """The harness's zygote (started on first use) when `server` can start from it, else None."""
+def shared_zygote(server: ServerDir) -> ServerZygote | None:
+    """The harness's zygote (started on first use) when `server` can start from it, else None. Its environment
+    is a server's allowlist without any admin token."""
     if not zygote_supported() or _Shared.failed is not None:
         return None
     try:
@@ -185,7 +187,7 @@ def shared_zygote(server: ServerDir, env: dict[str, str]) -> ServerZygote | None
     with _Shared.lock:
         if _Shared.zygote is None and _Shared.failed is None:
             try:
-                _Shared.zygote = ServerZygote(env)
+                _Shared.zygote = ServerZygote(server_env(server))
                 atexit.register(_Shared.zygote.close)
             except OSError as exc:
                 _Shared.failed = str(exc)
@@ -208,7 +210,7 @@ async def start_server_process(server: ServerDir, command: Sequence[str], env: d
     (stderr always does)."""
     zygote = None
     if list(command[1:5]) == _CONFINED:
-        zygote = await anyio.to_thread.run_sync(shared_zygote, server, env)
+        zygote = await anyio.to_thread.run_sync(shared_zygote, server)
     if zygote is not None:
         try:
             return await _forked(zygote, list(command[5:]), env, cwd, pipes, log_file, pass_fds, token_env)

@@ -97,7 +97,10 @@ async def test_environment_code_aimed_at_the_zygote_does_not_reach_it(tmp_path: 
         assert zygote in ancestors(again.pid)  # type: ignore[attr-defined]
 
 
-async def test_limits_are_each_servers_own_and_the_token_never_reaches_the_zygote() -> None:
+async def test_limits_are_each_servers_own_and_the_token_never_reaches_the_zygote(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_Shared, "zygote", None)  # a zygote of this test's own: started for the first server
+    monkeypatch.setattr(_Shared, "failed", None)
     async with launch_server("clinic_appointments", transport="http", max_memory_mb=512, max_cpu_s=120) as small:
         async with launch_server("clinic_appointments", transport="http") as default:
             zygote = zygote_pid()
@@ -110,6 +113,8 @@ async def test_limits_are_each_servers_own_and_the_token_never_reaches_the_zygot
             memory = readable_memory(zygote)
             assert len(memory) > 1 << 20  # the scan read the zygote's heap
             assert not any(token in memory for token in tokens)
+    assert _Shared.zygote is not None
+    _Shared.zygote.close()
 
 
 def readable_memory(pid: int) -> bytes:
