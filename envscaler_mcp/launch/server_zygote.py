@@ -14,6 +14,7 @@ A fresh process (`anyio.open_process`) is used instead when:
 * the server's runtime (`<package>/runtime/*.py`) differs from the runtime this harness renders (compared by
   SHA-256): the zygote preloaded what that runtime imports, and a different one is started as it ships;
 * the zygote could not be started or has gone (said once on the log, then every server starts fresh).
+The pipe, http and stdio transports start their processes here.
 """
 
 from __future__ import annotations

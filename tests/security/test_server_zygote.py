@@ -5,7 +5,7 @@ limits. Proved by effect: environment code aimed at the zygote leaves it alive, 
 and still forking servers; the admin token is nowhere in the zygote's memory; a server's limits are its own
 (another server from the same zygote, and the zygote, keep theirs); a server whose runtime differs starts as a
 fresh process; servers end with the zygote. The attacks of test_server_attacks.py (files, network, exec, fork)
-run on zygote-forked servers there (pipe and http start from the zygote by default).
+run on zygote-forked servers there (pipe, http and stdio start from the zygote by default).
 """
 
 from __future__ import annotations
