@@ -55,6 +55,7 @@ from envscaler_mcp.catalog.store import (
     scenarios_for,
 )
 from envscaler_mcp.interop.to_envscaler import export_envscaler
+from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -265,22 +266,29 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         ("check", ["scenarios", "check", "--home", str(home)]),
         ("eval", ["eval", "--all", "--agent", "oracle", "--home", str(home), "--out", str(run), "--no-progress"]),
     ]
+    if args.zygote == "both":  # check and eval with servers started fresh, then forked from the server zygote
+        steps = [(f"{name}{mode}", cmd) for name, cmd in steps
+                 for mode in ((" fresh", " zygote") if name in ("check", "eval") else ("",))]
     rows = []
-    for name, cmd in steps:
+    for label, cmd in steps:
+        name, _, mode = label.partition(" ")
         if name not in wanted and name != "import":
             continue
+        env[ZYGOTE_ENV] = "off" if (mode or args.zygote) in ("fresh", "off") else "on"
+        if name == "eval":
+            shutil.rmtree(run, ignore_errors=True)
         out = folder / f"{name}.out"
-        row = {"n": n, "scenarios": len(refs), "command": name, "largest_line_mb": round(largest / 1e6, 2),
+        row = {"n": n, "scenarios": len(refs), "command": label, "largest_line_mb": round(largest / 1e6, 2),
                **run_cli(cmd, env, args.nice, out)}
         if name == "import":  # only check and eval need the references (attaching rewrites every scenario)
             row["attached"] = attach_references(home, refs) if {"check", "eval"} & set(wanted) else 0
         text = out.read_text(encoding="utf-8", errors="replace")
         row["note"] = (gate_passed(text) + " passed" if name == "check" else eval_summary(run) if name == "eval"
                        else f"{row['attached']} references attached" if name == "import" else "")
-        if name == "check":
+        if name in ("check", "eval"):
             row["per_s"] = round(len(refs) / row["wall_s"], 1)
+            row["per_cpu_s"] = round(len(refs) / max(row["cpu_s"], 0.01), 1)  # what the load does not change
         if name == "eval":
-            row["per_s"] = round(len(refs) / row["wall_s"], 1)
             row["run_mb"] = size_mb(run)
         row["home_mb"], row["cache_mb"] = size_mb(home), size_mb(cache)
         row["load"] = round(os.getloadavg()[0], 1)
@@ -294,7 +302,7 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
 
 
 def _line(row: dict[str, Any]) -> str:
-    rate = f" | {row['per_s']}/s" if "per_s" in row else " |"
+    rate = f" | {row['per_s']}/s ({row.get('per_cpu_s', '?')} per CPU s)" if "per_s" in row else " |"
     return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s | {row['peak_tree_mb']} MB "
             f"| {row['peak_one_mb']} MB | {row['most_processes']} | {row['home_mb']} MB | {row['cache_mb']} MB"
             f"{rate} {row['note']} | {row['load']} | {row['exit']} |")
@@ -311,6 +319,9 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=None, help="Append rows here (JSON lines).")
     parser.add_argument("--svg", type=Path, default=None, help="Write the plot of every row in --results here.")
     parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument("--zygote", choices=["on", "off", "both"], default="on",
+                        help="Start servers forked from the server zygote (on), fresh (off), or run check and eval "
+                             "both ways (both).")
     parser.add_argument("--large", type=int, default=0, help="One environment with this many large scenarios.")
     parser.add_argument("--state-kb", type=int, default=0, help="Grow each state to this size (with --large).")
     args = parser.parse_args()

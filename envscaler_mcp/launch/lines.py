@@ -12,7 +12,7 @@ grace period, then SIGKILL.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
 
@@ -49,10 +49,15 @@ async def _stop(process: Process) -> None:
 
 
 @asynccontextmanager
-async def line_client(server: StdioServerParameters, errlog: TextIO) -> AsyncIterator[Any]:
-    """(read stream, write stream) of a started server process, as `mcp.Client` takes them."""
-    process = await anyio.open_process([server.command, *server.args], cwd=server.cwd,
-                                       env=get_default_environment() | (server.env or {}), stderr=errlog)
+async def line_client(server: StdioServerParameters, errlog: TextIO,
+                      start: Callable[[], Awaitable[Process]] | None = None) -> AsyncIterator[Any]:
+    """(read stream, write stream) of a started server process, as `mcp.Client` takes them. `start` starts the
+    process with pipes for stdin and stdout (default: `server`'s command, a fresh process)."""
+    if start is not None:
+        process = await start()
+    else:
+        process = await anyio.open_process([server.command, *server.args], cwd=server.cwd,
+                                           env=get_default_environment() | (server.env or {}), stderr=errlog)
     read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
 

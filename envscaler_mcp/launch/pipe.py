@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import Process
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Request, Tool
 from pydantic import ConfigDict
@@ -40,6 +41,7 @@ from envscaler_mcp.launch.episodes import (
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.server_process import (
+    ADMIN_TOKEN_ENV,
     DEFAULT_LIMITS,
     ServerLimits,
     read_report,
@@ -47,6 +49,7 @@ from envscaler_mcp.launch.server_process import (
     server_env,
     serving_pid,
 )
+from envscaler_mcp.launch.server_zygote import start_server_process
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.cache import mark_used
@@ -71,26 +74,6 @@ class _GetState(Request[PipeParams, Literal["envscaler/admin/get_state"]]):
 
 class _Close(Request[PipeParams, Literal["envscaler/admin/close_episode"]]):
     method: Literal["envscaler/admin/close_episode"] = "envscaler/admin/close_episode"
-
-
-def child_pid(marker: str) -> int | None:
-    """The pid of this process's child whose command line holds `marker` (Linux /proc; None elsewhere)."""
-    try:
-        tasks = list(Path("/proc/self/task").iterdir())
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for pid in children:
-            try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return int(pid)
-            except OSError:
-                continue
-    return None
 
 
 def _state_of(result: AdminResult, like: State | None = None) -> State:
@@ -132,12 +115,20 @@ class PipeServer(LaunchedServer):
         command = server_command(self.server_dir, report, self.os_isolation,
                                  [*self.extra_args, "--state-dir", str(states)], read=[states],
                                  limits=self.limits)
-        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
-                                       env=server_env(self.server_dir, self.token))
+        env = server_env(self.server_dir, self.token)
+        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path), env=env)
         log_path = self.workdir / "pipe-server.log"
+        started: list[Process] = []
+
+        async def start() -> Process:
+            assert self.server_dir is not None
+            started.append(await start_server_process(self.server_dir, command, env, cwd=str(self.server_dir.path),
+                                                      pipes=True, log_file=errlog, token_env=ADMIN_TOKEN_ENV))
+            return started[0]
+
         with open(log_path, "w", encoding="utf-8") as errlog:
             try:
-                client = Client(line_client(params, errlog), read_timeout_seconds=self.client_timeout,
+                client = Client(line_client(params, errlog, start), read_timeout_seconds=self.client_timeout,
                                 **self.warm.client_options())
                 await client.__aenter__()
             except Exception as exc:
@@ -145,8 +136,7 @@ class PipeServer(LaunchedServer):
             try:
                 self.warm.learn(client)
                 self.isolation = read_report(report, self.limits)
-                found = child_pid(str(report))
-                self.pid = serving_pid(found) if found else None
+                self.pid = serving_pid(started[0].pid) if started else None
                 self.client, self.tools = client, await all_tools(client)
                 yield
             finally:

@@ -25,6 +25,7 @@ from typing import TypedDict
 
 import anyio
 import httpx2
+from anyio.abc import Process
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Tool
@@ -39,6 +40,7 @@ from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
 from envscaler_mcp.launch.server_process import (
+    ADMIN_TOKEN_ENV,
     DEFAULT_LIMITS,
     ServerLimits,
     loopback_listener,
@@ -47,6 +49,7 @@ from envscaler_mcp.launch.server_process import (
     server_env,
     serving_pid,
 )
+from envscaler_mcp.launch.server_zygote import start_server_process
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.stdio import StdioServer
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_target, trusted_origin
@@ -192,7 +195,7 @@ class HttpServer(LaunchedServer):
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,
                       client_timeout: float, isolation: bool, warm: bool,
-                      limits: ServerLimits) -> tuple[HttpServer, anyio.abc.Process]:
+                      limits: ServerLimits) -> tuple[HttpServer, Process]:
     token = secrets.token_hex(16)
     log_path = workdir / "http-server.log"
     report = workdir / "isolation.json"
@@ -205,9 +208,9 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
                           read=[states], limits=limits)
     try:
         with open(log_path, "w", encoding="utf-8") as errlog:  # the child keeps its own copy of the descriptor
-            process = await anyio.open_process(args, cwd=str(server.path), env=server_env(server, token),
-                                               stdin=None, stdout=errlog, stderr=errlog,
-                                               pass_fds=[listener.fileno()])
+            process = await start_server_process(server, args, server_env(server, token), cwd=str(server.path),
+                                                 pipes=False, log_file=errlog, pass_fds=[listener.fileno()],
+                                                 token_env=ADMIN_TOKEN_ENV)
     finally:
         listener.close()  # the server holds it now
     http = HttpServer(server, url, token, client_timeout, warm, state_files=StateFileWriter(states))
@@ -226,7 +229,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     return http, process
 
 
-async def _wait_ready(http: HttpServer, process: anyio.abc.Process, startup_timeout: float) -> None:
+async def _wait_ready(http: HttpServer, process: Process, startup_timeout: float) -> None:
     """Until the admin API answers. Connections queue on the listening socket from the start, so each
     attempt waits for the server to serve it; a server that exits fails at once."""
     deadline = time.monotonic() + startup_timeout
@@ -247,7 +250,7 @@ async def _wait_ready(http: HttpServer, process: anyio.abc.Process, startup_time
         raise ServerStartError(f"the HTTP server answered {response.status_code} while starting: {response.text}")
 
 
-async def _stop(process: anyio.abc.Process) -> None:
+async def _stop(process: Process) -> None:
     with anyio.CancelScope(shield=True):
         if process.returncode is None:
             process.terminate()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError, StdioServerParameters
 
@@ -34,12 +35,14 @@ from envscaler_mcp.launch.episodes import (
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.server_process import (
+    ADMIN_TOKEN_ENV,
     DEFAULT_LIMITS,
     ServerLimits,
     read_report,
     server_command,
     server_env,
 )
+from envscaler_mcp.launch.server_zygote import start_server_process
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.render.cache import mark_used
@@ -89,11 +92,18 @@ class StdioServer(LaunchedServer):
         mark_used(self.server_dir.path)  # each process starts from the folder: a long run keeps it out of pruning
         params, report = self._params(n, token, args, readable)
         log_path = self.workdir / f"stderr-{n}.log"
+        server = self.server_dir
+
+        async def start() -> Process:
+            return await start_server_process(server, [params.command, *params.args], dict(params.env or {}),
+                                              cwd=str(server.path), pipes=True, log_file=errlog,
+                                              token_env=ADMIN_TOKEN_ENV)
+
         with open(log_path, "w", encoding="utf-8") as errlog:
             async with AsyncExitStack() as stack:
                 try:
                     client = await stack.enter_async_context(
-                        Client(line_client(params, errlog), read_timeout_seconds=self.client_timeout,
+                        Client(line_client(params, errlog, start), read_timeout_seconds=self.client_timeout,
                                **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{log_tail(log_path)}") from exc

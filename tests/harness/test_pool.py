@@ -17,6 +17,7 @@ from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.launch.server_zygote import _Shared
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import shop_server
@@ -86,7 +87,7 @@ async def test_a_crashed_server_is_restarted_and_the_run_completes(tmp_path: Pat
 
 def _server_children(flag: bytes) -> list[int]:
     """PIDs of this test process's own server processes started with `flag` (--http; --state-dir: the pipe,
-    whose server also has one). Where the launched process only waits for the server it forked into a PID
+    whose server also has one), or forked for it by its server zygote (only one server runs at a time here). Where the launched process only waits for the server it forked into a PID
     namespace of its own (isolation/confine_server.py), that server is the one named."""
     table: dict[int, tuple[int, list[bytes]]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -99,10 +100,11 @@ def _server_children(flag: bytes) -> list[int]:
     def wanted(cmdline: list[bytes]) -> bool:
         return flag in cmdline and (flag == b"--http" or b"--http" not in cmdline)
 
-    pids = []
+    zygote = _Shared.zygote.pid if _Shared.zygote is not None else None  # servers forked from the server zygote
+    pids = []                                                           # carry its command line, not their own
     for pid, (parent, cmdline) in table.items():
-        if parent == os.getpid() and wanted(cmdline):
-            inner = [p for p, (pp, cl) in table.items() if pp == pid and wanted(cl)]
+        if (parent == os.getpid() and wanted(cmdline)) or (zygote is not None and parent == zygote):
+            inner = [p for p, (pp, cl) in table.items() if pp == pid and (wanted(cl) or parent == zygote)]
             pids += inner or [pid]
     return pids
 

@@ -141,12 +141,15 @@ def _initial(server_dir: Path) -> dict[str, Any]:
 
 
 def _processes_of(folder: Path) -> list[int]:
-    """Live processes but this one whose command line names `folder` (a server and everything it forked)."""
-    found = []
+    """Live processes but this one whose command line names `folder` or that run in it (a server and everything
+    it forked: a server forked from the harness's server zygote carries the zygote's command line, and every
+    server process works in its folder)."""
+    found, real = [], os.path.realpath(folder)
     for entry in os.listdir("/proc"):
         try:
             if entry.isdigit() and int(entry) != os.getpid() and \
-                    str(folder).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    (str(folder).encode() in Path(f"/proc/{entry}/cmdline").read_bytes()
+                     or os.path.realpath(f"/proc/{entry}/cwd") == real):
                 found.append(int(entry))
         except OSError:
             continue
