@@ -5,6 +5,8 @@ EnvScaler's code writes; it is not EnvScaler data."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,48 @@ def test_skipped_items_are_counted_by_kind_and_reason() -> None:
                                     "  2 trajectory(ies): message N is not an object",
                                     "  1 environment(s): failed the static checks"]
     assert summary_lines([]) == []
+
+
+_ATTACH = """
+import asyncio, resource, sys
+from pathlib import Path
+from envscaler_mcp.interop.stream_import import stream_import
+from envscaler_mcp.qa.solutions import attach_solutions
+out, envs, scenarios, trajectories = (Path(a) for a in sys.argv[1:5])
+envs_written = [e.id for e in stream_import(envs, scenarios, out).envs]
+report = asyncio.run(attach_solutions(out, envs_written, trajectories, transport="memory"))
+print(len(report.attached), report.unmatched, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+RESULT_MB = 1
+
+
+def _attach_peak(root: Path, others: int) -> tuple[int, int, int]:
+    """(attached, unmatched, peak RSS in bytes) of a child process that imports the fixture set and attaches the
+    fixture's trajectories read from a file that also holds `others` rollout records of env_1 for tasks no
+    scenario has, each with a recorded result of RESULT_MB MB."""
+    items = json.loads(TRAJECTORIES.read_text(encoding="utf-8"))
+    path = root / f"t{others}.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps(item) + "\n")
+        for k in range(others):
+            f.write(json.dumps({"task_info": {"env_id": "env_1", "task_id": f"other-{k}", "task": f"Task {k}."},
+                                "trajectory": [{"step": 1, "action": {"name": "get_book", "arguments": {"book_id": "B1"}},
+                                                "observation": {"type": "tool",
+                                                                "content": f"{k}" + "x" * RESULT_MB * 10**6}}]}) + "\n")
+    proc = subprocess.run([sys.executable, "-c", _ATTACH, str(root / f"data{others}"), str(ENVS), str(SCENARIOS),
+                           str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    attached, unmatched, peak = proc.stdout.split()
+    return int(attached), int(unmatched), int(peak)
+
+
+@pytest.mark.timeout(600)
+def test_the_trajectory_file_is_not_held_in_memory(tmp_path: Path) -> None:
+    """Trajectories of imported environments wait on disk, not in memory, until their environment's replay:
+    48 extra records of 1 MB each leave the peak RSS where 2 leave it (+1 MB measured; +46 MB when they were
+    kept in memory)."""
+    few = _attach_peak(tmp_path, 2)
+    many = _attach_peak(tmp_path, 48)
+    assert few[:2] == (2, 3) and many[:2] == (2, 49)  # the fixture's 2 attached; its 1 and the others unmatched
+    assert many[2] - few[2] < 16 * RESULT_MB * 10**6, (few[2] / 1e6, many[2] / 1e6)
