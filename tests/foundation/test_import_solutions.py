@@ -202,15 +202,17 @@ def test_skipped_items_are_counted_by_kind_and_reason() -> None:
     assert summary_lines([]) == []
 
 
+# The child's peak RSS is its VmHWM: its ru_maxrss would count the memory of this process before the exec.
 _ATTACH = """
-import asyncio, resource, sys
+import asyncio, sys
 from pathlib import Path
 from envscaler_mcp.interop.stream_import import stream_import
 from envscaler_mcp.qa.solutions import attach_solutions
 out, envs, scenarios, trajectories = (Path(a) for a in sys.argv[1:5])
 envs_written = [e.id for e in stream_import(envs, scenarios, out).envs]
 report = asyncio.run(attach_solutions(out, envs_written, trajectories, transport="memory"))
-print(len(report.attached), report.unmatched, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
+print(len(report.attached), report.unmatched, int(hwm) * 1024)
 """
 RESULT_MB = 1
 
