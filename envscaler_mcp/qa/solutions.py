@@ -27,7 +27,13 @@ from typing import Any
 
 from envscaler_mcp._io import PendingFiles
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_succeeded
-from envscaler_mcp.catalog.store import index_row, load_skeleton, skeleton_file, write_index_rows
+from envscaler_mcp.catalog.store import (
+    index_row,
+    load_skeleton,
+    scenario_keeping_state,
+    skeleton_file,
+    write_index_rows,
+)
 from envscaler_mcp.interop.skips import Skipped, reason_group
 from envscaler_mcp.interop.spool import Spool
 from envscaler_mcp.interop.trajectories import RecordedCall, Trajectory, iter_trajectories
@@ -245,10 +251,10 @@ async def _attach_env(path: Path, candidates: Candidates, spool: Spool[int, Traj
     rows: list[dict[str, object]] = []
     changed = False
     with PendingFiles() as pending, path.open(encoding="utf-8") as lines:
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            scenario = Scenario.model_validate_json(line)
+            scenario = scenario_keeping_state(line, path=path, where=f"line {number}")  # its state not remembered
             matches = _match(scenario, candidates)
             used.update(matches)
             if matches and not scenario.has_reference():

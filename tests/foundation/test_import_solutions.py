@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._json import initial_states
 from envscaler_mcp.catalog.store import load_scenarios, scenario_index
 from envscaler_mcp.cli import main
 from envscaler_mcp.interop.trajectories import iter_trajectories, trajectory_from_item
@@ -247,3 +248,15 @@ def test_the_trajectory_file_is_not_held_in_memory(tmp_path: Path) -> None:
     many = _attach_peak(tmp_path, 48)
     assert few[:2] == (2, 3) and many[:2] == (2, 49)  # the fixture's 2 attached; its 1 and the others unmatched
     assert many[2] - few[2] < 16 * RESULT_MB * 10**6, (few[2] / 1e6, many[2] / 1e6)
+
+
+def test_replayed_scenarios_leave_no_state_in_the_encoded_cache(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Each scenario is read with its initial state's text (a ParsedState), which the process's cache of
+    encoded states does not remember: remembered, every replayed state stayed alive (up to 64 MB of text, about
+    ten times that in objects: the import's memory grew to hundreds of MB on 1.3 MB states)."""
+    remembered = len(initial_states())
+    code, text, err = _import(tmp_path / "data", TRAJECTORIES, capsys)
+    assert code == 0, err
+    assert "2 attached" in text and "2 not verified" in text  # four replays, each checked by the validators
+    assert len(initial_states()) == remembered
