@@ -245,7 +245,8 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         ("check", ["scenarios", "check", "--home", str(home)]),
         ("eval", ["eval", "--all", "--agent", "oracle", "--home", str(home), "--out", str(run), "--no-progress"]),
         ("trajectories", ["import", "envscaler", "--envs", str(envs_path), "--scenarios", str(scen_path),
-                          "--trajectories", str(folder / "trajectories.jsonl"), "--out", str(folder / "home_t")]),
+                          "--trajectories", str(folder / "trajectories.jsonl"), "--transport", "pipe",
+                          "--out", str(folder / "home_t")]),
     ]
     rows = []
     for name, cmd in steps:
