@@ -150,7 +150,9 @@ async def check_groups(groups: list[Group], *, transport: Transport = "http", ti
             if not numbered:
                 return
             try:
-                async with launch_server(target, transport=transport) as server:
+                # rendered without scenarios, as eval's: every episode opens at its scenario's state from a state
+                # file, so the server neither parses nor holds the catalog's initial states at start
+                async with launch_server(target, transport=transport, scenarios=()) as server:
                     await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
