@@ -14,10 +14,14 @@ each command in its own process (niced with --nice), against the imported home:
 * `scenarios check` (every environment of the home: the gate);
 * `eval --all --agent oracle` (a private render cache, ENVSCALER_MCP_CACHE).
 
-For each: wall time, CPU time (user + system of the process and everything it waited for), peak RSS of the
-process tree (sampled from /proc every 50 ms: the sum over the command and its descendants, and the largest
-single process), the most processes alive at once in the tree (servers started on demand, not 1,000 at
-once), and disk (the home, the render cache). Rows go to --results (JSON lines, one per command and N) and the
+* `import envscaler --trajectories` (only when asked for by --only: a rollout record of each scenario's
+  reference solution, replayed and attached, into a home of its own).
+
+For each: wall time, CPU time (user + system of the process and everything it waited for), memory
+(tree_memory.py: the peak PSS summed over the process tree, what the command costs the machine; the peak
+RSS summed, which counts pages shared by forked processes once per process; the command's own peak RSS; the
+largest peak RSS of any one process and which), the most processes alive at once in the tree (servers
+started on demand, not 1,000 at once), and disk (the home, the render cache). Rows go to --results (JSON lines, one per command and N) and the
 table to stdout; --svg writes a log-log plot of wall time and peak memory against N from every row in
 --results.
 
@@ -34,11 +38,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_plot import write_svg
+from tree_memory import TreeSampler
 
 from envscaler_mcp.catalog.store import (
     get_skeleton,
@@ -59,7 +64,7 @@ from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
-COMMANDS = ("import", "list", "show", "render", "check", "eval")
+COMMANDS = ("import", "list", "show", "render", "check", "eval", "trajectories")
 
 
 def _tables(state: dict[str, Any]) -> list[str]:
@@ -106,17 +111,29 @@ def bases(extra_home: Path | None, per_env: int) -> list[tuple[EnvSkeleton, list
     return found
 
 
+def rollout(item: dict[str, Any], base: Scenario) -> dict[str, Any]:
+    """A rollout record in EnvScaler's shape for scenario `item`: its task_info (the scenario item, initial state
+    included), then one step per call of the base's reference solution, with no recorded result (the replay
+    compares none)."""
+    steps: list[dict[str, Any]] = [{"step": 0, "observation": item["task"]}]
+    steps += [{"step": n, "action": {"name": call.tool, "arguments": call.arguments},
+               "observation": {"type": "tool", "content": None}} for n, call in enumerate(base.reference_solution, 1)]
+    return {"task_info": item, "trajectory": steps}
+
+
 def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, state_kb: int = 0,
-                 large: int = 0) -> tuple[Path, Path, dict[str, dict[str, Any]], int]:
+                 large: int = 0, trajectories: bool = False) -> tuple[Path, Path, dict[str, dict[str, Any]], int]:
     """Write the set in EnvScaler's format; return its two paths, by task_id what EnvScaler's files cannot carry
     (reference and wrong solutions), and the bytes of its largest scenario item. Each base is exported once;
-    copies change its items' ids and states."""
+    copies change its items' ids and states. With `trajectories`, also `trajectories.jsonl`: a rollout record
+    of each scenario's reference solution."""
     found = bases(extra_home, per_env if not large else 1)
     exported = [export_envscaler([(skeleton, scenarios)]) for skeleton, scenarios in found]
     refs: dict[str, dict[str, Any]] = {}
     envs_path, scen_path = folder / "env_metadata.json", folder / "scenario_metadata.json"
     env_items: dict[str, Any] = {}
     largest = 0
+    rollouts = (folder / "trajectories.jsonl").open("w", encoding="utf-8") if trajectories else None
     with scen_path.open("w", encoding="utf-8") as out:
         out.write("[")
         first = True
@@ -136,7 +153,11 @@ def make_catalog(n: int, per_env: int, folder: Path, extra_home: Path | None, st
                 largest = max(largest, len(line))
                 out.write(("" if first else ",") + line)
                 first = False
+                if rollouts:
+                    rollouts.write(json.dumps(rollout(copy, base)) + "\n")
         out.write("]")
+    if rollouts:
+        rollouts.close()
     envs_path.write_text(json.dumps(env_items), encoding="utf-8")
     return envs_path, scen_path, refs, largest
 
@@ -156,52 +177,6 @@ def attach_references(home: Path, refs: dict[str, dict[str, Any]]) -> int:
     return attached
 
 
-def _tree(root: int) -> list[int]:
-    """The pids of `root` and its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
-class TreeSampler(threading.Thread):
-    """Peak summed RSS, peak single RSS and most processes of a process tree, sampled every `every` s."""
-
-    def __init__(self, pid: int, every: float = 0.05) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.every = pid, every
-        self.peak_sum = self.peak_one = self.most = 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            rss = [_rss(p) for p in _tree(self.pid)]
-            self.peak_sum = max(self.peak_sum, sum(rss))
-            self.peak_one = max(self.peak_one, max(rss, default=0))
-            self.most = max(self.most, len(rss))
-            self.stop.wait(self.every)
-
-
 def run_cli(args: list[str], env: dict[str, str], nice: int, out: Path | None = None) -> dict[str, Any]:
     """Run one CLI command; its wall and CPU seconds, exit code, peak memory and most processes."""
     start = time.perf_counter()
@@ -219,9 +194,8 @@ def run_cli(args: list[str], env: dict[str, str], nice: int, out: Path | None = 
     if out:
         stdout.close()  # type: ignore[union-attr]
     return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "exit": os.waitstatus_to_exitcode(status), "peak_tree_mb": round(sampler.peak_sum / 1e6, 1),
-            "peak_one_mb": round(max(sampler.peak_one, usage.ru_maxrss * 1024) / 1e6, 1),
-            "most_processes": sampler.most, "stderr_tail": err[-600:]}
+            "exit": os.waitstatus_to_exitcode(status), **sampler.measures(),
+            "stderr_tail": err[-600:]}
 
 
 def size_mb(path: Path) -> float:
@@ -231,6 +205,12 @@ def size_mb(path: Path) -> float:
 def gate_passed(text: str) -> str:
     line = next((ln for ln in reversed(text.splitlines()) if "scenarios passed the gate" in ln), "")
     return line.split(" scenarios")[0].strip()
+
+
+def attached_line(text: str) -> str:
+    """'N attached, M not verified' from `import --trajectories`'s output."""
+    found = re.search(r"(\d+) attached \(replay reproduced every call\), (\d+) not verified", text)
+    return f"{found.group(1)} attached, {found.group(2)} not verified" if found else "no attach line"
 
 
 def eval_summary(run: Path) -> str:
@@ -249,15 +229,15 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     start = time.perf_counter()
+    wanted = args.only.split(",") if args.only else list(COMMANDS)
     envs_path, scen_path, refs, largest = make_catalog(n, args.per_env, folder, args.from_home, args.state_kb,
-                                                       args.large)
+                                                       args.large, trajectories="trajectories" in wanted)
     print(f"N={n}: set made in {time.perf_counter() - start:.1f} s, {scen_path.stat().st_size / 1e6:.1f} MB, "
           f"{len(refs)} scenarios, largest item {largest / 1e6:.2f} MB", flush=True)
     home, cache, run = folder / "home", folder / "cache", folder / "run"
     env = {**os.environ, "COLUMNS": "200", "ENVSCALER_MCP_CACHE": str(cache)}
     env.pop("ENVSCALER_MCP_HOME", None)
     one_env = f"{bases(args.from_home, args.per_env if not args.large else 1)[0][0].id}_s0"
-    wanted = args.only.split(",") if args.only else list(COMMANDS)
     steps: list[tuple[str, list[str]]] = [
         ("import", ["import", "envscaler", "--envs", str(envs_path), "--scenarios", str(scen_path), "--out", str(home)]),
         ("list", ["list", "--home", str(home)]),
@@ -265,6 +245,9 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         ("render", ["render", "--all", "--home", str(home)]),
         ("check", ["scenarios", "check", "--home", str(home)]),
         ("eval", ["eval", "--all", "--agent", "oracle", "--home", str(home), "--out", str(run), "--no-progress"]),
+        ("trajectories", ["import", "envscaler", "--envs", str(envs_path), "--scenarios", str(scen_path),
+                          "--trajectories", str(folder / "trajectories.jsonl"), "--transport", "pipe",
+                          "--out", str(folder / "home_t")]),
     ]
     if args.zygote == "both":  # check and eval with servers started fresh, then forked from the server zygote
         steps = [(f"{name}{mode}", cmd) for name, cmd in steps
@@ -284,13 +267,14 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
             row["attached"] = attach_references(home, refs) if {"check", "eval"} & set(wanted) else 0
         text = out.read_text(encoding="utf-8", errors="replace")
         row["note"] = (gate_passed(text) + " passed" if name == "check" else eval_summary(run) if name == "eval"
-                       else f"{row['attached']} references attached" if name == "import" else "")
+                       else f"{row['attached']} references attached" if name == "import"
+                       else attached_line(text) if name == "trajectories" else "")
         if name in ("check", "eval"):
             row["per_s"] = round(len(refs) / row["wall_s"], 1)
             row["per_cpu_s"] = round(len(refs) / max(row["cpu_s"], 0.01), 1)  # what the load does not change
         if name == "eval":
             row["run_mb"] = size_mb(run)
-        row["home_mb"], row["cache_mb"] = size_mb(home), size_mb(cache)
+        row["home_mb"], row["cache_mb"] = size_mb(folder / "home_t" if name == "trajectories" else home), size_mb(cache)
         row["load"] = round(os.getloadavg()[0], 1)
         rows.append(row)
         print(_line(row), flush=True)
@@ -301,10 +285,16 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
     return rows
 
 
+HEADER = ("| N envs | command | wall | CPU | peak PSS (tree) | peak RSS summed (tree) | peak RSS of the command | "
+          "largest peak RSS of one process (which) | most processes | home | render cache | rate, outcome | load | "
+          "exit |")
+
+
 def _line(row: dict[str, Any]) -> str:
     rate = f" | {row['per_s']}/s ({row.get('per_cpu_s', '?')} per CPU s)" if "per_s" in row else " |"
-    return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s | {row['peak_tree_mb']} MB "
-            f"| {row['peak_one_mb']} MB | {row['most_processes']} | {row['home_mb']} MB | {row['cache_mb']} MB"
+    return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s | {row['peak_tree_pss_mb']} MB "
+            f"| {row['peak_tree_mb']} MB | {row['peak_main_mb']} MB | {row['peak_largest_mb']} MB ({row['largest']}) "
+            f"| {row['most_processes']} | {row['home_mb']} MB | {row['cache_mb']} MB"
             f"{rate} {row['note']} | {row['load']} | {row['exit']} |")
 
 
@@ -326,9 +316,8 @@ def main() -> None:
     parser.add_argument("--state-kb", type=int, default=0, help="Grow each state to this size (with --large).")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="catalog-scale-"))
-    print("| N envs | command | wall | CPU | peak RSS (tree) | peak RSS (one process) | most processes | home | "
-          "render cache | rate, outcome | load | exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(HEADER)
+    print("|---" * HEADER.count(" | ") + "|---|")
     sizes = [1] if args.large else [int(x) for x in args.envs.split(",") if x]
     for n in sizes:
         rows = measure(n, args, work)

@@ -54,9 +54,17 @@ def _panel(rows: list[dict[str, Any]], key: str, title: str, left: int) -> list[
 
 
 def write_svg(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write wall time (s), CPU time (s) and peak RSS of the process tree (MB) against environments, log-log."""
-    parts = (_panel(rows, "wall_s", "wall time (s)", 0) + _panel(rows, "cpu_s", "CPU time (s)", W)
-             + _panel(rows, "peak_tree_mb", "peak RSS, process tree (MB)", 2 * W))
+    """Write wall time (s), CPU time (s) and peak memory of the process tree (MB) against environments, log-log.
+
+    Wall time: the command from start to exit. CPU time: user + system of the command and every process it
+    waited for. Memory (benchmarks/tree_memory.py): the peak PSS summed over the command and its descendants
+    (a page shared by k processes counts 1/k in each: what the command costs the machine) when every row has
+    it; rows of earlier runs have only the peak RSS summed over the tree, which counts a page shared by forked
+    processes once per process (an upper bound), and the panel says which it shows."""
+    pss = all("peak_tree_pss_mb" in r for r in rows)
+    memory = _panel(rows, "peak_tree_pss_mb", "peak PSS summed over the process tree (MB)", 2 * W) if pss else \
+        _panel(rows, "peak_tree_mb", "peak RSS summed over the process tree (MB)", 2 * W)
+    parts = _panel(rows, "wall_s", "wall time (s)", 0) + _panel(rows, "cpu_s", "CPU time (s)", W) + memory
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{3 * W}" height="{H}" font-family="sans-serif">'
            '<rect width="100%" height="100%" fill="white"/>' + "".join(parts) + "</svg>\n")
     Path(path).write_text(svg, encoding="utf-8")

@@ -135,6 +135,10 @@ class EncodedCache:
         self._held = 0
         self._texts: OrderedDict[int, tuple[Any, bytes]] = OrderedDict()  # id -> (the value, kept alive; text)
 
+    def __len__(self) -> int:
+        """How many values are remembered (each kept alive by the cache)."""
+        return len(self._texts)
+
     def encode(self, value: Any) -> bytes:
         """`json.dumps(value, ensure_ascii=False)` as UTF-8, from the cache when `value` was seen. A ParsedState
         has its text already: it is not remembered (a run reads each episode's state afresh, and remembering

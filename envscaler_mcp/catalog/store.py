@@ -307,15 +307,24 @@ def _read_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Sce
     if hashlib.sha256(raw).hexdigest() != line.digest:
         raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
                          "where it was); run again")
-    try:  # the initial state keeps its text: sent to the server and the validators as read, not encoded again
-        record = object_keeping(raw.decode("utf-8"), "initial_state")
+    try:
+        scenario = scenario_keeping_state(raw.decode("utf-8"), path=path)
     except ValueError as exc:
         raise InputFileError(path, f"the line of scenario {scenario_id} is not valid JSON: {exc}") from exc
-    scenario = validate_model(Scenario, record, path=path)
+    return scenario if scenario.id else scenario.with_id()
+
+
+def scenario_keeping_state(text: str, *, path: Path, where: str = "") -> Scenario:
+    """The scenario of one JSON line, its initial state a ParsedState holding its text as read: sent to a
+    server or the validators as it is, never encoded again nor remembered by the process's cache of encoded
+    states (which keeps what it remembers alive: ~10x the text in objects). ValueError when the line is not a
+    JSON object; InputFileError (naming `path` and `where`) when it is no scenario."""
+    record = object_keeping(text, "initial_state")
+    scenario = validate_model(Scenario, record, path=path, where=where)
     state = record.get("initial_state")
     if isinstance(state, ParsedState):  # validation copied it into a plain dict: keep the one with its text
         scenario = scenario.model_copy(update={"initial_state": state})
-    return scenario if scenario.id else scenario.with_id()
+    return scenario
 
 
 class StoredScenarios(Sequence[Scenario]):

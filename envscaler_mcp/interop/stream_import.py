@@ -5,7 +5,7 @@ comes; an environment's skeleton is written when its first scenario (whose init_
 arrives. Every output file grows as a temporary file beside its target and all are renamed into place at the
 end, so a failure (a syntax error half-way through the file, a full disk) leaves the folder as it was. The
 catalog index of each scenario file is built on the way. The environments are converted first, each written
-to a temporary spool (interop/env_spool.py) and forgotten, so memory does not grow with their number. The result equals import_envscaler's, written by
+to a temporary spool (interop/spool.py) and forgotten, so memory does not grow with their number. The result equals import_envscaler's, written by
 save_skeleton and save_scenarios (scenario lines are pydantic's JSON: the same values, numbers possibly spelt
 differently, e.g. 1e-5 for 1e-05).
 """
@@ -20,7 +20,6 @@ from pathlib import Path
 from envscaler_mcp._io import PendingFiles, json_text
 from envscaler_mcp.catalog.listing import Row, remember, row_of
 from envscaler_mcp.catalog.store import index_row, skeleton_file, write_index_rows
-from envscaler_mcp.interop.env_spool import EnvSpool
 from envscaler_mcp.interop.envscaler_format import iter_scenario_metadata
 from envscaler_mcp.interop.from_envscaler import (
     Routing,
@@ -31,6 +30,7 @@ from envscaler_mcp.interop.from_envscaler import (
     with_default_state,
 )
 from envscaler_mcp.interop.skips import Skipped
+from envscaler_mcp.interop.spool import EnvSpool
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
 
 

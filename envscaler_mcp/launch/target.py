@@ -65,10 +65,12 @@ def resolve_target(target: Target, scenarios: Sequence[Scenario] | None = None) 
     path = Path(target)
     if path.is_dir() and ((path / "manifest.json").is_file() or any(path.glob("*_mcp/spec.json"))):
         return server_dir_info(path)
-    from envscaler_mcp.catalog.store import get_skeleton, scenarios_of
+    from envscaler_mcp.catalog.store import StoredScenarios, get_skeleton, scenarios_path
 
     skeleton = get_skeleton(str(target))
-    scenario_list = list(scenarios) if scenarios is not None else scenarios_of(str(target), skeleton.id)
+    # the catalog's scenarios, each read from its line when the render's hash or writer reaches it: holding them
+    # all (a 148 MB file of 1.3 MB states) made the gate's process peak at 2.8 GB
+    scenario_list = scenarios if scenarios is not None else StoredScenarios(scenarios_path(str(target), skeleton.id))
     bundled = generated_servers_dir() / safe_env_id(skeleton.id)
     if is_current(bundled, skeleton, scenario_list):
         return server_dir_info(bundled)

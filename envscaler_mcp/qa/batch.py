@@ -152,7 +152,8 @@ async def check_groups(groups: list[Group], *, transport: Transport = "pipe", ti
             try:
                 # Rendered without scenarios, as eval's servers: every episode opens at the state handed to it,
                 # so the server needs none, and listing and hashing every scenario of the environment to
-                # render them in cost more CPU than its scenarios' checks.
+                # render them in cost more CPU than its scenarios' checks (and a large catalog's
+                # initial states would be parsed and held by the server for nothing).
                 async with launch_server(target, transport=transport, scenarios=()) as server:
                     await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left

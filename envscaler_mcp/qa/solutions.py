@@ -11,12 +11,15 @@ initial state. It is attached as the scenario's reference solution only when
 * the final state passes every state item of the scenario's checklist that has a validator.
 
 Anything else is reported with its reason and not attached. The scenario files are rewritten one scenario at a
-time, through temporary files renamed at the end, and their catalog index with them.
+time, through temporary files renamed at the end, and their catalog index with them. The trajectory file is read
+one item at a time and the trajectories of imported environments wait in a spool on disk (interop/spool.py)
+until their environment's turn: memory holds, per trajectory, its position and the keys a scenario finds it by.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +27,15 @@ from typing import Any
 
 from envscaler_mcp._io import PendingFiles
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, call_succeeded
-from envscaler_mcp.catalog.store import index_row, load_skeleton, skeleton_file, write_index_rows
+from envscaler_mcp.catalog.store import (
+    index_row,
+    load_skeleton,
+    scenario_keeping_state,
+    skeleton_file,
+    write_index_rows,
+)
 from envscaler_mcp.interop.skips import Skipped, reason_group
+from envscaler_mcp.interop.spool import Spool
 from envscaler_mcp.interop.trajectories import RecordedCall, Trajectory, iter_trajectories
 from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
@@ -130,9 +140,17 @@ async def verify_trajectory(scenario: Scenario, trajectory: Trajectory, factory:
     return calls, notes
 
 
-def _match(scenario: Scenario, candidates: dict[str, list[Trajectory]]) -> list[Trajectory]:
+Candidates = dict[str, list[int]]  # of one environment: match key -> positions of its trajectories in the file
+
+
+def _task_key(task: str) -> str:
+    """The key a trajectory is found by its task text (a digest: memory holds no task text per trajectory)."""
+    return "task:" + hashlib.blake2b(task.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _match(scenario: Scenario, candidates: Candidates) -> list[int]:
     by_id = candidates.get(f"id:{scenario.provenance.source_id}") if scenario.provenance.source_id else None
-    return by_id or candidates.get(f"task:{scenario.task}", [])
+    return by_id or candidates.get(_task_key(scenario.task), [])
 
 
 def _label(t: Trajectory) -> str:
@@ -144,11 +162,20 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
     """Attach verified solutions from `trajectories_path` to the scenarios of `env_ids` imported into `out`.
     Arguments that do not fit their tool's schema are a data problem of that trajectory; with
     `coerce` lossless conversions ('001' -> 1) are made first and noted in the scenario's provenance."""
-    report = SolutionReport()
+    with Spool[int, Trajectory]() as spool:
+        return await _attach_spooled(out, env_ids, trajectories_path, spool, transport=transport,
+                                     timeout_s=timeout_s, coerce=coerce)
+
+
+def _spooled(out: Path, env_ids: list[str], trajectories_path: Path, spool: Spool[int, Trajectory],
+             report: SolutionReport) -> dict[str, Candidates]:
+    """Read the trajectory file one item at a time; put the trajectories of `env_ids` in `spool` (by position)
+    and return, per env id of ours, the keys a scenario finds them by. Items that are not trajectories and
+    trajectories of other environments are counted in `report`."""
     environments = Path(out) / "environments"
     ours = {str(load_skeleton(skeleton_file(environments, env_id)).provenance.source_id): env_id
-            for env_id in env_ids}  # EnvScaler env_id -> ours; only their trajectories are kept in memory
-    by_env: dict[str, dict[str, list[Trajectory]]] = {}
+            for env_id in env_ids}  # EnvScaler env_id -> ours
+    by_env: dict[str, Candidates] = {}
     for position, trajectory in iter_trajectories(trajectories_path):
         if isinstance(trajectory, str):
             report.unusable.append(f"{trajectories_path}: item #{position}: {trajectory}")
@@ -157,11 +184,20 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
         if trajectory.env_id not in ours:
             report.unmatched += 1
             continue
+        spool[position] = trajectory
         keys = by_env.setdefault(ours[trajectory.env_id], {})
         if trajectory.task_id:
-            keys.setdefault(f"id:{trajectory.task_id}", []).append(trajectory)
+            keys.setdefault(f"id:{trajectory.task_id}", []).append(position)
         if trajectory.task:
-            keys.setdefault(f"task:{trajectory.task}", []).append(trajectory)
+            keys.setdefault(_task_key(trajectory.task), []).append(position)
+    return by_env
+
+
+async def _attach_spooled(out: Path, env_ids: list[str], trajectories_path: Path, spool: Spool[int, Trajectory],
+                          *, transport: Transport, timeout_s: float, coerce: bool) -> SolutionReport:
+    report = SolutionReport()
+    environments = Path(out) / "environments"
+    by_env = _spooled(out, env_ids, trajectories_path, spool, report)
     used: set[int] = set()
     async with ValidatorSandbox(timeout_s=timeout_s, workers=1) as sandbox:
         for env_id, candidates in by_env.items():
@@ -175,7 +211,7 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
                                              "and the memory transport runs it in this process: replay over http "
                                              "or stdio")
                 async with launch_server(skeleton, transport=transport) as server:
-                    await _attach_env(path, candidates, server.episode, sandbox, report, used,
+                    await _attach_env(path, candidates, spool, server.episode, sandbox, report, used,
                                       _Checking(skeleton.success_convention, {t.name: t for t in skeleton.tools},
                                                 coerce))
             except Exception as exc:  # the server did not start or died: this env's file is left as it was
@@ -183,13 +219,12 @@ async def attach_solutions(out: Path, env_ids: list[str], trajectories_path: Pat
                     exc = exc.exceptions[0]
                 report.unverified.append(f"environment {env_id}: its trajectories were not replayed "
                                          f"({type(exc).__name__}: {str(exc)[:300]})")
-                held = {id(t) for ts in candidates.values() for t in ts} - used
+                held = {p for ps in candidates.values() for p in ps} - used
                 why = "its environment's code may not run outside the OS layers" if isinstance(
                     exc, UncheckedCodeError) else "its environment's server did not start"
                 report.skipped.append(Skipped("trajectory", why, report.unverified[-1], count=len(held)))
                 used.update(held)
-    seen = {id(t) for keys in by_env.values() for ts in keys.values() for t in ts}
-    report.unmatched += len(seen) - len(used)
+    report.unmatched += len(spool) - len(used)
     if report.unmatched:
         report.skipped.append(Skipped("trajectory", "no imported scenario has its task",
                                       f"{report.unmatched} trajectory(ies) of no imported scenario",
@@ -210,21 +245,21 @@ def rejection_group(reason: str) -> str:
     return "the replay failed"
 
 
-async def _attach_env(path: Path, candidates: dict[str, list[Trajectory]], factory: EpisodeFactory,
+async def _attach_env(path: Path, candidates: Candidates, spool: Spool[int, Trajectory], factory: EpisodeFactory,
                       sandbox: ValidatorSandbox, report: SolutionReport, used: set[int], checking: _Checking
                       ) -> None:
     rows: list[dict[str, object]] = []
     changed = False
     with PendingFiles() as pending, path.open(encoding="utf-8") as lines:
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            scenario = Scenario.model_validate_json(line)
+            scenario = scenario_keeping_state(line, path=path, where=f"line {number}")  # its state not remembered
             matches = _match(scenario, candidates)
-            for trajectory in matches:
-                used.add(id(trajectory))
+            used.update(matches)
             if matches and not scenario.has_reference():
-                for trajectory in matches:
+                for position in matches:
+                    trajectory = spool[position]
                     outcome = await verify_trajectory(scenario, trajectory, factory, sandbox, checking.convention,
                                                       tools=checking.tools, coerce=checking.coerce)
                     if isinstance(outcome, str):

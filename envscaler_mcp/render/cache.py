@@ -47,8 +47,8 @@ def cache_key(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> str:
 
 
 def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -> Path:
-    """Path of a current rendering of `skeleton` + `scenarios`, rendering into the cache when needed."""
-    scenarios = list(scenarios)
+    """Path of a current rendering of `skeleton` + `scenarios`, rendering into the cache when needed. Each pass
+    goes through `scenarios` in order, so a StoredScenarios is read one scenario at a time."""
     out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios)}"
     if is_current(out, skeleton, scenarios):
         mark_used(out)

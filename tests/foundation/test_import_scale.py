@@ -1,4 +1,4 @@
-"""Import at catalog scale: the environments wait in a spool on disk (interop/env_spool.py), so memory does not
+"""Import at catalog scale: the environments wait in a spool on disk (interop/spool.py), so memory does not
 grow with their number, and the files written equal the in-memory conversion's on the catalog bench's set
 (benchmarks/catalog_scale_bench.py) read in an order that makes every skeleton come back from disk."""
 
@@ -14,8 +14,8 @@ import pytest
 
 from envscaler_mcp.catalog.store import save_scenarios, save_skeleton
 from envscaler_mcp.errors import InputFileError
-from envscaler_mcp.interop.env_spool import EnvSpool
 from envscaler_mcp.interop.from_envscaler import import_envscaler
+from envscaler_mcp.interop.spool import EnvSpool
 from envscaler_mcp.interop.stream_import import stream_import
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,13 @@ EnvScaler's code writes; it is not EnvScaler data."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._json import initial_states
 from envscaler_mcp.catalog.store import load_scenarios, scenario_index
 from envscaler_mcp.cli import main
 from envscaler_mcp.interop.trajectories import iter_trajectories, trajectory_from_item
@@ -198,3 +201,62 @@ def test_skipped_items_are_counted_by_kind_and_reason() -> None:
                                     "  2 trajectory(ies): message N is not an object",
                                     "  1 environment(s): failed the static checks"]
     assert summary_lines([]) == []
+
+
+# The child's peak RSS is its VmHWM: its ru_maxrss would count the memory of this process before the exec.
+_ATTACH = """
+import asyncio, sys
+from pathlib import Path
+from envscaler_mcp.interop.stream_import import stream_import
+from envscaler_mcp.qa.solutions import attach_solutions
+out, envs, scenarios, trajectories = (Path(a) for a in sys.argv[1:5])
+envs_written = [e.id for e in stream_import(envs, scenarios, out).envs]
+report = asyncio.run(attach_solutions(out, envs_written, trajectories, transport="memory"))
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1]
+print(len(report.attached), report.unmatched, int(hwm) * 1024)
+"""
+RESULT_MB = 1
+
+
+def _attach_peak(root: Path, others: int) -> tuple[int, int, int]:
+    """(attached, unmatched, peak RSS in bytes) of a child process that imports the fixture set and attaches the
+    fixture's trajectories read from a file that also holds `others` rollout records of env_1 for tasks no
+    scenario has, each with a recorded result of RESULT_MB MB."""
+    items = json.loads(TRAJECTORIES.read_text(encoding="utf-8"))
+    path = root / f"t{others}.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps(item) + "\n")
+        for k in range(others):
+            f.write(json.dumps({"task_info": {"env_id": "env_1", "task_id": f"other-{k}", "task": f"Task {k}."},
+                                "trajectory": [{"step": 1, "action": {"name": "get_book", "arguments": {"book_id": "B1"}},
+                                                "observation": {"type": "tool",
+                                                                "content": f"{k}" + "x" * RESULT_MB * 10**6}}]}) + "\n")
+    proc = subprocess.run([sys.executable, "-c", _ATTACH, str(root / f"data{others}"), str(ENVS), str(SCENARIOS),
+                           str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    attached, unmatched, peak = proc.stdout.split()
+    return int(attached), int(unmatched), int(peak)
+
+
+@pytest.mark.timeout(600)
+def test_the_trajectory_file_is_not_held_in_memory(tmp_path: Path) -> None:
+    """Trajectories of imported environments wait on disk, not in memory, until their environment's replay:
+    48 extra records of 1 MB each leave the peak RSS where 2 leave it (+1 MB measured; +46 MB when they were
+    kept in memory)."""
+    few = _attach_peak(tmp_path, 2)
+    many = _attach_peak(tmp_path, 48)
+    assert few[:2] == (2, 3) and many[:2] == (2, 49)  # the fixture's 2 attached; its 1 and the others unmatched
+    assert many[2] - few[2] < 16 * RESULT_MB * 10**6, (few[2] / 1e6, many[2] / 1e6)
+
+
+def test_replayed_scenarios_leave_no_state_in_the_encoded_cache(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Each scenario is read with its initial state's text (a ParsedState), which the process's cache of
+    encoded states does not remember: remembered, every replayed state stayed alive (up to 64 MB of text, about
+    ten times that in objects: the import's memory grew to hundreds of MB on 1.3 MB states)."""
+    remembered = len(initial_states())
+    code, text, err = _import(tmp_path / "data", TRAJECTORIES, capsys)
+    assert code == 0, err
+    assert "2 attached" in text and "2 not verified" in text  # four replays, each checked by the validators
+    assert len(initial_states()) == remembered
