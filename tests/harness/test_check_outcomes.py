@@ -70,7 +70,10 @@ def test_consistency_counts_a_record_reached_through_a_changed_one_and_a_four_le
     assert mismatched_records(scenario, final) == []  # FL-1 is the ticket's old flight: accounted for
     wrong = scenario.model_copy(update={"task": "I was on FL-3; move ticket T-1 to a later flight."})
     assert mismatched_records(wrong, final) != []  # FL-3: the ticket never held it, the reference never reads it
-    assert _looked_up({"name": "Blue Lamp"}, "P1", {"Lamp"}) and not _looked_up({"name": "Blue Lamp"}, "P1", {"Lam"})
+    lamps = {"P1": {"name": "Blue Lamp"}, "P2": {"name": "Red Lamp"}}
+    assert _looked_up(lamps, "P1", {"Lamp"}) and not _looked_up(lamps, "P1", {"Lam"})
+    # a search text another record holds too does not single P1 out; one only P1 holds does
+    assert not _looked_up(lamps, "P1", {"Lamp"}, singles_out=True) and _looked_up(lamps, "P1", {"Blue"}, singles_out=True)
 
 
 @pytest.mark.anyio
