@@ -16,7 +16,7 @@ import typer
 from envscaler_mcp._choices import MutationGuard
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.synth.skel.cli import RAY_HELP
+from envscaler_mcp.synth.skel.cli_options import RAY_HELP
 
 if TYPE_CHECKING:
     from envscaler_mcp.synth._common_store import ItemCallback
