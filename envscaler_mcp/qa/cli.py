@@ -147,9 +147,6 @@ def check_command(options: CheckOptions) -> None:
     results = ResultsFile(options.results_path, resume=options.resume) if options.results_path is not None else None
     selection = Selection(results.judged if results is not None else {})
     groups = selection.groups(groups)
-    console = Console(stderr=options.as_json)
-    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
-        console = Console(stderr=options.as_json, width=130)
     if remote is not None:
         new = _on_remote(remote, groups, results, settings)
     else:
@@ -158,12 +155,23 @@ def check_command(options: CheckOptions) -> None:
     reports = selection.reports(new)
     if not reports:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
+    _show(reports, options, listed.missing)
+    if any(not r.passed for r in reports):
+        raise typer.Exit(1)
+
+
+def _show(reports: list[GateReport], options: CheckOptions, missing: int) -> None:
+    """The reports as JSON on stdout (notes on stderr) or as the table with each scenario's reasons, the probe
+    totals with --mutation, and what `missing` scenarios without a reference solution mean."""
+    console = Console(stderr=options.as_json)
+    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
+        console = Console(stderr=options.as_json, width=130)
     if options.as_json:
         typer.echo(json.dumps([report_line(r) for r in reports], indent=2))
-        if settings.mutation:
+        if options.mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
-        console.print(_table(reports, settings.mutation))
+        console.print(_table(reports, options.mutation))
         for r in reports:
             if r.reasons():
                 mark = "[yellow]warnings[/]" if r.passed else "[bold red]rejected[/]"
@@ -171,14 +179,12 @@ def check_command(options: CheckOptions) -> None:
                 for reason in r.reasons():
                     console.print(f"  - {reason}", markup=False, highlight=False)
         failed = sum(not r.passed for r in reports)
-        if settings.mutation:
+        if options.mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
-    if listed.missing:
-        console.print(no_reference_note(listed.missing, len(reports), options.allow_no_reference), markup=False,
+    if missing:
+        console.print(no_reference_note(missing, len(reports), options.allow_no_reference), markup=False,
                       highlight=False, soft_wrap=True)
-    if any(not r.passed for r in reports):
-        raise typer.Exit(1)
 
 
 scenarios_app.command("check")(typed_command(CheckOptions, check_command))
