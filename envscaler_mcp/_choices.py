@@ -2,7 +2,7 @@
 
 Typing only: the command line declares its choices from these (`eval --help` and a bad choice load no stage),
 and each stage re-exports the ones it owns (launch.Transport, launch.EpisodeProcess, scoring.metrics.SuccessRule,
-harness.models.Mode and ObservationMode).
+harness.models.Mode and ObservationMode, synth.scen.pipeline.MutationGuard).
 """
 
 from __future__ import annotations
@@ -31,3 +31,6 @@ ModeChoice = Literal["auto", Mode]
 
 SkelStage = Literal["mine", "model", "check", "all"]
 """The SkelBuilder stages `synth envs` runs (`all`: mine, model and check in turn)."""
+
+MutationGuard = Literal["validators", "state"]
+"""Who must catch each mutation probe of a synthesized scenario: its validators alone, or they or the state check."""

@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 SuccessConvention = Literal["envscaler", "error-field", "no-error"]
 CONVENTIONS: tuple[str, ...] = get_args(SuccessConvention)
 DEFAULT_CONVENTION: SuccessConvention = "envscaler"
+ConventionChoice = Literal["auto", SuccessConvention]  # given for an import: a convention, or a guess from the code
 _ERROR_KEYS = ("error", "errors")
 
 

@@ -20,8 +20,8 @@ from envscaler_mcp.adapters.ray_items import ItemCallback, RayCommand
 from envscaler_mcp.adapters.ray_run import driver_home
 from envscaler_mcp.catalog.paths import set_home
 from envscaler_mcp.errors import UsageError, ValidatorError
-from envscaler_mcp.launch import Transport, launch_server
-from envscaler_mcp.qa.batch import Item, Target, failing_factory, judge, target_of
+from envscaler_mcp.launch import launch_server
+from envscaler_mcp.qa.batch import GateSettings, Item, Target, failing_factory, judge, target_of
 from envscaler_mcp.qa.results import ResultsFile, report_line
 from envscaler_mcp.references.reference import ReferenceCache
 from envscaler_mcp.references.replay import EpisodeFactory
@@ -34,11 +34,7 @@ class GateJob:
     """Scenarios on a Ray worker: (server target, scenario) items, each report a line of `results_name`."""
 
     results_name: str
-    transport: Transport = "pipe"
-    timeout_s: float = 2.0
-    validator_workers: int = 2
-    mutation: bool = False
-    require_reference: bool = True
+    settings: GateSettings = field(default_factory=GateSettings)  # its concurrency and servers are the driver's
     home: str | None = None  # the driver's data home (--home): environment ids resolve there, as in the driver
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -48,7 +44,7 @@ class GateJob:
         self.state["resources"] = resources
         self.state["references"] = ReferenceCache()
         self.state["sandbox"] = await resources.get("sandbox", lambda: ValidatorSandbox(
-            timeout_s=self.timeout_s, workers=self.validator_workers))
+            timeout_s=self.settings.timeout_s, workers=self.settings.workers))
 
     def _target(self, target: Any) -> Target:
         """`target` with what gating needs (its skeleton's free fields and convention), read once per worker: the
@@ -65,7 +61,7 @@ class GateJob:
         try:
             server = await self.state["resources"].get(
                 f"server:{self._target(target).key}",
-                lambda: launch_server(target, transport=self.transport, scenarios=()))
+                lambda: launch_server(target, transport=self.settings.transport, scenarios=()))
         except (UsageError, ValidatorError):
             raise
         except Exception as exc:
@@ -76,8 +72,8 @@ class GateJob:
     async def run(self, out: Path, on_item: ItemCallback, item: tuple[Any, Item]) -> None:
         target, scenario = item
         report = await judge(scenario, await self._factory(target), self.state["sandbox"], self._target(target),
-                             self.state["references"], require_reference=self.require_reference,
-                             mutation=self.mutation)
+                             self.state["references"], require_reference=self.settings.require_reference,
+                             mutation=self.settings.mutation)
         append_jsonl(out / self.results_name, report_line(report))
         on_item("gate", f"{report.env_id}/{report.scenario_id}", "passed" if report.passed else "rejected")
 
@@ -85,10 +81,9 @@ class GateJob:
 class RayGate(RayCommand):
     """The scenarios check's Ray runner (qa/cli.py RemoteGate): `scenarios check --ray`."""
 
-    def run(self, items: list[tuple[Any, Item]], results: ResultsFile, *, transport: Transport, timeout_s: float,
-            validator_workers: int, per_worker: int, mutation: bool, require_reference: bool) -> None:
-        """Judge every item on the cluster, its line appended to `results` by this driver as it comes back."""
-        job = GateJob(results.path.name, transport, timeout_s, validator_workers, mutation, require_reference,
-                      driver_home())
-        self.item_run(job, results.path.parent, per_worker=per_worker).run(items)
+    def run(self, items: list[tuple[Any, Item]], results: ResultsFile, settings: GateSettings) -> None:
+        """Judge every item on the cluster, `settings.concurrency` at a time per worker, its line appended to
+        `results` by this driver as it comes back."""
+        job = GateJob(results.path.name, settings, driver_home())
+        self.item_run(job, results.path.parent, per_worker=settings.concurrency).run(items)
 

@@ -19,7 +19,7 @@ from envscaler_mcp.authoring.specs import CallSpec, with_wrong_solutions
 from envscaler_mcp.catalog.store import save_scenarios
 from envscaler_mcp.errors import EnvScalerError
 from envscaler_mcp.launch import Transport
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.qa.gate import GateReport
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
@@ -41,7 +41,7 @@ async def gate_scenarios(env_dir: Path, scenarios: list[Scenario], *, transport:
                          ) -> list[GateReport]:
     """Run the QA gate on `scenarios` against a server rendered from the authoring files in `env_dir`."""
     skeleton = build_skeleton_from_dir(Path(env_dir))
-    return await check_groups([(skeleton, scenarios)], transport=transport)
+    return await check_groups([(skeleton, scenarios)], GateSettings(transport=transport))
 
 
 def print_reports(reports: list[GateReport], scenarios: list[Scenario]) -> None:

@@ -4,24 +4,22 @@ it (summary.json, the table) and writes the HTML report. It sits above both, so 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
+from envscaler_mcp._command import typed_command
 from envscaler_mcp._io import check_writable_folder
-from envscaler_mcp.cli.eval_options import EvalOptions, command_signature
+from envscaler_mcp.cli.eval_options import EvalOptions
 from envscaler_mcp.errors import EnvScalerError
 
 if TYPE_CHECKING:
     from envscaler_mcp.harness.run import RemoteEpisodes
 
 
-def eval_command(**options: Any) -> None:
+def eval_command(options: EvalOptions) -> None:
     """Evaluate an agent on environments' scenarios; results, summary and HTML report go to the run folder."""
-    run_and_report(EvalOptions(**options))
-
-
-eval_command.__signature__ = command_signature(EvalOptions)  # type: ignore[attr-defined]  # typer reads it
+    run_and_report(options)
 
 
 def run_and_report(options: EvalOptions) -> None:
@@ -74,7 +72,7 @@ def run_and_report(options: EvalOptions) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the `eval` command to the main app."""
-    app.command("eval")(eval_command)
+    app.command("eval")(typed_command(EvalOptions, eval_command))
 
 
 def _ray_episodes() -> RemoteEpisodes:

@@ -1,5 +1,5 @@
 """The options of `eval`, declared once: a typed dataclass whose fields are the command's options (typer reads
-them through `command_signature`), and the one place they are checked and turned into the run's RunConfig.
+them through envscaler_mcp/_command.py), and the one place they are checked and turned into the run's RunConfig.
 
 Typing and typer only at import time: `eval --help` and a bad choice load no stage (the choices are
 envscaler_mcp/_choices.py's, which the stages use too)."""
@@ -7,9 +7,8 @@ envscaler_mcp/_choices.py's, which the stages use too)."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -159,16 +158,6 @@ class EvalOptions:
             ),
             progress=self.progress, ray=self.ray, ray_workers=self.ray_workers,
         )
-
-
-def command_signature(options: type[Any]) -> inspect.Signature:
-    """The signature typer reads a command's options from: one keyword parameter per field of the `options`
-    dataclass, with its annotation (the typer.Option in it) and default."""
-    hints = get_type_hints(options, include_extras=True)
-    return inspect.Signature([
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
-        for f in dataclasses.fields(options)
-    ])
 
 
 def _split_ids(values: list[str] | None) -> list[str] | None:

@@ -4,81 +4,39 @@ trajectories, attach the reference solutions that replay verifies (qa/solutions.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING
 
 import typer
 
 from envscaler_mcp._choices import Transport
-from envscaler_mcp._outcome import SuccessConvention
+from envscaler_mcp._command import typed_command
+from envscaler_mcp.cli.import_options import ImportOptions
 
 if TYPE_CHECKING:
     from envscaler_mcp.qa.solutions import SolutionReport
 
-Convention = Literal["auto", SuccessConvention]  # the environment's convention, or a guess from its code
-
 import_app = typer.Typer(help="Import environments and scenarios from other formats.", no_args_is_help=True)
 
 
-@import_app.command("envscaler")
-def import_envscaler_cmd(
-    envs: Annotated[
-        Path, typer.Option("--envs", help="EnvScaler env metadata JSON (object keyed by env_id, or list).")
-    ],
-    scenarios: Annotated[
-        Path | None,
-        typer.Option("--scenarios", help="EnvScaler scenario metadata JSON (a list of task items)."),
-    ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output data folder.")] = Path("."),
-    skip_checks: Annotated[
-        bool,
-        typer.Option(
-            "--skip-checks", help="Import environments that fail the static checks (problems become notes). "
-            "Without it, problems the OS layers contain are warnings when the layers are on here."
-        ),
-    ] = False,
-    trajectories: Annotated[
-        Path | None,
-        typer.Option("--trajectories", help="EnvScaler trajectories (SFT items or rollout records, a JSON list "
-                     "or JSONL): each matching scenario gets the tool calls as its reference solution once a "
-                     "replay reproduces them."),
-    ] = None,
-    transport: Annotated[Transport, typer.Option(help="How to run the servers that replay trajectories.")] = "http",
-    success_convention: Annotated[
-        Convention,
-        typer.Option("--success-convention", help="How the environments' tools report a failed call: envscaler "
-                     "(a result without \"success\": true failed), error-field (a 'success' field when present, "
-                     "else a non-empty 'error' field), no-error (only a raised error); auto: envscaler when the "
-                     "code answers a 'success' key, else error-field."),
-    ] = "auto",
-    coerce_arguments: Annotated[
-        bool, typer.Option("--coerce-arguments", help="Convert a trajectory call's arguments that do not fit the "
-                           "tool's schema when that is lossless ('001' -> 1, '2.5' -> 2.5, 'true' -> true); each "
-                           "conversion is noted in the scenario's provenance.")
-    ] = False,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="Print every finding kept in provenance, not the first few.")
-    ] = False,
-) -> None:
+def import_envscaler_cmd(options: ImportOptions) -> None:
     """Convert EnvScaler metadata into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl.
 
     The scenario file is read one scenario at a time, so memory holds one scenario, not the file."""
     from envscaler_mcp.catalog.findings import findings_lines
-    from envscaler_mcp.errors import InputFileError
     from envscaler_mcp.interop.skips import summary_lines
     from envscaler_mcp.interop.stream_import import stream_import
 
-    if trajectories is not None and not trajectories.is_file():  # found out before anything is written
-        raise InputFileError(trajectories, "file not found" if not trajectories.exists() else "not a file")
-    contained = _os_layers_on()
-    result = stream_import(envs, scenarios, out, skip_checks=skip_checks, convention=success_convention,
-                           contained=contained)
+    options.check()
+    out, trajectories = options.out, options.trajectories
+    result = stream_import(options.envs, options.scenarios, out, skip_checks=options.skip_checks,
+                           convention=options.success_convention, contained=_os_layers_on())
     for env in result.envs:
         typer.echo(
             f"{env.source_id} -> {env.id}: {env.queries + env.state_changes} tools "
             f"({env.queries} query, {env.state_changes} state_change), "
             f"{result.counts.get(env.id, 0)} scenarios"
         )
-        for line in findings_lines(env.provenance, verbose=verbose):
+        for line in findings_lines(env.provenance, verbose=options.verbose):
             typer.echo(line)
     if result.duplicates:
         typer.echo(f"{result.duplicates} scenario(s) with identical content were imported once.")
@@ -88,8 +46,8 @@ def import_envscaler_cmd(
     )
     skipped = list(result.skipped)
     if trajectories is not None:
-        report = _attach(out, [e.id for e in result.envs if e.id in result.counts], trajectories, transport,
-                         coerce_arguments)
+        report = _attach(out, [e.id for e in result.envs if e.id in result.counts], trajectories, options.transport,
+                         options.coerce_arguments)
         skipped += report.skipped
         for line in report.unusable:
             typer.secho(f"skipped: {line}", fg=typer.colors.YELLOW, err=True)
@@ -100,6 +58,9 @@ def import_envscaler_cmd(
     if not result.envs:  # one bad item never fails the import; nothing usable at all does
         typer.secho("error: nothing usable was imported (no environment)", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
+
+
+import_app.command("envscaler")(typed_command(ImportOptions, import_envscaler_cmd))
 
 
 def _os_layers_on() -> bool:

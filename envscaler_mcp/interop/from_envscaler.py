@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envscaler_mcp._json import State
-from envscaler_mcp._outcome import DEFAULT_CONVENTION, guess_convention
+from envscaler_mcp._outcome import DEFAULT_CONVENTION, ConventionChoice, guess_convention
 from envscaler_mcp.errors import EnvironmentCodeError
 from envscaler_mcp.interop.envscaler_format import iter_env_metadata, read_scenario_metadata
 from envscaler_mcp.interop.skips import Skipped
@@ -123,7 +123,7 @@ def with_default_state(skeleton: EnvSkeleton, default_state: State) -> EnvSkelet
 
 
 def env_without_state(env_id: str, item: dict[str, Any], our_id: str, *, skip_checks: bool = False,
-                      convention: str = "auto", contained: bool = False) -> EnvSkeleton:
+                      convention: ConventionChoice = "auto", contained: bool = False) -> EnvSkeleton:
     """One EnvScaler env item -> EnvSkeleton with an empty default state (everything a scenario's conversion
     needs); raises EnvironmentCodeError when the code is unusable. `convention` is how its tools report a failed
     call (_outcome.py); 'auto' guesses it from the code (a `success` key: EnvScaler's, else error-field).
@@ -262,7 +262,7 @@ class PreparedEnvs:
     failed: dict[str, tuple[str, str]]  # EnvScaler env_id -> (why, in short; its error line)
 
 
-def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: str = "auto",
+def prepare_envs(envs_path: Path, *, skip_checks: bool = False, convention: ConventionChoice = "auto",
                  contained: bool = False, into: MutableMapping[str, EnvSkeleton] | None = None) -> PreparedEnvs:
     """Read and convert an env metadata file (ids made unique in file order); raises InputFileError. The
     skeletons go into `into` (a dict when None; stream_import's EnvSpool keeps them on disk)."""

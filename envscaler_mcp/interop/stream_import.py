@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envscaler_mcp._io import PendingFiles, json_text
+from envscaler_mcp._outcome import ConventionChoice
 from envscaler_mcp.catalog.listing import Row, remember, row_of
 from envscaler_mcp.catalog.store import index_row, skeleton_file, write_index_rows
 from envscaler_mcp.interop.envscaler_format import iter_scenario_metadata
@@ -69,7 +70,7 @@ def scenario_file(out: Path, env_id: str) -> Path:
 
 
 def stream_import(
-    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False, convention: str = "auto",
+    envs_path: Path, scenarios_path: Path | None, out: Path, *, skip_checks: bool = False, convention: ConventionChoice = "auto",
     contained: bool = False,
 ) -> WrittenImport:
     """Convert EnvScaler files into <out>/environments/<id>/skeleton.json and <out>/scenarios/<id>.jsonl (with
@@ -83,7 +84,7 @@ def stream_import(
 
 
 def _stream_import(envs_path: Path, scenarios_path: Path | None, out: Path, spool: EnvSpool, rows_dir: Path, *,
-                   skip_checks: bool, convention: str, contained: bool) -> WrittenImport:
+                   skip_checks: bool, convention: ConventionChoice, contained: bool) -> WrittenImport:
     """stream_import with the skeletons in `spool` and each environment's index rows (JSON lines) in `rows_dir`
     until the files are in place: memory holds neither."""
     prepared = prepare_envs(envs_path, skip_checks=skip_checks, convention=convention, contained=contained,

@@ -99,6 +99,24 @@ async def judge(item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox, 
     return report
 
 
+@dataclass(frozen=True)
+class GateSettings:
+    """How a gate runs: the servers' transport, the validator sandbox (seconds per validator, worker processes),
+    what a scenario must prove (the mutation probes, a reference solution), and how much runs at once
+    (scenarios in all, or per worker on Ray; environments, one server each)."""
+
+    transport: Transport = "pipe"
+    timeout_s: float = 2.0
+    workers: int = 2
+    mutation: bool = False
+    require_reference: bool = True
+    concurrency: int = 4
+    servers: int = 1
+
+
+_DEFAULT = GateSettings()
+
+
 def failing_factory(error: Exception) -> EpisodeFactory:
     """An episode factory that raises `error`: the scenarios of a server that did not start fail with it."""
 
@@ -110,27 +128,28 @@ def failing_factory(error: Exception) -> EpisodeFactory:
     return factory
 
 
-async def check_groups(groups: list[Group], *, transport: Transport = "pipe", timeout_s: float = 2.0, workers: int = 2,
-                       mutation: bool = False, require_reference: bool = True, concurrency: int = 4, servers: int = 1,
+async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *,
                        on_report: Callable[[GateReport], None] | None = None,
                        wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> list[GateReport]:
-    """Gate each group's scenarios on a server of its own, `servers` groups at a time, `concurrency` scenarios
-    at a time in all; a server that fails to start fails its scenarios. Reports come back in input order.
+    """Gate each group's scenarios on a server of its own, `settings.servers` groups at a time,
+    `settings.concurrency` scenarios at a time in all; a server that fails to start fails its scenarios.
+    Reports come back in input order.
 
     `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
     Each target's free fields (its skeleton's) go to the state check; reference replays are shared.
     """
     done: dict[tuple[int, int], GateReport] = {}
-    limiter = anyio.Semaphore(max(1, concurrency))
-    server_slots = anyio.Semaphore(max(1, servers))
+    limiter = anyio.Semaphore(max(1, settings.concurrency))
+    server_slots = anyio.Semaphore(max(1, settings.servers))
     references = ReferenceCache()
     fatal: list[BaseException] = []
 
     async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
                        target: Target) -> None:
         async with limiter:
-            report = await judge(item, factory, sandbox, target, references, require_reference=require_reference,
-                                 mutation=mutation, wrong_solutions=wrong_solutions)
+            report = await judge(item, factory, sandbox, target, references,
+                                 require_reference=settings.require_reference, mutation=settings.mutation,
+                                 wrong_solutions=wrong_solutions)
         done[key] = report
         if on_report:
             on_report(report)
@@ -154,7 +173,7 @@ async def check_groups(groups: list[Group], *, transport: Transport = "pipe", ti
                 # so the server needs none, and listing and hashing every scenario of the environment to
                 # render them in cost more CPU than its scenarios' checks (and a large catalog's
                 # initial states would be parsed and held by the server for nothing).
-                async with launch_server(target, transport=transport, scenarios=()) as server:
+                async with launch_server(target, transport=settings.transport, scenarios=()) as server:
                     await gate_all(server.episode, numbered, sandbox, target)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
@@ -166,7 +185,7 @@ async def check_groups(groups: list[Group], *, transport: Transport = "pipe", ti
                     return
                 await gate_all(failing_factory(exc), left, sandbox, target)
 
-    async with ValidatorSandbox(timeout_s=timeout_s, workers=workers) as sandbox:
+    async with ValidatorSandbox(timeout_s=settings.timeout_s, workers=settings.workers) as sandbox:
         async with anyio.create_task_group() as tg:
             for g, (target, scenarios) in enumerate(groups):
                 tg.start_soon(gate_group, g, target, scenarios, sandbox, tg.cancel_scope)

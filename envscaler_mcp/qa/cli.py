@@ -6,17 +6,17 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from envscaler_mcp import _interrupt
-from envscaler_mcp.catalog.options import HomeOption
+from envscaler_mcp._command import typed_command
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.launch import Transport
-from envscaler_mcp.qa.batch import Group, Item, StoredScenario, check_groups
+from envscaler_mcp.qa.batch import GateSettings, Group, Item, StoredScenario, check_groups
+from envscaler_mcp.qa.check_options import CheckOptions
 from envscaler_mcp.qa.gate import GateReport, StepStatus
 from envscaler_mcp.qa.results import ResultsFile, Selection, report_line
 from envscaler_mcp.scenario.models import Scenario
@@ -32,8 +32,7 @@ class RemoteGate(Protocol):
 
     def connect(self) -> None: ...
 
-    def run(self, items: list[tuple[Any, Item]], results: ResultsFile, *, transport: Transport, timeout_s: float,
-            validator_workers: int, per_worker: int, mutation: bool, require_reference: bool) -> None: ...
+    def run(self, items: list[tuple[Any, Item]], results: ResultsFile, settings: GateSettings) -> None: ...
 
 
 RemoteFactory = Callable[[str, int | None], RemoteGate]  # (--ray address, --ray-workers) -> the runner
@@ -138,65 +137,41 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
     return table
 
 
-@scenarios_app.command("check")
-def check_command(
-    envs: Annotated[list[str] | None, typer.Argument(
-        help="Environment ids or skeleton paths (default: every bundled one).")] = None,
-    scenarios_file: Annotated[Path | None, typer.Option("--scenarios", help="Scenario set (JSONL) to check.")] = None,
-    ids: Annotated[list[str] | None, typer.Option("--id", help="Only these scenario ids (repeatable).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the reports as JSON instead of a table.")] = False,
-    mutation: Annotated[bool, typer.Option("--mutation", help="Also report changed fields no validator guards.")] = False,
-    allow_no_reference: Annotated[bool, typer.Option(
-        "--allow-no-reference", help="Do not reject scenarios without a reference solution.")] = False,
-    transport: Annotated[Transport, typer.Option(help="How to run the server (pipe: over its stdin/stdout, as eval "
-                                                  "does).")] = "pipe",
-    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0,
-    workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2,
-    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all.")] = 4,
-    servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
-                                         "when its turn comes, stopped when its scenarios are done).")] = 2,
-    results_path: Annotated[Path | None, typer.Option("--results", help="Stream the reports to this JSONL file, one "
-                                                      "line per scenario as it is judged (see --resume).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Judge only the scenarios without a line in --results; "
-                                         "the report covers them all.")] = False,
-    ray: Annotated[str | None, typer.Option("--ray", metavar="auto|local|ADDR", help="Judge the scenarios on Ray "
-                                            "workers: 'auto' joins the running cluster, 'local' starts a private one, "
-                                            "or a head's address; --concurrency is then per worker (docs/ray.md).")
-                   ] = None,
-    ray_workers: Annotated[int | None, typer.Option("--ray-workers", min=1,
-                                                    help="Ray workers (default: the cluster's CPUs).")] = None,
-    home: HomeOption = None,
-) -> None:
+def check_command(options: CheckOptions) -> None:
     """Gate scenarios: validators return bools, fail on the initial state, pass after the reference solution,
     and fail after each of the scenario's wrong solutions."""
-    if resume and results_path is None:
-        raise UsageError("--resume continues a --results FILE: give the file")
-    remote = _remote(ray, ray_workers)
+    settings = options.gate_settings()
+    remote = _remote(options.ray, options.ray_workers)
     listed = _Listed()
-    groups = _groups(envs or [], scenarios_file, ids or [], listed)
-    results = ResultsFile(results_path, resume=resume) if results_path is not None else None
+    groups = _groups(options.envs or [], options.scenarios_file, options.ids or [], listed)
+    results = ResultsFile(options.results_path, resume=options.resume) if options.results_path is not None else None
     selection = Selection(results.judged if results is not None else {})
     groups = selection.groups(groups)
-    console = Console(stderr=as_json)
-    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
-        console = Console(stderr=as_json, width=130)
-    options: dict[str, Any] = {"transport": transport, "timeout_s": timeout, "mutation": mutation,
-                               "require_reference": not allow_no_reference}
     if remote is not None:
-        new = _on_remote(remote, groups, results, options, workers=workers, concurrency=concurrency)
+        new = _on_remote(remote, groups, results, settings)
     else:
         on_report = results.append if results is not None else None
-        new = _interrupt.run(lambda: check_groups(groups, workers=workers, concurrency=concurrency, servers=servers,
-                                                  on_report=on_report, **options))
+        new = _interrupt.run(lambda: check_groups(groups, settings, on_report=on_report))
     reports = selection.reports(new)
     if not reports:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
-    if as_json:
+    _show(reports, options, listed.missing)
+    if any(not r.passed for r in reports):
+        raise typer.Exit(1)
+
+
+def _show(reports: list[GateReport], options: CheckOptions, missing: int) -> None:
+    """The reports as JSON on stdout (notes on stderr) or as the table with each scenario's reasons, the probe
+    totals with --mutation, and what `missing` scenarios without a reference solution mean."""
+    console = Console(stderr=options.as_json)
+    if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
+        console = Console(stderr=options.as_json, width=130)
+    if options.as_json:
         typer.echo(json.dumps([report_line(r) for r in reports], indent=2))
-        if mutation:
+        if options.mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
-        console.print(_table(reports, mutation))
+        console.print(_table(reports, options.mutation))
         for r in reports:
             if r.reasons():
                 mark = "[yellow]warnings[/]" if r.passed else "[bold red]rejected[/]"
@@ -204,15 +179,15 @@ def check_command(
                 for reason in r.reasons():
                     console.print(f"  - {reason}", markup=False, highlight=False)
         failed = sum(not r.passed for r in reports)
-        if mutation:
+        if options.mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
         console.print(f"{len(reports) - failed}/{len(reports)} scenarios passed the gate")
-    missing = listed.missing
     if missing:
-        console.print(no_reference_note(missing, len(reports), allow_no_reference), markup=False, highlight=False,
-                      soft_wrap=True)
-    if any(not r.passed for r in reports):
-        raise typer.Exit(1)
+        console.print(no_reference_note(missing, len(reports), options.allow_no_reference), markup=False,
+                      highlight=False, soft_wrap=True)
+
+
+scenarios_app.command("check")(typed_command(CheckOptions, check_command))
 
 
 def no_reference_note(missing: int, total: int, allowed: bool) -> str:
@@ -263,8 +238,6 @@ _remote_factory: list[RemoteFactory] = []  # set by register(app, remote=...)
 def _remote(address: str | None, workers: int | None) -> RemoteGate | None:
     """The `--ray` runner, joined to its cluster before any work (None without --ray)."""
     if address is None:
-        if workers is not None:
-            raise UsageError("--ray-workers needs --ray")
         return None
     if not _remote_factory:
         raise UsageError("--ray is not available in this command line")
@@ -273,15 +246,15 @@ def _remote(address: str | None, workers: int | None) -> RemoteGate | None:
     return remote
 
 
-def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | None, options: dict[str, Any], *,
-               workers: int, concurrency: int) -> list[GateReport]:
+def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | None, settings: GateSettings
+               ) -> list[GateReport]:
     """Every group's scenarios judged by `remote`; the reports are read back from the results file (a
     temporary one without --results)."""
     items = [(target, item) for target, scs in groups for item in (scs() if callable(scs) else scs)]
     with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
         stream = results or ResultsFile(Path(scratch) / "gate.jsonl", resume=False)
         before = set(stream.judged)
-        remote.run(items, stream, validator_workers=workers, per_worker=concurrency, **options)
+        remote.run(items, stream, settings)
         return [r for key, r in ResultsFile(stream.path, resume=True).judged.items() if key not in before]
 
 

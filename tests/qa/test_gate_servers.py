@@ -8,7 +8,7 @@ import pytest
 
 from envscaler_mcp.catalog.paths import environments_dir
 from envscaler_mcp.catalog.store import load_scenarios, load_skeleton, scenarios_for
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -30,7 +30,7 @@ async def test_mini_shop_scenarios_pass_and_a_broken_copy_is_rejected() -> None:
         "checklist": [*first.checklist, always_true],
         "reference_solution": first.reference_solution[:1],
     }).with_id()
-    reports = await check_groups([(skeleton, [*scenarios, broken])], transport="http", mutation=True)
+    reports = await check_groups([(skeleton, [*scenarios, broken])], GateSettings(transport="http", mutation=True))
     by_id = {r.scenario_id: r for r in reports}
     for sc in scenarios:
         assert by_id[sc.id].passed, by_id[sc.id].reasons()
@@ -60,7 +60,7 @@ async def test_every_bundled_scenario_passes_the_gate() -> None:
     groups = _bundled()
     if not groups:
         pytest.skip("no bundled scenarios in this checkout")
-    reports = await check_groups(groups, transport="http")
+    reports = await check_groups(groups, GateSettings(transport="http"))
     assert len(reports) == sum(len(s) for _, s in groups)
     rejected = {f"{r.env_id}/{r.scenario_id}": r.reasons() for r in reports if not r.passed}
     assert rejected == {}

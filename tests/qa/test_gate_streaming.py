@@ -15,7 +15,7 @@ import pytest
 
 import envscaler_mcp.qa.batch
 from envscaler_mcp.catalog.store import save_scenarios, scenario_headers
-from envscaler_mcp.qa.batch import Group, StoredScenario, check_groups
+from envscaler_mcp.qa.batch import GateSettings, Group, StoredScenario, check_groups
 from envscaler_mcp.scenario.models import Scenario
 from tests.qa.fake_episode import fake_shop_episode
 from tests.qa.test_gate import scenario
@@ -69,7 +69,7 @@ def test_groups_run_a_few_servers_at_a_time_and_hold_only_the_scenarios_being_ch
     def reported(_report: Any) -> None:
         LIVE["now"] -= 1
 
-    reports = anyio.run(lambda: check_groups(groups, concurrency=3, servers=2, on_report=reported))
+    reports = anyio.run(lambda: check_groups(groups, GateSettings(concurrency=3, servers=2), on_report=reported))
     assert len(reports) == 30 and all(r.passed for r in reports), [r.reasons() for r in reports][:2]
     assert [r.scenario_id for r in reports] == [f"s{k}-{n}" for k in range(6) for n in range(5)]  # input order
     assert most_up == 2  # two environments at a time, not six

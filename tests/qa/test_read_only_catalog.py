@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.scenario.models import Scenario
 
 # hand-authored environments: a synthesized one has the questions its model wrote, if any
@@ -31,7 +31,7 @@ def test_each_environment_has_read_only_scenarios_checked_on_the_transcript(env_
 @pytest.mark.slow
 def test_read_only_scenarios_pass_the_gate_with_answer_probes() -> None:
     groups = [(env_id, read_only(env_id)) for env_id in ENVS]
-    reports = anyio.run(lambda: check_groups(groups, transport="memory"))
+    reports = anyio.run(lambda: check_groups(groups, GateSettings(transport="memory")))
     assert {f"{r.env_id}/{r.title}": r.reasons() for r in reports if r.reasons()} == {}
     for report in reports:
         assert report.step("answer_probes").status == "pass"

@@ -10,7 +10,7 @@ import pytest
 
 from envscaler_mcp.catalog.store import get_skeleton, load_scenarios, scenarios_for
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.qa.consistency import unseen_state, vacuous_items
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from tests.qa.seeded_defects import KINDS, reference_with_an_accepted_extra_call
@@ -36,7 +36,7 @@ async def test_every_seeded_kind_is_caught_and_the_good_ones_pass() -> None:
                   for s in good]
     seeded += [("extra call", made) for made in extras if made is not None]
     assert sum(made is not None for made in extras) >= 3  # the environment accepts one for most of them
-    reports = await check_groups([(skeleton, [*good, *(made for _, made in seeded)])], transport="pipe")
+    reports = await check_groups([(skeleton, [*good, *(made for _, made in seeded)])], GateSettings(transport="pipe"))
     assert all(r.passed for r in reports[:len(good)]), [r.reasons() for r in reports[:len(good)]]
     outcomes = list(zip(seeded, reports[len(good):], strict=True))
     assert [(kind, r.reasons()) for (kind, _), r in outcomes if r.passed] == []
@@ -55,7 +55,7 @@ async def test_the_synthesized_scenarios_it_was_written_for_are_refused_and_the_
     above", an item asserting a change from a date to itself)."""
     env = "hospital_appointment_scheduling_system"
     refused = load_scenarios(REFUSED / f"{env}.jsonl")
-    reports = await check_groups([(get_skeleton(env), [*refused, *scenarios_for(env)])], transport="pipe")
+    reports = await check_groups([(get_skeleton(env), [*refused, *scenarios_for(env)])], GateSettings(transport="pipe"))
     reasons = [" ".join(r.step("consistency").reasons) for r in reports]
     assert "names appointments 3" in reasons[0] and "changes 6" in reasons[0]
     assert "Given the state above" in reasons[1]

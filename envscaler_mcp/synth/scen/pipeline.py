@@ -13,8 +13,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from envscaler_mcp._choices import MutationGuard
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import UsageError
@@ -53,7 +54,7 @@ class ScenOptions:
     temperature: float = 0.7
     similarity: float = DEFAULT_SIMILARITY
     require_mutation: bool = True
-    guard: Literal["validators", "state"] = "validators"  # who must catch each mutation probe (build.py)
+    guard: MutationGuard = "validators"  # who must catch each mutation probe (build.py)
     validator_timeout_s: float = 2.0
     validator_workers: int = 1
     questions: float = 0.0  # share of items that are read-only questions (checked on the transcript)

@@ -26,7 +26,7 @@ def live_model() -> str:
 
 async def test_a_real_model_makes_a_gated_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from envscaler_mcp.providers import get_provider
-    from envscaler_mcp.qa.batch import check_groups
+    from envscaler_mcp.qa.batch import GateSettings, check_groups
     from envscaler_mcp.synth.scen.pipeline import ScenOptions, run_scenarios
 
     monkeypatch.setenv("ENVSCALER_MCP_BLOCK_REQUESTS", "0")
@@ -39,7 +39,7 @@ async def test_a_real_model_makes_a_gated_scenario(tmp_path: Path, monkeypatch: 
     env = summary.environments[0]
     assert env.kept >= 1, env.reasons
     kept = load_scenarios(tmp_path / "mini_shop.jsonl")
-    reports = await check_groups([(skeleton, kept)], transport="http", mutation=True)
+    reports = await check_groups([(skeleton, kept)], GateSettings(transport="http", mutation=True))
     assert reports and all(r.passed for r in reports), [r.reasons() for r in reports]
 
 

@@ -133,13 +133,13 @@ async def test_with_the_state_check_guarding_an_existence_check_passes_the_catal
     """--guard state: the probes the checklist misses are caught by the state check (the reference's final
     state), as `scenarios check --mutation` gates the catalog; the kept scenario passes that gate again and
     its provenance says how it was gated."""
-    from envscaler_mcp.qa.batch import check_groups
+    from envscaler_mcp.qa.batch import GateSettings, check_groups
 
     _, router, out = await run("scen_todo", "existence", guard="state")
     [sc] = load_scenarios(out / "scen_todo.jsonl")
     assert router.calls["validators"] == 1  # no repair was needed
     assert any("--guard state" in note for note in sc.provenance.notes)
-    [report] = await check_groups([(skeletons["scen_todo"], [sc])], transport="memory", mutation=True)
+    [report] = await check_groups([(skeletons["scen_todo"], [sc])], GateSettings(transport="memory", mutation=True))
     assert report.passed and report.mutation is not None and report.mutation.uncaught == []
 
 

@@ -14,7 +14,7 @@ import pytest
 from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.providers.cache import CacheEntry
 from envscaler_mcp.providers.replay import ReplayProvider
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
 from ..fixtures.recorded_replay import replay_scenarios
@@ -46,5 +46,5 @@ async def test_the_recorded_run_replays_to_the_same_scenarios(run: Path, tmp_pat
     kept = load_scenarios(path) if path.exists() else []
     assert sorted(s.id or "" for s in kept) == manifest["kept"]
     if kept:
-        reports = await check_groups([(skeleton, kept)], transport="pipe", mutation=True)
+        reports = await check_groups([(skeleton, kept)], GateSettings(transport="pipe", mutation=True))
         assert all(r.passed for r in reports), [r.reasons() for r in reports]
