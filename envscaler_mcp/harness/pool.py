@@ -127,9 +127,11 @@ class SourcePool:
         slot = self._slots.get(key)
         return slot.restarts if slot is not None else 0
 
-    def isolation(self) -> dict[str, IsolationReport]:
-        """Per environment: the isolation of its server processes, where one has started and said so."""
-        reports = {key: getattr(slot.source, "isolation", None) or slot.isolation for key, slot in self._slots.items()}
+    def isolation(self, key: str | None = None) -> dict[str, IsolationReport]:
+        """Per environment (only `key`'s when given): the isolation of its server processes, where one has
+        started and said so."""
+        slots = self._slots.items() if key is None else [(key, self._slots[key])] if key in self._slots else []
+        reports = {key: getattr(slot.source, "isolation", None) or slot.isolation for key, slot in slots}
         return {key: report for key, report in reports.items() if isinstance(report, IsolationReport)}
 
 

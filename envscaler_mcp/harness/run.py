@@ -241,9 +241,11 @@ async def _run_prepared(
                         run_id=manifest.run_id,
                         trial=trial,
                     )
-                record_isolation(run_dir, manifest, isolation_reports(checker, pool))  # before the result: a run killed
-                # at any point says which layers each finished episode ran under. A finished episode is written
-                # even when the run is being cancelled (Ctrl-C): shielded.
+                # Before the result: a run killed at any point says which layers each finished episode ran under.
+                # Only this episode's environment is looked at (looking at every server the run started, and
+                # comparing with all run.json held, grew with the catalog). A finished episode is written even
+                # when the run is being cancelled (Ctrl-C): shielded.
+                record_isolation(run_dir, manifest, isolation_reports(checker, pool, plan.env_id))
                 with anyio.CancelScope(shield=True):
                     await results.append(result)
                 progress.add(result)
@@ -258,6 +260,7 @@ async def _run_prepared(
             finally:
                 gc.unfreeze()
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool))
+                run_dir.fold_isolation(manifest)
     except BaseException as exc:
         error = _first_error(exc)
         if isinstance(error, Exception) and not isinstance(error, EnvScalerError):
@@ -280,8 +283,11 @@ async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[Env
             run_dir.append(result)
             progress.add(result)
 
-        await remote.run(config, plans, [(p.env_id, s.id, t) for p, s, t in todo], manifest.run_id, finished,
-                         lambda message: console.print(f"[yellow]warning:[/] {message}"))
+        try:
+            await remote.run(config, plans, [(p.env_id, s.id, t) for p, s, t in todo], manifest.run_id, finished,
+                             lambda message: console.print(f"[yellow]warning:[/] {message}"))
+        finally:
+            run_dir.fold_isolation(manifest)
 
 
 async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Scenario, source: EpisodeSource
@@ -302,20 +308,23 @@ async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Sce
                                 convention=plan.success_convention)
 
 
-def isolation_reports(checker: Checker | None, pool: SourcePool) -> dict[str, IsolationReport]:
-    """The isolation in force: 'validators' (the sandbox) and 'server:<env>' (each environment's servers)."""
-    reports = {f"server:{env}": report for env, report in pool.isolation().items()}
+def isolation_reports(checker: Checker | None, pool: SourcePool, env_id: str | None = None
+                      ) -> dict[str, IsolationReport]:
+    """The isolation in force: 'validators' (the sandbox) and 'server:<env>' (each environment's servers, or
+    only `env_id`'s)."""
+    reports = {f"server:{env}": report for env, report in pool.isolation(env_id).items()}
     if isinstance(checker, SandboxChecker):
         reports["validators"] = checker.isolation
     return reports
 
 
 def record_isolation(run_dir: RunDir, manifest: RunManifest, reports: dict[str, IsolationReport]) -> None:
-    """Write isolation reports into run.json (before the results they cover)."""
-    merged = {**manifest.isolation, **reports}
-    if merged != manifest.isolation:  # only when something new is known: one rewrite per environment
-        manifest.isolation = merged
-        run_dir.write_manifest(manifest)
+    """Record the reports not yet known (before the results they cover): appended to the run folder's
+    isolation.jsonl, one line per environment, folded into run.json when the run ends (RunDir.fold_isolation)."""
+    new = {name: report for name, report in reports.items() if manifest.isolation.get(name) != report}
+    if new:
+        manifest.isolation.update(new)
+        run_dir.append_isolation(new)
 
 
 def _first_error(exc: BaseException) -> BaseException:

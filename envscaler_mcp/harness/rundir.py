@@ -1,5 +1,5 @@
 """The run folder: run.json, results.jsonl (append-only, every record fsync'd before it counts as finished),
-summary.json; resume rules."""
+isolation.jsonl while the run is under way, summary.json; resume rules."""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from envscaler_mcp._io import (
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
+from envscaler_mcp.isolation.report import IsolationReport
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 ERROR_LOG = "error.log"
+ISOLATION_FILE = "isolation.jsonl"  # the isolation reports learnt during a run, folded into run.json at its end
 
 
 class GroupAppender:
@@ -84,10 +86,44 @@ class RunDir:
         atomic_write_json(self.manifest_path, manifest.model_dump(mode="json"))
 
     def read_manifest(self) -> RunManifest:
-        """Read run.json."""
+        """Read run.json, with the isolation reports a run appended to isolation.jsonl and had not yet folded
+        into it (a run killed before its end)."""
         if not self.manifest_path.exists():
             raise UsageError(f"{self.path} is not a run folder (no {RUN_FILE}); check the path")
-        return validate_model(RunManifest, read_json(self.manifest_path), path=self.manifest_path)
+        manifest = validate_model(RunManifest, read_json(self.manifest_path), path=self.manifest_path)
+        manifest.isolation.update(self._appended_isolation())
+        return manifest
+
+    def append_isolation(self, reports: dict[str, IsolationReport]) -> None:
+        """Record isolation reports learnt during the run: one line appended and fsync'd, so the cost does not
+        grow with what run.json already holds (rewriting it for each of 1,000 environments did)."""
+        path = self.path / ISOLATION_FILE
+        line = jsonl_line({name: report.model_dump(mode="json") for name, report in reports.items()})
+        if _ends_torn(path):  # a line cut short by a crash stays apart from this one
+            line = "\n" + line
+        append_lines(path, [line])
+
+    def fold_isolation(self, manifest: RunManifest) -> None:
+        """At the end of a run: write run.json with every isolation report, then drop isolation.jsonl."""
+        appended = self.path / ISOLATION_FILE
+        if appended.exists():
+            manifest.isolation.update(self._appended_isolation())
+            self.write_manifest(manifest)
+            appended.unlink()
+
+    def _appended_isolation(self) -> dict[str, IsolationReport]:
+        path = self.path / ISOLATION_FILE
+        if not path.exists():
+            return {}
+        reports: dict[str, IsolationReport] = {}
+        for line in path.read_bytes().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash: no result was written after it
+            for name, report in record.items():
+                reports[name] = validate_model(IsolationReport, report, path=path)
+        return reports
 
     def append(self, result: EpisodeResult) -> None:
         """Append one episode record and fsync it."""
@@ -138,6 +174,16 @@ class RunDir:
             write_jsonl_atomic(self.results_path, [r.model_dump(mode="json") for r in kept])
         return kept
 
+
+
+def _ends_torn(path: Path) -> bool:
+    """True when `path` ends in a line without its newline (a write cut short)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:  # missing or empty
+        return False
 
 
 def check_resumable(old: RunManifest, new: RunManifest) -> None:

@@ -1,5 +1,6 @@
-"""`kill -9` of `eval` mid-run: finished episodes stay, and run.json already says which isolation they ran
-under (it is recorded when first known, not only when the run ends)."""
+"""`kill -9` of `eval` mid-run: finished episodes stay, and the run folder already says which isolation they ran
+under (each report is appended to isolation.jsonl when first known, before the results it covers, and
+RunDir.read_manifest reads it with run.json)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
+from envscaler_mcp.harness.rundir import RunDir
 from tests.harness.shop import MINI_SHOP
 
 # Each test runs `eval` (or `scenarios check`) as a process and waits for it with deadlines of its own (up to 90 s
@@ -39,9 +41,9 @@ def test_kill_9_keeps_finished_episodes_and_their_isolation(tmp_path: Path) -> N
     proc.wait(timeout=30)
     kept = results.read_text().count("\n")
     assert kept >= 1
-    manifest = json.loads((out / "run.json").read_text())
-    assert "validators" in manifest["isolation"] and "server:mini_shop" in manifest["isolation"]
-    assert manifest["isolation"]["validators"]["level"] in ("full", "partial", "off")
+    isolation = RunDir(out).read_manifest().isolation  # run.json and what the run appended to isolation.jsonl
+    assert "validators" in isolation and "server:mini_shop" in isolation
+    assert isolation["validators"].level in ("full", "partial", "off")
     again = CliRunner().invoke(app, [*args, "--resume"])
     assert again.exit_code == 0, again.output
     pairs = [(r["scenario_id"], r["trial"]) for r in map(json.loads, results.read_text().splitlines())]
