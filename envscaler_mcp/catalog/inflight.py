@@ -1,11 +1,11 @@
 """Scenarios in flight bounded by the bytes of their lines, not only by their count.
 
 A scenario being checked or run costs the machine a multiple of its line: its initial state parsed in the
-command, the final states read back (reference replays, solutions, the agent's), the server's parse of the
-state file and each episode process's own copy, about 35x a 1.4 MB line in all across the process tree. Four
-such scenarios at once were most of a gate's 578 MB. `LineBudget` lets scenarios start while the lines in
-flight stay within `max_bytes` (one always starts when none is in flight, however large): a catalog of small
-states runs at its full concurrency, one of megabyte states a few at a time."""
+command, the final states read back (two reference replays at once, solutions, the agent's), the server's
+parse of the state file and each episode process's own copy. With 1.4 MB lines, four such scenarios at once
+were most of a gate's 578 MB over its process tree, two still 458 MB. `LineBudget` lets scenarios start while
+the lines in flight stay within `max_bytes` (one always starts when none is in flight, however large): a
+catalog of small states runs at its full concurrency, one of megabyte states one or two at a time."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-# Scenario line bytes in flight at once: two 1.4 MB scenarios, or thousands of small ones.
-IN_FLIGHT_BYTES = 4 << 20
+# Scenario line bytes in flight at once: one 1.4 MB scenario, two of 1 MB, or hundreds of small ones.
+IN_FLIGHT_BYTES = 2 << 20
 
 
 class LineBudget:

@@ -16,7 +16,7 @@ from envscaler_mcp._json import State, initial_states
 # The encoded texts whose names are remembered are kept alive as keys: a few scenarios' states (those in
 # flight, each with several episodes), not a catalog's. 64 MB here held 46 dead texts of 1.4 MB in the gate.
 # As much as the scenario lines the gate and eval let be in flight at once (catalog.inflight.IN_FLIGHT_BYTES).
-REMEMBER_BYTES = 4 << 20
+REMEMBER_BYTES = 2 << 20
 
 
 class StateFileWriter:

@@ -16,11 +16,12 @@ _NAME = re.compile(r"[0-9a-f]{16,64}\.json")
 
 class StateFiles:
     """Parsed state files of one folder, the last `size` kept while their files hold at most `max_bytes`
-    between them (the latest always: a parse takes about 3x its text, and a catalog's states may be
-    megabytes each; the launcher has at most 4 MB of scenario lines in flight). A file's name is its content's hash, so a kept parse is never stale. Episodes copy what
-    they are given (Journal.wrap), so one parse serves them all."""
+    between them, the latest always (a parse takes about 3x its text, a catalog's states may be megabytes
+    each, and the launcher has at most 2 MB of scenario lines in flight). A file's name is its content's
+    hash, so a kept parse is never stale. Episodes copy what they are given (Journal.wrap), so one parse
+    serves them all."""
 
-    def __init__(self, folder: Path | None, size: int = 8, max_bytes: int = 4 << 20) -> None:
+    def __init__(self, folder: Path | None, size: int = 8, max_bytes: int = 2 << 20) -> None:
         self.folder = folder
         self.size = size
         self.max_bytes = max_bytes
