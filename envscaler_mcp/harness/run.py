@@ -17,6 +17,7 @@ import anyio
 from rich.console import Console
 
 from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp.catalog.inflight import LineBudget
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
@@ -203,6 +204,7 @@ async def _run_prepared(
             pool = await stack.enter_async_context(open_pool(needed, uses))
             following = dict(zip(list(uses), list(uses)[1:], strict=False))  # environments in the order they run
             limiter = anyio.CapacityLimiter(config.concurrency)
+            budget = LineBudget()  # and no more than a few megabytes of scenario lines in flight (catalog.inflight)
             references = ReferenceCache(store=ReferenceStore())
             results = run_dir.appender()
             progress = stack.enter_context(
@@ -221,7 +223,8 @@ async def _run_prepared(
                         references.forget(scenario, plan.env_id)
 
             async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
-                async with limiter:
+                line = plan.lines.get(scenario.id)
+                async with limiter, budget.hold(line.length if line is not None else 0):
                     if plan.env_id in following:  # the next environment's server starts while this one's episodes run
                         pool.prepare(plan.env_id)
                         pool.prepare(following.pop(plan.env_id))

@@ -8,21 +8,26 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 
 from envscaler_mcp._json import State, initial_states
 
-_REMEMBER_BYTES = 64 << 20
+# The encoded texts whose names are remembered are kept alive as keys: a few scenarios' states (those in
+# flight, each with several episodes), not a catalog's. 64 MB here held 46 dead texts of 1.4 MB in the gate.
+# As much as the scenario lines the gate and eval let be in flight at once (catalog.inflight.IN_FLIGHT_BYTES).
+REMEMBER_BYTES = 2 << 20
 
 
 class StateFileWriter:
     """Writes states into `folder` as <sha256>.json, each content once, encoding through the process's cache of
     initial states (`_json.initial_states`, shared with the validators); remembers the name of each encoded
-    text it has seen."""
+    text it has seen, the most recent first, up to `remember_bytes` of text (the latest always)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, remember_bytes: int = REMEMBER_BYTES) -> None:
         self.folder = folder
-        self._names: dict[bytes, str] = {}  # by the cache's text object (its hash is computed once)
+        self.remember_bytes = remember_bytes
+        self._names: OrderedDict[bytes, str] = OrderedDict()  # by the text object (its hash is computed once)
         self._held = 0
         self._written: set[str] = set()
 
@@ -31,6 +36,7 @@ class StateFileWriter:
         text = initial_states().encode(state)
         name = self._names.get(text)
         if name is not None:
+            self._names.move_to_end(text)
             return name
         name = hashlib.sha256(text).hexdigest()[:32] + ".json"
         if name not in self._written:
@@ -44,12 +50,16 @@ class StateFileWriter:
                 Path(tmp).unlink(missing_ok=True)
                 raise
             self._written.add(name)
-        if self._held + len(text) > _REMEMBER_BYTES:  # the texts are kept alive as keys: bound them
-            self._names.clear()
-            self._held = 0
         self._names[text] = name
         self._held += len(text)
+        while len(self._names) > 1 and self._held > self.remember_bytes:  # the oldest texts go
+            self._held -= len(self._names.popitem(last=False)[0])
         return name
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of encoded text kept alive to remember their names."""
+        return self._held
 
     def path_for(self, state: State) -> Path:
         """The file of `state` (written when new)."""

@@ -19,6 +19,7 @@ import anyio
 
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
 from envscaler_mcp.catalog.store import ScenarioLine, load_scenario_line
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
@@ -130,23 +131,26 @@ def failing_factory(error: Exception) -> EpisodeFactory:
 
 async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *,
                        on_report: Callable[[GateReport], None] | None = None,
-                       wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None) -> list[GateReport]:
+                       wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None,
+                       in_flight_bytes: int = IN_FLIGHT_BYTES) -> list[GateReport]:
     """Gate each group's scenarios on a server of its own, `settings.servers` groups at a time,
-    `settings.concurrency` scenarios at a time in all; a server that fails to start fails its scenarios.
-    Reports come back in input order.
+    `settings.concurrency` scenarios at a time in all, and no more than `in_flight_bytes` of scenario lines
+    (catalog.inflight: a scenario of megabyte states costs the process tree tens of megabytes while checked); a
+    server that fails to start fails its scenarios. Reports come back in input order.
 
     `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
     Each target's free fields (its skeleton's) go to the state check; reference replays are shared.
     """
     done: dict[tuple[int, int], GateReport] = {}
     limiter = anyio.Semaphore(max(1, settings.concurrency))
+    budget = LineBudget(in_flight_bytes)
     server_slots = anyio.Semaphore(max(1, settings.servers))
     references = ReferenceCache()
     fatal: list[BaseException] = []
 
     async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
                        target: Target) -> None:
-        async with limiter:
+        async with limiter, budget.hold(item.line.length if isinstance(item, StoredScenario) else 0):
             report = await judge(item, factory, sandbox, target, references,
                                  require_reference=settings.require_reference, mutation=settings.mutation,
                                  wrong_solutions=wrong_solutions)

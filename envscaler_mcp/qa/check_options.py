@@ -32,7 +32,8 @@ class CheckOptions:
                                                  "does).")] = "pipe"
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0
     workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2
-    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all.")] = 4
+    concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all (fewer while "
+                                             "their lines in flight would pass 2 MB).")] = 4
     servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
                                          "when its turn comes, stopped when its scenarios are done).")] = 2
     results_path: Annotated[Path | None, typer.Option("--results", help="Stream the reports to this JSONL file, one "

@@ -36,6 +36,9 @@ from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
 NO_REFERENCE = "the scenario has no reference solution"
 _REPLAYS = 2
+# Replays of a larger initial state run one after the other (each holds an episode process with its copy of the
+# state, and a final state read back): a 1.4 MB state costs tens of megabytes per replay across the process tree.
+_CONCURRENT_REPLAYS_MAX_BYTES = 1 << 20
 _INFRA_ATTEMPTS = 3
 
 
@@ -151,8 +154,9 @@ async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str
 
 async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
                           replays: int = _REPLAYS, convention: str = DEFAULT_CONVENTION) -> Reference:
-    """Replay the reference solution `replays` times (concurrently) and build the scenario's Reference; a call's
-    success is read under the environment's `convention`."""
+    """Replay the reference solution `replays` times (concurrently, one after the other for an initial state of more
+    than 1 MB) and build the scenario's Reference; a call's success is read under the environment's
+    `convention`."""
     started = anyio.current_time()
     free = scenario_free_fields(scenario, env_free)
     if not scenario.has_reference():
@@ -162,9 +166,14 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
     async def one(n: int) -> None:
         results[n] = await _replay(scenario, factory, convention)
 
-    async with anyio.create_task_group() as tg:
-        for n in range(len(results)):
-            tg.start_soon(one, n)
+    state = scenario.initial_state
+    if isinstance(state, ParsedState) and len(state.encoded) > _CONCURRENT_REPLAYS_MAX_BYTES:
+        for n in range(len(results)):  # one after the other: each holds an episode process and a final state
+            await one(n)
+    else:
+        async with anyio.create_task_group() as tg:
+            for n in range(len(results)):
+                tg.start_soon(one, n)
     calls, final, reasons, snapshots = results[0]
     ref = Reference(scenario=scenario, final_state=final, calls=calls, replay_reasons=reasons, free=free,
                     turn_states=snapshots)

@@ -40,6 +40,9 @@ from envscaler_mcp.sandbox.results import CheckResult
 _MAX_TRIALS = 16  # trials of one scenario sent in one request (the worker takes up to 64)
 _TRIAL_SHARE = 40  # a request's final states and transcripts: at most 1/40 of the memory limit (12.8 MB of 512)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
+# States of more than this between them go to one batch whatever the checks: each batch process parses them
+# again, so a split doubles their memory (about 3x the text each) and their parse for little gain.
+_SPLIT_MAX_BYTES = 1 << 20
 _PARSE_RATE = 20e6  # bytes of state JSON per second (pessimistic), as the worker allows for parsing
 
 
@@ -197,6 +200,8 @@ class ValidatorSandbox:
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.
         idle = self._idle_recv.statistics().current_buffer_used
         n_chunks = max(1, min(idle, math.ceil(len(runnable) / _MIN_CHUNK)))
+        if sum(map(len, states)) > _SPLIT_MAX_BYTES:
+            n_chunks = 1
         answers: Answers = {}
         if n_chunks == 1 and runnable:
             answers = await self._with_trials(runnable, states)

@@ -77,3 +77,33 @@ def test_groups_run_a_few_servers_at_a_time_and_hold_only_the_scenarios_being_ch
     assert 1 <= LIVE["most"] <= 3  # at most --concurrency scenarios read in full at once
     headers = [h for h, _ in scenario_headers(tmp_path / "env0.jsonl")]
     assert all(h.initial_state == {} for h in headers)  # what waits in the queue holds no state
+
+
+@pytest.mark.parametrize(("lines_in_budget", "most"), [(2.5, 2), (100, 4)])
+def test_scenarios_in_flight_are_bounded_by_their_line_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines_in_budget: float, most: int) -> None:
+    """Large scenarios run a few at a time whatever --concurrency says; small ones at the full concurrency."""
+    LIVE.update(now=0, most=0)
+
+    @asynccontextmanager
+    async def launch_server(target: str, transport: str = "http", **_: Any) -> AsyncIterator[Any]:
+        yield SimpleNamespace(episode=fake_shop_episode)
+
+    monkeypatch.setattr(envscaler_mcp.qa.batch, "launch_server", launch_server)
+    base = scenario()
+    padding = {f"P{n}": {"order_id": f"P{n}", "status": "placed", "total": 1.0} for n in range(300)}
+    big = {**base.initial_state, "orders": {**base.initial_state["orders"], **padding}}
+    path = tmp_path / "env.jsonl"
+    save_scenarios([base.model_copy(update={"id": f"s{n}", "task": f"{base.task} ({n})", "initial_state": big})
+                    for n in range(8)], path, index=True)
+    found = scenario_headers(path)
+    length = max(line.length for _, line in found)
+
+    def reported(_report: Any) -> None:
+        LIVE["now"] -= 1
+
+    items = [_Counted(path, header, line) for header, line in found]
+    reports = anyio.run(lambda: check_groups([("fake_shop", items)], concurrency=4, on_report=reported,
+                                             in_flight_bytes=int(length * lines_in_budget)))
+    assert len(reports) == 8 and all(r.passed for r in reports), [r.reasons() for r in reports][:2]
+    assert LIVE["most"] == most  # 2: the budget holds two lines; 4: --concurrency, the budget never binds

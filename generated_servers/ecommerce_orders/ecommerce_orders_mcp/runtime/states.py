@@ -15,13 +15,18 @@ _NAME = re.compile(r"[0-9a-f]{16,64}\.json")
 
 
 class StateFiles:
-    """Parsed state files of one folder, the last `size` kept (a file's name is its content's hash, so a kept
-    parse is never stale). Episodes copy what they are given (Journal.wrap), so one parse serves them all."""
+    """Parsed state files of one folder, the last `size` kept while their files hold at most `max_bytes`
+    between them, the latest always (a parse takes about 3x its text, a catalog's states may be megabytes
+    each, and the launcher has at most 2 MB of scenario lines in flight). A file's name is its content's
+    hash, so a kept parse is never stale. Episodes copy what they are given (Journal.wrap), so one parse
+    serves them all."""
 
-    def __init__(self, folder: Path | None, size: int = 8) -> None:
+    def __init__(self, folder: Path | None, size: int = 8, max_bytes: int = 2 << 20) -> None:
         self.folder = folder
         self.size = size
-        self._parsed: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._held = 0
+        self._parsed: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()  # name -> (state, file bytes)
 
     def read(self, name: str) -> dict[str, Any]:
         """The state in file `name`; ValueError for a bad name, a missing folder or a file that is no state."""
@@ -29,17 +34,23 @@ class StateFiles:
             raise ValueError("this server was started without --state-dir, so it reads no state files")
         if not _NAME.fullmatch(name):
             raise ValueError(f"'{name}' is not a state file name (a content hash ending in .json)")
-        state = self._parsed.get(name)
-        if state is not None:
+        kept = self._parsed.get(name)
+        if kept is not None:
             self._parsed.move_to_end(name)
-            return state
+            return kept[0]
         try:
-            value = json.loads((self.folder / name).read_bytes())
+            text = (self.folder / name).read_bytes()
         except OSError as exc:
             raise ValueError(f"cannot read state file '{name}': {exc.strerror or exc}") from None
+        value = json.loads(text)
         if not isinstance(value, dict):
             raise ValueError(f"state file '{name}' is not a JSON object keyed by state attribute names")
-        self._parsed[name] = value
-        if len(self._parsed) > self.size:
-            self._parsed.popitem(last=False)
+        self._parsed[name] = (value, len(text))
+        self._held += len(text)
+        while len(self._parsed) > 1 and (len(self._parsed) > self.size or self._held > self.max_bytes):
+            self._held -= self._parsed.popitem(last=False)[1][1]
         return value
+
+    def __len__(self) -> int:
+        """How many parsed states are kept."""
+        return len(self._parsed)
