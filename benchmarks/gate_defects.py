@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.qa.batch import check_groups
+from envscaler_mcp.qa.batch import GateSettings, check_groups
 from envscaler_mcp.qa.gate import GateReport
 from envscaler_mcp.scenario.models import Scenario
 from tests.qa.seeded_defects import KINDS, reference_with_an_accepted_extra_call
@@ -87,7 +87,7 @@ def failing_steps(report: GateReport) -> list[str]:
 
 async def main(per_kind: int, mutation: bool) -> None:
     groups, kinds = await seeded(per_kind)
-    reports = await check_groups(groups, transport="pipe", mutation=mutation)
+    reports = await check_groups(groups, GateSettings(transport="pipe", mutation=mutation))
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for report, kind in zip(reports, kinds, strict=True):
         steps = failing_steps(report)
@@ -100,7 +100,7 @@ async def main(per_kind: int, mutation: bool) -> None:
             table[kind][f"by {step}"] += 1
     good = [(get_skeleton(e), [s for s in scenarios_for(e)]) for e in list_env_ids()
             if get_skeleton(e).provenance.source != "synthesized"]
-    good_reports = await check_groups(good, transport="pipe", mutation=mutation)
+    good_reports = await check_groups(good, GateSettings(transport="pipe", mutation=mutation))
     rejected = [r for r in good_reports if not r.passed]
     print(f"{'defect kind':38} {'seeded':>6} {'caught':>6} {'rate':>6}  by step")
     for kind in [*KINDS, EXTRA]:

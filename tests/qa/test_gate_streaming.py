@@ -103,7 +103,7 @@ def test_scenarios_in_flight_are_bounded_by_their_line_bytes(
         LIVE["now"] -= 1
 
     items = [_Counted(path, header, line) for header, line in found]
-    reports = anyio.run(lambda: check_groups([("fake_shop", items)], concurrency=4, on_report=reported,
+    reports = anyio.run(lambda: check_groups([("fake_shop", items)], GateSettings(concurrency=4), on_report=reported,
                                              in_flight_bytes=int(length * lines_in_budget)))
     assert len(reports) == 8 and all(r.passed for r in reports), [r.reasons() for r in reports][:2]
     assert LIVE["most"] == most  # 2: the budget holds two lines; 4: --concurrency, the budget never binds
