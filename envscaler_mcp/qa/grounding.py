@@ -38,7 +38,7 @@ def _joins(char: str) -> bool:
     return char.isalnum() or char in "_-"
 
 
-def _mentions(text: str, value: str) -> bool:
+def mentions(text: str, value: str) -> bool:
     """`value` (lower-cased) occurs in `text` with no word character or '-' on either side."""
     return next(_positions(text, value), None) is not None
 
@@ -76,7 +76,7 @@ def _mentions_key(text: str, collection: str, key: str) -> bool:
     """A numeric key counts only after a word that says it is an id ("appointment 4", "ID 4", "#4"), not
     as a count ("30 appointments")."""
     if not key.isdigit():
-        return _mentions(text, key)
+        return mentions(text, key)
     stem = re.escape(collection.lower().rstrip("s")[:6])
     return re.search(rf"(?:\bids?\b|#|\bno\b\.?|\bnumbers?\b|\b{stem}\w*)\W*(?:\w+\W+){{0,2}}{key}(?![\w-])",
                      text) is not None
@@ -92,7 +92,7 @@ def named_records(state: Mapping[str, Any], task: str) -> set[tuple[str, str]]:
         for key, record in collection.items():
             values = {value for _, value in _strings(record)}
             own = {v for v in values if v in distinct} | {w for v in values for w in _words(v) if w in distinct}
-            if _mentions_key(text, name, key) or any(_mentions(text, value) for value in own):
+            if _mentions_key(text, name, key) or any(mentions(text, value) for value in own):
                 found.add((name, key))
     return found
 
@@ -117,7 +117,7 @@ def records_named(state: Mapping[str, Any], task: str) -> dict[str, set[str]]:
         distinct = {value for (_, value), n in counts.items() if n == 1 and len(value) >= _MIN_VALUE}
         keys = set()
         for key, held in pairs.items():
-            if _mentions_key(text, name, key) or any(_mentions(text, value) for value in
+            if _mentions_key(text, name, key) or any(mentions(text, value) for value in
                                                      {value for _, value in held} & distinct):
                 keys.add(key)
         if keys:

@@ -19,21 +19,16 @@ takes, the fines a payment settles) are never judged here: they are what the tas
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.compare.matching import strings_in
-from envscaler_mcp.qa.grounding import keyed_collections, named_records
+from envscaler_mcp.qa.grounding import keyed_collections, mentions, named_records
 from envscaler_mcp.scenario.models import Scenario
 
 # (call number from 1, tool, collection, key, what the replay did with the record)
 _Target = tuple[int, str, str, str, str]
-
-
-def _mentions(text: str, key: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(key.lower())}(?![\w-])", text) is not None
 
 
 def _acted_on(scenario: Scenario, final: State) -> list[_Target]:
@@ -94,7 +89,7 @@ def unasked_changes(scenario: Scenario, final: State, text: str | None = None) -
     """Reference calls acting on a record the task neither names nor implies and no checklist item is about
     (see the module docstring); `text` is the task with every turn's message (the task alone by default)."""
     checklist = " ".join(f"{c.description} {c.validator or ''}" for c in scenario.checklist).lower()
-    targets = [t for t in _acted_on(scenario, final) if not _mentions(checklist, t[3])]
+    targets = [t for t in _acted_on(scenario, final) if not mentions(checklist, t[3])]
     if not targets:
         return []
     named = named_records(scenario.initial_state, text if text is not None else scenario.task)
