@@ -159,9 +159,10 @@ class _Zygote:
         try:
             request = json.loads(message)
             targets = [int(fd) for fd in request["targets"]]
-            token_fd = fds[len(targets)] if request.get("token_env") else None
-            if len(fds) != len(targets) + (token_fd is not None):
+            wants_token = bool(request.get("token_env"))
+            if len(fds) != len(targets) + wants_token:
                 raise ValueError("descriptors and targets differ in number")
+            token_fd = fds[len(targets)] if wants_token else None
             status_r, status_w = os.pipe()
         except (ValueError, KeyError, TypeError, OSError) as exc:
             self._close(fds)
@@ -169,6 +170,7 @@ class _Zygote:
             return True
         sys.stdout.flush()
         sys.stderr.flush()
+        zygote = os.getpid()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -177,7 +179,7 @@ class _Zygote:
             return True
         if pid == 0:
             os.close(status_r)
-            _child(request, fds[:len(targets)], targets, token_fd, self.compiled, keep_closed=[
+            _child({**request, "zygote": zygote}, fds[:len(targets)], targets, token_fd, self.compiled, keep_closed=[
                 self.channel.fileno(), self.wake_r, self.wake_w, status_w, *self.children.values()])
         self._close(fds)
         self.children[pid] = status_w
@@ -235,6 +237,8 @@ def _child(request: dict[str, Any], sources: list[int], targets: list[int], toke
             signal.signal(getattr(signal, name), signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlives the zygote
+        if os.getppid() != request["zygote"]:  # it died before the request above took effect
+            os._exit(1)
         token = b""
         if token_fd is not None:
             with os.fdopen(token_fd, "rb") as pipe:
