@@ -143,7 +143,9 @@ async def test_a_server_with_another_runtime_starts_fresh(tmp_path: Path, open_d
         async with server.episode() as ep:
             assert not (await ep.call_tool("list_orders", {})).is_error
         chain = ancestors(server.pid)  # type: ignore[attr-defined]
-    assert os.getpid() in chain and (_Shared.zygote is None or _Shared.zygote.pid not in chain)
+    # started by this process, not forked: the serving process's parent waits in its PID namespace, and its
+    # parent is this process (a forked server's chain has the zygote there, which is this process's child too)
+    assert chain[1] == os.getpid() and (_Shared.zygote is None or _Shared.zygote.pid not in chain)
 
 
 async def test_servers_end_with_the_zygote(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,7 +163,7 @@ async def test_servers_end_with_the_zygote(monkeypatch: pytest.MonkeyPatch) -> N
             assert time.monotonic() < deadline, "the server outlived its zygote"
             time.sleep(0.05)
     async with launch_server("clinic_appointments", transport="pipe") as fresh:  # the next one starts fresh
-        assert os.getpid() in ancestors(fresh.pid)  # type: ignore[attr-defined]
+        assert ancestors(fresh.pid)[1] == os.getpid()  # type: ignore[attr-defined]
     zygote.close()
 
 
