@@ -52,7 +52,7 @@ from envscaler_mcp.launch.server_process import (
 from envscaler_mcp.launch.server_zygote import start_server_process
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.stdio import StdioServer
-from envscaler_mcp.launch.target import ServerDir, Target, resolve_target, trusted_origin
+from envscaler_mcp.launch.target import ServerDir, Target, resolve_launch
 from envscaler_mcp.scenario.models import Scenario
 
 MCP_CONNECTIONS = 32  # HTTP connections from the harness to one server
@@ -108,8 +108,10 @@ class HttpServer(LaunchedServer):
             yield
             return
         transport = streamable_http_client(self.url + "/admin/mcp", http_client=self.mcp_http, terminate_on_close=False)
-        async with Client(transport, read_timeout_seconds=self.client_timeout, **self.warm.client_options()) as client:
-            self.shared, self.tools = client, await all_tools(client)  # into the response cache, before any episode
+        # One client for the server's lifetime, listing the tools once and keeping the list (RoutedClient): the
+        # SDK's response cache would only deep-copy it into a store nothing reads.
+        async with Client(transport, read_timeout_seconds=self.client_timeout, cache=None) as client:
+            self.shared, self.tools = client, await all_tools(client)
             try:
                 yield
             finally:
@@ -287,11 +289,11 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     environment that is not hand-authored (launch/target.py `trusted_origin`). The memory transport always
     shares the caller's process (and refuses "fork").
     """
-    fork = episode_process == "fork" or (episode_process == "auto" and not trusted_origin(target))
     if transport == "memory" and episode_process == "fork":
         raise UsageError("the memory transport runs every episode in this process; use pipe, http or stdio for "
                          "--episode-process fork")
-    server = resolve_target(target, scenarios)
+    server, trusted = resolve_launch(target, scenarios)
+    fork = episode_process == "fork" or (episode_process == "auto" and not trusted)
     check_requirements(server)
     extra = _server_args(call_timeout)
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,

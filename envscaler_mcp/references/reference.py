@@ -237,7 +237,7 @@ class ReferenceCache:
                                env_free: Sequence[FreeField], env_hash: str | None, convention: str) -> Reference:
         if self.store is None or not env_hash:
             return await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
-        path = self.store.path(env_hash, key[1:], env_free)
+        path = self.store.path(env_hash, key[1:], env_free, convention)
         stored: Reference | None = self.store.load(path, scenario, env_free)
         if stored is not None:
             self.loaded += 1

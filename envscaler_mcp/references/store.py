@@ -1,6 +1,8 @@
-"""Reference final states kept across runs, by content: the same environment code and the same scenario
-(initial state, reference solution, state-check options, free fields) give the same replays, so a run reuses
-an earlier run's instead of replaying twice per scenario.
+"""Reference final states kept across runs, by content: the same server (every file of its package but the
+bundled scenarios: the environment's code, the runtime, the tools' input schemas, the state's names, the default
+state), the same scenario (initial state, reference solution, state-check options, free fields) and the same
+success convention give the same replays, so a run reuses an earlier run's instead of replaying twice per
+scenario.
 
 Two files per reference under <user cache>/references/ (`_io.user_cache_dir`), named by the hash of
 everything the replays depend on, the package version included (it fixes the server runtime): `<name>.state`
@@ -22,6 +24,7 @@ from pydantic import ValidationError
 from envscaler_mcp import __version__
 from envscaler_mcp._io import atomic_write_bytes, atomic_write_json, read_json, user_cache_dir
 from envscaler_mcp._json import encode_json, parse_state
+from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.references.reference import Reference, scenario_free_fields
@@ -29,7 +32,10 @@ from envscaler_mcp.references.replay import ReplayCall
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
-FORMAT = 3  # 3: the calls whose results differ between replays (the observation check skips them)
+# 3: the calls whose results differ between replays (the observation check skips them); 4: named by every file
+# of the server's package (spec.json's input schemas and state names, the default state, not only its Python)
+# and by the success convention
+FORMAT = 4
 
 
 def _state_path(path: Path) -> Path:
@@ -42,10 +48,14 @@ class ReferenceStore:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder if folder is not None else user_cache_dir() / "references"
 
-    def path(self, env_hash: str, scenario_key: Any, env_free: Sequence[FreeField]) -> Path:
-        """The file of one reference."""
+    def path(self, env_hash: str, scenario_key: Any, env_free: Sequence[FreeField],
+             convention: str = DEFAULT_CONVENTION) -> Path:
+        """The file of one reference: named by the server's content (`env_hash`: launch/target.py
+        ServerDir.code_hash), the scenario's (`scenario_key`), the environment's free fields and the success
+        convention its calls' results are read under (a call one convention reads as failed stops the replay)."""
         free = [[f.path, f.reason] for f in env_free]
-        return self.folder / f"{canonical_hash([FORMAT, __version__, env_hash, scenario_key, free])}.json"
+        name = canonical_hash([FORMAT, __version__, env_hash, scenario_key, free, convention])
+        return self.folder / f"{name}.json"
 
     def load(self, path: Path, scenario: Scenario, env_free: Sequence[FreeField]) -> Reference | None:
         """The stored reference, or None (absent or unreadable: it is then replayed and written again)."""

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from envscaler_mcp.errors import RenderError
 from envscaler_mcp.render.engine import (
+    Fingerprint,
     build_files,
-    is_current,
+    fingerprint,
+    read_manifest,
     render_server,
-    scenarios_hash,
-    templates_hash,
+    verified_files,
     write_files,
 )
 from envscaler_mcp.render.naming import safe_env_id
@@ -40,19 +42,29 @@ def cache_root() -> Path:
     return base / "envscaler-mcp" / "servers"
 
 
-def cache_key(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> str:
-    """16 hex digits identifying (skeleton, scenarios, templates)."""
-    text = f"{skeleton.content_hash()}:{scenarios_hash(scenarios)}:{templates_hash()}"
+def cache_key(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expected: Fingerprint | None = None) -> str:
+    """16 hex digits identifying (skeleton, scenarios, templates); `expected`: their fingerprint, when known."""
+    hashes = expected or fingerprint(skeleton, scenarios)
+    text = f"{hashes.skeleton}:{hashes.scenarios}:{hashes.templates}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -> Path:
     """Path of a current rendering of `skeleton` + `scenarios`, rendering into the cache when needed. Each pass
     goes through `scenarios` in order, so a StoredScenarios is read one scenario at a time."""
-    out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios)}"
-    if is_current(out, skeleton, scenarios):
+    return rendered(skeleton, scenarios)[0]
+
+
+def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expected: Fingerprint | None = None
+             ) -> tuple[Path, dict[str, str]]:
+    """ensure_rendered, with the folder's files as checked (relative path -> sha256); `expected`: the
+    fingerprint of `skeleton` + `scenarios`, when already worked out."""
+    expected = expected or fingerprint(skeleton, scenarios)
+    out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios, expected=expected)}"
+    files = verified_files(out, expected)
+    if files is not None:
         mark_used(out)
-        return out
+        return out, files
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
     try:
@@ -60,13 +72,16 @@ def ensure_rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = ()) -
         try:
             staging.rename(out)  # atomic when nobody rendered it meanwhile
         except OSError:
-            if not is_current(out, skeleton, scenarios):  # a broken or stale leftover: replace it
+            if verified_files(out, expected) is None:  # a broken or stale leftover: replace it
                 render_server(skeleton, scenarios, out)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
     mark_used(out)
     prune_cache(keep=out)
-    return out
+    listed = (read_manifest(out) or {}).get("files")  # what was just written and checked by its writer
+    if not isinstance(listed, dict):  # pragma: no cover - removed under our feet since
+        raise RenderError(f"{out} has no manifest right after it was rendered")
+    return out, {str(rel): str(digest) for rel, digest in listed.items()}
 
 
 def mark_used(path: Path) -> None:

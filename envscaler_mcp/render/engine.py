@@ -7,6 +7,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +38,56 @@ def server_templates() -> Path:
     return templates_dir() / "server"
 
 
+def _hashed_files() -> list[Path]:
+    """The files templates_hash covers: every template file, then the renderer's own modules."""
+    root = server_templates()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return [*files, Path(__file__), Path(clients.__file__)]
+
+
+_templates_hashes: dict[tuple[tuple[str, int, int, int], ...], str] = {}
+
+
 def templates_hash() -> str:
     """sha256 over every template file and the renderer's own code (path + bytes), so an edit to either
-    makes rendered servers stale."""
+    makes rendered servers stale. Worked out once per process while none of those files changes: the value is
+    kept under each file's path, size, modification time and inode (os.stat), and a stat differing from the
+    one kept (an edit, a replaced file, a file added or removed) works it out again."""
+    files = _hashed_files()
+    stamp = tuple((str(p), *_stat(p)) for p in files)
+    known = _templates_hashes.get(stamp)
+    if known is not None:
+        return known
     root = server_templates()
     digest = hashlib.sha256(TEMPLATE_VERSION.encode())
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in files[:-2]:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for module in (Path(__file__), Path(clients.__file__)):
+    for module in files[-2:]:
         digest.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
-    return digest.hexdigest()
+    value = digest.hexdigest()
+    _templates_hashes.clear()
+    _templates_hashes[stamp] = value
+    return value
+
+
+def _stat(path: Path) -> tuple[int, int, int]:
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns, info.st_ino
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a rendering is made of, hashed: the skeleton, the scenarios and the templates (with the renderer's
+    code). Worked out once where one target is checked and maybe rendered (launch/target.py)."""
+
+    skeleton: str
+    scenarios: str
+    templates: str
+
+
+def fingerprint(skeleton: EnvSkeleton, scenarios: Iterable[Scenario]) -> Fingerprint:
+    """The Fingerprint of rendering `skeleton` with `scenarios`."""
+    return Fingerprint(skeleton.content_hash(), scenarios_hash(scenarios), templates_hash())
 
 
 def scenarios_hash(scenarios: Iterable[Scenario]) -> str:
@@ -250,25 +291,33 @@ def read_manifest(server_dir: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def is_current(server_dir: Path, skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> bool:
+def is_current(server_dir: Path, skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *,
+               expected: Fingerprint | None = None) -> bool:
     """True when `server_dir` was rendered from exactly this skeleton, these scenarios and these templates,
-    and none of its files was changed since."""
+    and none of its files was changed since (`expected`: their fingerprint, when already worked out)."""
+    return verified_files(server_dir, expected or fingerprint(skeleton, scenarios)) is not None
+
+
+def verified_files(server_dir: Path, expected: Fingerprint) -> dict[str, str] | None:
+    """The files of `server_dir` (relative path -> sha256, from its manifest) when it was rendered with the
+    `expected` fingerprint and every file listed is on disk with that digest (each read once, in chunks: a
+    server's scenarios file may be large); None otherwise."""
     manifest = read_manifest(server_dir)
     if not manifest:
-        return False
-    expected = {"skeleton_hash": skeleton.content_hash(), "scenarios_hash": scenarios_hash(scenarios),
-                "template_version": TEMPLATE_VERSION, "templates_hash": templates_hash(),
-                "mcp_requirement": MCP_REQUIREMENT}
-    if any(manifest.get(k) != v for k, v in expected.items()):
-        return False
+        return None
+    wanted = {"skeleton_hash": expected.skeleton, "scenarios_hash": expected.scenarios,
+              "template_version": TEMPLATE_VERSION, "templates_hash": expected.templates,
+              "mcp_requirement": MCP_REQUIREMENT}
+    if any(manifest.get(k) != v for k, v in wanted.items()):
+        return None
     files = manifest.get("files")
     if not isinstance(files, dict):
-        return False
+        return None
     for rel, digest in files.items():
         path = Path(server_dir) / rel
         if not path.is_file():
-            return False
-        with path.open("rb") as f:  # in chunks: a server's scenarios file may be large
+            return None
+        with path.open("rb") as f:
             if hashlib.file_digest(f, "sha256").hexdigest() != digest:
-                return False
-    return True
+                return None
+    return {str(rel): str(digest) for rel, digest in files.items()}

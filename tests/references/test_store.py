@@ -69,6 +69,21 @@ async def test_other_code_or_another_scenario_is_replayed(tmp_path: Path, counte
     assert len(list(tmp_path.glob("*.json"))) == 3
 
 
+async def test_another_success_convention_is_replayed(tmp_path: Path, counted: Any) -> None:
+    """The convention decides whether a call failed (and a failed call ends the replay): a reference replayed
+    under one is not read back under another."""
+    factory, opened = counted
+    store = ReferenceStore(tmp_path)
+    await _get(store, factory)
+    other = ReferenceCache(store=store)
+    await other.get(BOB, factory, env_key="mini_shop", env_hash="code-1", convention="no-error")
+    assert other.loaded == 0 and opened[0] == 4
+    again = ReferenceCache(store=store)
+    await again.get(BOB, factory, env_key="mini_shop", env_hash="code-1", convention="no-error")
+    assert again.loaded == 1 and opened[0] == 4
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
 async def test_a_failed_replay_is_not_kept(tmp_path: Path, counted: Any) -> None:
     factory, opened = counted
     store = ReferenceStore(tmp_path)

@@ -1,0 +1,107 @@
+"""What a launch works out per environment, once (render/engine.py templates_hash and Fingerprint,
+launch/target.py resolve_launch and ServerDir.code_hash): the same values, files read again only when they
+change, and a code hash that covers every file a replay depends on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.catalog import store
+from envscaler_mcp.catalog.paths import generated_servers_dir
+from envscaler_mcp.launch.target import resolve_launch, resolve_target, server_dir_info
+from envscaler_mcp.render import engine
+from envscaler_mcp.render.engine import fingerprint, render_server, verified_files
+from envscaler_mcp.skeleton.models import EnvSkeleton
+from tests.render.fixture_env import scenarios, skeleton
+
+
+def test_the_templates_hash_is_kept_while_no_file_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "server"
+    shutil.copytree(engine.server_templates(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    first = engine.templates_hash()
+    monkeypatch.setattr(engine, "server_templates", lambda: copy)
+    assert engine.templates_hash() == first  # the same files, copied: the same value
+    reads: list[Path] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    assert engine.templates_hash() == first and reads == []  # kept: nothing read
+    readme = copy / "README.md.j2"
+    original = readme.read_text(encoding="utf-8")
+    readme.write_text(original + "\n", encoding="utf-8")
+    edited = engine.templates_hash()
+    assert edited != first and readme in reads
+    readme.write_text(original, encoding="utf-8")  # back as it was (another modification time)
+    assert engine.templates_hash() == first
+    (copy / "runtime" / "extra.py").write_text("x = 1\n", encoding="utf-8")  # a file added
+    assert engine.templates_hash() not in (first, edited)
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    counts = {"loads": 0, "hashes": 0}
+    load, content_hash = store.load_skeleton, EnvSkeleton.content_hash
+
+    def counted_load(path: Path) -> EnvSkeleton:
+        counts["loads"] += 1
+        return load(path)
+
+    def counted_hash(self: EnvSkeleton) -> str:
+        counts["hashes"] += 1
+        return content_hash(self)
+
+    monkeypatch.setattr(store, "load_skeleton", counted_load)
+    monkeypatch.setattr(EnvSkeleton, "content_hash", counted_hash)
+    return counts
+
+
+def test_a_catalog_environment_is_read_and_hashed_once_per_launch(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path))
+    counts = _counting(monkeypatch)
+    server, trusted = resolve_launch("ecommerce_orders")  # the committed server, current
+    assert counts == {"loads": 1, "hashes": 1}
+    assert server.path == (generated_servers_dir() / "ecommerce_orders").resolve() and trusted
+    counts.update(loads=0, hashes=0)
+    cached, _ = resolve_launch("ecommerce_orders", [])  # without scenarios: rendered into the cache
+    assert counts == {"loads": 1, "hashes": 2}  # and once more for the manifest the render writes
+    assert cached.path.parent == tmp_path / "servers"
+    counts.update(loads=0, hashes=0)
+    again, _ = resolve_launch("ecommerce_orders", [])  # found in the cache, checked, not rendered again
+    assert again == cached and counts == {"loads": 1, "hashes": 1}
+    # the digests checked on the way are the files' own
+    assert again.code_hash() == server_dir_info(again.path).code_hash()
+    assert resolve_target("ecommerce_orders", []) == cached
+
+
+def _edit_json(path: Path, change: Any) -> None:
+    value = json.loads(path.read_text(encoding="utf-8"))
+    change(value)
+    path.write_text(json.dumps(value), encoding="utf-8")
+
+
+def test_the_code_hash_covers_every_file_a_replay_reads(tmp_path: Path) -> None:
+    out = render_server(skeleton(), scenarios(), tmp_path / "srv")
+    checked = server_dir_info(out, verified_files(out, fingerprint(skeleton(), scenarios())))
+    base = server_dir_info(out).code_hash()
+    assert checked.files is not None and checked.code_hash() == base
+    package = out / checked.package
+    (package / "data" / "scenarios.json").write_text("[]\n", encoding="utf-8")  # a replay opens its own state
+    assert server_dir_info(out).code_hash() == base
+    (package / "__pycache__").mkdir(exist_ok=True)
+    (package / "__pycache__" / "x.pyc").write_bytes(b"compiled")
+    assert server_dir_info(out).code_hash() == base
+
+    def stricter(spec: dict[str, Any]) -> None:  # a tool's input schema: a call it refuses fails the replay
+        spec["tools"][0]["input_schema"]["additionalProperties"] = False
+
+    _edit_json(package / "spec.json", stricter)
+    after_spec = server_dir_info(out).code_hash()
+    assert after_spec != base
+    _edit_json(package / "data" / "default_state.json", lambda state: state.update(extra={}))
+    assert server_dir_info(out).code_hash() not in (base, after_spec)
+    (package / "environment.py").write_text("# edited\n", encoding="utf-8")
+    assert server_dir_info(out).code_hash() not in (base, after_spec)
