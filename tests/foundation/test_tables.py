@@ -70,3 +70,27 @@ def test_cells_are_text_not_markup() -> None:
     table = fit_table([Col("id", "id"), Col("note", "text")], [["sc-[bold]1", "pip install 'x[ray]'"]], 80)
     output = render(table, 80)
     assert "sc-[bold]1" in output and "x[ray]" in output
+
+
+def test_the_widest_rows_measure_as_the_whole_table() -> None:
+    """fit_table measures only the rows that decide each column's width (_tables._widest_rows): the narrowest
+    layout of those rows is the whole table's, whatever the cells (long ids, prose with long words, several
+    lines, wide characters, empty cells), so the same columns are left out as when every row was measured."""
+    import random
+
+    from envscaler_mcp._tables import _build, _narrowest, _widest_rows
+
+    rng = random.Random(7)
+    pieces = ["a", "id_" * 3, "a b c d e f g h i j k l m n o p", "supercalifragilistic", "line\nbreak here",
+              "日本語", "", "12.5%", "x" * 25, "two  spaces", "abcdefghijklm"]
+    columns = [Col("environment", "id"), Col("prose", "text", drop=2), Col("n", justify="right"),
+               Col("wide", "text", drop=1), Col("value", drop=3)]
+    for _ in range(200):
+        rows = [[" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 3))) for _ in columns]
+                for _ in range(rng.randint(1, 60))]
+        sample = [rows[n] for n in _widest_rows(rows)]
+        assert len(sample) <= 2 * len(columns)
+        shown = sorted(rng.sample(range(len(columns)), rng.randint(1, len(columns))))
+        whole = _narrowest(_build(columns, rows, shown, "t", [None] * len(rows), measuring=True))
+        part = _narrowest(_build(columns, sample, shown, "t", [None] * len(sample), measuring=True))
+        assert part == whole
