@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from envscaler_mcp.launch import Transport, launch_server
 from envscaler_mcp.qa.gate import GateReport, WrongSolution, check_scenario
 from envscaler_mcp.references.reference import ReferenceCache
 from envscaler_mcp.references.replay import EpisodeFactory
+from envscaler_mcp.references.store import ReferenceStore
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton, FreeField
@@ -75,6 +76,7 @@ class Target:
     key: str
     free: list[FreeField]
     convention: str
+    code: str | None = None  # its launched server's content hash (ServerDir.code_hash): the reference store's key
 
 
 def target_of(target: Any) -> Target:
@@ -94,7 +96,7 @@ async def judge(item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox, 
     report = await check_scenario(sc, factory, sandbox, require_reference=require_reference, mutation=mutation,
                                   wrong_solutions=wrong_solutions(sc) if wrong_solutions else (),
                                   free_fields=target.free, references=references, env_key=target.key,
-                                  convention=target.convention)
+                                  env_hash=target.code, convention=target.convention)
     references.forget(sc, target.key)
     report.final_state = None
     return report
@@ -145,7 +147,9 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
     limiter = anyio.Semaphore(max(1, settings.concurrency))
     budget = LineBudget(in_flight_bytes)
     server_slots = anyio.Semaphore(max(1, settings.servers))
-    references = ReferenceCache()
+    # Every reference is replayed (that is a check of the gate) and kept in the store, where a later eval of the
+    # same server and scenario reads it instead of replaying it again (references/store.py).
+    references = ReferenceCache(store=ReferenceStore(), reuse=False)
     fatal: list[BaseException] = []
 
     async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
@@ -159,8 +163,9 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
             on_report(report)
 
     async def gate_all(factory: EpisodeFactory, numbered: list[tuple[tuple[int, int], Item]],
-                       sandbox: ValidatorSandbox, target: Any) -> None:
-        gating = target_of(target)
+                       sandbox: ValidatorSandbox, target: Any, server: Any = None) -> None:
+        server_dir = getattr(server, "server_dir", None)
+        gating = replace(target_of(target), code=server_dir.code_hash() if server_dir is not None else None)
         async with anyio.create_task_group() as tg:
             for key, item in numbered:
                 tg.start_soon(gate_one, key, item, factory, sandbox, gating)
@@ -178,7 +183,7 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
                 # render them in cost more CPU than its scenarios' checks (and a large catalog's
                 # initial states would be parsed and held by the server for nothing).
                 async with launch_server(target, transport=settings.transport, scenarios=()) as server:
-                    await gate_all(server.episode, numbered, sandbox, target)
+                    await gate_all(server.episode, numbered, sandbox, target, server)
             except Exception as exc:  # the server did not start (or died): record it against every scenario left
                 while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
                     exc = exc.exceptions[0]

@@ -144,13 +144,14 @@ async def _results_at_turns(scenario: Scenario, reference: Reference | None, san
 async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox, *,
                          require_reference: bool = True, mutation: bool = False,
                          wrong_solutions: Sequence[WrongSolution] = (), free_fields: Sequence[FreeField] = (),
-                         references: ReferenceCache | None = None, env_key: str = "",
+                         references: ReferenceCache | None = None, env_key: str = "", env_hash: str | None = None,
                          validators_only: bool = False, convention: str = DEFAULT_CONVENTION) -> GateReport:
     """Run the QA gate on one scenario (see the module docstring); never raises for a bad scenario.
 
     `wrong_solutions` are checked after the scenario's own ones (step 5, present only when there are any).
     `free_fields` are the environment's (skeleton.free_fields); `references` caches the reference replays
-    (shared with a run, keyed by `env_key`).
+    (shared with a run, keyed by `env_key`; with `env_hash`, the server's content hash, kept in the cache's
+    store for later runs).
     `validators_only` asks the mutation test for validators that guard every field the solution changes by
     themselves (the scenario generator's bar for its checklists): no collateral or wrong-solution probes, and
     unguarded fields warn instead of failing.
@@ -189,7 +190,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         report.state_check = "the scenario has no reference solution"
     else:
         reference = await (references if references is not None else ReferenceCache()).get(
-            scenario, episode_factory, free_fields, env_key=env_key, convention=convention)
+            scenario, episode_factory, free_fields, env_key=env_key, env_hash=env_hash, convention=convention)
         report.replay, report.final_state, replay_reasons = reference.calls, reference.final_state, list(
             reference.replay_reasons)
         report.state_check = reference.reason

@@ -200,11 +200,14 @@ class ReferenceCache:
     """References by scenario, computed once each (concurrent requests for one scenario wait for the first).
 
     With a `store` (references.store) references also outlive the run: one asked for with the environment's
-    content hash is read from the store when an earlier run kept it, and kept there once replayed."""
+    content hash is read from the store when an earlier run kept it, and kept there once replayed. With
+    `reuse=False` (the QA gate: replaying the reference solution is one of its checks) every reference is
+    replayed, and then kept for the runs that follow."""
 
-    def __init__(self, replays: int = _REPLAYS, store: Any = None) -> None:
+    def __init__(self, replays: int = _REPLAYS, store: Any = None, *, reuse: bool = True) -> None:
         self.replays = replays
         self.store = store
+        self.reuse = reuse
         self.loaded = 0  # how many came from the store
         self.code_hashes: dict[Any, str] = {}  # servers' code hashes, worked out once per run
         self._done: dict[tuple[str, str, str], Reference] = {}
@@ -238,7 +241,7 @@ class ReferenceCache:
         if self.store is None or not env_hash:
             return await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
         path = self.store.path(env_hash, key[1:], env_free, convention)
-        stored: Reference | None = self.store.load(path, scenario, env_free)
+        stored: Reference | None = self.store.load(path, scenario, env_free) if self.reuse else None
         if stored is not None:
             self.loaded += 1
             return stored
