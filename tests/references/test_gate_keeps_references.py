@@ -15,11 +15,7 @@ from envscaler_mcp.catalog.store import scenarios_for
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, build_plan
 from envscaler_mcp.harness.run import open_source, run_eval
 from envscaler_mcp.harness.seats import Seat
-from envscaler_mcp.launch import launch_server
 from envscaler_mcp.qa.batch import GateSettings, check_groups
-from envscaler_mcp.references.reference import ReferenceCache
-from envscaler_mcp.references.store import ReferenceStore
-from tests.harness.shop import BOB, SCENARIOS, SKELETON
 
 pytestmark = pytest.mark.anyio
 
@@ -54,23 +50,3 @@ async def test_an_eval_after_the_gate_replays_no_reference(tmp_path: Path, monke
     assert len(opened) == len(scenarios)  # the episodes only: every reference was read from the store
     results = run.read_results()
     assert len(results) == len(scenarios) and all(r.success for r in results)
-
-
-async def test_a_cache_that_does_not_reuse_replays_and_keeps(tmp_path: Path) -> None:
-    opened = [0]
-    async with launch_server(SKELETON, transport="memory", scenarios=SCENARIOS) as server:
-        @asynccontextmanager
-        async def factory(state: Any) -> AsyncIterator[Any]:
-            opened[0] += 1
-            async with server.episode(state) as ep:
-                yield ep
-
-        store = ReferenceStore(tmp_path)
-        for n in (1, 2):  # the gate twice: replayed each time, kept once under its one name
-            gate = ReferenceCache(store=store, reuse=False)
-            await gate.get(BOB, factory, env_key="mini_shop", env_hash="code-1")
-            assert gate.loaded == 0 and opened[0] == 2 * n
-        assert len(list(tmp_path.glob("*.json"))) == 1
-        later = ReferenceCache(store=store)
-        await later.get(BOB, factory, env_key="mini_shop", env_hash="code-1")
-        assert later.loaded == 1 and opened[0] == 4

@@ -84,6 +84,20 @@ async def test_another_success_convention_is_replayed(tmp_path: Path, counted: A
     assert len(list(tmp_path.glob("*.json"))) == 2
 
 
+async def test_a_cache_that_does_not_reuse_replays_and_keeps(tmp_path: Path, counted: Any) -> None:
+    """The gate's cache (reuse=False): replayed every time, kept once under its one name, read by a later run."""
+    factory, opened = counted
+    store = ReferenceStore(tmp_path)
+    for n in (1, 2):
+        gate = ReferenceCache(store=store, reuse=False)
+        await gate.get(BOB, factory, env_key="mini_shop", env_hash="code-1")
+        assert gate.loaded == 0 and opened[0] == 2 * n
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    later = ReferenceCache(store=store)
+    await later.get(BOB, factory, env_key="mini_shop", env_hash="code-1")
+    assert later.loaded == 1 and opened[0] == 4
+
+
 async def test_a_failed_replay_is_not_kept(tmp_path: Path, counted: Any) -> None:
     factory, opened = counted
     store = ReferenceStore(tmp_path)
