@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, read_result
-from envscaler_mcp.launch.episodes import Episode
+from envscaler_mcp.launch.episodes import ClientEpisode, Episode
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 EpisodeFactory = Callable[[State], AbstractAsyncContextManager[Episode]]
@@ -63,7 +63,9 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                     return made, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
                 if snapshots is not None and n in checkpoints:
                     snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == n))
-            return made, await episode.get_state(), []
+            # the last read closes the episode in the same request where the server can (ClientEpisode)
+            final = episode.final_state() if isinstance(episode, ClientEpisode) else episode.get_state()
+            return made, await final, []
     except Exception as exc:
         return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
 
