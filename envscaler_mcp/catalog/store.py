@@ -51,16 +51,21 @@ def list_env_ids(root: Path | None = None) -> list[str]:
 
 def get_skeleton(env_id: str, root: Path | None = None) -> EnvSkeleton:
     """Load a catalog environment by id, or a skeleton file/folder path."""
+    return load_skeleton(skeleton_path(env_id, root))
+
+
+def skeleton_path(env_id: str, root: Path | None = None) -> Path:
+    """The skeleton file or folder `get_skeleton` reads for `env_id`; UsageError naming the known ids when none."""
     candidate = Path(env_id)
     if candidate.suffix == ".json" or (candidate.is_dir() and (candidate / SKELETON_FILE).is_file()):
-        return load_skeleton(candidate)
+        return candidate
     root = root or environments_dir()
     folder = root / env_id
     if not (folder / SKELETON_FILE).is_file():
         known = ", ".join(list_env_ids(root)) or "(none)"
         raise UsageError(f"unknown environment '{env_id}'. Known environments: {known}. "
                          "Run `envscaler-mcp list` to see them, or pass a path to a skeleton.json.")
-    return load_skeleton(folder)
+    return folder
 
 
 def load_scenarios(path: Path) -> list[Scenario]:

@@ -14,9 +14,9 @@ from pydantic import BaseModel, Field, field_serializer
 
 from envscaler_mcp import __version__
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
+from envscaler_mcp.catalog.hashed import hashed_skeleton
 from envscaler_mcp.catalog.store import (
     ScenarioLine,
-    get_skeleton,
     list_env_ids,
     load_scenario_line,
     scenario_headers,
@@ -276,10 +276,10 @@ def _env_info(name: str, config: RunConfig, strict: bool
     """(env id, what the agent is told, environment hash, free fields, success convention); external servers
     may have no skeleton (their calls are read by the generic convention, error-field)."""
     try:
-        skeleton = get_skeleton(name)
+        skeleton, content_hash = hashed_skeleton(name)
     except UsageError:
         if strict:
             raise
         return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url), [], "error-field"
     info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
-    return skeleton.id, info, skeleton.content_hash(), list(skeleton.free_fields), skeleton.success_convention
+    return skeleton.id, info, content_hash, list(skeleton.free_fields), skeleton.success_convention

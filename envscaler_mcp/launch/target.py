@@ -12,7 +12,13 @@ from typing import Any
 from envscaler_mcp.catalog.paths import generated_servers_dir
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.render.cache import rendered
-from envscaler_mcp.render.engine import fingerprint, read_manifest, verified_files
+from envscaler_mcp.render.engine import (
+    Fingerprint,
+    read_manifest,
+    scenarios_hash,
+    templates_hash,
+    verified_files,
+)
 from envscaler_mcp.render.naming import safe_env_id
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -100,14 +106,15 @@ def resolve_launch(target: Target, scenarios: Sequence[Scenario] | None = None) 
     path = Path(target)
     if _is_server_folder(path):
         return server_dir_info(path), False
-    from envscaler_mcp.catalog.store import StoredScenarios, get_skeleton, scenarios_path
+    from envscaler_mcp.catalog.hashed import hashed_skeleton
+    from envscaler_mcp.catalog.store import StoredScenarios, scenarios_path
 
-    skeleton = get_skeleton(str(target))
+    skeleton, skeleton_hash = hashed_skeleton(str(target))  # the hash kept from planning the run, when it was
     trusted = skeleton.provenance.source == "hand-authored"
     # the catalog's scenarios, each read from its line when the render's hash or writer reaches it: holding them
     # all (a 148 MB file of 1.3 MB states) made the gate's process peak at 2.8 GB
     scenario_list = scenarios if scenarios is not None else StoredScenarios(scenarios_path(str(target), skeleton.id))
-    expected = fingerprint(skeleton, scenario_list)
+    expected = Fingerprint(skeleton_hash, scenarios_hash(scenario_list), templates_hash())
     bundled = generated_servers_dir() / safe_env_id(skeleton.id)
     files = verified_files(bundled, expected)
     if files is not None:

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from envscaler_mcp.catalog import store
+from envscaler_mcp.catalog import hashed
 from envscaler_mcp.catalog.paths import generated_servers_dir
+from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.launch.target import resolve_launch, resolve_target, server_dir_info
 from envscaler_mcp.render import engine
 from envscaler_mcp.render.engine import fingerprint, render_server, verified_files
@@ -43,18 +44,19 @@ def test_the_templates_hash_is_kept_while_no_file_changes(tmp_path: Path, monkey
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counts = {"loads": 0, "hashes": 0}
-    load, content_hash = store.load_skeleton, EnvSkeleton.content_hash
+    validate, content_hash = EnvSkeleton.model_validate, EnvSkeleton.content_hash
 
-    def counted_load(path: Path) -> EnvSkeleton:
+    def counted_validate(data: Any, **kw: Any) -> EnvSkeleton:
         counts["loads"] += 1
-        return load(path)
+        return validate(data, **kw)
 
     def counted_hash(self: EnvSkeleton) -> str:
         counts["hashes"] += 1
         return content_hash(self)
 
-    monkeypatch.setattr(store, "load_skeleton", counted_load)
+    monkeypatch.setattr(EnvSkeleton, "model_validate", counted_validate)
     monkeypatch.setattr(EnvSkeleton, "content_hash", counted_hash)
+    monkeypatch.setattr(hashed, "_hashes", {})  # none kept from other tests
     return counts
 
 
@@ -67,14 +69,31 @@ def test_a_catalog_environment_is_read_and_hashed_once_per_launch(tmp_path: Path
     assert server.path == (generated_servers_dir() / "ecommerce_orders").resolve() and trusted
     counts.update(loads=0, hashes=0)
     cached, _ = resolve_launch("ecommerce_orders", [])  # without scenarios: rendered into the cache
-    assert counts == {"loads": 1, "hashes": 2}  # and once more for the manifest the render writes
+    assert counts == {"loads": 1, "hashes": 1}  # the skeleton's hash was kept; the render's manifest hashes it
     assert cached.path.parent == tmp_path / "servers"
     counts.update(loads=0, hashes=0)
     again, _ = resolve_launch("ecommerce_orders", [])  # found in the cache, checked, not rendered again
-    assert again == cached and counts == {"loads": 1, "hashes": 1}
+    assert again == cached and counts == {"loads": 1, "hashes": 0}
     # the digests checked on the way are the files' own
     assert again.code_hash() == server_dir_info(again.path).code_hash()
     assert resolve_target("ecommerce_orders", []) == cached
+
+
+def test_a_kept_skeleton_hash_is_the_file_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hashed, "_hashes", {})
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    first = skeleton()
+    (folder / "skeleton.json").write_text(json.dumps(first.model_dump(mode="json")), encoding="utf-8")
+    got, digest = hashed.hashed_skeleton(str(folder))
+    assert got == first and digest == first.content_hash()
+    changed = first.model_copy(update={"summary": first.summary + " (changed)"})
+    (folder / "skeleton.json").write_text(json.dumps(changed.model_dump(mode="json")), encoding="utf-8")
+    got, digest = hashed.hashed_skeleton(str(folder))
+    assert got == changed and digest == changed.content_hash() != first.content_hash()
+    (folder / "skeleton.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputFileError, match="not valid JSON"):
+        hashed.hashed_skeleton(str(folder))
 
 
 def _edit_json(path: Path, change: Any) -> None:
