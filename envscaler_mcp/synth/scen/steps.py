@@ -13,10 +13,11 @@ from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
+from envscaler_mcp.qa.grounding import keyed_collections
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.skeleton.schema import state_schema
-from envscaler_mcp.synth._common_fit import context_window
+from envscaler_mcp.synth._common_fit import context_window, estimate_text
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.excerpt import (
@@ -144,11 +145,26 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
     def accept(text: str) -> dict[str, Any]:
         return accept_initial_state(skeleton, text)
 
+    answer = ANSWER_TOKENS["states"]
     context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
-               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)]}
+               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)],
+               "records": records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator)
+                                             else None)}
     return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
                      settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton),
                      ladder=state_step_ladder(skeleton))
+
+
+def records_per_entity(example: State, answer_tokens: int | None) -> str:
+    """How many records per entity the state step asks for: 4-8, or fewer where the answer room is known and
+    that many records of every collection (at the example state's record sizes) would not fit in 80 % of it:
+    clinic_appointments' first state answer (7 collections) stopped at its 4,096 tokens after 31 minutes."""
+    sizes = [sum(estimate_text(json.dumps({key: record}, indent=1)) for key, record in example[name].items())
+             / len(example[name]) for name in keyed_collections(example)]
+    if answer_tokens is None or not sizes:
+        return "4-8"
+    most = max(2, min(8, int(0.8 * answer_tokens / sum(sizes))))
+    return "4-8" if most == 8 else f"{min(4, most // 2 + 1) if most > 2 else 1}-{most}"
 
 
 def state_step_ladder(skeleton: EnvSkeleton) -> list[dict[str, str]]:

@@ -175,3 +175,20 @@ async def test_a_task_that_never_names_a_record_is_dropped_at_the_task_step() ->
         await builder(provider).build(STATE, UsageMeter())
     assert dropped.value.step == "task" and "names no record" in dropped.value.reason
     assert len(provider.requests) == 1 + REPAIR_ROUNDS  # no checklist, validators or plan asked for
+
+
+async def first_state_prompt(env_id: str, window: int | None) -> str:
+    provider = MockProvider([], context_tokens=window)
+    with pytest.raises(ProviderError):
+        await gen_state(StepContext(skeleton=get_skeleton(env_id), generator=provider, solver=provider), 0, 1,
+                        UsageMeter())
+    return provider.requests[0][0][0].content
+
+
+async def test_the_state_step_asks_for_as_many_records_as_its_answer_room_holds() -> None:
+    """clinic_appointments' first state answer (7 collections, asked for 4-8 records each) stopped at 4,096."""
+    assert "several records per entity (3-4)," in await first_state_prompt("clinic_appointments", 8192)
+    assert "several records per entity (4-8)," in await first_state_prompt("clinic_appointments", None)
+    example = get_skeleton("clinic_appointments").default_state or {}
+    most = {name: dict(list(records.items())[:4]) for name, records in example.items() if isinstance(records, dict)}
+    assert sum(estimate_text(json.dumps(r, indent=1)) for r in most.values()) <= 4096  # 4 of each fit the answer
