@@ -159,8 +159,9 @@ def records_per_entity(example: State, answer_tokens: int | None) -> str:
     """How many records per entity the state step asks for: 4-8, or fewer where the answer room is known and
     that many records of every collection (at the example state's record sizes) would not fit in 80 % of it:
     clinic_appointments' first state answer (7 collections) stopped at its 4,096 tokens after 31 minutes."""
-    sizes = [sum(estimate_text(json.dumps({key: record}, indent=1)) for key, record in example[name].items())
-             / len(example[name]) for name in keyed_collections(example)]
+    collections = [records for name in keyed_collections(example) if isinstance(records := example[name], dict)]
+    sizes = [sum(estimate_text(json.dumps({key: record}, indent=1)) for key, record in records.items()) / len(records)
+             for records in collections]
     if answer_tokens is None or not sizes:
         return "4-8"
     most = max(2, min(8, int(0.8 * answer_tokens / sum(sizes))))
