@@ -350,3 +350,18 @@ async def test_a_keep_item_false_on_the_initial_state_is_re_marked_change(run: A
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert [c.claims_change for c in sc.checklist] == [True, True, True, False] and router.calls["validators"] == 2
     assert any(n.startswith("checklist items c1 re-marked [change]") for n in sc.provenance.notes)
+
+
+async def test_the_embedded_models_wasted_answers_still_lead_to_a_kept_scenario(run: Any) -> None:
+    """ecommerce_orders' item on the 1.5B: a task naming nothing, a checklist of tools, and validators one section
+    per answer. The task is rewritten before anything else is asked for it, the checklist asked again, and every
+    validator kept: the scenario is kept and passes the gate."""
+    _, router, out = await run("mini_shop", "stops_early")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "O-2001" in sc.task and [c.id for c in sc.checklist] == ["c1", "c2", "c3", "c4"]
+    assert dropped(out, "mini_shop") == []
+    assert [s for s, _ in router.prompts] == ["states", "task", "task", "checklist", "checklist", "validators",
+                                              "validators", "validators", "solution"]
+    validators = [p for s, p in router.prompts if s == "validators"]
+    assert "- c1 [change]" not in validators[1] and "The validators of c1 are written already" in validators[1]
+    assert "The validators of c1, c2 are written already" in validators[2]
