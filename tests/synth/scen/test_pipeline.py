@@ -335,10 +335,12 @@ async def test_an_item_marked_change_whose_validator_holds_throughout_is_re_mark
 
 
 async def test_a_task_that_names_no_record_is_rewritten(run: Any) -> None:
-    """The plan and validators of the first task pick orders the task never names: the task is asked again."""
+    """The first task names no order (its plan and validators could only guess one): the task is asked again
+    before anything else is asked for it."""
     _, router, out = await run("mini_shop", "unnamed")
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert "O-2001" in sc.task and router.calls["task"] == 2
+    assert [s for s, _ in router.prompts][:3] == ["states", "task", "task"]
     repair = [t for s, t in router.prompts if s == "task"][1]
     assert "the task names no record of the initial state" in repair and "the task that failed: Hi, I ordered" in repair
 
