@@ -35,7 +35,7 @@ from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
-from envscaler_mcp.launch.loopback_http import LoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
@@ -98,7 +98,7 @@ class HttpServer(LaunchedServer):
         # applies). It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
         self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                            timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
-                                           transport=LoopbackTransport(max_connections=MCP_CONNECTIONS))
+                                           transport=McpLoopbackTransport(max_connections=MCP_CONNECTIONS))
 
     @asynccontextmanager
     async def connect_shared(self) -> AsyncIterator[None]:
@@ -185,7 +185,7 @@ class HttpServer(LaunchedServer):
                 yield ClientEpisode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
-            if not closed:
+            if not closed and not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)
                 with anyio.CancelScope(shield=True):
                     try:
                         await self.admin.delete(f"/admin/episodes/{episode_id}")
