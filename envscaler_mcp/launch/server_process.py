@@ -29,19 +29,23 @@ _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
 class ServerLimits:
     """Hard limits of one server process (isolation/limits.py, where the defaults are explained; 0 leaves one
     unset), and whether each of its episodes runs in a process of its own (`fork_episodes`: the generated
-    runtime's forked.py; the OS layers then let the server fork, and only for that)."""
+    runtime's forked.py; the OS layers then let the server fork, and only for that). `answer_grace_s`: with
+    forked episodes, how long beyond twice the call timeout the server waits for an episode's process before
+    it gives up on it and the process ends (the runtime's default, 30 s, unless set)."""
 
     memory_mb: int = MEMORY_MB
     cpu_s: int = CPU_S
     threads: int = THREADS
     fork_episodes: bool = False
+    answer_grace_s: float | None = None
 
     def args(self) -> list[str]:
         return ["--memory-mb", str(self.memory_mb), "--cpu-s", str(self.cpu_s), "--threads", str(self.threads),
                 *(["--forks"] if self.fork_episodes else [])]
 
     def server_args(self) -> list[str]:
-        return ["--episode-process", "fork" if self.fork_episodes else "shared"]
+        grace = [] if self.answer_grace_s is None else ["--answer-grace", str(self.answer_grace_s)]
+        return ["--episode-process", "fork" if self.fork_episodes else "shared", *grace]
 
 
 DEFAULT_LIMITS = ServerLimits()
