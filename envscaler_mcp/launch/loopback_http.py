@@ -9,11 +9,12 @@ list, each request sent in one write, the response parsed by `h11` (the HTTP/1.1
 and the server's uvicorn use), the body read whole. An idle connection is checked alone, without blocking,
 just before it is used: readable means the server closed it while idle (its keep-alive is 300 s, or it ended),
 and it is dropped for another or a new one. Once a request's bytes are written it is never sent again: a
-server may have read and run it (a tool call that changed the state) and then closed the connection
-without an answer (environment code closing the socket, a crash mid-request), and sending it again would
-run it twice. Such a failure reaches the caller as an error. Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`,
-`RemoteProtocolError`), so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the
-whole exchange (httpx's bounds each read), and a request waits for a free connection without a limit.
+server may have read and run it (a tool call that changed the state) and then closed the connection without an
+answer (environment code closing the socket, a crash mid-request), and sending it again would run it twice.
+Such a failure reaches the caller as an error (`McpLoopbackTransport`, the MCP client's, turns it into a
+JSON-RPC error answer). Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`, `RemoteProtocolError`),
+so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the whole exchange (httpx's
+bounds each read), and a request waits for a free connection without a limit.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ class _Connection:
         self.h11 = h11.Connection(our_role=h11.CLIENT)
 
     def closed_while_idle(self) -> bool:
-        """Whether the server closed this idle connection (or sent on it, which an idle HTTP/1.1 connection never
-        gets): its socket is readable (end of stream, a reset) or already closed. One poll, never blocking."""
+        """Whether the server closed this idle connection: its socket is readable (end of stream, a reset) or
+        already closed. One poll, never blocking. (Bytes a server sent on an idle connection without closing it,
+        which HTTP/1.1 does not allow, may already sit in the event loop's buffer, unseen here.)"""
         fd = self.socket.fileno()  # -1 once the event loop closed it; never a number another socket reused
         return fd < 0 or bool(select.select((fd,), (), (), 0)[0])
 
