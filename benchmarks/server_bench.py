@@ -190,7 +190,7 @@ def pick_calls(spec: dict[str, Any], scenarios: list[dict[str, Any]]) -> tuple[t
 def start_cpu(server: ServerDir, isolation: bool) -> float:
     """CPU seconds of one confined server process (and the parent that waits for it) listing its scenarios."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    command = server_command(server, Path(os.devnull), isolation, ["--list-scenarios"])
+    command = server_command(server, Path(os.devnull), isolation, ["--list-scenarios"]).argv
     subprocess.run(command, env=server_env(server), cwd=server.path, stdout=subprocess.DEVNULL, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

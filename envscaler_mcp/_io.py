@@ -75,8 +75,10 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """atomic_write_text for bytes (not journaled: for caches, never for a stage's output)."""
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """atomic_write_text for bytes (not journaled: for caches, never for a stage's output). `durable=False` skips
+    the fsync, for files that need only never be read half-written and die with their run (9 ms of a 1.3 MB
+    file's 10 on an ext4 disk)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = file_mode(path)
@@ -88,8 +90,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -19,27 +19,32 @@ IN_FLIGHT_BYTES = 2 << 20
 
 
 class LineBudget:
-    """Bytes of scenario lines in flight, at most `max_bytes` of them unless a single one is larger."""
+    """Bytes of scenario lines in flight, at most `max_bytes` of them unless a single one is larger.
+
+    Used from one event loop: the bytes are counted without a lock (nothing awaits between the test and the
+    count), so a scenario that fits starts without a trip through the loop; one that does not waits until some
+    bytes are given back, then tests again."""
 
     def __init__(self, max_bytes: int = IN_FLIGHT_BYTES) -> None:
         self.max_bytes = max_bytes
         self.held = 0
         self.most = 0  # the most bytes held at once
-        self._changed = anyio.Condition()
+        self._released: anyio.Event | None = None  # set when bytes are given back (made when someone waits)
 
     @asynccontextmanager
     async def hold(self, size: int) -> AsyncIterator[None]:
         """Wait until `size` more bytes fit (or nothing is in flight), hold them for the block."""
         size = max(0, size)
-        async with self._changed:
-            while self.held and self.held + size > self.max_bytes:
-                await self._changed.wait()
-            self.held += size
-            self.most = max(self.most, self.held)
+        while self.held and self.held + size > self.max_bytes:
+            if self._released is None:
+                self._released = anyio.Event()
+            await self._released.wait()
+        self.held += size
+        self.most = max(self.most, self.held)
         try:
             yield
         finally:
-            with anyio.CancelScope(shield=True):
-                async with self._changed:
-                    self.held -= size
-                    self._changed.notify_all()
+            self.held -= size
+            released, self._released = self._released, None
+            if released is not None:
+                released.set()

@@ -10,7 +10,6 @@ from envscaler_mcp._choices import ObservationMode
 from envscaler_mcp.references.reference import Reference
 from envscaler_mcp.references.replay import turn_ends
 from envscaler_mcp.transcript.observation import ObservationTurn, ObservationVerdict, check_observation
-from envscaler_mcp.transcript.record import call_record
 
 
 def read_only_tools(tools: Iterable[Any]) -> set[str] | None:
@@ -44,7 +43,7 @@ def observation_verdict(mode: ObservationMode, reference: Reference | None, tran
                                       "checks every reference result")
         if not any(c.tool in read_only for c in reference.calls):
             return ObservationVerdict(reason="the reference solution makes no read-only call")
-    records = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in reference.calls]
+    records = reference.call_records()
     agent = list(transcript.get("calls", []))
     ends = turn_ends(reference.scenario)
     if not ends:

@@ -30,18 +30,22 @@ def repeated_refusal(messages: Sequence[Message], times: int = REPEATED_REFUSALS
     """The model_error text when the last `times` agent steps are the same calls, each answered by errors
     only, else None. A user message, an answer or any other call in between breaks the run. (Results are
     read from the tool messages that follow each step: some providers number their calls per step.)"""
-    steps: list[tuple[Message, list[Message]]] = []
-    for m in messages:
-        if m.role == "assistant" and m.tool_calls:
-            steps.append((m, []))
-        elif m.role == "tool" and steps:
-            steps[-1][1].append(m)
+    tail: list[tuple[Message, list[Message]]] = []  # the last `times` steps, read from the end back
+    results: list[Message] = []
+    for m in reversed(messages):
+        if m.role == "tool":
+            results.append(m)
+        elif m.role == "assistant" and m.tool_calls:
+            tail.insert(0, (m, results[::-1]))
+            results = []
+            if len(tail) == times:
+                break
         else:
-            steps = []
-    tail = steps[-times:]
+            break
+    if len(tail) < times or not all(results and all(r.is_error for r in results) for _, results in tail):
+        return None  # (checked first: most steps get a result that is no error, and their keys cost JSON)
     keys = {_step_key(m) for m, _ in tail}
-    if (len(tail) < times or len(keys) != 1 or None in keys
-            or not all(results and all(r.is_error for r in results) for _, results in tail)):
+    if len(keys) != 1 or None in keys:
         return None
     names = ", ".join(dict.fromkeys(c.name for c in tail[0][0].tool_calls))
     return (f"repeated_refused_call: the model made the same refused call ({names}) {times} times in a row "

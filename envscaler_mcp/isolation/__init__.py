@@ -11,3 +11,16 @@ Used by the validator sandbox (scoring/) and by launched environment servers (la
 `report` uses the standard library only (plus `pyseccomp` for seccomp), so a freshly started sandboxed
 process imports it before anything else.
 """
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+CONFINE_SERVER = "envscaler_mcp.isolation.confine_server"
+
+
+def confined_command(args: Sequence[str]) -> list[str]:
+    """argv of a fresh Python running `confine_server` with `args`; `-s -P` keep the user's site folder and the
+    working directory (an untrusted server folder) off the module search path."""
+    return [sys.executable, "-s", "-P", "-m", CONFINE_SERVER, *args]

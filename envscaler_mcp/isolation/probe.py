@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from envscaler_mcp.isolation import confined_command
 from envscaler_mcp.isolation.report import IsolationReport, Layer, from_layers
 
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
@@ -23,8 +23,7 @@ def server_layers(timeout_s: float = 60.0) -> IsolationReport:
     then runs an empty module (`keyword`). Every layer is off when the probe could not run."""
     with tempfile.TemporaryDirectory(prefix="envscaler-layers-") as tmp:
         path = Path(tmp) / "layers.json"
-        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--report", str(path),
-                   "--", "-m", "keyword"]
+        command = confined_command(["--report", str(path), "--", "-m", "keyword"])
         env = {"PATH": os.defpath, "PYTHONPATH": _PKG_PARENT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
         try:
             subprocess.run(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

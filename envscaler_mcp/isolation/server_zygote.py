@@ -48,6 +48,8 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from envscaler_mcp.isolation import CONFINE_SERVER
+
 PR_SET_PDEATHSIG = 1
 _MAX_FDS = 16
 
@@ -83,16 +85,13 @@ def _use_compiled(compiled: dict[bytes, CodeType]) -> None:
     SourceFileLoader.source_to_code = source_to_code  # type: ignore[method-assign]
 
 
-def _preload(names: list[str]) -> int:
+def _preload(names: list[str]) -> None:
     """Import what the servers' runtime imports; a module that fails to import is left to the servers."""
-    loaded = 0
     for name in names:
         try:
             importlib.import_module(name)
-            loaded += 1
         except Exception:  # the server's own import will say what is wrong
             continue
-    return loaded
 
 
 class _Zygote:
@@ -254,7 +253,7 @@ def _child(request: dict[str, Any], sources: list[int], targets: list[int], toke
         from envscaler_mcp.isolation import confine_server
 
         argv = [str(arg) for arg in request["argv"]]
-        sys.argv = ["envscaler_mcp.isolation.confine_server", *argv]
+        sys.argv = [CONFINE_SERVER, *argv]
         confine_server.main(argv)
         code = 0
     except SystemExit as exc:
@@ -283,11 +282,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime", default=None, help="the server runtime's folder (trusted): compiled once")
     options = parser.parse_args(argv)
     channel = socket.socket(fileno=options.channel_fd)
-    loaded = _preload(["envscaler_mcp.isolation.confine_server", "pyseccomp", *options.preload])
+    _preload([CONFINE_SERVER, "pyseccomp", *options.preload])
     gc.collect()
     gc.freeze()  # the preloaded modules stay shared with every child, never copied by the collector
     zygote = _Zygote(channel, _compile_runtime(options.runtime))
-    zygote._answer({"ready": os.getpid(), "preloaded": loaded}, [])
+    zygote._answer({"ready": os.getpid()}, [])
     zygote.serve()
 
 

@@ -48,7 +48,6 @@ def serve_command(
     if state is not None:
         read_json(state)  # a missing or malformed state file: one line naming it, before the server starts
     args = ["--call-timeout", str(call_timeout)]
-    readable: list[str] = []
     if http:
         if host in ("127.0.0.1", "localhost"):  # bound here: the confined server needs no network of its own
             listener = loopback_listener() if port == 0 else _bound(host, port)
@@ -63,10 +62,9 @@ def serve_command(
         args += ["--scenario", scenario]
     if state:
         args += ["--state", str(state.resolve())]
-        readable = ["--read", str(state.resolve())]
     command = server_command(server, Path(os.devnull), isolation=not http or host in ("127.0.0.1", "localhost"),
-                             server_args=args, limits=ServerLimits(max_memory_mb, max_cpu_s, max_threads))
-    command[command.index("--"):command.index("--")] = readable
+                             server_args=args, read=[state.resolve()] if state else [],
+                             limits=ServerLimits(max_memory_mb, max_cpu_s, max_threads)).argv
     typer.echo(f"serving {server.path} ({'http' if http else 'stdio'})", err=True)
     sys.stderr.flush()
     os.execve(command[0], command, server_env(server))

@@ -116,7 +116,8 @@ class PipeServer(LaunchedServer):
                                  [*self.extra_args, "--state-dir", str(states)], read=[states],
                                  limits=self.limits)
         env = server_env(self.server_dir, self.token)
-        params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path), env=env)
+        argv = command.argv
+        params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(self.server_dir.path), env=env)
         log_path = self.workdir / "pipe-server.log"
         started: list[Process] = []
 

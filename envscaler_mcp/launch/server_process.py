@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envscaler_mcp.isolation import confined_command
 from envscaler_mcp.isolation.limits import CPU_S, MEMORY_MB, THREADS
 from envscaler_mcp.isolation.report import IsolationReport, Layer, from_layers
 from envscaler_mcp.launch.target import ServerDir
@@ -29,19 +29,23 @@ _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
 class ServerLimits:
     """Hard limits of one server process (isolation/limits.py, where the defaults are explained; 0 leaves one
     unset), and whether each of its episodes runs in a process of its own (`fork_episodes`: the generated
-    runtime's forked.py; the OS layers then let the server fork, and only for that)."""
+    runtime's forked.py; the OS layers then let the server fork, and only for that). `answer_grace_s`: with
+    forked episodes, how long beyond twice the call timeout the server waits for an episode's process before
+    it gives up on it and the process ends (the runtime's default, 30 s, unless set)."""
 
     memory_mb: int = MEMORY_MB
     cpu_s: int = CPU_S
     threads: int = THREADS
     fork_episodes: bool = False
+    answer_grace_s: float | None = None
 
     def args(self) -> list[str]:
         return ["--memory-mb", str(self.memory_mb), "--cpu-s", str(self.cpu_s), "--threads", str(self.threads),
                 *(["--forks"] if self.fork_episodes else [])]
 
     def server_args(self) -> list[str]:
-        return ["--episode-process", "fork" if self.fork_episodes else "shared"]
+        grace = [] if self.answer_grace_s is None else ["--answer-grace", str(self.answer_grace_s)]
+        return ["--episode-process", "fork" if self.fork_episodes else "shared", *grace]
 
 
 DEFAULT_LIMITS = ServerLimits()
@@ -57,9 +61,22 @@ def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class ServerCommand:
+    """How a server starts: the arguments of `isolation.confine_server` (a server forked from the server zygote
+    runs it with them) and, built from them, the argv of a fresh process."""
+
+    confine_args: tuple[str, ...]
+
+    @property
+    def argv(self) -> list[str]:
+        """The command line of a fresh server process."""
+        return confined_command(self.confine_args)
+
+
 def server_command(server: ServerDir, report: Path, isolation: bool, server_args: list[str],
-                   read: Sequence[Path] = (), limits: ServerLimits = DEFAULT_LIMITS) -> list[str]:
-    """argv that starts the server package under the OS layers (or with none, `isolation=False`). The server
+                   read: Sequence[Path] = (), limits: ServerLimits = DEFAULT_LIMITS) -> ServerCommand:
+    """What starts the server package under the OS layers (or with none, `isolation=False`). The server
     may read its package and the `read` paths (the launcher's state files), nothing else of the user's, and
     runs under `limits` (with or without the layers).
 
@@ -68,10 +85,9 @@ def server_command(server: ServerDir, report: Path, isolation: bool, server_args
     so no file beside the package (sitecustomize.py, a module named like one the launcher imports) runs
     before them."""
     extra = [arg for path in read for arg in ("--read", str(path))]
-    confined = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--read", str(server.path),
-                *extra, "--path", str(server.path), "--report", str(report), *limits.args(),
-                *([] if isolation else ["--off"])]
-    return [*confined, "--", "-m", server.package, *server_args, *limits.server_args()]
+    return ServerCommand((
+        "--read", str(server.path), *extra, "--path", str(server.path), "--report", str(report), *limits.args(),
+        *([] if isolation else ["--off"]), "--", "-m", server.package, *server_args, *limits.server_args()))
 
 
 def serving_pid(pid: int) -> int:

@@ -2,7 +2,7 @@
 
     process = await start_server_process(server, command, env, cwd=..., pipes=True, log=errlog)
 
-`command` is what launch/server_process.py `server_command` builds. When this machine and server allow it, the
+`command` is what launch/server_process.py `server_command` builds (confine_server's arguments). When this machine and server allow it, the
 server is forked from the harness's server zygote, which has imported the libraries of the server runtime once:
 starting a server then costs a fork and the OS layers instead of a fresh Python importing them (about 0.8 s of
 CPU; benchmarks/server_start_bench.py). The child runs `confine_server.main` with the same arguments, so it gets
@@ -38,14 +38,13 @@ from typing import IO, Any
 import anyio
 from anyio.abc import Process
 
-from envscaler_mcp.launch.server_process import server_env
+from envscaler_mcp.launch.server_process import ServerCommand, server_env
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.launch.zygote_child import ZygoteChild
 from envscaler_mcp.render.engine import server_templates
 
 log = logging.getLogger(__name__)
 ZYGOTE_ENV = "ENVSCALER_SERVER_ZYGOTE"
-_CONFINED = ["-s", "-P", "-m", "envscaler_mcp.isolation.confine_server"]
 _READY_S = 120.0  # a loaded machine may take a minute to import the libraries
 # What the runtime's libraries import only once serving (anyio's event-loop backend, uvicorn's protocols):
 # preloaded too, or every server would import them after its fork.
@@ -65,6 +64,24 @@ def runtime_digest(folder: Path) -> str:
     for path in sorted(folder.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+_digests: dict[Path, tuple[tuple[tuple[str, int, int, int], ...], str]] = {}
+
+
+def _known_digest(folder: Path) -> str:
+    """runtime_digest of `folder`, hashed again only when one of its modules changed: the digest is kept per
+    folder with each module's name, inode, size and mtime (nanoseconds), so a rendering that replaces the folder or
+    a file rewritten in place is hashed anew, and a server started again from an unchanged folder costs a few
+    stat calls instead of reading and hashing its runtime."""
+    stamp = tuple((path.name, st.st_ino, st.st_size, st.st_mtime_ns)
+                  for path in sorted(folder.glob("*.py")) for st in (path.stat(),))
+    known = _digests.get(folder)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    digest = runtime_digest(folder)
+    _digests[folder] = (stamp, digest)
+    return digest
 
 
 @cache
@@ -87,8 +104,7 @@ class ServerZygote:
     """The harness's end of a zygote process; `spawn` asks it for one server (blocking: run it in a thread)."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        digest, preload = _template_runtime()
-        self.digest = digest
+        preload = _template_runtime()[1]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.channel = ours
         self.lock = threading.Lock()
@@ -180,7 +196,7 @@ def shared_zygote(server: ServerDir) -> ServerZygote | None:
     if not zygote_supported() or _Shared.failed is not None:
         return None
     try:
-        same = runtime_digest(server.path / server.package / "runtime") == _template_runtime()[0]
+        same = _known_digest(server.path / server.package / "runtime") == _template_runtime()[0]
     except OSError:
         return None
     if not same:
@@ -203,23 +219,21 @@ def _gone(zygote: ServerZygote, exc: OSError) -> None:
             log.warning("servers start as fresh processes from now on: %s", exc)
 
 
-async def start_server_process(server: ServerDir, command: Sequence[str], env: dict[str, str], *, cwd: str,
+async def start_server_process(server: ServerDir, command: ServerCommand, env: dict[str, str], *, cwd: str,
                                pipes: bool, log_file: IO[str], pass_fds: Sequence[int] = (),
                                token_env: str | None = None) -> Process:
-    """A server process running `command` (from `server_command`): forked from the zygote when it can be,
+    """A server process started by `command` (from `server_command`): forked from the zygote when it can be,
     else fresh. With `pipes`, its stdin and stdout are pipes to this process; else stdout goes to `log_file`
     (stderr always does)."""
-    zygote = None
-    if list(command[1:5]) == _CONFINED:
-        zygote = await anyio.to_thread.run_sync(shared_zygote, server)
+    zygote = await anyio.to_thread.run_sync(shared_zygote, server)
     if zygote is not None:
         try:
-            return await _forked(zygote, list(command[5:]), env, cwd, pipes, log_file, pass_fds, token_env)
+            return await _forked(zygote, list(command.confine_args), env, cwd, pipes, log_file, pass_fds, token_env)
         except OSError as exc:
             _gone(zygote, exc)
     if pipes:
-        return await anyio.open_process(list(command), cwd=cwd, env=env, stderr=log_file)
-    return await anyio.open_process(list(command), cwd=cwd, env=env, stdin=None, stdout=log_file, stderr=log_file,
+        return await anyio.open_process(command.argv, cwd=cwd, env=env, stderr=log_file)
+    return await anyio.open_process(command.argv, cwd=cwd, env=env, stdin=None, stdout=log_file, stderr=log_file,
                                     pass_fds=list(pass_fds))
 
 

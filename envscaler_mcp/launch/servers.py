@@ -35,7 +35,7 @@ from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
-from envscaler_mcp.launch.loopback_http import LoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
@@ -98,7 +98,7 @@ class HttpServer(LaunchedServer):
         # applies). It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
         self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                            timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
-                                           transport=LoopbackTransport(max_connections=MCP_CONNECTIONS))
+                                           transport=McpLoopbackTransport(max_connections=MCP_CONNECTIONS))
 
     @asynccontextmanager
     async def connect_shared(self) -> AsyncIterator[None]:
@@ -187,7 +187,7 @@ class HttpServer(LaunchedServer):
                 yield ClientEpisode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
-            if not closed:
+            if not closed and not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)
                 with anyio.CancelScope(shield=True):
                     try:
                         await self.admin.delete(f"/admin/episodes/{episode_id}")
@@ -269,8 +269,8 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                         max_memory_mb: int | None = None, startup_timeout: float = 60.0,
                         client_timeout: float = 120.0, isolation: bool = True,
                         warm: bool = True, stdio_prestart: int = 2, max_cpu_s: int | None = None,
-                        max_threads: int | None = None,
-                        episode_process: EpisodeProcess = "auto") -> AsyncIterator[LaunchedServer]:
+                        max_threads: int | None = None, episode_process: EpisodeProcess = "auto",
+                        answer_grace_s: float | None = None) -> AsyncIterator[LaunchedServer]:
     """Start a generated server for `target` (env id, server folder or EnvSkeleton) and yield it.
 
     Open episodes with `async with server.episode(state) as ep`. The HTTP process is killed on exit.
@@ -287,7 +287,9 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     (the generated runtime's forked.py), so that one episode's code cannot reach another's state or the admin
     token; "shared" keeps a server's episodes in its one process; "auto" (the default) forks for every
     environment that is not hand-authored (launch/target.py `trusted_origin`). The memory transport always
-    shares the caller's process (and refuses "fork").
+    shares the caller's process (and refuses "fork"). `answer_grace_s`: with "fork", how long beyond twice the
+    call timeout the server waits for an episode's process before giving up on it (default 30 s; tests set it
+    short to see a hung episode end).
     """
     if transport == "memory" and episode_process == "fork":
         raise UsageError("the memory transport runs every episode in this process; use pipe, http or stdio for "
@@ -298,7 +300,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     extra = _server_args(call_timeout)
     limits = ServerLimits(memory_mb=max_memory_mb or DEFAULT_LIMITS.memory_mb,
                           cpu_s=max_cpu_s or DEFAULT_LIMITS.cpu_s, threads=max_threads or DEFAULT_LIMITS.threads,
-                          fork_episodes=fork)
+                          fork_episodes=fork, answer_grace_s=answer_grace_s)
     if transport == "memory":
         yield MemoryServer(server, call_timeout, warm)
         return

@@ -6,17 +6,17 @@ sent through the admin plane for every episode, and a server parses it once for 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
+from envscaler_mcp._io import atomic_write_bytes
 from envscaler_mcp._json import State, initial_states
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES
 
 # The encoded texts whose names are remembered are kept alive as keys: a few scenarios' states (those in
 # flight, each with several episodes), not a catalog's. 64 MB here held 46 dead texts of 1.4 MB in the gate.
-# As much as the scenario lines the gate and eval let be in flight at once (catalog.inflight.IN_FLIGHT_BYTES).
-REMEMBER_BYTES = 2 << 20
+# As much as the scenario lines the gate and eval let be in flight at once.
+REMEMBER_BYTES = IN_FLIGHT_BYTES
 
 
 class StateFileWriter:
@@ -39,16 +39,8 @@ class StateFileWriter:
             self._names.move_to_end(text)
             return name
         name = hashlib.sha256(text).hexdigest()[:32] + ".json"
-        if name not in self._written:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")  # renamed whole: never read half-written
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(text)
-                os.replace(tmp, self.folder / name)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+        if name not in self._written:  # renamed whole: the server never reads one half-written
+            atomic_write_bytes(self.folder / name, text, durable=False)
             self._written.add(name)
         self._names[text] = name
         self._held += len(text)

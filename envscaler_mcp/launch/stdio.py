@@ -37,6 +37,7 @@ from envscaler_mcp.launch.lines import line_client
 from envscaler_mcp.launch.server_process import (
     ADMIN_TOKEN_ENV,
     DEFAULT_LIMITS,
+    ServerCommand,
     ServerLimits,
     read_report,
     server_command,
@@ -78,24 +79,26 @@ class StdioServer(LaunchedServer):
         self._ready: MemoryObjectReceiveStream[_Started | ServerStartError] | None = None
         self.state_files = StateFileWriter(workdir / "states")
 
-    def _params(self, n: int, token: str, args: list[str], readable: list[Path]) -> tuple[StdioServerParameters, Path]:
+    def _params(self, n: int, token: str, args: list[str],
+                readable: list[Path]) -> tuple[ServerCommand, StdioServerParameters, Path]:
         assert self.server_dir is not None
         report = self.workdir / f"isolation-{n}.json"
         command = server_command(self.server_dir, report, self.os_isolation, [*self.extra_args, *args], read=readable,
                                  limits=self.limits)
-        return StdioServerParameters(command=command[0], args=command[1:], cwd=str(self.server_dir.path),
-                                     env=server_env(self.server_dir, token)), report
+        argv = command.argv
+        return command, StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(self.server_dir.path),
+                                              env=server_env(self.server_dir, token)), report
 
     @asynccontextmanager
     async def _process(self, n: int, token: str, args: list[str], readable: list[Path]) -> AsyncIterator[Client]:
         assert self.server_dir is not None
         mark_used(self.server_dir.path)  # each process starts from the folder: a long run keeps it out of pruning
-        params, report = self._params(n, token, args, readable)
+        command, params, report = self._params(n, token, args, readable)
         log_path = self.workdir / f"stderr-{n}.log"
         server = self.server_dir
 
         async def start() -> Process:
-            return await start_server_process(server, [params.command, *params.args], dict(params.env or {}),
+            return await start_server_process(server, command, dict(params.env or {}),
                                               cwd=str(server.path), pipes=True, log_file=errlog,
                                               token_env=ADMIN_TOKEN_ENV)
 

@@ -51,6 +51,11 @@ _UNSEEN = re.compile(
     r"(?:state|data|json|context|information|records?|database)\s+(?:above|below|provided|shown|given)\b"
     r"|\binitial[_ ]state\b|\bstate[_ ]dict\b|\bthe\s+(?:above|following)\s+(?:state|json|data)\b",
     re.IGNORECASE)
+# "Has place_order tool for …", "Has a function to …": an item about what the system can do, not its state.
+_TOOLISH = re.compile(r"^\s*(?:has|have|is|are|does|do)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+)?"
+                      r"(?:tools?|functions?|scripts?|methods?|apis?|features?|endpoints?|capabilit(?:y|ies))"
+                      r"(?:\s+(?:for|to|that|which|exists?|is\s+available|available)\b|\s*[?.!]?\s*$)",
+                      re.IGNORECASE)
 _FROM_TO = re.compile(r"\bfrom\s+(['\"]?)(.+?)\1\s+to\s+(['\"]?)(.+?)\3(?:[\s?.!,;]|$)", re.IGNORECASE)
 
 
@@ -74,12 +79,18 @@ def unseen_state(texts: Iterable[str]) -> list[str]:
 
 
 def vacuous_items(items: Iterable[ChecklistItem]) -> list[str]:
-    """Checklist descriptions that assert nothing."""
+    """Checklist descriptions that assert nothing about the state: no words, a change from a value to itself, or
+    the system's tools instead of its records ("Has place_order tool for creating new orders", "Has a function to
+    upload a file": what the system can do is no state a solution reaches)."""
     problems = []
     for item in items:
         text = item.description.strip()
         if not re.search(r"[^\W\d_]{3,}", text):
             problems.append(f"{item.id}'s description states nothing: {text!r}")
+            continue
+        if _TOOLISH.search(text):
+            problems.append(f"{item.id} is about a tool or function of the system, not a state the solution "
+                            f"reaches: {text!r}")
             continue
         for m in _FROM_TO.finditer(text):
             if m.group(2).strip().lower() == m.group(4).strip().lower():

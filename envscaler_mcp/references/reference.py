@@ -33,6 +33,7 @@ from envscaler_mcp.compare.statecheck import (
 from envscaler_mcp.references.replay import EpisodeFactory, ReplayCall, replay_reference
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
+from envscaler_mcp.transcript.record import call_record
 
 NO_REFERENCE = "the scenario has no reference solution"
 _REPLAYS = 2
@@ -82,6 +83,14 @@ class Reference:
     turn_states: list[State] = field(default_factory=list)  # the state at the end of each turn but the last
     _encoded: bytes | None = field(default=None, repr=False)
     _diff: list[StateChange] | None = field(default=None, repr=False)
+    _records: list[dict[str, Any]] | None = field(default=None, repr=False)
+
+    def call_records(self) -> list[dict[str, Any]]:
+        """The replayed calls as transcript call records (transcript/record.py), their results parsed once for
+        every trial's observation check. The records are shared: read them, never change them."""
+        if self._records is None:
+            self._records = [call_record(c.tool, c.arguments, c.result_text, c.is_error) for c in self.calls]
+        return list(self._records)
 
     def diff_from_initial(self) -> list[StateChange]:
         """The state diff of the scenario's initial state to this final state (worked out once)."""

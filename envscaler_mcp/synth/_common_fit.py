@@ -61,3 +61,20 @@ def fit_prompt(render: Callable[..., list[Message]], context: Mapping[str, Any],
         if budget is None or fitted.tokens <= budget:
             break
     return fitted
+
+
+def cut_to_fit(text: str, tokens: int) -> str:
+    """`text` within an estimated `tokens`: whole when it fits, else its head and its tail around a line saying
+    how much was left out (a refused answer shown back on a retry: its start and its end say most of what went
+    wrong, a state or a code dump cut off by the length limit included)."""
+    if estimate_text(text) <= tokens:
+        return text
+
+    def cut(keep: int) -> str:
+        head, tail = text[:keep - keep // 2], text[len(text) - keep // 2:] if keep // 2 else ""
+        return f"{head}\n[… {len(text) - keep} characters of this answer left out here, to fit the model's context …]\n{tail}"
+    low, high = 0, len(text)  # the most characters kept whose cut fits (0 when even the notice alone does not)
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if estimate_text(cut(mid)) <= tokens else (low, mid - 1)
+    return cut(low)

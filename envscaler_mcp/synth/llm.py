@@ -19,7 +19,7 @@ from envscaler_mcp._json import JSONObject
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.errors import ModelFault, SynthesisError
 from envscaler_mcp.providers.base import GenerationSettings, Message, Provider
-from envscaler_mcp.synth._common_fit import context_window, estimate_tokens, fit_prompt
+from envscaler_mcp.synth._common_fit import context_window, cut_to_fit, estimate_tokens, fit_prompt
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_progress import current_step
 
@@ -27,6 +27,7 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 USER_MARKER = "<!-- user -->"
 
 T = TypeVar("T")
+MIN_SHOWN = 256  # tokens of a refused answer a retry shows at least (its head and tail)
 
 
 @cache
@@ -143,6 +144,24 @@ async def ask(
         room = window - fitted.tokens - extra
         return fitted.messages, settings.model_copy(update={"max_tokens": min(settings.max_tokens or room, room)})
 
+    def fit_retry(follow: list[Message]) -> tuple[list[Message], GenerationSettings, list[Message]]:
+        """The prompt and the refused answer with its error, within the context: the prompt re-fitted with that
+        room taken, and where even its leanest form leaves too little room, the answer cut in the middle (to
+        what fits beside the richest rung that leaves it `MIN_SHOWN` tokens; the cut says so)."""
+        try:
+            return (*fit(estimate_tokens(follow)), follow)
+        except StepFailed:
+            if window is None:  # fit refuses only against a known window
+                raise
+            error_only = estimate_tokens([follow[0].model_copy(update={"content": ""}), follow[1]])
+            budget = window - answer_room - error_only
+            fitted = fit_prompt(partial(render_prompt, template or step), context, ladder, budget - MIN_SHOWN)
+            if fitted.tokens > budget - MIN_SHOWN:  # not even a glimpse of the answer fits: no call, as before
+                raise
+        shown = cut_to_fit(follow[0].content, budget - fitted.tokens)
+        cut = [follow[0].model_copy(update={"content": shown}), follow[1]]
+        return (*fit(estimate_tokens(cut)), cut)
+
     first, call_settings = fit()
     messages = first
     last_error = ""
@@ -158,10 +177,13 @@ async def ask(
             return accept(answer)
         except (AnswerFormatError, ValueError) as exc:
             last_error = str(exc) or type(exc).__name__
+        if turn.finish_reason == "length":
+            last_error += (f" (the answer was cut off after {turn.usage.output_tokens} tokens, at the length limit, "
+                           "before it was complete: make it shorter)")
         if attempt < retries:
             follow = [Message(role="assistant", content=answer),
                       Message(role="user", content=RETRY_TEMPLATE.format(error=last_error))]
             if window is not None:  # the answer and the error travel with the prompt: shorten it to make room
-                first, call_settings = fit(estimate_tokens(follow))
+                first, call_settings, follow = fit_retry(follow)
             messages = [*first, *follow]
     raise StepFailed(step, last_error, retries + 1)

@@ -24,7 +24,7 @@ Calls are transcript call records (transcript/record.py): `{"name", "arguments",
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,24 +93,24 @@ def units(info: Any) -> list[Any]:
     return [info]
 
 
-def _objects(value: Any) -> Iterator[Any]:
-    """Every object inside a JSON value (itself included), normalised."""
+def _indexed(value: Any, objects: set[Any]) -> Any:
+    """`normalise(value)`, adding the normalised form of every object inside the JSON value (itself included) to
+    `objects`. One walk: each nested object is normalised once, and its form reused by the objects around it."""
     if isinstance(value, Mapping):
-        yield normalise(value)
-        for v in value.values():
-            yield from _objects(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _objects(v)
+        form = ("{}", tuple(sorted((str(k), _indexed(v, objects)) for k, v in value.items())))
+        objects.add(form)
+        return form
+    if isinstance(value, list):
+        return ("[]", tuple(_indexed(v, objects) for v in value))
+    return normalise(value)
 
 
 class _Seen:
     """What the agent's calls of one turn returned, indexed for matching."""
 
     def __init__(self, calls: Sequence[dict[str, Any]]) -> None:
-        ok = [c.get("result") for c in calls if not c.get("is_error")]
-        self.objects = {o for r in ok for o in _objects(information(r))}
-        self.wholes = {normalise(information(r)) for r in ok}
+        self.objects: set[Any] = set()
+        self.wholes = {_indexed(information(c.get("result")), self.objects) for c in calls if not c.get("is_error")}
 
     def holds(self, unit: Any) -> bool:
         key = normalise(unit)

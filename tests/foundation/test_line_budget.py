@@ -50,3 +50,18 @@ def test_a_failing_block_gives_its_bytes_back() -> None:
         anyio.run(fail)
     assert budget.held == 0
     assert anyio.run(_run, budget, [8]) == [8]
+
+
+def test_a_block_cancelled_while_it_waits_holds_nothing_and_the_next_gets_in() -> None:
+    budget = LineBudget(max_bytes=10)
+
+    async def main() -> list[int]:
+        async with budget.hold(8):
+            with anyio.move_on_after(0.05):
+                async with budget.hold(8):
+                    pytest.fail("8 + 8 bytes do not fit 10: the second block must wait")
+            assert budget.held == 8
+        assert budget.held == 0
+        return await _run(budget, [8, 8])
+
+    assert anyio.run(main) == [8, 8] and budget.most == 8

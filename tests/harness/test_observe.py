@@ -51,6 +51,18 @@ def test_auto_checks_the_read_only_calls_only() -> None:
     assert unmarked.status == "not_applicable" and "marks no tool read-only" in unmarked.reason
 
 
+def test_trials_sharing_one_reference_are_judged_each_on_its_own_transcript() -> None:
+    """The reference's call records are parsed once and shared by its trials: a passing trial, a failing one and
+    a passing one again, on one Reference, each get their own verdict."""
+    ref = _reference()
+    seen = _transcript({"success": True, "data": ORDER}, {"success": True, "data": {"refund": 12.0}})
+    assert observation_verdict("on", ref, seen, None).status == "passed"
+    assert observation_verdict("on", ref, _transcript({"success": True, "data": ORDER}), None).observed == 1
+    assert observation_verdict("on", ref, seen, None).status == "passed"
+    assert ref.call_records() == ref.call_records() and ref.call_records() is not ref.call_records()
+    assert ref.call_records()[0]["result"] == {"success": True, "data": ORDER}  # parsed, not the text
+
+
 def test_on_checks_every_result_when_nothing_is_marked() -> None:
     seen = _transcript({"success": True, "data": ORDER})
     verdict = observation_verdict("on", _reference(), seen, None)

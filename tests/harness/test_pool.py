@@ -12,15 +12,18 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult
 
+from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.oracle import OraclePolicy
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.harness.seats import Seat
+from envscaler_mcp.launch import launch_server
 from envscaler_mcp.launch.server_zygote import _Shared
 from envscaler_mcp.report.summary import finish_run
 from envscaler_mcp.scenario.models import Scenario
 from tests.harness.shop import shop_server
+from tests.security.test_server_attacks import FIXTURE, malicious_server
 
 pytestmark = pytest.mark.anyio
 
@@ -140,3 +143,47 @@ async def test_a_killed_shared_server_is_restarted(tmp_path: Path, transport: st
     assert len(killed) == 1 and summary.overall.episodes == 6
     assert summary.overall.infra_errors == 0 and summary.overall.success_rate == 1.0
     assert max(r.attempts for r in records) > 1
+
+
+_DIES_IN_ADD_NOTE = """
+import os as _os
+_add_note = MiniShop.add_note
+def _add_note_then_die(self, *args, **kwargs):
+    _add_note(self, *args, **kwargs)  # the call has run; the server ends before it answers
+    _os._exit(3)
+MiniShop.add_note = _add_note_then_die
+"""
+
+
+async def test_a_server_that_dies_mid_call_over_http_costs_that_episode_alone(tmp_path: Path) -> None:
+    """The HTTP client never sends a call again once its bytes are out (the server may have run it), and the
+    call's failure is that episode's infra error: the shared MCP client, the server's other episodes and the
+    run go on (before, the failed POST ended the shared client and the run stopped with an internal error)."""
+    server_dir = malicious_server(tmp_path, tmp_path, 0, code=_DIES_IN_ADD_NOTE)
+
+    @asynccontextmanager
+    async def factory(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
+        async with launch_server(server_dir, transport="http", episode_process="shared") as server:
+            yield server
+
+    config = RunConfig.model_validate(
+        {
+            "envs": ["tests/fixtures/mini_shop"],
+            "agent": "oracle",
+            "transport": "http",
+            "concurrency": 1,
+            "progress": False,
+            "episode": {"infra_retries": 1, "infra_backoff_s": 0},
+        }
+    )
+    summary = finish_run((await run_eval(config, tmp_path / "run", agent=Seat.oracle(), source_factory=factory)).path)
+    records = {r.scenario_id: r for r in RunDir(tmp_path / "run").read_results()}
+    noted = {s.id for s in load_scenarios(FIXTURE / "scenarios.jsonl")
+             if any(call.tool == "add_note" for call in s.reference_solution)}
+    assert noted and noted != set(records)
+    for scenario_id, record in records.items():
+        if scenario_id in noted:
+            assert record.status == "infra_error" and "not sent again" in (record.infra_reason or "")
+        else:
+            assert record.status == "completed" and record.success
+    assert summary.overall.infra_errors == len(noted)

@@ -1,5 +1,6 @@
 """LoopbackTransport (launch/loopback_http.py): keep-alive reuse, a connection the server closed while idle,
-a server that answers nothing, a read timeout, each against a small local HTTP server."""
+a request the server ran and then closed on without answering (never sent twice), a server that answers
+nothing, a read timeout, each against a small local HTTP server."""
 
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp.types import CONNECTION_CLOSED
 
-from envscaler_mcp.launch.loopback_http import LoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
 
 
 class _Server:
     """A local HTTP/1.1 server: answers each request with its method, path and body; `mode` changes that."""
 
     def __init__(self, mode: str = "keep") -> None:
-        self.mode = mode  # keep | close-after (closes each connection once it answered) | mute | slow
+        # keep | close-after (closes each connection once it answered) | mute | slow | run-and-drop (a request
+        # whose body is b"call" is run, counted in `calls`, and its connection closed without an answer)
+        self.mode = mode
         self.connections = 0
+        self.closed = 0  # connections this server has closed
+        self.calls = 0
         self.requests: list[bytes] = []
         self.server: asyncio.base_events.Server | None = None
 
@@ -38,6 +44,9 @@ class _Server:
                 if self.mode == "mute":
                     return
                 self.requests.append(body)
+                if self.mode == "run-and-drop" and body == b"call":
+                    self.calls += 1  # the state changed; then the connection ends with no answer
+                    return
                 if self.mode == "slow":
                     await asyncio.sleep(30)
                 answer = f"{lines[0].split()[0]} {lines[0].split()[1]} ".encode() + body
@@ -48,6 +57,8 @@ class _Server:
                     return  # as a server whose keep-alive ran out: the answer said nothing of a close
         finally:
             writer.close()
+            await writer.wait_closed()
+            self.closed += 1
 
     async def __aenter__(self) -> str:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -58,8 +69,10 @@ class _Server:
         self.server.close()
 
 
-async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any], **timeout: Any) -> Any:
-    async with server as url, httpx2.AsyncClient(base_url=url, transport=LoopbackTransport(),
+async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any], mcp: bool = False,
+                       **timeout: Any) -> Any:
+    transport = McpLoopbackTransport() if mcp else LoopbackTransport()
+    async with server as url, httpx2.AsyncClient(base_url=url, transport=transport,
                                                  timeout=httpx2.Timeout(10.0, **timeout)) as client:
         return await body(client)
 
@@ -94,18 +107,63 @@ def test_concurrent_requests_each_get_their_own_answer() -> None:
     assert anyio.run(_with_client, server, body) == {i: f"POST /c {i}" for i in range(20)}
 
 
-def test_a_connection_closed_while_idle_is_replaced_and_the_request_sent_once() -> None:
+async def _until(condition: Callable[[], bool]) -> None:
+    with anyio.fail_after(30):
+        while not condition():
+            await anyio.sleep(0.01)
+
+
+def test_connections_closed_while_idle_are_replaced_and_the_request_sent_once() -> None:
     server = _Server("close-after")
 
     async def body(client: httpx2.AsyncClient) -> list[str]:
-        first = (await client.post("/a", content=b"1")).text
-        await anyio.sleep(0.2)  # the server's close reaches this process
-        second = (await client.post("/b", content=b"2")).text
-        return [first, second]
+        first: list[str] = []
 
-    assert anyio.run(_with_client, server, body) == ["POST /a 1", "POST /b 2"]
-    assert server.requests == [b"1", b"2"]  # each request reached the server exactly once
-    assert server.connections == 2
+        async def one(i: int) -> None:
+            first.append((await client.post("/a", content=str(i).encode())).text)
+
+        async with anyio.create_task_group() as tg:  # three requests at once: three connections, then idle
+            for i in range(3):
+                tg.start_soon(one, i)
+        await _until(lambda: server.closed == 3)  # the server has closed every one of them
+        second = (await client.post("/b", content=b"next")).text
+        return [*sorted(first), second]
+
+    assert anyio.run(_with_client, server, body) == ["POST /a 0", "POST /a 1", "POST /a 2", "POST /b next"]
+    assert sorted(server.requests) == [b"0", b"1", b"2", b"next"]  # each request reached the server exactly once
+    assert server.connections == 4  # the next request went on a new connection
+
+
+@pytest.mark.parametrize("reused", [True, False])
+def test_a_request_the_server_ran_then_dropped_is_never_sent_again(reused: bool) -> None:
+    """A server that ran a state-changing call and closed the connection without answering: the call ran once
+    and the caller got an error, on a kept-alive connection (where a retry would look safe) as on a new one."""
+    server = _Server("run-and-drop")
+
+    async def body(client: httpx2.AsyncClient) -> None:
+        if reused:
+            assert (await client.post("/warm", content=b"warm")).text == "POST /warm warm"
+        await client.post("/call", content=b"call")
+
+    with pytest.raises(httpx2.HTTPError):
+        anyio.run(_with_client, server, body)
+    assert server.calls == 1
+    assert server.connections == 1  # not sent again on a new connection either
+
+
+def test_the_mcp_transport_answers_a_dropped_post_with_a_jsonrpc_error() -> None:
+    """The MCP client's transport: the same call, run once, comes back as a JSON-RPC error the SDK gives its
+    caller (an exception would end the SDK's transport, shared by every episode of the server)."""
+    server = _Server("run-and-drop")
+
+    async def body(client: httpx2.AsyncClient) -> httpx2.Response:
+        assert (await client.post("/warm", content=b"warm")).status_code == 200
+        return await client.post("/call", content=b"call")
+
+    response = anyio.run(lambda: _with_client(server, body, mcp=True))
+    assert response.status_code == 502 and response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["code"] == CONNECTION_CLOSED
+    assert server.calls == 1 and server.connections == 1
 
 
 def test_a_server_that_answers_nothing_is_an_httpx_error() -> None:

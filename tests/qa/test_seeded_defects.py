@@ -71,3 +71,15 @@ def test_unseen_state_and_vacuous_items() -> None:
     moved = ChecklistItem(id="c2", description="Has the date changed from '2023-03-01' to '2023-03-02'?")
     empty = ChecklistItem(id="c3", description="?? 12")
     assert [p.split(" ")[0] for p in vacuous_items([same, moved, empty])] == ["c1", "c3's"]
+
+
+def test_items_about_the_systems_tools_are_vacuous() -> None:
+    """The embedded 1.5B model's checklists on ecommerce_orders and cloud_storage: what the system can do, not a
+    state a solution reaches. Items that merely mention a method or a feature of a record are facts."""
+    tools = ["Has place_order tool for creating new orders", "Has a function to create a new folder",
+             "Has the update_shipping tool?", "Has an API for refunds"]
+    facts = ["Has order O-10052's shipping method been changed to express?",
+             "Has the shipping method been changed to express?", "Has the feature flag beta been enabled?",
+             "Has the API key of user U1 been rotated?", "Has the tool library's loan L-7 been returned?"]
+    items = [ChecklistItem(id=f"c{n}", description=d) for n, d in enumerate(tools + facts, start=1)]
+    assert [p.split(" ")[0] for p in vacuous_items(items)] == ["c1", "c2", "c3", "c4"]

@@ -32,8 +32,9 @@ from tests.security.test_server_attacks import malicious_server
 
 LOG_MAX = 16 << 20  # what an episode's process may write to the server's log (runtime/zygote.py LOG_MAX)
 
-# Several tests start two or three confined servers; the hung-call ones also wait the 31 s the server gives a call
-# before it gives up: on a loaded machine (load 25) they need more than the suite's 120 s. Hangs still fail.
+# Several tests start two or three confined servers; the hung-call ones also wait the server out before it gives
+# up on a call (2 x 0.5 s + GRACE_S here, 31 s by default): on a loaded machine (load 25) they needed more than
+# the suite's 120 s. Hangs still fail.
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(360)]
 
 # In the server folder, beside the package: runs in whichever process imports `colorsys` from there.
@@ -177,11 +178,17 @@ async def _until(condition: Any, within: float) -> bool:
     return bool(condition())
 
 
+# How long beyond twice the call timeout the hung-call servers wait for an episode's process (30 s by default):
+# long enough for an episode to be built on a loaded machine, short enough not to wait out 31 s per test.
+GRACE_S = 5.0
+
+
 async def hang_run(server_dir: Path) -> dict[str, Any]:
-    """A call that never returns (the server gives up after 2 x 0.5 + 30 s), then whether its process is gone
+    """A call that never returns (the server gives up after 2 x 0.5 + GRACE_S s), then whether its process is gone
     while the server still runs, and whether the server still serves."""
     initial = _initial(server_dir)
-    async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=0.5) as server:
+    async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=0.5,
+                             answer_grace_s=GRACE_S) as server:
         baseline = set(_processes_of(server_dir))  # the server and its zygote (and a waiting parent)
         async with server.episode(initial) as hostile:
             hung = await hostile.call_tool("add_note", {"order_id": "O-1001", "text": "x"})

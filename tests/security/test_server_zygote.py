@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.isolation.server_zygote import _use_compiled
-from envscaler_mcp.launch import launch_server
+from envscaler_mcp.launch import launch_server, server_zygote
 from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV, _Shared
 from tests.security.test_server_attacks import malicious_server
 from tests.security.test_server_limits import attack_module
@@ -213,3 +213,38 @@ async def test_a_forked_server_holds_no_descriptor_of_the_zygote() -> None:
     for pid, links in servers.items():
         assert links and links & held <= {"/dev/null"}, (pid, links & held)
     assert not servers[second.pid] & servers[first.pid] - {"/dev/null"}  # type: ignore[attr-defined]
+
+
+def test_a_runtime_folder_is_hashed_again_only_when_a_module_changed(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which start a server gets rests on its runtime's digest, kept per folder between servers: a module
+    rewritten in place, replaced by another file or added is seen; an unchanged folder is not read again."""
+    folder = tmp_path / "runtime"
+    folder.mkdir()
+    (folder / "a.py").write_text("A = 1\n")
+    (folder / "b.py").write_text("B = 1\n")
+    hashed: list[Path] = []
+    digest = server_zygote.runtime_digest
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return digest(path)
+
+    monkeypatch.setattr(server_zygote, "_digests", {})
+    monkeypatch.setattr(server_zygote, "runtime_digest", counted)
+    first = server_zygote._known_digest(folder)
+    assert server_zygote._known_digest(folder) == first and len(hashed) == 1
+    b = folder / "b.py"
+    old = b.stat()
+    b.write_text("B = 2\n")  # the same size, in place: a later mtime (set here, as a clock tick may not pass)
+    os.utime(b, ns=(old.st_atime_ns, old.st_mtime_ns + 1_000_000))
+    second = server_zygote._known_digest(folder)
+    assert second != first and len(hashed) == 2
+    (folder / "new.tmp").write_text("B = 3\n")  # another file renamed over it, with the same size and mtime
+    os.utime(folder / "new.tmp", ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns))
+    os.replace(folder / "new.tmp", b)
+    third = server_zygote._known_digest(folder)
+    assert third not in (first, second) and len(hashed) == 3
+    (folder / "c.py").write_text("C = 1\n")
+    assert server_zygote._known_digest(folder) not in (first, second, third) and len(hashed) == 4
+    assert server_zygote._known_digest(folder) == digest(folder) and len(hashed) == 4

@@ -70,6 +70,16 @@ def test_a_record_is_observed_alone_or_inside_a_list_the_agent_got() -> None:
     assert (listed.status, listed.observed) == ("passed", 1)
 
 
+def test_a_record_is_observed_at_any_depth_of_an_agent_result_in_any_key_order() -> None:
+    ref = [call("get_order", {"success": True, "data": ORDER}, order_id="O-1")]
+    nested = {"success": True, "data": {"customer": {"name": "bob", "orders": [OTHER, dict(reversed(ORDER.items()))]}}}
+    deep = one_turn(ref, [call("get_customer", nested, customer="bob")])
+    assert (deep.status, deep.observed) == ("passed", 1)
+    # The whole of a nested result is no whole result: a scalar reference result is not found inside it.
+    scalar = one_turn([call("count_orders", {"success": True, "data": 2})], [call("get_customer", nested)])
+    assert (scalar.status, scalar.observed) == ("failed", 0)
+
+
 def test_a_record_differing_in_one_value_is_not_observed() -> None:
     ref = [call("get_order", {"success": True, "data": ORDER}, order_id="O-1")]
     verdict = one_turn(ref, [call("get_order", {"success": True, "data": {**ORDER, "total": 24.01}})])

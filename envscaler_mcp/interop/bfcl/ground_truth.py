@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envscaler_mcp.isolation import confined_command
 from envscaler_mcp.scenario.models import ToolCall
 
 DRIVER = "bfcl_ground_truth"
@@ -52,8 +52,8 @@ def execute_all(module_text: str, requests: list[Request], *, isolation: bool = 
     with tempfile.TemporaryDirectory(prefix="envscaler-bfcl-") as folder:
         Path(folder, f"{DRIVER}.py").write_text(
             module_text + "\n\nif __name__ == '__main__':\n    serve_tasks(_SOURCES, _OWNERS)\n", encoding="utf-8")
-        command = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.confine_server", "--read", folder,
-                   "--path", folder, *([] if isolation else ["--off"]), "--", "-m", DRIVER]
+        command = confined_command(["--read", folder, "--path", folder, *([] if isolation else ["--off"]),
+                                    "--", "-m", DRIVER])
         env = {"PATH": os.defpath, "PYTHONPATH": _PACKAGE_PARENT, "PYTHONDONTWRITEBYTECODE": "1",
                "LANG": "C.UTF-8", **{k: os.environ[k] for k in ("TZ",) if k in os.environ}}
         try:

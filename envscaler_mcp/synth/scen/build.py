@@ -35,10 +35,11 @@ from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario
+from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
+from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
@@ -46,6 +47,15 @@ Part = Literal["task", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
+
+
+class Ungrounded(Exception):
+    """The task step's answer names no record of the initial state: it is rewritten before the checklist,
+    validators and solution are asked for (they could only guess the record, and cost most of an item's time)."""
+
+    def __init__(self, draft: Draft) -> None:
+        super().__init__("the task names no record of the initial state")
+        self.draft = draft  # the task alone
 
 
 class Dropped(Exception):
@@ -66,6 +76,14 @@ class Verdict:
     feedback: str = ""
     report: GateReport | None = None
     items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
+
+
+def ungrounded() -> Verdict:
+    """The verdict on a task that names no record of its initial state (`qa.grounding.names_a_record`)."""
+    reason = ("the task names no record of the initial state (no id, and no name or other value that only "
+              "one record has), so an assistant cannot tell which records to change")
+    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; name the records "
+                   "(by id, or by a name or other value of theirs)")
 
 
 def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenance | None = None
@@ -178,10 +196,7 @@ class ScenarioBuilder:
             return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; the task must ask for "
                            "changes (create, update, cancel …), not only information")
         if draft.answer is None and not names_a_record(state, draft.task):
-            reason = ("the task names no record of the initial state (no id, and no name or other value that only "
-                      "one record has), so an assistant cannot tell which records to change")
-            return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; name the records "
-                           "(by id, or by a name or other value of theirs)")
+            return ungrounded()
         report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
                                       free_fields=self.ctx.skeleton.free_fields,
                                       validators_only=self.validators_only)
@@ -209,7 +224,7 @@ class ScenarioBuilder:
                                    "before and after the reference solution"] if steady else [])
         bad = [i for i in disagreeing if i not in steady]  # a steady item disagreed only by its [change] mark
         kept = [c for c in checklist if c.id not in bad]
-        if len(bad) > len(checklist) // 2 or len({_code(c) for c in kept}) < _MIN_ITEMS:
+        if len(bad) > len(checklist) // 2 or len({item_code(c) for c in kept}) < _MIN_ITEMS:
             return None
         if bad:
             notes.append(f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
@@ -222,6 +237,8 @@ class ScenarioBuilder:
         """Task, checklist, validators and solution for `state`."""
         ctx = self.ctx
         title, task = await gen_task(ctx, state, meter, feedback)
+        if not names_a_record(state, task):
+            raise Ungrounded(Draft(title=title, task=task))
         checklist = await gen_checklist(ctx, task, meter)
         checklist = await gen_validators(ctx, state, task, checklist, meter)
         solution = await gen_solution(ctx, state, task, meter)
@@ -271,10 +288,14 @@ class ScenarioBuilder:
                            else self.first_draft(state, meter))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
-        draft = without_repeats(draft)
-        verdict = await self.evaluate(state, draft)
-        if not verdict.reasons:
-            return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
+        except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
+            draft, verdict, task_only = exc.draft, ungrounded(), True
+        else:
+            task_only = False
+            draft = without_repeats(draft)
+            verdict = await self.evaluate(state, draft)
+            if not verdict.reasons:
+                return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
         rounds = 1 if question else REPAIR_ROUNDS
         for round_ in range(rounds):
             if verdict.part is None:  # the gate's consistency step failed
@@ -292,53 +313,20 @@ class ScenarioBuilder:
                     draft = without_repeats(await self.repair(state, draft, verdict, meter))
             except StepFailed as exc:
                 raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
-                              f"(gate: {'; '.join(verdict.reasons)})") from exc
+                              f"({'task check' if task_only else 'gate'}: {'; '.join(verdict.reasons)})") from exc
+            except Ungrounded as exc:
+                draft, verdict, task_only = exc.draft.model_copy(update={"notes": draft.notes}), ungrounded(), True
+                continue
+            task_only = False
             verdict = await self.evaluate(state, draft)
             if not verdict.reasons:
                 return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
             if (pruned := await self.pruned(state, draft, verdict)) is not None:
                 return await self.judged(state, pruned, None, meter)
+        if task_only:  # the last task named no record: no checklist, validators or plan were asked for
+            raise Dropped("task", "; ".join(verdict.reasons).removeprefix("task: ")
+                          + f" (after {rounds} repair round(s))")
         raise Dropped("gate", f"failed after repairing the {repaired}: " + "; ".join(verdict.reasons))
-
-
-def marked_by_evidence(draft: Draft, report: GateReport | None) -> Draft:
-    """A passing draft whose [keep] items' validators are False on the initial state has them re-marked
-    [change]: an item that must become true is a change, whatever its mark says (a small model's repair
-    re-marked "Has appointment 1 been cancelled?" [keep])."""
-    if report is None:
-        return draft
-    false_before = {r.item_id for r in report.initial_results if not r.passed and r.reason is None}
-    flip = [c.id for c in draft.checklist if c.kind == "state" and not c.claims_change and c.id in false_before]
-    if not flip:
-        return draft
-    return draft.model_copy(update={
-        "checklist": [c.model_copy(update={"claims_change": True}) if c.id in flip else c for c in draft.checklist],
-        "notes": [*draft.notes, f"checklist items {', '.join(flip)} re-marked [change]: their validators are "
-                  "False on the initial state"]})
-
-
-def without_repeats(draft: Draft) -> Draft:
-    """The draft without items whose validator repeats an earlier item's (the same code, spacing aside): a
-    second item checking the same thing adds nothing (a small model fills a checklist that way)."""
-    seen: set[str] = set()
-    kept = []
-    for item in draft.checklist:
-        code = _code(item)
-        if code and code in seen:
-            continue
-        seen.add(code)
-        kept.append(item)
-    if len(kept) == len(draft.checklist):
-        return draft
-    kept_ids = {c.id for c in kept}
-    dropped = [c.id for c in draft.checklist if c.id not in kept_ids]
-    return draft.model_copy(update={"checklist": kept, "notes": [
-        *draft.notes, f"checklist items {', '.join(dropped)} dropped: their validators repeat an earlier item's"]})
-
-
-def _code(item: ChecklistItem) -> str:
-    """An item's validator with its spacing normalised, to tell repeats apart."""
-    return " ".join((item.validator or "").split())
 
 
 def _describe(verdict: Verdict) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 
 from envscaler_mcp._json import JSON, JSONObject
+from envscaler_mcp.qa.consistency import vacuous_items
 from envscaler_mcp.sandbox.restrict import ALLOWED_MODULES, FORBIDDEN_CALLS, static_problem
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton
@@ -86,7 +87,9 @@ def parse_task(text: str) -> tuple[str, str]:
 
 def parse_checklist(text: str) -> list[ChecklistItem]:
     """A JSON object {analysis, items: [{change, fact}]} (structured output), or '# Checklist' bullets
-    '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two)."""
+    '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two). Items that assert nothing about
+    the state (`qa.consistency.vacuous_items`: no words, a value changed to itself, the system's tools, such as
+    "Has place_order tool for creating new orders") are left out before any validator is written for them."""
     data = _json_answer(text)
     if data is not None:
         raw = data.get("items")
@@ -96,6 +99,7 @@ def parse_checklist(text: str) -> list[ChecklistItem]:
     else:
         lines = require_sections(text, ["Checklist"], optional=("Analysis",))["Checklist"].splitlines()
     items: list[ChecklistItem] = []
+    left_out: list[str] = []
     for line in lines:
         match = _ITEM_RE.match(line)
         if not match:
@@ -112,10 +116,18 @@ def parse_checklist(text: str) -> list[ChecklistItem]:
                                     "with 'Has'")
         if any(" ".join(body.lower().split()) == " ".join(i.description.lower().split()) for i in items):
             continue  # the same fact twice (small models repeat items) is one item
-        items.append(ChecklistItem(id=f"c{len(items) + 1}", description=body, claims_change=claims_change))
+        item = ChecklistItem(id=f"c{len(items) + 1}", description=body, claims_change=claims_change)
+        vacuous = vacuous_items([item])
+        if vacuous:
+            left_out.append(f"{body[:80]!r} " + re.sub(r"^c\d+(?:'s)?\s+", "", vacuous[0].rsplit(": ", 1)[0]))
+            continue
+        items.append(item)
     if len(items) < 2:
+        why = ("; left out: " + "; ".join(left_out[:4]) + " (an item states a fact about records of the final "
+               "state, e.g. an order's new status or a new record's fields; never a tool, a function or a call)"
+               if left_out else "")
         raise AnswerFormatError(f"the checklist has {len(items)} item(s); list at least two '- [change] Has …?' "
-                                "bullets, one fact each")
+                                "bullets, one fact each" + why)
     if not any(i.claims_change for i in items):
         raise AnswerFormatError("no item is marked [change]; the task changes the state, so mark the items that "
                                 "assert a change with [change]")
@@ -178,6 +190,27 @@ def parse_validator_answer(text: str, item_ids: list[str], state_keys: Collectio
     """Like parse_validators, and also the marks a heading may carry ('# c4 [keep]' / '# c4 [change]'):
     returns ({item id: source}, {item id: claims_change} for the items whose heading has a mark).
     With `state_keys` (the state's top-level keys), a validator reading another top-level key is refused."""
+    sources, marks, problems = validator_sections(text, item_ids, state_keys)
+    if problems:
+        raise AnswerFormatError(problems_text(problems))
+    return sources, marks
+
+
+def problems_text(problems: list[str]) -> str:
+    """The problems `validator_sections` found, as one message for the model (missing sections first)."""
+    missing = [p for p in problems if p.startswith("#")]
+    refused = [p for p in problems if not p.startswith("#")]
+    if missing:
+        return ("missing validator section(s): " + ", ".join(f"'{m}'" for m in missing)
+                + "; give one '# <item id>' heading per item, each followed by a ```python block")
+    return "validator(s) refused: " + "; ".join(refused)
+
+
+def validator_sections(text: str, item_ids: list[str], state_keys: Collection[str] | None = None
+                       ) -> tuple[dict[str, str], dict[str, bool], list[str]]:
+    """Every usable validator of an answer, whatever became of the others: ({item id: source} of the sections
+    that pass the static checks, {item id: claims_change} of their marked headings, [problems]), where a problem
+    is '# <id>' for a missing section or '<id>: <why it was refused>'."""
     names = [f"{i} {mark}" for i in item_ids for mark in ("keep", "change")] + list(item_ids)
     sections: dict[str, str] = {}
     marks: dict[str, bool] = {}
@@ -189,13 +222,16 @@ def parse_validator_answer(text: str, item_ids: list[str], state_keys: Collectio
                 marks[item_id] = mark == "change"
     if not sections and len(item_ids) == 1:
         sections = {item_ids[0]: text}
-    missing = [i for i in item_ids if not sections.get(i)]
-    if missing:
-        raise AnswerFormatError("missing validator section(s): " + ", ".join(f"'# {i}'" for i in missing)
-                                + "; give one '# <item id>' heading per item, each followed by a ```python block")
+    return _checked(sections, marks, item_ids, state_keys, [f"# {i}" for i in item_ids if not sections.get(i)])
+
+
+def _checked(sections: dict[str, str], marks: dict[str, bool], item_ids: list[str],
+             state_keys: Collection[str] | None, problems: list[str]
+             ) -> tuple[dict[str, str], dict[str, bool], list[str]]:
     out: dict[str, str] = {}
-    problems: list[str] = []
     for item_id in item_ids:
+        if not sections.get(item_id):
+            continue
         try:
             source = extract_code(sections[item_id], what=f"validator code for {item_id}")
         except AnswerFormatError as exc:
@@ -208,10 +244,9 @@ def parse_validator_answer(text: str, item_ids: list[str], state_keys: Collectio
                        f"(its keys: {', '.join(sorted(state_keys or ()))})")
         if problem:
             problems.append(f"{item_id}: {problem}")
+            continue
         out[item_id] = source.strip() + "\n"
-    if problems:
-        raise AnswerFormatError("validator(s) refused: " + "; ".join(problems))
-    return out, marks
+    return out, {i: m for i, m in marks.items() if i in out}, problems
 
 
 def parse_solution(text: str, skeleton: EnvSkeleton) -> list[ToolCall]:

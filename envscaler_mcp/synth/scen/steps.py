@@ -13,10 +13,12 @@ from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.providers.base import GenerationSettings, Provider
+from envscaler_mcp.qa.grounding import keyed_collections
 from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.skeleton.schema import state_schema
-from envscaler_mcp.synth._common_fit import context_window
+from envscaler_mcp.synth._common_fit import context_window, estimate_text
+from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.excerpt import (
     code_and_state_ladder,
@@ -31,8 +33,9 @@ from envscaler_mcp.synth.scen.parsers import (
     parse_checklist,
     parse_solution,
     parse_task,
-    parse_validator_answer,
+    problems_text,
     solution_schema,
+    validator_sections,
 )
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
 from envscaler_mcp.synth.skel.quality import dump_state
@@ -142,11 +145,27 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
     def accept(text: str) -> dict[str, Any]:
         return accept_initial_state(skeleton, text)
 
+    answer = ANSWER_TOKENS["states"]
     context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
-               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)]}
+               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)],
+               "records": records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator)
+                                             else None)}
     return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
                      settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton),
                      ladder=state_step_ladder(skeleton))
+
+
+def records_per_entity(example: State, answer_tokens: int | None) -> str:
+    """How many records per entity the state step asks for: 4-8, or fewer where the answer room is known and
+    that many records of every collection (at the example state's record sizes) would not fit in 80 % of it:
+    clinic_appointments' first state answer (7 collections) stopped at its 4,096 tokens after 31 minutes."""
+    collections = [records for name in keyed_collections(example) if isinstance(records := example[name], dict)]
+    sizes = [sum(estimate_text(json.dumps({key: record}, indent=1)) for key, record in records.items()) / len(records)
+             for records in collections]
+    if answer_tokens is None or not sizes:
+        return "4-8"
+    most = max(2, min(8, int(0.8 * answer_tokens / sum(sizes))))
+    return "4-8" if most == 8 else f"{min(4, most // 2 + 1) if most > 2 else 1}-{most}"
 
 
 def state_step_ladder(skeleton: EnvSkeleton) -> list[dict[str, str]]:
@@ -185,21 +204,45 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[
 
 async def gen_validators(ctx: StepContext, state: State, task: str, checklist: list[ChecklistItem],
                          meter: UsageMeter, feedback: str = "") -> list[ChecklistItem]:
-    """Stage 4: one statically checked `check_func` per item; returns the items with validators set."""
-    ids = [c.id for c in checklist]
+    """Stage 4: one statically checked `check_func` per item; returns the items with validators set.
+
+    Every usable validator of an answer is kept: when some items' sections are missing (the model stopped
+    early) or refused, the next call asks only for those (a shorter prompt and a shorter answer), told which
+    are written already and why the others were refused. A call that gives no usable validator is retried as
+    any step is (the answer and its error sent back), up to `ctx.retries` times in all; one that gives some
+    costs no retry."""
     previous = {c.id: c.validator or "" for c in checklist} if feedback else {}
     state_keys = list(state)
-    context = {"summary": ctx.skeleton.summary, "task": task, "checklist": checklist, "feedback": feedback,
-               "previous": previous}
-    sources, marks = await ask(ctx.generator, "validators", context,
-                               lambda text: parse_validator_answer(text, ids, state_keys), meter=meter,
-                               seat="validators", retries=ctx.retries,
-                               settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
-                               template="scen/validators",
-                               ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+    kept: dict[str, str] = {}
+    marks: dict[str, bool] = {}
+    refused: list[str] = []
+    failures = 0
+    while True:
+        pending = [c for c in checklist if c.id not in kept]
+        ids = [c.id for c in pending]
+
+        def accept(text: str, ids: list[str] = ids) -> tuple[dict[str, str], dict[str, bool], list[str]]:
+            nonlocal failures
+            sources, found, problems = validator_sections(text, ids, state_keys)
+            if not sources:
+                failures += 1
+                raise AnswerFormatError(problems_text(problems))
+            return sources, found, problems
+
+        context = {"summary": ctx.skeleton.summary, "task": task, "checklist": pending, "feedback": feedback,
+                   "previous": previous, "written": list(kept), "refused": refused}
+        sources, found, problems = await ask(
+            ctx.generator, "validators", context, accept, meter=meter, seat="validators",
+            retries=max(ctx.retries - failures, 0), settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+            template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+        kept.update(sources)
+        marks.update(found)
+        if not problems:
+            break
+        refused = [p for p in problems if not p.startswith("#")]
     if not feedback:
         marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
-    return [c.model_copy(update={"validator": sources[c.id], "claims_change": marks.get(c.id, c.claims_change)})
+    return [c.model_copy(update={"validator": kept[c.id], "claims_change": marks.get(c.id, c.claims_change)})
             for c in checklist]
 
 

@@ -335,10 +335,12 @@ async def test_an_item_marked_change_whose_validator_holds_throughout_is_re_mark
 
 
 async def test_a_task_that_names_no_record_is_rewritten(run: Any) -> None:
-    """The plan and validators of the first task pick orders the task never names: the task is asked again."""
+    """The first task names no order (its plan and validators could only guess one): the task is asked again
+    before anything else is asked for it."""
     _, router, out = await run("mini_shop", "unnamed")
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert "O-2001" in sc.task and router.calls["task"] == 2
+    assert [s for s, _ in router.prompts][:3] == ["states", "task", "task"]
     repair = [t for s, t in router.prompts if s == "task"][1]
     assert "the task names no record of the initial state" in repair and "the task that failed: Hi, I ordered" in repair
 
@@ -350,3 +352,18 @@ async def test_a_keep_item_false_on_the_initial_state_is_re_marked_change(run: A
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert [c.claims_change for c in sc.checklist] == [True, True, True, False] and router.calls["validators"] == 2
     assert any(n.startswith("checklist items c1 re-marked [change]") for n in sc.provenance.notes)
+
+
+async def test_the_embedded_models_wasted_answers_still_lead_to_a_kept_scenario(run: Any) -> None:
+    """ecommerce_orders' item on the 1.5B: a task naming nothing, a checklist of tools, and validators one section
+    per answer. The task is rewritten before anything else is asked for it, the checklist asked again, and every
+    validator kept: the scenario is kept and passes the gate."""
+    _, router, out = await run("mini_shop", "stops_early")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "O-2001" in sc.task and [c.id for c in sc.checklist] == ["c1", "c2", "c3", "c4"]
+    assert dropped(out, "mini_shop") == []
+    assert [s for s, _ in router.prompts] == ["states", "task", "task", "checklist", "checklist", "validators",
+                                              "validators", "validators", "solution"]
+    validators = [p for s, p in router.prompts if s == "validators"]
+    assert "- c1 [change]" not in validators[1] and "The validators of c1 are written already" in validators[1]
+    assert "The validators of c1, c2 are written already" in validators[2]

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import journal
 from .episode import Episode
-from .forked import ForkRefused, Zygote, receive, send
+from .forked import GRACE_S, ForkRefused, Zygote, receive, send
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
@@ -35,15 +35,16 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
                  scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
-                 token_env: str, episode_filter: bytes | None = None) -> Zygote:
+                 token_env: str, episode_filter: bytes | None = None, grace: float = GRACE_S) -> Zygote:
     """Fork the zygote (call before the token is read and before any thread or event loop exists).
-    `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code."""
+    `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code;
+    `grace`: how long beyond twice the call timeout the server waits for an episode's process."""
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited: no process of this server is readable by its uid
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid:
         theirs.close()
-        return Zygote(ours, pid, call_timeout)
+        return Zygote(ours, pid, call_timeout, grace)
     try:
         ours.close()
         _forget(token_env)

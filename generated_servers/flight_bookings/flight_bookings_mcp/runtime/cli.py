@@ -43,6 +43,9 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--episode-process", choices=["shared", "fork"], default="shared",
                    help="fork: every episode runs in a process of its own, forked from a zygote that never runs "
                         "environment code (for environment code nobody vouches for); shared: all in this one")
+    p.add_argument("--answer-grace", type=float, default=None, metavar="S",
+                   help="fork: seconds beyond twice the call timeout the server waits for an episode's process "
+                        "before it gives up on it and the process ends (default: forked.GRACE_S, 30)")
     p.add_argument("--episode-filter-fd", type=int, default=None,
                    help="fork: read a seccomp filter (raw BPF) from this descriptor; every episode process loads it "
                         "(the launcher's OS layers give it)")
@@ -113,13 +116,15 @@ def _main(argv: list[str] | None) -> None:
         _limit_memory(args.max_memory_mb)
     zygote = None
     if args.episode_process == "fork":
+        from .forked import GRACE_S
         from .package import _PACKAGE_NAME
         from .zygote import start_zygote
 
         # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
         # and the episodes it forks never hold it.
         zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
-                              args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd))
+                              args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd),
+                              GRACE_S if args.answer_grace is None else args.answer_grace)
     # Taken out of the environment before any environment code is imported, so that it cannot read it.
     env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
     if zygote is None:

@@ -36,6 +36,9 @@ _REPLY_MAX = 65536
 # The largest answer the server reads from an episode's process (a tool result or a final state); a longer
 # frame is the episode's process misbehaving: its episode is lost, the server allocates nothing for it.
 FRAME_MAX = 64 << 20
+# How long beyond twice the call timeout the server waits for an episode's process (a call, or building the
+# episode) before it gives up on it and its process ends (`--answer-grace`).
+GRACE_S = 30.0
 
 
 class ForkRefused(Exception):
@@ -153,11 +156,11 @@ class ForkedEpisode:
 class Zygote:
     """The server's handle on its zygote: `fork_episode` returns a new episode served by a process of its own."""
 
-    def __init__(self, sock: socket.socket, pid: int, call_timeout: float | None) -> None:
+    def __init__(self, sock: socket.socket, pid: int, call_timeout: float | None, grace: float = GRACE_S) -> None:
         self.sock = sock
         self.pid = pid
         # a tool call ends within its timeout (the episode's process stops it); this is for a process that hangs
-        self.answer_within = None if call_timeout is None else call_timeout * 2 + 30
+        self.answer_within = None if call_timeout is None else call_timeout * 2 + grace
 
     def _request(self, request: dict[str, Any]) -> socket.socket:
         try:
