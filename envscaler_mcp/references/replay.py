@@ -1,7 +1,8 @@
 """Replay a list of tool calls in a fresh server episode, as the QA gate does for every solution it checks.
 
 The episode is a real one (a launched server's `episode`, or any factory with that shape), so a failed call
-is rolled back by the server exactly as it would be for an agent.
+is rolled back by the server exactly as it would be for an agent. Its final state is read with the request that
+closes it, where the episode offers that (`final_state`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
     made: list[ReplayCall] = []
     try:
         async with episode_factory(initial_state) as episode:
-            if snapshots is not None:
+            if snapshots is not None and 0 in checkpoints:  # (a read only when a turn ends before any call)
                 snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == 0))
             for n, call in enumerate(calls, start=1):
                 text, is_error = "", True
@@ -63,9 +64,16 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                     return made, None, [f"call {n} {call.tool}({json.dumps(call.arguments)[:200]}) failed: {detail}"]
                 if snapshots is not None and n in checkpoints:
                     snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == n))
-            return made, await episode.get_state(), []
+            return made, await _last_state(episode), []
     except Exception as exc:
         return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
+
+
+async def _last_state(episode: Episode) -> State:
+    """The episode's state, read for the last time: a launched episode (ClientEpisode.final_state) is closed by
+    the same request, one round trip fewer than reading it and then closing it."""
+    final_state = getattr(episode, "final_state", None)
+    return await (final_state() if final_state is not None else episode.get_state())
 
 
 def turn_ends(scenario: Scenario) -> list[int]:
