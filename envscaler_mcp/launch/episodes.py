@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp import Client, MCPError
 from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
@@ -169,6 +169,15 @@ class Episode(Protocol):
 
     async def get_state(self) -> State:
         """The episode's current state through the admin plane (NoAdminPlane without one)."""
+        ...
+
+
+@runtime_checkable
+class ClosingEpisode(Protocol):
+    """An episode whose last state read can also close it (`ClientEpisode`; a test's fake may offer it too)."""
+
+    async def final_state(self) -> State:
+        """The episode's state, read for the last time (no call may follow)."""
         ...
 
 

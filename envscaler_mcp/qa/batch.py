@@ -9,6 +9,7 @@ starts and dropped, with its reference final state, when its report is done.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -194,10 +195,16 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
                     return
                 await gate_all(failing_factory(exc), left, sandbox, target)
 
-    async with ValidatorSandbox(timeout_s=settings.timeout_s, workers=settings.workers) as sandbox:
-        async with anyio.create_task_group() as tg:
-            for g, (target, scenarios) in enumerate(groups):
-                tg.start_soon(gate_group, g, target, scenarios, sandbox, tg.cancel_scope)
+    # What exists now (the interpreter's modules and classes, the groups) lives as long as the gate: the cyclic
+    # collector skips it, so that its full passes walk only what the scenarios being judged hold.
+    gc.freeze()
+    try:
+        async with ValidatorSandbox(timeout_s=settings.timeout_s, workers=settings.workers) as sandbox:
+            async with anyio.create_task_group() as tg:
+                for g, (target, scenarios) in enumerate(groups):
+                    tg.start_soon(gate_group, g, target, scenarios, sandbox, tg.cancel_scope)
+    finally:
+        gc.unfreeze()
     if fatal:
         raise fatal[0]
     return [done[key] for key in sorted(done)]

@@ -49,12 +49,13 @@ class _Listed:
         self.missing += sum(1 for sc in scenarios if not sc.has_reference())
 
 
-def _stored(env: str, ids: set[str] | None, listed: _Listed) -> Callable[[], list[StoredScenario]]:
-    """A function that lists an environment's scenarios as headers and lines (no initial state read)."""
+def _stored(env: str, env_id: str, ids: set[str] | None, listed: _Listed) -> Callable[[], list[StoredScenario]]:
+    """A function that lists an environment's scenarios as headers and lines (no initial state read); `env_id`:
+    its skeleton's id, read once when the command starts."""
     def scenarios() -> list[StoredScenario]:
-        from envscaler_mcp.catalog.store import get_skeleton, scenario_headers, scenarios_path
+        from envscaler_mcp.catalog.store import scenario_headers, scenarios_path
 
-        path = scenarios_path(env, get_skeleton(env).id)
+        path = scenarios_path(env, env_id)
         found = scenario_headers(path, ids) if path.is_file() else []
         listed.add([header for header, _ in found])
         return [StoredScenario(path, header, line) for header, line in found]
@@ -98,7 +99,7 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str], listed
         if not names:
             raise UsageError("no environments found: name one, or pass --scenarios FILE")
         skeletons = [(env, get_skeleton(env).id) for env in names]  # every name checked before anything runs
-        groups = [(env, _stored(env, set(ids) or None, listed)) for env, env_id in skeletons
+        groups = [(env, _stored(env, env_id, set(ids) or None, listed)) for env, env_id in skeletons
                   if count_scenarios(scenarios_path(env, env_id))]
     if not groups:
         raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")

@@ -42,6 +42,7 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.matching import strings_in
 from envscaler_mcp.qa.grounding import contradicting_names, keyed_collections, keys_named, records_named
+from envscaler_mcp.qa.record_index import StateIndex, index_of
 from envscaler_mcp.qa.unasked import unasked_changes
 from envscaler_mcp.references.reference import fixed_keys
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
@@ -127,17 +128,19 @@ def _values_of_touched(initial: Mapping[str, Any], final: Mapping[str, Any], cha
     return found
 
 
-def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
+def mismatched_records(scenario: Scenario, reference_final: State, index: StateIndex | None = None) -> list[str]:
     """Collections where the reference acts on records by key (changes them, or passes their keys) while the task
-    names records of that collection the reference neither changes nor looks up (see the module docstring)."""
+    names records of that collection the reference neither changes nor looks up (see the module docstring).
+    `index`: the initial state's StateIndex, when the caller has one."""
     text = " ".join([scenario.task, *(t.user for t in scenario.turns)])
-    named = records_named(scenario.initial_state, text)
-    by_key = keys_named(scenario.initial_state, text)
+    index = index if index is not None else index_of(scenario.initial_state)
+    named = records_named(index, text)
+    by_key = keys_named(index, text)
     passed = fixed_keys(scenario)
     changed = changed_records(scenario.initial_state, reference_final)
     related = _values_of_touched(scenario.initial_state, reference_final, changed, passed)
     holders: dict[str, set[str]] = {}  # key -> the collections that have a record under it
-    for name in keyed_collections(scenario.initial_state):
+    for name in keyed_collections(index):
         for key in scenario.initial_state[name]:  # type: ignore[union-attr]  # keyed: a dict
             holders.setdefault(str(key), set()).add(name)
     problems = []
@@ -168,7 +171,7 @@ def mismatched_records(scenario: Scenario, reference_final: State) -> list[str]:
         if unnamed and left:
             problems.append(f"the task names {collection} {', '.join(sorted(left))}, which the reference solution "
                             f"never uses, while it {acts} {', '.join(sorted(unnamed))}, which the task does not name")
-    for collection, value, key, owner in contradicting_names(scenario.initial_state, text):
+    for collection, value, key, owner in contradicting_names(index, text):
         problems.append(f"the task calls {collection} {key} {value!r}, which is {owner}'s")
     return problems
 
@@ -178,6 +181,8 @@ def consistency_problems(scenario: Scenario, reference_final: State | None) -> l
     problems = unseen_state([scenario.task, *(t.user for t in scenario.turns)])
     problems += vacuous_items(scenario.checklist)
     if reference_final is not None:
-        problems += mismatched_records(scenario, reference_final)
-        problems += unasked_changes(scenario, reference_final, " ".join([scenario.task, *(t.user for t in scenario.turns)]))
+        index = StateIndex(scenario.initial_state)  # one listing of the records for every question below
+        problems += mismatched_records(scenario, reference_final, index)
+        problems += unasked_changes(scenario, reference_final, " ".join([scenario.task, *(t.user for t in scenario.turns)]),
+                                    index)
     return problems

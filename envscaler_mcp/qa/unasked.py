@@ -24,18 +24,19 @@ from collections.abc import Mapping
 from envscaler_mcp._json import State
 from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.compare.matching import strings_in
-from envscaler_mcp.qa.grounding import keyed_collections, mentions, named_records
+from envscaler_mcp.qa.grounding import keyed_collections, named_records
+from envscaler_mcp.qa.record_index import StateIndex, index_of, mentions
 from envscaler_mcp.scenario.models import Scenario
 
 # (call number from 1, tool, collection, key, what the replay did with the record)
 _Target = tuple[int, str, str, str, str]
 
 
-def _acted_on(scenario: Scenario, final: State) -> list[_Target]:
+def _acted_on(scenario: Scenario, final: State, index: StateIndex) -> list[_Target]:
     """Every (call, record) where a call's argument is a record's key and the replay changed that record or wrote
     its key into the state."""
     initial = scenario.initial_state
-    collections = keyed_collections(initial)
+    collections = keyed_collections(index)
     owners: dict[str, list[str]] = {}
     for name in sorted(collections):
         for key in initial[name]:  # type: ignore[union-attr]  # keyed: a dict
@@ -85,14 +86,17 @@ def _implied(initial: State, final: State, named: set[tuple[str, str]], name: st
     return (bool(holds & named_keys) and not holds & others) or any(key in strings((initial,), c, k) for c, k in named)
 
 
-def unasked_changes(scenario: Scenario, final: State, text: str | None = None) -> list[str]:
+def unasked_changes(scenario: Scenario, final: State, text: str | None = None, index: StateIndex | None = None
+                    ) -> list[str]:
     """Reference calls acting on a record the task neither names nor implies and no checklist item is about
-    (see the module docstring); `text` is the task with every turn's message (the task alone by default)."""
+    (see the module docstring); `text` is the task with every turn's message (the task alone by default);
+    `index`: the initial state's StateIndex, when the caller has one."""
+    index = index if index is not None else index_of(scenario.initial_state)
     checklist = " ".join(f"{c.description} {c.validator or ''}" for c in scenario.checklist).lower()
-    targets = [t for t in _acted_on(scenario, final) if not mentions(checklist, t[3])]
+    targets = [t for t in _acted_on(scenario, final, index) if not mentions(checklist, t[3])]
     if not targets:
         return []
-    named = named_records(scenario.initial_state, text if text is not None else scenario.task)
+    named = named_records(index, text if text is not None else scenario.task)
     aimed = {(call.tool, name) for call in scenario.reference_solution for name, key in named
               if key in strings_in(call.arguments)}
     problems: list[str] = []

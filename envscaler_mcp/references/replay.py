@@ -1,7 +1,8 @@
 """Replay a list of tool calls in a fresh server episode, as the QA gate does for every solution it checks.
 
 The episode is a real one (a launched server's `episode`, or any factory with that shape), so a failed call
-is rolled back by the server exactly as it would be for an agent.
+is rolled back by the server exactly as it would be for an agent. Its final state is read with the request that
+closes it, where the episode offers that (`final_state`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from envscaler_mcp._json import JSONObject, State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, read_result
-from envscaler_mcp.launch.episodes import ClientEpisode, Episode
+from envscaler_mcp.launch.episodes import ClosingEpisode, Episode
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 
 EpisodeFactory = Callable[[State], AbstractAsyncContextManager[Episode]]
@@ -47,7 +48,7 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
     made: list[ReplayCall] = []
     try:
         async with episode_factory(initial_state) as episode:
-            if snapshots is not None:
+            if snapshots is not None and 0 in checkpoints:  # (a read only when a turn ends before any call)
                 snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == 0))
             for n, call in enumerate(calls, start=1):
                 text, is_error = "", True
@@ -64,10 +65,11 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                 if snapshots is not None and n in checkpoints:
                     snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == n))
             # the last read closes the episode in the same request where the server can (ClientEpisode)
-            final = episode.final_state() if isinstance(episode, ClientEpisode) else episode.get_state()
+            final = episode.final_state() if isinstance(episode, ClosingEpisode) else episode.get_state()
             return made, await final, []
     except Exception as exc:
         return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
+
 
 
 def turn_ends(scenario: Scenario) -> list[int]:

@@ -108,3 +108,22 @@ def test_check_groups_takes_wrong_solutions_derived_from_each_scenario(fake_laun
     assert not probed.passed
     assert probed.step("wrong_solutions").reasons == [
         "probe: the reference itself passes every validator; the checklist is too lenient"]
+
+
+def test_the_collector_skips_what_exists_when_the_gate_starts_and_only_while_it_runs(
+        fake_launch: list[tuple[str, str]]) -> None:
+    import gc
+
+    import anyio
+
+    from envscaler_mcp.qa.batch import check_groups
+
+    before = gc.get_freeze_count()
+    frozen_while_judged: list[int] = []
+    reports = anyio.run(lambda: check_groups([("fake_shop", [scenario()])],
+                                             on_report=lambda _: frozen_while_judged.append(gc.get_freeze_count())))
+    assert reports[0].passed and frozen_while_judged[0] > before  # the interpreter's objects were set aside
+    assert gc.get_freeze_count() == before  # and handed back to the collector when the gate ended
+    with pytest.raises(UsageError):
+        anyio.run(lambda: check_groups([("nope", [scenario()])]))
+    assert gc.get_freeze_count() == before  # also when it ended in an error

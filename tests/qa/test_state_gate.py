@@ -4,15 +4,18 @@ wrong-solution probes, scenario options. A fake in-process shop stands in for a 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
+from envscaler_mcp._json import parse_state
 from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.qa.wrong import WrongSolution
 from envscaler_mcp.qa.wrong_probes import extra_call_candidates, wrong_probe_check
+from envscaler_mcp.references import reference as reference_module
 from envscaler_mcp.references.reference import ReferenceCache, StateVerdict, build_reference
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import StateCheckOptions, ToolCall
@@ -157,6 +160,35 @@ async def test_fields_that_differ_between_two_replays_become_free() -> None:
     assert report.passed, report.reasons()
     reference = await build_reference(scenario(), clock_episode)
     assert reference.nondeterministic == [("notes[*].at", "differs between two replays of the reference")]
+
+
+class ServerJsonShop(ClockShop):
+    """The clock shop read as a server's JSON text (a ParsedState, as a launched episode's state is)."""
+
+    stamp = True
+
+    def _tool_add_note(self, order_id: str, text: str) -> dict[str, Any]:
+        return super()._tool_add_note(order_id, text) if self.stamp else FakeShopEpisode._tool_add_note(
+            self, order_id, text)
+
+    async def get_state(self) -> dict[str, Any]:
+        parsed = parse_state(json.dumps(self.state).encode())
+        assert parsed is not None
+        return parsed
+
+
+async def test_two_replays_read_as_the_same_server_json_are_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    @asynccontextmanager
+    async def episode(state: dict[str, Any]) -> AsyncIterator[ServerJsonShop]:
+        yield ServerJsonShop(state)
+
+    stamped = await build_reference(scenario(), episode)  # two texts: compared field by field, as before
+    assert stamped.nondeterministic == [("notes[*].at", "differs between two replays of the reference")]
+    monkeypatch.setattr(ServerJsonShop, "stamp", False)
+    monkeypatch.setattr(reference_module, "nondeterministic_fields", lambda *_: pytest.fail("walked"))
+    same = await build_reference(scenario(), episode)  # one text twice: nothing can differ
+    assert (same.reason, same.nondeterministic, same.unstable_results) == ("", [], [])
+    assert same.final_state is not None and same.final_state["notes"][-1]["author"] == "agent"
 
 
 async def test_no_reference_solution_or_a_failing_one_is_not_available() -> None:

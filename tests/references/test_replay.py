@@ -14,7 +14,7 @@ from envscaler_mcp.providers.base import ToolCallRequest
 from envscaler_mcp.providers.tools import tool_result_message
 from envscaler_mcp.references.replay import replay_calls
 from envscaler_mcp.scenario.models import ToolCall
-from tests.qa.fake_episode import fake_shop_episode
+from tests.qa.fake_episode import FakeShopEpisode, fake_shop_episode
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +84,40 @@ async def test_a_replayed_call_is_read_as_the_agent_reads_it() -> None:
         agent = tool_result_message(ToolCallRequest(id="c1", name="buy"), server.result)
         assert made[0].ok is ok and made[0].result_text == agent.content == text
         assert reasons == ([] if ok else ['call 1 buy({}) failed: success is False: sold out'])
+
+
+class _CountingShop(FakeShopEpisode):
+    """The shop, counting the admin requests a replay makes; `final_state` reads and closes, as a launched
+    episode's does."""
+
+    def __init__(self, state: dict[str, Any], closing: bool) -> None:
+        super().__init__(state)
+        self.reads: list[str] = []
+        if closing:
+            self.final_state = self._final_state
+
+    async def get_state(self) -> dict[str, Any]:
+        self.reads.append("get_state")
+        return await super().get_state()
+
+    async def _final_state(self) -> dict[str, Any]:
+        self.reads.append("final_state")
+        return await super().get_state()
+
+
+@pytest.mark.parametrize("closing", [False, True])
+async def test_a_replay_reads_the_state_once_when_no_turn_ends_before_its_first_call(closing: bool) -> None:
+    opened: list[_CountingShop] = []
+
+    @asynccontextmanager
+    async def factory(state: Any) -> AsyncIterator[_CountingShop]:
+        opened.append(_CountingShop(state, closing))
+        yield opened[-1]
+
+    snapshots: list[Any] = []
+    _, final, reasons = await replay_calls(CANCEL_BOTH, SHOP, factory, checkpoints=[1],  # type: ignore[arg-type]
+                                           snapshots=snapshots)
+    assert reasons == [] and final is not None and statuses(final) == ("cancelled", "cancelled")
+    assert [statuses(s) for s in snapshots] == [("cancelled", "pending")]
+    # the turn's end, then the last state: through the request that also closes the episode when it has one
+    assert opened[0].reads == ["get_state", "final_state" if closing else "get_state"]

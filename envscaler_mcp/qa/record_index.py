@@ -1,0 +1,195 @@
+"""What the grounding questions (qa/grounding.py) read of a state and of a task, worked out once.
+
+* `StateIndex`: a state's keyed collections, each record's values listed once, with the values (and words) that
+  only one record of its collection holds. The consistency step asks several questions of one initial state
+  (records named by value, by key, two names side by side, calls the task did not ask for), and each used to
+  list and count every record's values again.
+* `Text`: a lower-cased task with every span `mentions` could find in it, so that the thousands of values of a
+  state are each looked up in a set instead of searched for in the text.
+
+`mentions(text, value)`: `value` occurs in `text` with no word character or '-' on either side; a span of a
+`Text` is text[i:j] where i is 0 or follows such a character and j is the end or comes before one, so a value
+up to `_SPAN_MAX` characters long is mentioned exactly when its lower-cased form is one of the spans.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+MIN_VALUE = 3  # shorter values ("A", "12") are not taken as naming a record
+_SPAN_MAX = 64  # values up to this long are looked up among a Text's spans; longer ones are searched for
+_WORD = re.compile(r"[^\W\d_]{4,}")
+_CACHED_VALUE = 128  # longer values are split into words each time (the cache holds at most 16,384 short ones)
+
+
+def keyed(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Top-level attributes that map keys to records (dicts)."""
+    return {name: value for name, value in state.items()
+            if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values())}
+
+
+def strings_of(record: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field, value) for the record's string and number values, nested lists of them included."""
+    found = []
+    for field, value in record.items():
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                found.append((field, str(item)))
+    return found
+
+
+def _joins(char: str) -> bool:
+    """A character that continues a word or an id (regex \\w, or '-')."""
+    return char.isalnum() or char in "_-"
+
+
+def mentions(text: str, value: str) -> bool:
+    """`value` (lower-cased) occurs in `text` with no word character or '-' on either side."""
+    return next(positions(text, value), None) is not None
+
+
+def positions(text: str, value: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each occurrence of `value` (lower-cased) in `text` with no word character or '-' on either
+    side. A substring search: a regex compiled per value overflowed re's cache on catalogs of thousands of values."""
+    needle = value.lower()
+    start = text.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        if (start == 0 or not _joins(text[start - 1])) and (end == len(text) or not _joins(text[end])):
+            yield start, end
+        start = text.find(needle, start + 1)
+
+
+def words_of(value: str) -> frozenset[str]:
+    """The words (4 letters or more, lower-cased) of a value."""
+    return _short_words(value) if len(value) <= _CACHED_VALUE else frozenset(_WORD.findall(value.lower()))
+
+
+@lru_cache(maxsize=1 << 14)
+def _short_words(value: str) -> frozenset[str]:
+    """`words_of` a short value, remembered: the scenarios of an environment share most of their values."""
+    return frozenset(_WORD.findall(value.lower()))
+
+
+class Text:
+    """A task, lower-cased, with its spans (see the module docstring)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = t = text.lower()
+        ends = [j for j in range(1, len(t) + 1) if j == len(t) or not _joins(t[j])]
+        self.spans: set[str] = set()
+        for i in range(len(t)):
+            if i == 0 or not _joins(t[i - 1]):
+                first = bisect_right(ends, i)
+                self.spans.update(t[i:j] for j in ends[first:bisect_right(ends, i + _SPAN_MAX, first)])
+
+    def mentions(self, value: str) -> bool:
+        """`mentions(self.text, value)`."""
+        needle = value.lower()
+        return needle in self.spans if 0 < len(needle) <= _SPAN_MAX else mentions(self.text, needle)
+
+
+@lru_cache(maxsize=8)
+def text_of(task: str) -> Text:
+    """The task's Text (the consistency step asks about one text several times)."""
+    return Text(task)
+
+
+class Records:
+    """One keyed collection with each record's values listed once, and the values only one record holds."""
+
+    def __init__(self, records: Mapping[str, Any]) -> None:
+        self.records = records
+        pairs = {key: strings_of(record) for key, record in records.items()}
+        counts = Counter(pair for held in pairs.values() for pair in set(held))
+        self.values = {key: {value for _, value in held} for key, held in pairs.items()}
+        # the whole values that only one record has in their field (a date, a name, a title)
+        self.whole = {value for (_, value), n in counts.items() if n == 1 and len(value) >= MIN_VALUE}
+        self._words: dict[str, set[str]] | None = None
+        self._distinct: set[str] | None = None
+        self._by_lowered: tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]] | None = None
+        self._word_keys: tuple[dict[str, list[str]], list[str]] | None = None
+
+    def words(self, key: str) -> set[str]:
+        """The words (4 letters or more) of the record's values."""
+        if self._words is None:
+            self._words = {k: {w for value in values for w in words_of(value)} for k, values in self.values.items()}
+        return self._words[key]
+
+    @property
+    def distinct(self) -> set[str]:
+        """The whole values only one record has, and the words (4 letters or more) that only one record's values
+        contain ("Moreno" of "Dr. Elena Moreno")."""
+        if self._distinct is None:
+            words = Counter(word for key in self.values for word in self.words(key))
+            self._distinct = self.whole | {word for word, n in words.items() if n == 1}
+        return self._distinct
+
+    def named(self, text: Text, kind: str) -> set[Any]:
+        """The records the text names by what only they hold. Kinds: "whole" (their keys: a whole value only that
+        record has), "own" (their keys: also a word only that record's values contain), "values" ((value, key)
+        pairs: the values only that record has, other than its key)."""
+        short, long = self._lowered()
+        accept = self.whole if kind == "whole" else self.distinct
+        found: set[Any] = set()
+        for span in text.spans & short.keys():
+            for value, key in short[span]:
+                if value in accept and not (kind == "values" and span == key.lower()):
+                    found.add((value, key) if kind == "values" else key)
+        for value, key in long:
+            if value in accept and not (kind == "values" and value.lower() == key.lower()) and text.mentions(value):
+                found.add((value, key) if kind == "values" else key)
+        if kind == "own":
+            by_word, long_words = self._by_word()
+            found.update(key for word in text.spans & by_word.keys() if word in accept for key in by_word[word])
+            found.update(key for word in long_words if word in accept and text.mentions(word) for key in by_word[word])
+        return found
+
+    def _lowered(self) -> tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]]:
+        """Each record's values by their lower-cased form (value, key), and the values too long to be spans."""
+        if self._by_lowered is None:
+            short: dict[str, list[tuple[str, str]]] = {}
+            long: list[tuple[str, str]] = []
+            for key, values in self.values.items():
+                for value in values:
+                    lowered = value.lower()
+                    if 0 < len(lowered) <= _SPAN_MAX:
+                        short.setdefault(lowered, []).append((value, key))
+                    else:
+                        long.append((value, key))
+            self._by_lowered = short, long
+        return self._by_lowered
+
+    def _by_word(self) -> tuple[dict[str, list[str]], list[str]]:
+        """The keys of the records whose values contain each word, and the words too long to be spans."""
+        if self._word_keys is None:
+            by_word: dict[str, list[str]] = {}
+            for key in self.values:
+                for word in self.words(key):
+                    by_word.setdefault(word, []).append(key)
+            self._word_keys = by_word, [word for word in by_word if len(word) > _SPAN_MAX]
+        return self._word_keys
+
+
+class StateIndex:
+    """A state's keyed collections, each indexed (`Records`) when first asked for."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.state = state
+        self.names = keyed(state)
+        self._indexed: dict[str, Records] = {}
+
+    def __getitem__(self, name: str) -> Records:
+        if name not in self._indexed:
+            self._indexed[name] = Records(self.names[name])
+        return self._indexed[name]
+
+
+def index_of(state: Mapping[str, Any] | StateIndex) -> StateIndex:
+    """The state's index (itself when it is one)."""
+    return state if isinstance(state, StateIndex) else StateIndex(state)
