@@ -37,7 +37,9 @@ from envscaler_mcp.synth.scen.parsers import (
     solution_schema,
     validator_sections,
 )
+from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_state
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
+from envscaler_mcp.synth.skel.parsers import parse_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
 PROMPT_GROUP = "scen"
@@ -139,20 +141,57 @@ class StepContext:
 
 
 async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> State:
-    """Stage 1: one initial state, checked against the state schema; one repair round with the errors."""
+    """Stage 1: one initial state, checked against the state schema; one repair round with the errors.
+
+    An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
+    (`salvage.py`): the next call asks only for the attributes still missing, shown the kept ones, and the
+    merge is checked as a whole answer is. An answer that salvages something costs no retry; one that salvages
+    nothing is retried as before."""
     skeleton = ctx.skeleton
-
-    def accept(text: str) -> dict[str, Any]:
-        return accept_initial_state(skeleton, text)
-
     answer = ANSWER_TOKENS["states"]
-    context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
-               "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)],
-               "records": records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator)
-                                             else None)}
-    return await ask(ctx.generator, "states", context, accept, meter=meter, seat="states", retries=1,
-                     settings=ctx.settings(), template="scen/state", schema=initial_state_schema(skeleton),
-                     ladder=state_step_ladder(skeleton))
+    records = records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator) else None)
+    kept: State = {}
+    failures = 0
+    while True:
+        pending = [a.name for a in skeleton.state if a.name not in kept]
+
+        def accept(text: str, pending: list[str] = pending) -> State | Salvaged:
+            nonlocal failures
+            try:
+                parsed = parse_initial_state(text).state
+                whole = json.dumps(merge_state(skeleton, kept, parsed)) if kept else text
+            except AnswerFormatError:
+                got = salvage_state(skeleton, text, pending, records)
+                if not got:
+                    failures += 1
+                    raise
+                if len(got) < len(pending):
+                    return Salvaged(got)
+                whole = json.dumps(merge_state(skeleton, kept, got))
+            try:
+                return accept_initial_state(skeleton, whole)  # a whole first answer: as it always was
+            except AnswerFormatError:
+                failures += 1
+                raise
+
+        context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
+                   "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
+                   "kept": dump_state(kept, limit=10**6), "missing": pending}
+        got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
+                        retries=max(1 - failures, 0), settings=ctx.settings(),
+                        template="scen/state_rest" if kept else "scen/state",
+                        schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
+                        ladder=state_step_ladder(skeleton, pending if kept else None))
+        if not isinstance(got, Salvaged):
+            return got
+        kept.update(got.parts)
+
+
+@dataclass
+class Salvaged:
+    """The part of a state answer that was usable although the whole was not (the attributes it completed)."""
+
+    parts: State
 
 
 def records_per_entity(example: State, answer_tokens: int | None) -> str:
@@ -168,11 +207,15 @@ def records_per_entity(example: State, answer_tokens: int | None) -> str:
     return "4-8" if most == 8 else f"{min(4, most // 2 + 1) if most > 2 else 1}-{most}"
 
 
-def state_step_ladder(skeleton: EnvSkeleton) -> list[dict[str, str]]:
+def state_step_ladder(skeleton: EnvSkeleton, only: list[str] | None = None) -> list[dict[str, str]]:
     """What the state step shows, richest first: the code, its outline, none; an example state (its first 4,000
-    characters), then two, then one record per collection; the state schema indented, then compact."""
+    characters), then two, then one record per collection; the state schema indented, then compact. `only`
+    keeps the example and the schema to those attributes (a follow-up asking for the attributes missing)."""
     schema = state_schema(skeleton)["properties"]
     default = skeleton.default_state or {}
+    if only is not None:
+        schema = {k: v for k, v in schema.items() if k in only}
+        default = {k: v for k, v in default.items() if k in only}
     code = [skeleton.class_source, outline(skeleton.class_source), ""]
     examples = [dump_state(default, limit=4000) if default else ""]
     examples += [state_view(default, n) if default else "" for n in (2, 1)]
