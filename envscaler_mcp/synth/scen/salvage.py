@@ -17,16 +17,11 @@ import ijson
 from envscaler_mcp._json import State
 from envscaler_mcp.skeleton.build import validate_state
 from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.synth.scen.state_prompt import record_bounds
 from envscaler_mcp.synth.skel.checkstage import initial_state_schema
 
 _CLOSE = {"end_map", "end_array"}
 _OPEN = {"start_map", "start_array"}
-
-
-def record_bounds(records: str) -> tuple[int, int]:
-    """The fewest and the most records per collection a state prompt asks for ("3-4" -> (3, 4))."""
-    low, _, high = records.partition("-")
-    return int(low), int(high or low)
 
 
 class _Builder:
