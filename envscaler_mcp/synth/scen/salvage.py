@@ -68,7 +68,8 @@ class _Builder:
     def entries(self) -> Any:
         """The complete entries only (a cut record left out)."""
         if isinstance(self.value, dict):
-            return {k: v for k, v in self.value.items() if k in set(self.complete)}
+            complete = set(self.complete)
+            return {k: v for k, v in self.value.items() if k in complete}
         return self.value[:len(self.complete)]
 
 
@@ -119,8 +120,9 @@ def salvage_state(skeleton: EnvSkeleton, text: str, pending: list[str], records:
     """The attributes of `pending` that a cut or broken state answer completed: scalars and objects it closed,
     collections it closed or wrote at least the fewest records asked for of (complete records only), each
     collection cut to the most records asked for. An attribute whose salvaged value does not fit its schema is
-    not kept (it is asked for again). Empty when no record or object is usable: scalars alone (the date an
-    answer began with) are no reason to leave the usual retry, which shows the cut answer and says it was cut."""
+    not kept (it is asked for again). Empty when no record or object is usable: scalars and empty collections
+    alone (the date an answer began with) are no reason to leave the usual retry, which shows the cut answer and
+    says it was cut."""
     low, high = record_bounds(records)
     schemas = {a.name: a.json_schema for a in skeleton.state}
     done, open_ = _prefix_values(text)
@@ -132,7 +134,7 @@ def salvage_state(skeleton: EnvSkeleton, text: str, pending: list[str], records:
         elif name in open_ and collection and len(entries := open_[name].entries()) >= max(low, 1):
             got[name] = _first(entries, high)
     got = {name: value for name, value in got.items() if not validate_state(skeleton, {name: value})}
-    return got if any(isinstance(value, dict | list) for value in got.values()) else {}
+    return got if any(isinstance(value, dict | list) and value for value in got.values()) else {}
 
 
 def merge_state(skeleton: EnvSkeleton, kept: State, answer: State) -> State:

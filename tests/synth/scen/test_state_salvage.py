@@ -84,10 +84,11 @@ async def test_the_cut_answer_keeps_its_complete_records_and_one_call_asks_for_t
 
 async def test_a_follow_up_cut_again_keeps_its_part_and_asks_for_what_is_still_missing() -> None:
     copies = json.dumps({"copies": REST["copies"]})[:-1] + ', "loans": {"L-8001": {"loan_id": "L-80'
-    provider, ctx = embedded([cut_turn(CUT), cut_turn(copies),
-                              json.dumps({k: REST[k] for k in ("loans", "holds", "fines")})])
+    rewrites = {"members": {}, **{k: REST[k] for k in ("loans", "holds", "fines")}}  # a model ignoring the schema
+    provider, ctx = embedded([cut_turn(CUT), cut_turn(copies), json.dumps(rewrites)])
     state = await gen_state(ctx, 0, 1, UsageMeter())
     assert state["copies"] == REST["copies"] and state["loans"] == REST["loans"]
+    assert list(state["members"]) == MEMBERS  # what was kept stays as it was shown
     third = provider.requests[2][0][-1].content
     assert "Write only the state attributes still missing: loans, holds, fines." in third
     assert "C-30004" in third
@@ -101,6 +102,8 @@ async def test_a_cut_answer_with_nothing_complete_is_retried_as_before() -> None
     good = json.dumps(LIBRARY.default_state)
     provider, ctx = embedded([cut_turn(nothing_complete()), good])
     assert salvage_state(LIBRARY, nothing_complete(), ATTRIBUTES, "3-4") == {}  # the date alone is no record
+    empty = '{"today": "2026-05-12", "members": {}, "books": {"978-1-04000-100-0": {"isbn": "978-1-04000-100-0", '
+    assert salvage_state(LIBRARY, empty, ATTRIBUTES, "3-4") == {}  # nor is an empty collection
     state = await gen_state(ctx, 0, 1, UsageMeter())
     assert state == LIBRARY.default_state
     retry = provider.requests[1][0]
