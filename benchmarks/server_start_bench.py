@@ -7,8 +7,11 @@ It reports per start: the CPU time of the server processes (fresh: what this pro
 RUSAGE_CHILDREN; zygote: what the zygote waited for, its cutime + cstime in /proc), this process's own CPU
 time, and wall time; and the zygote's own one-time start (its CPU time before the first fork).
 
+`--episode-process fork` gives every episode a process of its own (what servers of imported environments
+get); PYTHONPATH=<an exported tree> measures that tree's servers with the same script.
+
 Usage: nice -n 10 python benchmarks/server_start_bench.py [--env clinic_appointments] [--starts 10]
-       [--transports pipe,http]
+       [--transports pipe,http] [--episode-process auto|shared|fork]
 """
 
 from __future__ import annotations
@@ -50,18 +53,19 @@ def own() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def one_start(env: str, transport: str) -> None:
-    async with launch_server(env, transport=transport) as server:  # type: ignore[arg-type]
+async def one_start(env: str, transport: str, episode_process: str) -> None:
+    async with launch_server(env, transport=transport,  # type: ignore[arg-type]
+                             episode_process=episode_process) as server:  # type: ignore[arg-type]
         async with server.episode():
             pass
 
 
-def measure(env: str, transport: str, mode: str) -> tuple[float, float, float]:
+def measure(env: str, transport: str, mode: str, episode_process: str = "auto") -> tuple[float, float, float]:
     """(server CPU, harness CPU, wall) of one start."""
     os.environ[ZYGOTE_ENV] = "off" if mode == "fresh" else "on"
     servers = own_children() if mode == "fresh" else zygote_cpu(children=True)
     harness, wall = own(), time.perf_counter()
-    anyio.run(one_start, env, transport)
+    anyio.run(one_start, env, transport, episode_process)
     wall = time.perf_counter() - wall
     harness = own() - harness
     if mode == "fresh":
@@ -77,17 +81,19 @@ def main() -> None:
     parser.add_argument("--env", default="clinic_appointments")
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--transports", default="pipe,http")
+    parser.add_argument("--episode-process", default="auto", choices=["auto", "shared", "fork"])
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.starts} starts of {args.env} per row")
+    print(f"load average {os.getloadavg()[0]:.1f}; {args.starts} starts of {args.env} per row "
+          f"(--episode-process {args.episode_process})")
     print("| transport | start | server CPU / start | harness CPU / start | wall / start |")
     print("|---|---|---|---|---|")
     for transport in args.transports.split(","):
-        measure(args.env, transport, "zygote")  # the zygote's start and each path's first imports, untimed
-        measure(args.env, transport, "fresh")
+        measure(args.env, transport, "zygote", args.episode_process)  # the zygote's start, first imports: untimed
+        measure(args.env, transport, "fresh", args.episode_process)
         totals = {mode: [0.0, 0.0, 0.0] for mode in ("fresh", "zygote")}
         for _ in range(args.starts):
             for mode, total in totals.items():
-                for i, value in enumerate(measure(args.env, transport, mode)):
+                for i, value in enumerate(measure(args.env, transport, mode, args.episode_process)):
                     total[i] += value
         for mode, (server, harness, wall) in totals.items():
             n = args.starts

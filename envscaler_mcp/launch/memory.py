@@ -64,7 +64,7 @@ class MemoryServer(LaunchedServer):
                                                 initial_state=initial_state)
 
         async def read_state() -> State:
-            return dict(env_server.episodes["default"].get_state())
+            return dict((await env_server.default_episode()).get_state())
 
         async with Client(env_server.server, **self.warm.client_options()) as client:
             yield ClientEpisode(client, episode_id=f"memory-{next(self._count)}", transport="memory",

@@ -86,3 +86,27 @@ async def test_routes_answer_as_the_server_contract_says() -> None:
         assert unknown.status_code == 404 and unknown.json()["error"].startswith("not found: /elsewhere.")
         health = await client.get("/healthz/")
         assert health.status_code == 200 and health.json()["ok"] is True and health.json()["episodes"] == 1
+
+
+async def test_episodes_of_the_admin_plane_leave_the_default_one_unbuilt() -> None:
+    """Creating, reading and closing episodes, listing them, /healthz and a refused delete of the default episode
+    never build it, though it is listed and counted; its first read builds it at the default state."""
+    app = _app(admin_token="secret")
+    auth = {"Authorization": "Bearer secret"}
+    transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 5555))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as client:
+        episode_id = (await client.post("/admin/episodes", content=b"{}", headers=auth)).json()["episode_id"]
+        assert (await client.get(f"/admin/episodes/{episode_id}/state", headers=auth)).status_code == 200
+        listed = (await client.get("/admin/episodes", headers=auth)).json()["episodes"]
+        assert [(e["episode_id"], e["path"], e["calls"]) for e in listed] == [
+            ("default", "/mcp", 0), (episode_id, f"/episodes/{episode_id}/mcp", 0)]
+        assert (await client.get("/healthz")).json()["episodes"] == 2
+        assert (await client.delete("/admin/episodes/default", headers=auth)).status_code == 400
+        assert (await client.delete(f"/admin/episodes/{episode_id}", headers=auth)).status_code == 200
+        assert list(app.env.episodes) == []  # nothing built the default episode
+        assert (await client.get("/healthz")).json()["episodes"] == 1
+        default = await client.get("/admin/episodes/default/state", headers=auth)
+        assert default.status_code == 200 and default.json()["state"] == app.env.package.default_state
+        assert list(app.env.episodes) == ["default"]
+        listed = (await client.get("/admin/episodes", headers=auth)).json()["episodes"]
+        assert [e["episode_id"] for e in listed] == ["default"]

@@ -185,3 +185,52 @@ async def test_serve_command_over_http_serves_a_socket_it_bound_for_the_confined
         process.kill()
         await process.wait()
         await process.aclose()
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (children of each of its threads, recursively)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = {int(c) for c in (task / "children").read_text().split()}
+            except OSError:
+                continue
+            todo.extend(children - found)
+            found |= children
+    return found
+
+
+async def test_the_default_episode_is_built_only_when_something_uses_it() -> None:
+    """With a process per episode, a server used only through episodes the admin plane created forks no process
+    for the default episode; the first plain client on /mcp gets it (a process forked then), as before."""
+    async with launch_server(skeleton(), "http", scenarios=scenarios(), episode_process="fork",
+                             isolation=False) as server:
+        assert isinstance(server, HttpServer) and server.pid
+        async with server.episode({"items": {}}) as a:
+            assert not (await a.call_tool("add_item", {"item_id": "x1", "name": "Mug", "price": 2.0})).is_error
+            alone = _descendants(server.pid)  # the zygote and episode a
+            async with server.episode({"items": {}}) as b:
+                assert not (await b.call_tool("list_items", {})).is_error
+                per_episode = len(_descendants(server.pid) - alone)
+            assert per_episode >= 1
+            with anyio.fail_after(60):  # b's processes end on their own once it is closed
+                while _descendants(server.pid) != alone:
+                    await anyio.sleep(0.05)
+            listed = (await server.admin.get("/admin/episodes")).json()["episodes"]
+            assert {e["episode_id"] for e in listed} == {"default", a.episode_id}  # listed, not built
+            assert (await server.admin.get("/healthz")).json()["episodes"] == 2
+            async with launch_external(url=server.url + "/mcp") as plain, plain.episode() as ep:
+                kettle = await ep.call_tool("get_item", {"item_id": "i1"})
+                assert kettle.structured_content["data"]["name"] == "Kettle"  # type: ignore[index]
+                assert not (await ep.call_tool("remove_item", {"item_id": "i1"})).is_error
+            assert len(_descendants(server.pid) - alone) == per_episode  # built now: its process forked
+            default = (await server.admin.get("/admin/episodes/default/state")).json()["state"]
+            assert "i1" not in default["items"] and default["items"]  # the default state, changed by the client
+            assert list((await a.get_state())["items"]) == ["x1"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,7 @@ ADMIN_RESET = "envscaler/admin/reset"
 # stdio with an admin token (the launcher's pipe): many episodes in one process, named in `_meta`
 ADMIN_CREATE = "envscaler/admin/create_episode"
 ADMIN_CLOSE = "envscaler/admin/close_episode"
+DEFAULT = "default"
 # The tool list never changes while the server runs: clients may keep it this long (2026-07-28 `ttlMs`).
 TOOLS_TTL_MS = 10 * 60 * 1000
 
@@ -94,7 +97,12 @@ def _error(message: str) -> CallToolResult:
 
 class EnvServer:
     """Holds the episodes of one process and the MCP `Server` that serves them. With a `zygote` every episode
-    runs in a process of its own (forked.py); without, in this one."""
+    runs in a process of its own (forked.py); without, in this one.
+
+    The default episode (`/mcp`, stdio without a named episode) is built on its first use: a server whose
+    clients only use the episodes they create never builds it (nor forks its process). It is listed and
+    counted from the start all the same. Given an `initial_state` (--state, --scenario) it is built at once,
+    so that a state that cannot be built is refused before the server serves."""
 
     def __init__(self, package: EnvPackage, *, call_timeout: float | None = 10.0,
                  admin_token: str | None = None, initial_state: dict[str, Any] | None = None,
@@ -111,8 +119,12 @@ class EnvServer:
         self.tool_names = {t.name for t in self.tools}
         self.validators = {t["name"]: jsonschema.Draft202012Validator(t["input_schema"]) for t in package.tools}
         self.input_schemas: dict[str, dict[str, Any]] = {t["name"]: t["input_schema"] for t in package.tools}
+        self.initial_state = initial_state
+        self.started_at = time.time()
         self.episodes: dict[str, Episode | ForkedEpisode] = {}
-        self.episodes["default"] = self.new_episode(initial_state, "default")
+        self._default_lock: asyncio.Lock | None = None
+        if initial_state is not None:
+            self.episodes[DEFAULT] = self.new_episode(initial_state, DEFAULT)
         self.server = self._build()
 
     # ---- episodes ----
@@ -129,6 +141,45 @@ class EnvServer:
         assert self.package.env_class is not None
         return Episode(self.package.env_class, self.package.state_names, state, episode_id)
 
+    def episode_count(self) -> int:
+        """Live episodes, the default one counted whether or not it has been built yet."""
+        return len(self.episodes) + (DEFAULT not in self.episodes)
+
+    async def default_episode(self) -> Episode | ForkedEpisode:
+        """The default episode, built now if this is its first use. Raises EpisodeRefused."""
+        episode = self.episodes.get(DEFAULT)
+        if episode is not None:
+            return episode
+        async with self._default_guard():  # two first uses at once build it once
+            episode = self.episodes.get(DEFAULT)
+            if episode is None:
+                episode = await self._make(self.initial_state, DEFAULT)
+                self.episodes[DEFAULT] = episode
+        return episode
+
+    def _default_guard(self) -> asyncio.Lock:
+        if self._default_lock is None:  # made in the event loop, not before it runs
+            self._default_lock = asyncio.Lock()
+        return self._default_lock
+
+    async def episode(self, episode_id: str) -> Episode | ForkedEpisode | None:
+        """A live episode by id (the default one built on its first use), or None. Raises EpisodeRefused."""
+        if episode_id == DEFAULT:
+            return await self.default_episode()
+        return self.episodes.get(episode_id)
+
+    async def _make(self, state: dict[str, Any] | None, episode_id: str) -> Episode | ForkedEpisode:
+        """`new_episode` from the event loop: a forked episode is awaited. Raises EpisodeRefused."""
+        if self.zygote is not None:
+            try:
+                return await self.zygote.fork_episode({"state": state}, episode_id)
+            except ForkRefused as exc:
+                raise EpisodeRefused(exc.status, exc.message) from None
+        try:
+            return self.new_episode(state, episode_id)
+        except Exception as exc:
+            raise EpisodeRefused(400, f"could not create the episode: {type(exc).__name__}: {exc}") from None
+
     def drop(self, episode_id: str) -> Episode | ForkedEpisode:
         """Unregister an episode and release it (its process ends); returns it."""
         episode = self.episodes.pop(episode_id)
@@ -139,7 +190,7 @@ class EnvServer:
                              scenario_id: str | None = None) -> str:
         """Create and register an episode (the package's default state, a state, a state file of --state-dir, or
         a bundled scenario's state); returns its id, 128 random bits. Raises EpisodeRefused."""
-        if len(self.episodes) > self.max_episodes:
+        if self.episode_count() > self.max_episodes:
             raise EpisodeRefused(429, f"too many episodes (limit {self.max_episodes}); delete some first")
         if self.zygote is not None:
             episode_id = secrets.token_hex(16)
@@ -162,19 +213,16 @@ class EnvServer:
         if state is not None and not isinstance(state, dict):
             raise EpisodeRefused(400, "state must be a JSON object keyed by state attribute names")
         episode_id = secrets.token_hex(16)  # an episode id is also the key to its endpoint
-        try:
-            self.episodes[episode_id] = self.new_episode(state, episode_id)
-        except Exception as exc:
-            raise EpisodeRefused(400, f"could not create the episode: {type(exc).__name__}: {exc}") from None
+        self.episodes[episode_id] = await self._make(state, episode_id)
         return episode_id
 
     def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
         named = (ctx.meta or {}).get(EPISODE_META_KEY)
-        if not isinstance(named, str) or named == "default" or named not in self.episodes:
+        if not isinstance(named, str) or named == DEFAULT or named not in self.episodes:
             raise MCPError(INVALID_REQUEST, f"name an existing episode in _meta['{EPISODE_META_KEY}']")
         return self.episodes[named]
 
-    def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
+    async def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
         """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
 
         On the shared endpoint (ROUTED_SCOPE_KEY, reached only with the admin token) the request names an
@@ -182,7 +230,7 @@ class EnvServer:
         Over stdio with the admin plane on (an admin token: the process that started this one, the only peer of
         its pipes) a request may name such an episode too; without a token `_meta` is not read. Everywhere else
         the endpoint alone decides."""
-        episode_id = "default"
+        episode_id = DEFAULT
         request = ctx.request
         if request is None:
             if self.admin_token and EPISODE_META_KEY in (ctx.meta or {}):
@@ -190,8 +238,11 @@ class EnvServer:
         else:
             if request.scope.get(ROUTED_SCOPE_KEY):
                 return self._named(ctx)
-            episode_id = request.scope.get(EPISODE_SCOPE_KEY, "default")
-        episode = self.episodes.get(episode_id)
+            episode_id = request.scope.get(EPISODE_SCOPE_KEY, DEFAULT)
+        try:
+            episode = await self.episode(episode_id)
+        except EpisodeRefused as exc:
+            raise MCPError(INVALID_REQUEST, exc.message) from None
         if episode is None:
             raise MCPError(INVALID_REQUEST, f"episode '{episode_id}' does not exist (it was closed)")
         return episode
@@ -203,7 +254,7 @@ class EnvServer:
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any],
                          params: CallToolRequestParams) -> CallToolResult:
-        episode = self.episode_for(ctx)
+        episode = await self.episode_for(ctx)
         name = params.name
         if name not in self.tool_names:
             return _error(f"Unknown tool '{name}'. Available tools: {', '.join(sorted(self.tool_names))}.")
@@ -242,7 +293,7 @@ class EnvServer:
                              params: ReadResourceRequestParams) -> ReadResourceResult:
         if str(params.uri) != STATE_URI:
             raise MCPError(INVALID_PARAMS, f"unknown resource '{params.uri}'", {"uri": str(params.uri)})
-        text = await self._state_json(self.episode_for(ctx))
+        text = await self._state_json(await self.episode_for(ctx))
         return ReadResourceResult(contents=[TextResourceContents(uri=STATE_URI, mime_type="application/json",
                                                                  text=text)])
 
@@ -255,15 +306,18 @@ class EnvServer:
         if not params.token or not hmac.compare_digest(params.token, self.admin_token):
             raise MCPError(INVALID_REQUEST, "admin request refused: wrong or missing token")
 
-    def _admin_episode(self, params: AdminParams) -> Episode | ForkedEpisode:
-        episode = self.episodes.get(params.episode_id or "default")
+    async def _admin_episode(self, params: AdminParams) -> Episode | ForkedEpisode:
+        try:
+            episode = await self.episode(params.episode_id or DEFAULT)
+        except EpisodeRefused as exc:
+            raise MCPError(INVALID_PARAMS, exc.message) from None
         if episode is None:
             raise MCPError(INVALID_PARAMS, f"unknown episode '{params.episode_id}'")
         return episode
 
     async def _admin_get_state(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
         self._check_admin(ctx, params)
-        episode = self._admin_episode(params)
+        episode = await self._admin_episode(params)
         text = await self._state_json(episode)
         if params.episode_id is not None:  # the launcher's pipe: the state's JSON text, parsed once on its side
             return {"state_json": text}
@@ -281,9 +335,9 @@ class EnvServer:
     async def _admin_close(self, ctx: ServerRequestContext[Any, Any], params: AdminParams) -> dict[str, Any]:
         """Close an episode; with `with_state` its final state comes back in the same answer."""
         self._check_admin(ctx, params)
-        if params.episode_id in (None, "default"):
+        if params.episode_id in (None, DEFAULT):
             raise MCPError(INVALID_PARAMS, "the default episode cannot be closed")
-        episode = self._admin_episode(params)
+        episode = await self._admin_episode(params)
         answer: dict[str, Any] = {"closed": params.episode_id}
         try:
             if params.with_state:
@@ -300,12 +354,14 @@ class EnvServer:
                 state = self.package.scenario_state(params.scenario_id)
             except KeyError as exc:
                 raise MCPError(INVALID_PARAMS, str(exc.args[0])) from None
-        try:
-            fresh = self.new_episode(state, "default")
-        except ValueError as exc:
-            raise MCPError(INVALID_PARAMS, str(exc)) from None
-        self.drop("default")
-        self.episodes["default"] = fresh
+        async with self._default_guard():  # never beside a first use building the default episode
+            try:
+                fresh = self.new_episode(state, DEFAULT)
+            except ValueError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from None
+            if DEFAULT in self.episodes:
+                self.drop(DEFAULT)
+            self.episodes[DEFAULT] = fresh
         return {"reset": True}
 
     @staticmethod

@@ -27,7 +27,7 @@ from starlette.routing import Route
 
 from .episode import Episode
 from .forked import ForkedEpisode
-from .server import EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer, EpisodeRefused
+from .server import DEFAULT, EPISODE_SCOPE_KEY, ROUTED_SCOPE_KEY, EnvServer, EpisodeRefused
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -90,11 +90,11 @@ class HttpApp:
 
     # ---- MCP endpoints (ASGI callables: the SDK answers the request itself) ----
     async def _default_mcp(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: "default"}, receive, send)
+        await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: DEFAULT}, receive, send)
 
     async def _episode_mcp(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         episode_id = scope["path_params"]["episode_id"]
-        if episode_id not in self.env.episodes:
+        if episode_id != DEFAULT and episode_id not in self.env.episodes:
             await _json({"error": f"unknown episode '{episode_id}'"}, 404)(scope, receive, send)
             return
         await self.manager.handle_request({**scope, EPISODE_SCOPE_KEY: episode_id}, receive, send)
@@ -133,38 +133,45 @@ class HttpApp:
         return _json({"error": f"not found: {path}. MCP endpoints: /mcp and /episodes/{{id}}/mcp"}, 404)
 
     async def _health(self, request: Request) -> Response:
-        return _json({"ok": True, "env": self.env.package.env_id, "episodes": len(self.env.episodes)})
+        return _json({"ok": True, "env": self.env.package.env_id, "episodes": self.env.episode_count()})
 
     async def _list(self, request: Request) -> Response:
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
-        return _json({"episodes": [{"episode_id": e.episode_id, "path": _path(e.episode_id),
-                                    "created_at": e.created_at, "calls": e.calls}
-                                   for e in self.env.episodes.values()]})
+        listed = [{"episode_id": e.episode_id, "path": _path(e.episode_id), "created_at": e.created_at,
+                   "calls": e.calls} for e in self.env.episodes.values()]
+        if DEFAULT not in self.env.episodes:  # listed as ever; built on its first use, not by a listing
+            listed.insert(0, {"episode_id": DEFAULT, "path": _path(DEFAULT), "created_at": self.env.started_at,
+                              "calls": 0})
+        return _json({"episodes": listed})
 
-    def _episode(self, request: Request) -> Episode | ForkedEpisode | Response:
-        """The episode the path names, or the response refusing the request."""
+    async def _episode(self, request: Request) -> Episode | ForkedEpisode | Response:
+        """The episode the path names (the default one built if this is its first use), or the response
+        refusing the request."""
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
         episode_id = request.path_params["episode_id"]
-        episode = self.env.episodes.get(episode_id)
+        try:
+            episode = await self.env.episode(episode_id)
+        except EpisodeRefused as exc:
+            return _json({"error": exc.message}, exc.status)
         if episode is None:
             return _json({"error": f"unknown episode '{episode_id}'"}, 404)
         return episode
 
     async def _read_state(self, request: Request) -> Response:
-        episode = self._episode(request)
+        episode = await self._episode(request)
         return episode if isinstance(episode, Response) else await _state(episode)
 
     async def _delete(self, request: Request) -> Response:
-        episode = self._episode(request)
+        episode_id = request.path_params["episode_id"]
+        if episode_id == DEFAULT and self._refusal(request) is None:  # refused before anything would build it
+            return _json({"error": "the default episode cannot be deleted"}, 400)
+        episode = await self._episode(request)
         if isinstance(episode, Response):
             return episode
-        episode_id = request.path_params["episode_id"]
-        if episode_id == "default":
-            return _json({"error": "the default episode cannot be deleted"}, 400)
         try:
             if request.query_params.get("state") == "1":  # the final state and the close in one round trip
                 return await _state(episode)
@@ -207,7 +214,7 @@ class _Asgi:
 
 
 def _path(episode_id: str) -> str:
-    return "/mcp" if episode_id == "default" else f"/episodes/{episode_id}/mcp"
+    return "/mcp" if episode_id == DEFAULT else f"/episodes/{episode_id}/mcp"
 
 
 async def _state(episode: Episode | ForkedEpisode) -> Response:
