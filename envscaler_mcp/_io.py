@@ -269,3 +269,13 @@ def check_writable_folder(path: Path, option: str = "--out", what: str = "the ou
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: cannot create {what} ({parent} is not a writable folder)")
+
+
+FileStamps = tuple[tuple[str, int, int, int], ...]
+
+
+def file_stamps(paths: Iterable[Path]) -> FileStamps:
+    """Each file's path with its inode, size and modification time (nanoseconds): the key of a value worked out
+    from the files' bytes and kept per process. Equal stamps mean no file was replaced, rewritten in place,
+    added or removed since."""
+    return tuple((str(path), st.st_ino, st.st_size, st.st_mtime_ns) for path in paths for st in (path.stat(),))

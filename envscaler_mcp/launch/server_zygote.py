@@ -38,6 +38,7 @@ from typing import IO, Any
 import anyio
 from anyio.abc import Process
 
+from envscaler_mcp._io import FileStamps, file_stamps
 from envscaler_mcp.launch.server_process import ServerCommand, server_env
 from envscaler_mcp.launch.target import ServerDir
 from envscaler_mcp.launch.zygote_child import ZygoteChild
@@ -66,7 +67,7 @@ def runtime_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-_digests: dict[Path, tuple[tuple[tuple[str, int, int, int], ...], str]] = {}
+_digests: dict[Path, tuple[FileStamps, str]] = {}
 
 
 def _known_digest(folder: Path) -> str:
@@ -74,8 +75,7 @@ def _known_digest(folder: Path) -> str:
     folder with each module's name, inode, size and mtime (nanoseconds), so a rendering that replaces the folder or
     a file rewritten in place is hashed anew, and a server started again from an unchanged folder costs a few
     stat calls instead of reading and hashing its runtime."""
-    stamp = tuple((path.name, st.st_ino, st.st_size, st.st_mtime_ns)
-                  for path in sorted(folder.glob("*.py")) for st in (path.stat(),))
+    stamp = file_stamps(sorted(folder.glob("*.py")))
     known = _digests.get(folder)
     if known is not None and known[0] == stamp:
         return known[1]

@@ -13,6 +13,7 @@ from typing import Any
 
 import jinja2
 
+from envscaler_mcp._io import FileStamps, file_stamps
 from envscaler_mcp.catalog.paths import templates_dir
 from envscaler_mcp.errors import RenderError, UnrenderableSkeleton
 from envscaler_mcp.render import clients
@@ -45,7 +46,7 @@ def _hashed_files() -> list[Path]:
     return [*files, Path(__file__), Path(clients.__file__)]
 
 
-_templates_hashes: dict[tuple[tuple[str, int, int, int], ...], str] = {}
+_templates_hashes: dict[FileStamps, str] = {}
 
 
 def templates_hash() -> str:
@@ -54,7 +55,7 @@ def templates_hash() -> str:
     kept under each file's path, size, modification time and inode (os.stat), and a stat differing from the
     one kept (an edit, a replaced file, a file added or removed) works it out again."""
     files = _hashed_files()
-    stamp = tuple((str(p), *_stat(p)) for p in files)
+    stamp = file_stamps(files)
     known = _templates_hashes.get(stamp)
     if known is not None:
         return known
@@ -69,10 +70,6 @@ def templates_hash() -> str:
     _templates_hashes[stamp] = value
     return value
 
-
-def _stat(path: Path) -> tuple[int, int, int]:
-    info = path.stat()
-    return info.st_size, info.st_mtime_ns, info.st_ino
 
 
 @dataclass(frozen=True)
