@@ -110,8 +110,10 @@ class LocalEpisodes:
                      {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()})
 
         self.pool = WorkerPool(
-            init={"job": "eval", "config": _exact(config), "run_id": run_id, "concurrency": max(capacity),
-                  "home": worker_home()},
+            init={"job": "eval", "config": _exact(config), "run_id": run_id, "home": worker_home(),
+                  # the validator processes of a one-process run (one per CPU, at most one per episode at a time),
+                  # shared by the workers: more would only cost their start-up
+                  "validator_workers": max(1, min(max(capacity), cpu_count() // len(capacity)))},
             capacity=capacity, on_result=on_result, on_lost=warn,
             setup=lambda key: by_env[key].model_dump(mode="json"),
         )
@@ -143,7 +145,9 @@ class LocalGate:
         if any(not isinstance(target, str) for target, _ in items):
             raise UsageError("--workers gates environments named by id or path")
         capacity = split_concurrency(settings.concurrency, self.workers)
-        worker_settings = dataclasses.replace(settings, workers=max(1, min(settings.workers, max(capacity))))
+        # the validator processes asked for, shared by the workers (more would only cost their start-up)
+        worker_settings = dataclasses.replace(settings, workers=max(1, min(settings.workers // len(capacity),
+                                                                           max(capacity))))
         self.pool = WorkerPool(
             init={"job": "gate", "settings": dataclasses.asdict(worker_settings), "home": worker_home()},
             capacity=capacity, on_result=lambda _item, line: append_jsonl(results.path, line),

@@ -117,7 +117,7 @@ class EvalJob:
     def __init__(self, message: dict[str, Any]) -> None:
         self.config = RunConfig.model_validate(message["config"])
         self.run_id: str = message["run_id"]
-        self.concurrency: int = message["concurrency"]
+        self.validator_workers: int = message["validator_workers"]
         self.plans: dict[str, tuple[EnvPlan, dict[str, Scenario]]] = {}
         self.references = ReferenceCache(store=ReferenceStore())
         self.budget = LineBudget()
@@ -129,7 +129,7 @@ class EvalJob:
 
     async def __aenter__(self) -> EvalJob:
         self.checker = await self._stack.enter_async_context(SandboxChecker(
-            timeout_s=self.config.validator_timeout_s, workers=max(1, min(self.concurrency, os.cpu_count() or 1))))
+            timeout_s=self.config.validator_timeout_s, workers=self.validator_workers))
         self._stack.push_async_callback(self.agent.aclose)
         if self.user is not None:
             self._stack.push_async_callback(self.user.aclose)
