@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+
 from envscaler_mcp import _choices
 from envscaler_mcp._io import append_jsonl
 from envscaler_mcp.adapters.worker_procs import (
@@ -105,9 +107,15 @@ class LocalEpisodes:
             items.append(WorkItem(env, {"scenario_id": sid, "trial": trial, "last": not trials_left[env, sid]}))
         capacity = split_concurrency(config.concurrency, self.workers)
 
-        def on_result(_item: WorkItem, record: dict[str, Any]) -> None:
-            finished(EpisodeResult.model_validate(record["result"]),
-                     {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()})
+        writing = anyio.Lock()
+
+        async def on_result(_item: WorkItem, record: dict[str, Any]) -> None:
+            result = EpisodeResult.model_validate(record["result"])
+            isolation = {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()}
+            # one at a time, in a thread (as Ray's driver does): the fsync of each record does not hold up the
+            # event loop that hands out the next episodes
+            async with writing:
+                await anyio.to_thread.run_sync(finished, result, isolation)
 
         self.pool = WorkerPool(
             init={"job": "eval", "config": _exact(config), "run_id": run_id, "home": worker_home(),

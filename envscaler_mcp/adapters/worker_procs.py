@@ -16,11 +16,12 @@ replacement worker starts, up to as many as were asked for).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,12 +77,12 @@ def remote_error(message: dict[str, Any]) -> Exception:
 @dataclass
 class WorkerPool:
     """Runs `items` on `workers` processes, `capacity[i]` items at a time on the i-th; `on_result(item, record)` is
-    called in the driver for each, in the order they finish; `setup(key)` is sent to a worker before its first item
+    called in the driver for each, in the order they finish (awaited, shielded, when it returns an awaitable); `setup(key)` is sent to a worker before its first item
     of that environment; `init` is the first message every worker gets."""
 
     init: dict[str, Any]
     capacity: list[int]
-    on_result: Callable[[WorkItem, Any], None]
+    on_result: Callable[[WorkItem, Any], Awaitable[None] | None]
     setup: Callable[[str], dict[str, Any] | None] = lambda _key: None
     on_lost: Callable[[str], None] = lambda _message: None
     workers: list[_Worker] = field(default_factory=list)
@@ -180,20 +181,22 @@ class WorkerPool:
                 raise remote_error(message)
             number = int(message["id"])
             item = worker.in_flight.pop(number)
-            self.on_result(item, message["record"])
-            self._left -= 1
-            if self._left <= 0:
-                self._all_done.set()
-                return
             if not self._queue.get(item.key) and all(i.key != item.key for i in worker.in_flight.values()):
                 worker.keys.remove(item.key)  # nothing of it here or queued: its server stops
                 worker.known.discard(item.key)
                 try:
                     await self._send(worker, {"op": "release", "key": item.key})
                 except WorkerLost:
-                    await self._lose(worker)
-                    return
-            await self._fill(worker)
+                    pass  # its stdout closes next: it is lost then
+            await self._fill(worker)  # the worker's next item goes out before this one is written
+            outcome = self.on_result(item, message["record"])
+            if inspect.isawaitable(outcome):
+                with anyio.CancelScope(shield=True):  # a result that came back is written, even when interrupted
+                    await outcome
+            self._left -= 1
+            if self._left <= 0:
+                self._all_done.set()
+                return
 
     async def _lose(self, worker: _Worker) -> None:
         """`worker` is gone: its items in flight are queued again (first), a replacement starts if allowed."""

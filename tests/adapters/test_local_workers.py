@@ -128,8 +128,8 @@ class Stopping(LocalEpisodes):
         def on_result(*args: Any) -> None:
             finished(*args)
             self.kept += 1
-            if self.kept == 3:
-                self.scope.cancel()
+            if self.kept == 3:  # `finished` is called in a worker thread, as Ray's driver calls it
+                anyio.from_thread.run_sync(self.scope.cancel)
 
         await super().run(config, plans, todo, run_id, on_result, warn)
 
