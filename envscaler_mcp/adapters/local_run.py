@@ -7,7 +7,8 @@ ran under, 'worker:<pid>/validators' and 'worker:<pid>/server:<env>'); each judg
 appended to the gate's results file. `--concurrency` is the total: it is shared by the workers.
 
 `auto` (the default) picks as many workers as this machine has CPUs when the work repays their start-up (a worker
-costs about 0.6 s of CPU and 40 MB to start: `auto_workers`), else one (the run stays in this process).
+costs about 1 s of CPU to start and adds about 200 MB to the process tree: `auto_workers`), else one (the run
+stays in this process).
 """
 
 from __future__ import annotations
@@ -37,22 +38,39 @@ from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.qa.batch import GateSettings, Item, StoredScenario
 from envscaler_mcp.qa.results import ResultsFile
 
-# A run repays a second worker when it has at least this many items per CPU (a worker's start-up, about 0.6 s of
+# A run repays a second worker when it has at least this many items per CPU (a worker's start-up, about 1 s of
 # CPU, is a few dozen episodes' worth: benchmarks/README.md "Local workers").
 MIN_ITEMS_PER_WORKER = 25
 # Scenario lines above this size keep a run in one process: a worker holds its own copies of the states in flight
 # (a 1.3 MB line costs the process tree tens of megabytes while it runs), and the 300 MB bound of a large set
 # would not hold with two.
 MAX_LINE_BYTES = 256 << 10
+# What a worker adds to the process tree's peak PSS (its interpreter, validator and server zygotes, its servers):
+# about 175-225 MB on the N = 10 catalog (benchmarks/README.md "Local workers"); auto starts no more workers than
+# the memory available now holds at this much each.
+WORKER_MB = 250
 _CPU_SEATS = ("oracle", "mock")  # seats whose work is this machine's CPU (a model behind an API waits instead)
 
 
 def auto_workers(items: int, largest_line: int, concurrency: int, *, cpu_seat: bool = True) -> int:
-    """How many worker processes `--workers auto` runs `items` on: one per CPU (at most `concurrency`) when each
-    gets at least MIN_ITEMS_PER_WORKER items, no line is over MAX_LINE_BYTES and the work is this machine's CPU."""
+    """How many worker processes `--workers auto` runs `items` on: one per CPU (at most `concurrency`, and as many
+    as the available memory holds at WORKER_MB each) when each gets at least MIN_ITEMS_PER_WORKER items, no line is
+    over MAX_LINE_BYTES and the work is this machine's CPU."""
     if not cpu_seat or largest_line > MAX_LINE_BYTES:
         return 1
-    return max(1, min(cpu_count(), concurrency, items // MIN_ITEMS_PER_WORKER))
+    return max(1, min(cpu_count(), concurrency, items // MIN_ITEMS_PER_WORKER, available_mb() // WORKER_MB))
+
+
+def available_mb() -> int:
+    """Megabytes of memory available now (/proc/meminfo MemAvailable; a large number where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 20
 
 
 def parse_workers(value: str) -> int | None:

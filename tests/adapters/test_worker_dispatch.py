@@ -9,7 +9,7 @@ from collections import OrderedDict, deque
 import pytest
 
 from envscaler_mcp.adapters import local_run
-from envscaler_mcp.adapters.local_run import MAX_LINE_BYTES, MIN_ITEMS_PER_WORKER, auto_workers
+from envscaler_mcp.adapters.local_run import MAX_LINE_BYTES, MIN_ITEMS_PER_WORKER, WORKER_MB, auto_workers
 from envscaler_mcp.adapters.worker_procs import WorkerPool, WorkItem, _Worker, split_concurrency
 from envscaler_mcp.errors import UsageError
 
@@ -54,6 +54,7 @@ def test_concurrency_is_the_total_shared_by_the_workers(total: int, workers: int
 
 def test_auto_runs_one_worker_per_cpu_only_where_it_repays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_run, "cpu_count", lambda: 2)
+    monkeypatch.setattr(local_run, "available_mb", lambda: 8 * WORKER_MB)
     big = 2 * MIN_ITEMS_PER_WORKER
     assert auto_workers(big, 1_000, 4) == 2
     assert auto_workers(big - 1, 1_000, 4) == 1  # too small to repay a second worker's start-up
@@ -62,6 +63,8 @@ def test_auto_runs_one_worker_per_cpu_only_where_it_repays(monkeypatch: pytest.M
     assert auto_workers(10 * big, 1_000, 1) == 1  # one episode at a time
     monkeypatch.setattr(local_run, "cpu_count", lambda: 8)
     assert auto_workers(100 * big, 1_000, 4) == 4  # never more workers than episodes at a time
+    monkeypatch.setattr(local_run, "available_mb", lambda: 3 * WORKER_MB - 1)
+    assert auto_workers(100 * big, 1_000, 8) == 2  # nor more than the memory available holds
 
 
 def test_a_bad_workers_value_is_one_usage_error() -> None:
