@@ -112,6 +112,13 @@ class WorkerPool:
                     await self._fill(worker)
                 await self._all_done.wait()
                 tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # what a worker reported (or a lost one): raised as itself, one line
+            first: BaseException = group
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            if not isinstance(first, Exception):
+                raise
+            raise first from None
         finally:
             with anyio.CancelScope(shield=True):
                 await self.close()

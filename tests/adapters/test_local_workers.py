@@ -1,6 +1,7 @@
 """`--workers N`: a run's episodes and the gate's scenarios on local worker processes (adapters/local_run.py) give
 exactly a one-process run's records and verdicts (timings aside), lose no finished episode when interrupted,
-re-run a killed worker's episodes elsewhere (each episode recorded once), and leave no worker behind."""
+re-run a killed worker's episodes elsewhere (each episode recorded once), report a worker's usage error as the
+command's own one line, and leave no worker behind."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
-from envscaler_mcp.adapters.local_run import LocalEpisodes
+from envscaler_mcp.adapters.local_run import LocalEpisodes, LocalGate
 from envscaler_mcp.cli import app
+from envscaler_mcp.errors import UsageError
 from envscaler_mcp.harness.config import EnvPlan, RunConfig
 from envscaler_mcp.harness.run import Finished, run_eval
 from envscaler_mcp.harness.rundir import RunDir
-from tests.harness.shop import MINI_SHOP
+from envscaler_mcp.qa.batch import GateSettings
+from envscaler_mcp.qa.results import ResultsFile
+from tests.harness.shop import BOB, MINI_SHOP
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
@@ -157,3 +161,12 @@ def test_the_gate_on_two_workers_gives_the_verdicts_of_one_process(tmp_path: Pat
     assert len(reports) == 27 and untimed(reports) == untimed(json.loads(one.stdout))  # same reports, same order
     streamed = [json.loads(line) for line in (tmp_path / "gate.jsonl").read_text().splitlines()]
     assert sorted(r["scenario_id"] for r in streamed) == sorted(r["scenario_id"] for r in reports)
+
+
+def test_a_usage_error_on_a_worker_is_the_command_usage_error(tmp_path: Path) -> None:
+    gate = LocalGate(2)
+    with pytest.raises(UsageError, match="no_such_env"):
+        gate.run([("no_such_env", BOB), ("no_such_env", BOB)], ResultsFile(tmp_path / "gate.jsonl", resume=False),
+                 GateSettings(transport="memory"))
+    assert gate.pool is not None and gone(gate.pool.started)
+    assert not (tmp_path / "gate.jsonl").exists()
