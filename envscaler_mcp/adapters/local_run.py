@@ -88,6 +88,9 @@ def eval_workers(value: str, config: RunConfig, plans: list[EnvPlan]) -> int:
     if asked is not None:
         if asked > 1 and external:
             raise UsageError("--workers runs bundled or generated environments; --server/--url run in one process")
+        if asked > 1 and any(seat.strip().startswith("local/") for seat in (config.agent, config.user or "")):
+            raise UsageError("--workers: each worker would start its own local model server; run the local model "
+                             "in one process (--workers 1)")
         return min(asked, config.concurrency)
     if external or config.ray:
         return 1

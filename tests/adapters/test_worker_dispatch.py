@@ -71,3 +71,16 @@ def test_a_bad_workers_value_is_one_usage_error() -> None:
     with pytest.raises(UsageError, match="--workers: 'none' is neither"):
         local_run.parse_workers("none")
     assert local_run.parse_workers("AUTO") is None and local_run.parse_workers("3") == 3
+
+
+def test_workers_refuse_what_would_not_run_in_them() -> None:
+    from envscaler_mcp.harness.config import RunConfig
+
+    local = RunConfig(envs=["library_loans"], agent="local/qwen2.5-1.5b-instruct")
+    with pytest.raises(UsageError, match="its own local model server"):
+        local_run.eval_workers("2", local, [])
+    assert local_run.eval_workers("auto", local, []) == 1
+    external = RunConfig(envs=["x"], agent="oracle", server_cmd="some-server")
+    with pytest.raises(UsageError, match="--server/--url run in one process"):
+        local_run.eval_workers("2", external, [])
+    assert local_run.eval_workers("3", RunConfig(envs=["x"], agent="oracle", concurrency=2), []) == 2
