@@ -131,7 +131,7 @@ class LocalEpisodes:
         writing = anyio.Lock()
 
         async def on_result(_item: WorkItem, record: dict[str, Any]) -> None:
-            result = EpisodeResult.model_validate(record["result"])
+            result = EpisodeResult.model_validate_json(record["result"])
             isolation = {k: IsolationReport.model_validate(v) for k, v in record["isolation"].items()}
             # one at a time, in a thread (as Ray's driver does): the fsync of each record does not hold up the
             # event loop that hands out the next episodes

@@ -166,7 +166,9 @@ class EvalJob:
         name = f"worker:{os.getpid()}"
         isolation = {f"{name}/{k}": report.model_dump(mode="json")
                      for k, report in isolation_reports(self.checker, pool, key).items()}
-        return {"result": result.model_dump(mode="json"), "isolation": isolation}
+        # the record as pydantic encodes it, a string in the message: the driver parses it once, in pydantic's own
+        # parser, rather than as a JSON object first and then as a model
+        return {"result": result.model_dump_json(), "isolation": isolation}
 
 
 @dataclass
