@@ -58,6 +58,8 @@ class Job(Protocol):
 
     def release(self, key: str) -> None: ...
 
+    async def prepare(self, key: str) -> None: ...
+
 
 class _Held:
     """Context managers held open per key in tasks of one task group (anyio closes a context in the task that
@@ -147,9 +149,17 @@ class EvalJob:
     def release(self, key: str) -> None:
         self._held.release(key)
 
+    async def _pool(self, key: str) -> SourcePool:
+        plan, _headers = self.plans[key]
+        pool: SourcePool = await self._held.get(key, lambda: open_pool({key: partial(open_source, plan, self.config)}))
+        return pool
+
+    async def prepare(self, key: str) -> None:
+        (await self._pool(key)).prepare(key)  # its server starts now, without waiting for it
+
     async def run(self, key: str, item: Any) -> Any:
         plan, headers = self.plans[key]
-        pool: SourcePool = await self._held.get(key, lambda: open_pool({key: partial(open_source, plan, self.config)}))
+        pool = await self._pool(key)
         line = plan.lines.get(item["scenario_id"])
         async with self.budget.hold(line.length if line is not None else 0):
             scenario = plan.full(headers[item["scenario_id"]])  # its initial state is read only now
@@ -204,6 +214,9 @@ class GateJob:
 
     def release(self, key: str) -> None:
         self._held.release(key)
+
+    async def prepare(self, key: str) -> None:
+        await self._held.get(key, lambda: self._server(key))  # the server starts now
 
     @asynccontextmanager
     async def _server(self, key: str) -> AsyncIterator[_Server]:

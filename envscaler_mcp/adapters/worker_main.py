@@ -2,8 +2,8 @@
 adapters/worker_procs.py.
 
 It reads JSON lines on stdin: first the job (`eval` or `gate`, adapters/worker_jobs.py), then `setup` (what an
-environment's items need), `run` (an item) and `release` (an environment it will get no more items of: its server
-stops); it writes one JSON line per finished item on stdout ({"id", "record"}), or a `fatal` line when the job
+environment's items need), `prepare` (start an environment's server ahead of its items), `run` (an item) and
+`release` (an environment it will get no more items of: its server stops); it writes one JSON line per finished item on stdout ({"id", "record"}), or a `fatal` line when the job
 cannot go on (a usage error, a server that cannot start, a bug). At end-of-file (the driver is done, was
 interrupted or died) it cancels what is in flight, stops its servers and sandbox, and exits.
 """
@@ -79,6 +79,8 @@ async def serve(channel: _Channel) -> None:
                     job.setup(message["key"], message["setup"])
                 elif op == "release":
                     job.release(message["key"])
+                elif op == "prepare":
+                    tg.start_soon(job.prepare, message["key"])
             tg.cancel_scope.cancel()  # the driver is done (or gone): stop what is in flight
     except Exception as exc:
         channel.send(_error(exc))

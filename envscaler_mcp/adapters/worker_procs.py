@@ -8,8 +8,10 @@ was not used: its fork start method copies an event loop with threads; its spawn
 
 Items are handed out by environment (a `key`): a free worker takes more of an environment it already has, else
 the next environment nobody has, else (fewer environments than workers with work) a share of the environment
-with the most items left; so each environment's server starts in as few workers as possible. A worker is told to
-`release` an environment when it holds none of its items and none is queued: it stops that server. A worker
+with the most items left; so each environment's server starts in as few workers as possible. When a worker is
+handed an environment's last item, it is told to `prepare` the next environment nobody has (its server starts
+while the last items run, as a one-process run starts the next server ahead). A worker is told to `release` an
+environment when it holds none of its items and none is queued: it stops that server. A worker
 that dies (its stdout closes) costs only its items in flight: they are queued again for the others (and a
 replacement worker starts, up to as many as were asked for).
 """
@@ -148,11 +150,10 @@ class WorkerPool:
         for key in worker.keys:
             if self._queue.get(key):
                 return self._queue[key].popleft()
-        claimed = {k for w in self.workers if not w.lost for k in w.keys}
-        for key, queued in self._queue.items():
-            if queued and key not in claimed:
-                worker.keys.append(key)
-                return queued.popleft()
+        unclaimed = self._unclaimed()
+        if unclaimed is not None:
+            worker.keys.append(unclaimed)
+            return self._queue[unclaimed].popleft()
         busiest = max((k for k, q in self._queue.items() if q), key=lambda k: len(self._queue[k]), default=None)
         if busiest is None:
             return None
@@ -167,14 +168,35 @@ class WorkerPool:
                     break
                 number, item = taken
                 worker.in_flight[number] = item
-                if item.key not in worker.known:
-                    worker.known.add(item.key)
-                    setup = self.setup(item.key)
-                    if setup is not None:
-                        await self._send(worker, {"op": "setup", "key": item.key, "setup": setup})
+                await self._setup(worker, item.key)
                 await self._send(worker, {"op": "run", "id": number, "key": item.key, "item": item.payload})
+                if not self._queue.get(item.key):  # its environment's last item: the next one's server starts now
+                    following = self._unclaimed()
+                    if following is not None:
+                        worker.keys.append(following)
+                        await self._setup(worker, following)
+                        await self._send(worker, {"op": "prepare", "key": following})
         except WorkerLost:
             await self._lose(worker)
+
+    def _unclaimed(self) -> str | None:
+        claimed = {k for w in self.workers if not w.lost for k in w.keys}
+        return next((key for key, queued in self._queue.items() if queued and key not in claimed), None)
+
+    async def _setup(self, worker: _Worker, key: str) -> None:
+        if key not in worker.known:
+            worker.known.add(key)
+            setup = self.setup(key)
+            if setup is not None:
+                await self._send(worker, {"op": "setup", "key": key, "setup": setup})
+
+    async def _release_idle(self, worker: _Worker) -> None:
+        """Tell `worker` to stop the servers of the environments it holds nothing of and nobody will get more of."""
+        for key in list(worker.keys):
+            if not self._queue.get(key) and all(i.key != key for i in worker.in_flight.values()):
+                worker.keys.remove(key)
+                worker.known.discard(key)
+                await self._send(worker, {"op": "release", "key": key})
 
     async def _read(self, worker: _Worker) -> None:
         while True:
@@ -188,13 +210,10 @@ class WorkerPool:
                 raise remote_error(message)
             number = int(message["id"])
             item = worker.in_flight.pop(number)
-            if not self._queue.get(item.key) and all(i.key != item.key for i in worker.in_flight.values()):
-                worker.keys.remove(item.key)  # nothing of it here or queued: its server stops
-                worker.known.discard(item.key)
-                try:
-                    await self._send(worker, {"op": "release", "key": item.key})
-                except WorkerLost:
-                    pass  # its stdout closes next: it is lost then
+            try:
+                await self._release_idle(worker)  # nothing of it here or queued: its server stops
+            except WorkerLost:
+                pass  # its stdout closes next: it is lost then
             await self._fill(worker)  # the worker's next item goes out before this one is written
             outcome = self.on_result(item, message["record"])
             if inspect.isawaitable(outcome):

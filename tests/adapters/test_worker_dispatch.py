@@ -5,6 +5,7 @@ per CPU only for runs that repay a worker's start-up."""
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,8 @@ from envscaler_mcp.errors import UsageError
 
 def pool_with(queue: dict[str, int], workers: int) -> tuple[WorkerPool, list[_Worker]]:
     pool = WorkerPool(init={}, capacity=[1] * workers, on_result=lambda _i, _r: None)
-    pool._queue = OrderedDict((key, deque((n, WorkItem(key, {})) for n in range(count)))
+    numbers = iter(range(1000))  # item numbers are unique in a run
+    pool._queue = OrderedDict((key, deque((next(numbers), WorkItem(key, {})) for _ in range(count)))
                               for key, count in queue.items())
     pool.workers = [_Worker(proc=None, stdout=None, capacity=2) for _ in range(workers)]  # type: ignore[arg-type]
     return pool, pool.workers
@@ -84,3 +86,23 @@ def test_workers_refuse_what_would_not_run_in_them() -> None:
     with pytest.raises(UsageError, match="--server/--url run in one process"):
         local_run.eval_workers("2", external, [])
     assert local_run.eval_workers("3", RunConfig(envs=["x"], agent="oracle", concurrency=2), []) == 2
+
+
+@pytest.mark.anyio
+async def test_the_next_environment_is_prepared_when_the_last_item_of_one_goes_out() -> None:
+    pool, (a, b) = pool_with({"e1": 2, "e2": 3, "e3": 1}, 2)
+    sent: list[tuple[int, str, str]] = []
+
+    async def send(worker: _Worker, message: dict[str, Any]) -> None:
+        sent.append((pool.workers.index(worker), message["op"], message.get("key", "")))
+
+    pool._send = send  # type: ignore[method-assign]
+    await pool._fill(a)  # both of e1's items: then e2, which nobody has, is prepared on the same worker
+    assert sent == [(0, "run", "e1"), (0, "run", "e1"), (0, "prepare", "e2")]
+    sent.clear()
+    await pool._fill(b)  # e2 is a's now: b takes e3, nobody's (no environment is left to prepare), then, none
+    assert sent == [(1, "run", "e3"), (1, "run", "e2")]  # unclaimed being left, a share of the busiest
+    sent.clear()
+    a.in_flight.clear()
+    await pool._release_idle(a)  # e1 is done and held nowhere: its server stops; e2 still has items queued
+    assert sent == [(0, "release", "e1")]
