@@ -30,7 +30,7 @@ the base copied under new keys), to measure the memory bound of check, render, e
 `import --trajectories` against the largest scenario line.
 
 Usage: python benchmarks/catalog_scale_bench.py [--envs 10,100,1000] [--per-env 10] [--only import,list,...]
-       [--work DIR] [--results FILE] [--svg FILE] [--nice 10] [--large K --state-kb 1300]
+       [--work DIR] [--results FILE] [--svg FILE] [--nice 10] [--large K --state-kb 1300] [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -252,9 +252,15 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
     if args.zygote == "both":  # check and eval with servers started fresh, then forked from the server zygote
         steps = [(f"{name}{mode}", cmd) for name, cmd in steps
                  for mode in ((" fresh", " zygote") if name in ("check", "eval") else ("",))]
+    if args.workers:  # check and eval once per --workers value, side by side
+        steps = [(f"{label} workers={w}" if label.split()[0] in ("check", "eval") else label,
+                  [*cmd, "--workers", w] if label.split()[0] in ("check", "eval") else cmd)
+                 for label, cmd in steps for w in (args.workers.split(",") if label.split()[0] in ("check", "eval")
+                                                   else [""])]
     rows = []
     for label, cmd in steps:
         name, _, mode = label.partition(" ")
+        mode = mode.split(" workers=")[0]
         if name not in wanted and name != "import":
             continue
         env[ZYGOTE_ENV] = "off" if (mode or args.zygote) in ("fresh", "off") else "on"
@@ -312,6 +318,8 @@ def main() -> None:
     parser.add_argument("--zygote", choices=["on", "off", "both"], default="on",
                         help="Start servers forked from the server zygote (on), fresh (off), or run check and eval "
                              "both ways (both).")
+    parser.add_argument("--workers", default="", help="Run check and eval once per value of this comma list of "
+                        "--workers values (e.g. 1,auto), side by side (default: the commands' own default).")
     parser.add_argument("--large", type=int, default=0, help="One environment with this many large scenarios.")
     parser.add_argument("--state-kb", type=int, default=0, help="Grow each state to this size (with --large).")
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """CPU per oracle episode against the in-process EnvScaler-style replay, pipe and HTTP side by side in one run.
 
-    python benchmarks/episode_cpu_bench.py [--repeat 3] [--concurrency 8] [--env ENV ...]
+    python benchmarks/episode_cpu_bench.py [--repeat 3] [--concurrency 8] [--env ENV ...] [--workers 2]
 
 Builds on `eval_bench.py`: the same in-process baseline (exec the environment class for each episode, replay
 the reference calls, copy `vars()`, exec each validator on a deep copy of the initial state) and the same
@@ -13,6 +13,11 @@ CPU is counted per process tree, so the numbers mean something on a loaded machi
 (`getrusage` of itself and of its reaped children), the server processes and the validator zygotes with
 their batch processes (`/proc/PID/stat`, reaped children included); the baseline's is its own process time.
 Episodes/s against the baseline's (wall time) is printed too: on a loaded machine only the CPU columns hold.
+
+With `--workers N` (N > 1) each transport's passes run as `eval --workers N` does (adapters/local_run.py: N worker
+processes, each starting its own servers and validator sandbox, `--concurrency` shared by them), start-up
+included; the CPU is then that of this process and of the workers with everything they started (reaped
+children), not split by part.
 """
 
 from __future__ import annotations
@@ -59,12 +64,42 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, list[
         bases.append(baseline_cpu(plans, args.baseline_rounds))
         for transport in rows:
             levels = [args.concurrency] * (2 if n == 0 else 1)  # pass 1 of the first round stores references
-            got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True)
+            if args.workers > 1:
+                got = [anyio.run(on_workers, eval_plans, transport, args.concurrency, args.episodes, args.workers)
+                       for _ in levels]
+            else:
+                got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True)
             rows[transport].extend(got[-1:])
             print(f"round {n + 1}, {transport}: {1000 * got[-1]['cpu_per_episode']:.1f} ms CPU per episode, "
                   f"load {got[-1]['load']:.1f}", flush=True)
     base = {k: statistics.median(b[k] for b in bases) for k in ("cpu", "wall")}
     return base, rows
+
+
+async def on_workers(plans: list[Any], transport: str, concurrency: int, episodes: int, workers: int
+                     ) -> dict[str, Any]:
+    """One pass of run_eval on `workers` local worker processes (their start-up included)."""
+    import tempfile
+
+    from envscaler_mcp.adapters.local_run import LocalEpisodes
+    from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.run import run_eval
+    from envscaler_mcp.harness.seats import Seat
+
+    per_env = max(1, episodes // max(1, len(plans)))
+    trials = max(1, -(-per_env // max(len(p.scenarios) for p in plans)))
+    config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", trials=trials, concurrency=concurrency,
+                       transport=transport, progress=False, workers=workers)  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu, t = eval_bench._cpu_seconds([]), time.perf_counter()
+        run_dir = await run_eval(config, Path(tmp) / "run", plans=plans, agent=Seat.oracle(),
+                                 remote=LocalEpisodes(workers))
+        elapsed, cpu = time.perf_counter() - t, eval_bench._cpu_seconds([]) - cpu
+        records = run_dir.read_results()
+    n = len(records)
+    return {"episodes_per_s": n / elapsed, "cpu_per_episode": cpu / n, "load": os.getloadavg()[0],
+            "cpu_split": {"harness": cpu / n, "servers": 0.0, "validators": 0.0},
+            "success_rate": sum(bool(r.success) for r in records) / n}
 
 
 def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -92,6 +127,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=170, help="episodes per pass (about; trials fill it)")
     parser.add_argument("--baseline-rounds", type=int, default=3, help="rounds of the catalog per baseline")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
+    parser.add_argument("--workers", type=int, default=1, help="local worker processes (eval --workers N)")
     args = parser.parse_args()
     base, rows = measure(args)
     if not all(r["success_rate"] == 1 for got in rows.values() for r in got):

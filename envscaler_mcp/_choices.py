@@ -34,3 +34,17 @@ SkelStage = Literal["mine", "model", "check", "all"]
 
 MutationGuard = Literal["validators", "state"]
 """Who must catch each mutation probe of a synthesized scenario: its validators alone, or they or the state check."""
+
+
+def parse_workers(value: str) -> int | None:
+    """`--workers N|auto` (eval, scenarios check): N worker processes, or None for auto; ValueError with the
+    message for anything else."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"--workers: '{value}' is neither a number of processes (1 or more) nor auto")
+    return number

@@ -14,6 +14,7 @@ from envscaler_mcp.cli.eval_options import EvalOptions
 from envscaler_mcp.errors import EnvScalerError
 
 if TYPE_CHECKING:
+    from envscaler_mcp.harness.config import EnvPlan, RunConfig
     from envscaler_mcp.harness.run import RemoteEpisodes
 
 
@@ -37,11 +38,12 @@ def run_and_report(options: EvalOptions) -> None:
     config = options.run_config()
     run_path = options.out or Path("runs") / new_run_id()
     check_writable_folder(run_path, what="the run folder")
+    config, plans, remote = _runner(options, config)
     console = Console()
     try:
         _interrupt.run(
             lambda: run_eval(config, run_path, resume=options.resume, retry_infra=options.retry_infra,
-                             console=Console(stderr=True), remote=_ray_episodes() if options.ray else None)
+                             plans=plans, console=Console(stderr=True), remote=remote)
         )
     except KeyboardInterrupt:
         if RunDir(run_path).manifest_path.exists():
@@ -73,6 +75,20 @@ def run_and_report(options: EvalOptions) -> None:
 def register(app: typer.Typer) -> None:
     """Add the `eval` command to the main app."""
     app.command("eval")(typed_command(EvalOptions, eval_command))
+
+
+def _runner(options: EvalOptions, config: RunConfig) -> tuple[RunConfig, list[EnvPlan], RemoteEpisodes | None]:
+    """The run's plan and where its episodes run: Ray (--ray), local worker processes (--workers, decided on the
+    plan for auto: adapters/local_run.py), or this process (None)."""
+    from envscaler_mcp.adapters.local_run import LocalEpisodes, eval_workers
+    from envscaler_mcp.harness.config import build_plan
+
+    plans = build_plan(config)
+    if options.ray:
+        return config, plans, _ray_episodes()
+    workers = eval_workers(options.workers, config, plans)
+    config = config.model_copy(update={"workers": workers})
+    return config, plans, LocalEpisodes(workers) if workers > 1 else None
 
 
 def _ray_episodes() -> RemoteEpisodes:

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from envscaler_mcp._choices import EpisodeProcess, ModeChoice, ObservationMode, SuccessRule, Transport
+from envscaler_mcp._choices import (
+    EpisodeProcess,
+    ModeChoice,
+    ObservationMode,
+    SuccessRule,
+    Transport,
+    parse_workers,
+)
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 
@@ -75,6 +82,12 @@ class EvalOptions:
         bool, typer.Option("--retry-infra", help="With --resume: also re-run the infra-error episodes.")
     ] = False
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar.")] = True
+    workers: Annotated[str, typer.Option(
+        "--workers", metavar="N|auto",
+        help="Worker processes the episodes are spread over, each with its own servers and validator sandbox "
+        "(--concurrency is their total). auto: one per CPU for an oracle or mock run big enough to repay their "
+        "start-up and of small scenarios, else 1 (docs/eval.md).",
+    )] = "auto"
     ray: Annotated[str | None, typer.Option(
         "--ray",
         help="Run the episodes on a Ray cluster: auto (the running one), local (a private one here) or an "
@@ -140,6 +153,12 @@ class EvalOptions:
             raise UsageError("--mode conversation needs a simulated user: pass --user PROVIDER/MODEL")
         if self.resume and self.out is None:
             raise UsageError("--resume needs --out RUN_DIR (the folder of the run to continue)")
+        try:
+            parse_workers(self.workers)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if self.ray is not None and self.workers.strip().lower() != "auto":
+            raise UsageError("--workers spreads a run over this machine's processes; with --ray use --ray-workers")
         return RunConfig(
             envs=_split_ids(self.env) or [], all_envs=self.all_envs,
             scenarios_file=str(self.scenarios) if self.scenarios else None,

@@ -32,7 +32,7 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
 # Fields that may change between a run and its resumption.
-_RESUMABLE_FIELDS = {"concurrency", "progress", "ray", "ray_workers"}
+_RESUMABLE_FIELDS = {"concurrency", "progress", "ray", "ray_workers", "workers"}
 
 
 class RunConfig(BaseModel):
@@ -74,6 +74,11 @@ class RunConfig(BaseModel):
     )
     ray_workers: int | None = Field(
         None, ge=1, description="Ray actors (default: the cluster's CPUs); each runs `concurrency` episodes."
+    )
+
+    workers: int = Field(
+        1, ge=1, description="Local worker processes the episodes ran on (`--workers`; 1: this process); "
+        "`concurrency` is shared by them.",
     )
 
     @field_serializer("agent_base_url", "url")

@@ -41,7 +41,8 @@ Finished = Callable[[EpisodeResult, dict[str, IsolationReport]], None]
 
 
 class RemoteEpisodes(Protocol):
-    """Runs a run's episodes elsewhere (adapters/ray_run.py RayEpisodes: Ray actors, `eval --ray`). Only this
+    """Runs a run's episodes elsewhere (adapters/ray_run.py RayEpisodes: Ray actors, `eval --ray`;
+    adapters/local_run.py LocalEpisodes: local worker processes, `eval --workers N`). Only this
     process writes the run folder: `finished` gets each result with the isolation in force where it ran."""
 
     def connect(self, config: RunConfig) -> None:
@@ -110,11 +111,15 @@ async def run_eval(
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
     The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
-    A run with `config.ray` runs its episodes on `remote` (adapters/ray_run.py RayEpisodes).
+    A run with `config.ray` runs its episodes on `remote` (adapters/ray_run.py RayEpisodes), one with
+    `config.workers` > 1 on local worker processes (adapters/local_run.py LocalEpisodes).
     """
     console = console or Console(stderr=True)
     if config.ray and remote is None:
         raise UsageError("a Ray run needs its remote runner: remote=RayEpisodes() (envscaler_mcp.adapters.ray_run)")
+    if config.workers > 1 and remote is None:
+        raise UsageError("a run on worker processes needs its runner: remote=LocalEpisodes(workers) "
+                         "(envscaler_mcp.adapters.local_run)")
     plans = plans if plans is not None else build_plan(config)
     if config.episode.mode == "conversation" and not config.user and user is None:
         raise UsageError("conversation mode needs a simulated user: pass --user PROVIDER/MODEL")
@@ -135,7 +140,7 @@ async def run_eval(
     try:
         return await _run_prepared(config, out, plans, agent, user, resume=resume, retry_infra=retry_infra,
                                    checker=checker, source_factory=source_factory, console=console,
-                                   remote=remote if config.ray else None)
+                                   remote=remote if config.ray or config.workers > 1 else None)
     finally:
         await agent.aclose()
         if user is not None:

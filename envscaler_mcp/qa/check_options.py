@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from envscaler_mcp._choices import Transport
+from envscaler_mcp._choices import Transport, parse_workers
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.qa.batch import GateSettings
@@ -31,7 +31,12 @@ class CheckOptions:
     transport: Annotated[Transport, typer.Option(help="How to run the server (pipe: over its stdin/stdout, as eval "
                                                  "does).")] = "pipe"
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds each validator may run.")] = 2.0
-    workers: Annotated[int, typer.Option(min=1, help="Validator worker processes.")] = 2
+    validator_workers: Annotated[int, typer.Option("--validator-workers", min=1,
+                                                   help="Validator worker processes (per gate worker).")] = 2
+    workers: Annotated[str, typer.Option("--workers", metavar="N|auto", help="Gate worker processes the scenarios "
+                                         "are spread over, each with its own servers and validator sandbox "
+                                         "(--concurrency is their total). auto: one per CPU for a gate big enough "
+                                         "to repay their start-up and of small scenarios, else 1.")] = "auto"
     concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all (fewer while "
                                              "their lines in flight would pass 2 MB).")] = 4
     servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
@@ -55,6 +60,12 @@ class CheckOptions:
             raise UsageError("--resume continues a --results FILE: give the file")
         if self.ray is None and self.ray_workers is not None:
             raise UsageError("--ray-workers needs --ray")
-        return GateSettings(transport=self.transport, timeout_s=self.timeout, workers=self.workers,
+        try:
+            parse_workers(self.workers)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if self.ray is not None and self.workers.strip().lower() != "auto":
+            raise UsageError("--workers spreads the gate over this machine's processes; with --ray use --ray-workers")
+        return GateSettings(transport=self.transport, timeout_s=self.timeout, workers=self.validator_workers,
                             mutation=self.mutation, require_reference=not self.allow_no_reference,
                             concurrency=self.concurrency, servers=self.servers)

@@ -36,6 +36,8 @@ class RemoteGate(Protocol):
 
 
 RemoteFactory = Callable[[str, int | None], RemoteGate]  # (--ray address, --ray-workers) -> the runner
+# (--workers N|auto, the scenarios to gate, the settings) -> local worker processes' runner, or None for this process
+LocalFactory = Callable[[str, list[tuple[Any, Item]], GateSettings], RemoteGate | None]
 
 
 class _Listed:
@@ -148,6 +150,10 @@ def check_command(options: CheckOptions) -> None:
     results = ResultsFile(options.results_path, resume=options.resume) if options.results_path is not None else None
     selection = Selection(results.judged if results is not None else {})
     groups = selection.groups(groups)
+    if remote is None and _local_factory and options.workers.strip() != "1":
+        items = _listed(groups)
+        remote = _local_factory[0](options.workers, items, settings)
+        groups = _regrouped(items)
     if remote is not None:
         new = _on_remote(remote, groups, results, settings)
     else:
@@ -234,6 +240,20 @@ def probe_summary(reports: list[GateReport]) -> str:
 
 
 _remote_factory: list[RemoteFactory] = []  # set by register(app, remote=...)
+_local_factory: list[LocalFactory] = []  # set by register(app, local=...)
+
+
+def _listed(groups: list[Group]) -> list[tuple[Any, Item]]:
+    """Every group's scenarios (headers and where their lines are: no initial state is read), in order."""
+    return [(target, item) for target, scs in groups for item in (scs() if callable(scs) else scs)]
+
+
+def _regrouped(items: list[tuple[Any, Item]]) -> list[Group]:
+    """Listed scenarios as groups again, one per target, in their order."""
+    groups: dict[Any, list[Item]] = {}
+    for target, item in items:
+        groups.setdefault(target, []).append(item)
+    return list(groups.items())
 
 
 def _remote(address: str | None, workers: int | None) -> RemoteGate | None:
@@ -251,7 +271,7 @@ def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | N
                ) -> list[GateReport]:
     """Every group's scenarios judged by `remote`; the reports are read back from the results file (a
     temporary one without --results)."""
-    items = [(target, item) for target, scs in groups for item in (scs() if callable(scs) else scs)]
+    items = _listed(groups)
     with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
         stream = results or ResultsFile(Path(scratch) / "gate.jsonl", resume=False)
         before = set(stream.judged)
@@ -259,8 +279,11 @@ def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | N
         return [r for key, r in ResultsFile(stream.path, resume=True).judged.items() if key not in before]
 
 
-def register(app: typer.Typer, remote: RemoteFactory | None = None) -> None:
-    """Add this stage's commands to the main app (`remote`: the runner of --ray, from a layer above)."""
+def register(app: typer.Typer, remote: RemoteFactory | None = None, local: LocalFactory | None = None) -> None:
+    """Add this stage's commands to the main app (`remote`: the runner of --ray, `local`: of --workers, from a
+    layer above)."""
     if remote is not None and not _remote_factory:
         _remote_factory.append(remote)
+    if local is not None and not _local_factory:
+        _local_factory.append(local)
     app.add_typer(scenarios_app, name="scenarios")

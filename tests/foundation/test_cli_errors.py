@@ -95,6 +95,8 @@ def test_out_path_that_cannot_be_a_folder(tmp_path: Path, capsys: pytest.Capture
         (["report", "/no/such/run"], "/no/such/run"),
         (["serve", "library_loans", "--http", "--port", "99999"], "--port"),
         (["scenarios", "check", "library_loans", "--workers", "0"], "--workers"),
+        (["scenarios", "check", "library_loans", "--validator-workers", "0"], "--validator-workers"),
+        (["eval", "--env", "library_loans", "--agent", "oracle", "--workers", "x"], "--workers"),
         (["scenarios", "check", "library_loans", "--concurrency", "0"], "--concurrency"),
     ],
 )

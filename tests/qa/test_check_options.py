@@ -18,7 +18,7 @@ from envscaler_mcp.qa.check_options import CheckOptions
 from envscaler_mcp.qa.results import ResultsFile
 
 runner = CliRunner()
-GIVEN = ["--transport", "http", "--timeout", "0.5", "--workers", "3", "--concurrency", "5", "--servers", "6",
+GIVEN = ["--transport", "http", "--timeout", "0.5", "--validator-workers", "3", "--concurrency", "5", "--servers", "6",
          "--mutation", "--allow-no-reference"]
 EXPECTED = GateSettings(transport="http", timeout_s=0.5, workers=3, mutation=True, require_reference=False,
                         concurrency=5, servers=6)
@@ -36,7 +36,7 @@ def test_the_transport_choice_is_the_launch_stage_own_type() -> None:
 
 
 def test_every_option_reaches_the_gate_settings() -> None:
-    options = CheckOptions(transport="http", timeout=0.5, workers=3, mutation=True, allow_no_reference=True,
+    options = CheckOptions(transport="http", timeout=0.5, validator_workers=3, mutation=True, allow_no_reference=True,
                            concurrency=5, servers=6)
     assert options.gate_settings() == EXPECTED
     defaults = CheckOptions().gate_settings()
@@ -46,6 +46,9 @@ def test_every_option_reaches_the_gate_settings() -> None:
 @pytest.mark.parametrize(("options", "message"), [
     (CheckOptions(resume=True), "--resume continues a --results FILE"),
     (CheckOptions(ray_workers=2), "--ray-workers needs --ray"),
+    (CheckOptions(workers="0"), "--workers: '0' is neither"),
+    (CheckOptions(workers="many"), "--workers: 'many' is neither"),
+    (CheckOptions(ray="auto", workers="2"), "with --ray use --ray-workers"),
 ])
 def test_contradictions_are_usage_errors(options: CheckOptions, message: str) -> None:
     with pytest.raises(UsageError, match=message):
