@@ -68,12 +68,12 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
     try:
-        write_files(build_files(skeleton, scenarios), staging)
+        write_files(build_files(skeleton, scenarios, expected=expected), staging)
         try:
             staging.rename(out)  # atomic when nobody rendered it meanwhile
         except OSError:
             if verified_files(out, expected) is None:  # a broken or stale leftover: replace it
-                render_server(skeleton, scenarios, out)
+                render_server(skeleton, scenarios, out, expected=expected)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
     mark_used(out)

@@ -6,7 +6,7 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from envscaler_mcp.render.naming import (
     package_name,
     safe_env_id,
 )
+from envscaler_mcp.render.writing import StreamedFile, compile_error
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_json
@@ -97,25 +98,6 @@ def scenarios_hash(scenarios: Iterable[Scenario]) -> str:
     return digest.hexdigest()
 
 
-class StreamedFile:
-    """A file made piece by piece (a server's scenarios with their initial states): hashed and written without
-    ever being whole in memory, nor its scenarios (each is read from its line when reached)."""
-
-    def __init__(self, chunks: Callable[[], Iterator[bytes]]) -> None:
-        self.chunks = chunks
-
-    def sha256(self) -> str:
-        digest = hashlib.sha256()
-        for chunk in self.chunks():
-            digest.update(chunk)
-        return digest.hexdigest()
-
-    def write(self, path: Path) -> None:
-        with path.open("wb") as f:
-            for chunk in self.chunks():
-                f.write(chunk)
-
-
 def _scenario_chunks(scenarios: Iterable[Scenario]) -> Iterator[bytes]:
     """data/scenarios.json: a JSON array with one compact item per line (small, and diffs stay per item)."""
     first = True
@@ -167,10 +149,9 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
             raise UnrenderableSkeleton(f"{skeleton.id}: tool '{tool.name}' input schema must have \"type\": \"object\" at its root")
     for attr in skeleton.state:
         check_identifier(attr.name, "state attribute")
-    try:
-        compile(skeleton.class_source, f"<{skeleton.id} environment>", "exec")
-    except SyntaxError as exc:
-        raise UnrenderableSkeleton(f"{skeleton.id}: class source does not compile: {exc}") from exc
+    error = compile_error(skeleton.class_source.encode("utf-8"), f"<{skeleton.id} environment>")
+    if error is not None:
+        raise UnrenderableSkeleton(f"{skeleton.id}: class source does not compile: {error}") from error
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids) or any(not i for i in ids):
         raise UnrenderableSkeleton(f"{skeleton.id}: scenario ids must be present and unique (use Scenario.with_id())")
@@ -179,9 +160,11 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
             raise UnrenderableSkeleton(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
 
 
-def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes | StreamedFile]:
+def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expected: Fingerprint | None = None
+                ) -> dict[str, bytes | StreamedFile]:
     """Every file of the server folder (relative path -> bytes; the scenarios' file streamed), including
-    manifest.json. `scenarios` is gone through a few times, one scenario at a time."""
+    manifest.json. `scenarios` is gone through a few times, one scenario at a time; `expected`: the
+    fingerprint of `skeleton` + `scenarios`, when already worked out (the scenarios' hash is a pass over them)."""
     _check(skeleton, scenarios)
     env_id = safe_env_id(skeleton.id)
     pkg, dist = package_name(skeleton.id), dashed_name(skeleton.id)
@@ -228,15 +211,14 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
     for client, filename in clients.CLIENTS.items():
         files[f"clients/{filename}"] = _dump(clients.client_config(client, env_id.replace("_", "-"), entry))
     for rel, data in files.items():
-        if rel.endswith(".py") and isinstance(data, bytes):
-            try:
-                compile(data, rel, "exec")
-            except SyntaxError as exc:
-                raise RenderError(f"rendered file {rel} does not compile: {exc}") from exc
+        error = compile_error(data, rel) if rel.endswith(".py") and isinstance(data, bytes) else None
+        if error is not None:
+            raise RenderError(f"rendered file {rel} does not compile: {error}") from error
+    hashes = expected or fingerprint(skeleton, scenarios)
     files[MANIFEST] = _dump({
-        "env_id": env_id, "package": pkg, "skeleton_hash": skeleton.content_hash(),
-        "scenarios_hash": scenarios_hash(scenarios), "template_version": TEMPLATE_VERSION,
-        "templates_hash": templates_hash(), "mcp_requirement": MCP_REQUIREMENT,
+        "env_id": env_id, "package": pkg, "skeleton_hash": hashes.skeleton,
+        "scenarios_hash": hashes.scenarios, "template_version": TEMPLATE_VERSION,
+        "templates_hash": hashes.templates, "mcp_requirement": MCP_REQUIREMENT,
         "files": {p: d.sha256() if isinstance(d, StreamedFile) else hashlib.sha256(d).hexdigest()
                   for p, d in sorted(files.items())},
     })
@@ -274,9 +256,11 @@ def swap_in(folder: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path) -> Path:
-    """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic."""
-    return write_files(build_files(skeleton, scenarios), out_dir)
+def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path, *,
+                  expected: Fingerprint | None = None) -> Path:
+    """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic.
+    `expected`: the fingerprint of `skeleton` + `scenarios`, when already worked out."""
+    return write_files(build_files(skeleton, scenarios, expected=expected), out_dir)
 
 
 def read_manifest(server_dir: Path) -> dict[str, Any] | None:
