@@ -15,6 +15,7 @@ import jinja2
 
 from envscaler_mcp._io import FileStamps, file_stamps
 from envscaler_mcp.catalog.paths import templates_dir
+from envscaler_mcp.catalog.store import StoredScenarios
 from envscaler_mcp.errors import RenderError, UnrenderableSkeleton
 from envscaler_mcp.render import clients
 from envscaler_mcp.render.naming import (
@@ -137,6 +138,12 @@ def _instructions(skeleton: EnvSkeleton) -> str:
     return text
 
 
+def _headers(scenarios: Sequence[Scenario]) -> Sequence[Scenario]:
+    """What the checks and the README need of the scenarios (ids, environment, title, task): a stored set's
+    headers, with no state read or parsed; otherwise the scenarios themselves."""
+    return scenarios.headers() if isinstance(scenarios, StoredScenarios) else scenarios
+
+
 def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
     check_identifier(skeleton.class_name, "class name")
     seen: set[str] = set()
@@ -165,7 +172,8 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expecte
     """Every file of the server folder (relative path -> bytes; the scenarios' file streamed), including
     manifest.json. `scenarios` is gone through a few times, one scenario at a time; `expected`: the
     fingerprint of `skeleton` + `scenarios`, when already worked out (the scenarios' hash is a pass over them)."""
-    _check(skeleton, scenarios)
+    headers = _headers(scenarios)
+    _check(skeleton, headers)
     env_id = safe_env_id(skeleton.id)
     pkg, dist = package_name(skeleton.id), dashed_name(skeleton.id)
     registry = clients.registry_name(dist)
@@ -175,7 +183,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expecte
         "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
         "mcp_requirement": MCP_REQUIREMENT, "requirements": skeleton.requirements, "registry_name": registry,
         "scenario_count": len(scenarios),
-        "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in scenarios],
+        "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in headers],
         "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
     }

@@ -61,3 +61,24 @@ def test_render_reads_each_skeleton_when_its_turn_comes(tmp_path: Path, monkeypa
     assert result.exit_code == 0, result.output
     assert steps == [f"{step} shop_{n}" for n in range(3) for step in ("read", "render")]
     assert sorted(p.name for p in out.iterdir()) == ["shop_0", "shop_1", "shop_2"]
+
+
+def test_a_stored_set_is_read_once_for_its_hash_and_once_for_its_file(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering a server from a stored scenario set reads each scenario (its state parsed) twice: for the
+    scenarios' hash and for data/scenarios.json. The names, checks and README come from the set's headers."""
+    from envscaler_mcp.catalog import store
+    from envscaler_mcp.render.engine import is_current, render_server
+    from tests.render.fixture_env import scenarios
+
+    sk = skeleton()
+    path = tmp_path / "scenarios.jsonl"
+    store.save_scenarios(list(scenarios()), path, index=True)
+    read: list[str] = []
+    load = store.load_scenario_line
+    monkeypatch.setattr(store, "load_scenario_line", lambda *args: read.append(args[2]) or load(*args))
+    stored = store.StoredScenarios(path)
+    out = render_server(sk, stored, tmp_path / "server")
+    ids = [s.id for s in scenarios()]
+    assert len(ids) >= 2 and sorted(read) == sorted(ids * 2)
+    assert is_current(out, sk, list(scenarios()))  # the same server as from the scenarios in memory
