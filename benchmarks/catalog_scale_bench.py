@@ -30,7 +30,8 @@ the base copied under new keys), to measure the memory bound of check, render, e
 `import --trajectories` against the largest scenario line.
 
 Usage: python benchmarks/catalog_scale_bench.py [--envs 10,100,1000] [--per-env 10] [--only import,list,...]
-       [--work DIR] [--results FILE] [--svg FILE] [--nice 10] [--large K --state-kb 1300] [--workers 1,2]
+       [--work DIR [--keep] [--reuse]] [--results FILE] [--svg FILE] [--nice 10] [--large K --state-kb 1300]
+       [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -226,8 +227,10 @@ def eval_summary(run: Path) -> str:
 def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     """Make the catalog of `n` environments and run the commands; one row per command."""
     folder = work / (f"large{args.large}x{args.state_kb}kb" if args.large else f"n{n}")
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    reused = args.reuse and (folder / "home" / "environments").is_dir()
+    if not reused:  # --reuse: the set is made again (the same bytes: its references are needed), not imported
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     wanted = args.only.split(",") if args.only else list(COMMANDS)
     envs_path, scen_path, refs, largest = make_catalog(n, args.per_env, folder, args.from_home, args.state_kb,
@@ -262,6 +265,10 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         name, _, mode = label.partition(" ")
         mode = mode.split(" workers=")[0]
         if name not in wanted and name != "import":
+            continue
+        if name == "import" and reused:
+            if {"check", "eval"} & set(wanted):
+                print(f"  kept home: {attach_references(home, refs)} references attached", flush=True)
             continue
         env[ZYGOTE_ENV] = "off" if (mode or args.zygote) in ("fresh", "off") else "on"
         if name == "eval":
@@ -312,6 +319,8 @@ def main() -> None:
     parser.add_argument("--from", dest="from_home", type=Path, default=None, help="Also copy this home's envs.")
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="Keep each catalog and its home in --work.")
+    parser.add_argument("--reuse", action="store_true", help="Run the commands on the home a --keep run left in "
+                        "--work (the set made again for its references; no import row).")
     parser.add_argument("--results", type=Path, default=None, help="Append rows here (JSON lines).")
     parser.add_argument("--svg", type=Path, default=None, help="Write the plot of every row in --results here.")
     parser.add_argument("--nice", type=int, default=10)

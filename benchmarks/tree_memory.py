@@ -83,21 +83,27 @@ class TreeSampler(threading.Thread):
         self.pid, self.every = pid, every
         self.peak_rss_sum = self.peak_pss_sum = self.main_hwm = self.largest_hwm = self.most = 0
         self.largest = ""
+        self.at_peak: list[tuple[str, int]] = []  # each process's PSS at the sample of the tree's peak PSS
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
             pids = tree(self.pid)
             rss_sum = pss_sum = 0
+            pss_of: dict[int, int] = {}
             for pid in pids:
                 status = _kb_fields(f"/proc/{pid}/status", (b"VmRSS", b"VmHWM"))
                 rss_sum += status.get(b"VmRSS", 0)
-                pss_sum += _kb_fields(f"/proc/{pid}/smaps_rollup", (b"Pss",)).get(b"Pss", 0)
+                pss_of[pid] = _kb_fields(f"/proc/{pid}/smaps_rollup", (b"Pss",)).get(b"Pss", 0)
+                pss_sum += pss_of[pid]
                 hwm = status.get(b"VmHWM", 0)
                 if pid == self.pid:
                     self.main_hwm = max(self.main_hwm, hwm)
                 if hwm > self.largest_hwm:
                     self.largest_hwm, self.largest = hwm, _label(pid, self.pid)
+            if pss_sum > self.peak_pss_sum:
+                self.at_peak = sorted(((_label(pid, self.pid), pss) for pid, pss in pss_of.items() if pss),
+                                      key=lambda item: -item[1])
             self.peak_rss_sum, self.peak_pss_sum = max(self.peak_rss_sum, rss_sum), max(self.peak_pss_sum, pss_sum)
             self.most = max(self.most, len(pids))
             self.stop.wait(self.every)
@@ -106,4 +112,5 @@ class TreeSampler(threading.Thread):
         """The row's memory fields (MB)."""
         return {"peak_main_mb": round(self.main_hwm / 1e6, 1), "peak_largest_mb": round(self.largest_hwm / 1e6, 1),
                 "largest": self.largest, "peak_tree_pss_mb": round(self.peak_pss_sum / 1e6, 1),
-                "peak_tree_mb": round(self.peak_rss_sum / 1e6, 1), "most_processes": self.most}
+                "peak_tree_mb": round(self.peak_rss_sum / 1e6, 1), "most_processes": self.most,
+                "pss_at_peak": [[label, round(pss / 1e6, 1)] for label, pss in self.at_peak]}

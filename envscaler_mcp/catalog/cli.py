@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from envscaler_mcp._json import JSONObject
-from envscaler_mcp._tables import Col, fit_table
+from envscaler_mcp._tables import Col, fit_rows, fit_table
 from envscaler_mcp.catalog.options import HomeOption
 
 
@@ -134,7 +134,7 @@ def list_cmd(home: HomeOption = None) -> None:
     console = Console()
     columns = [Col("id", "id"), Col("name", "text"), Col("tools", justify="right"),
                Col("queries", drop=2, justify="right"), Col("scenarios", justify="right"), Col("origin", "text", drop=1)]
-    console.print(fit_table(columns, rows, console.width, title=f"Environments in {env_root}"))
+    console.print(fit_rows(columns, rows, console.width, title=f"Environments in {env_root}"))
 
 
 def show_cmd(

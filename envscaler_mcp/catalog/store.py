@@ -344,6 +344,10 @@ class StoredScenarios(Sequence[Scenario]):
     def __len__(self) -> int:
         return len(self._rows)
 
+    def headers(self) -> list[Scenario]:
+        """The scenarios without their initial states (from the index when current: no line parsed)."""
+        return [header for header, _ in self._rows]
+
     @overload
     def __getitem__(self, index: int) -> Scenario: ...
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 
 from envscaler_mcp.errors import RenderError
 from envscaler_mcp.render.engine import (
@@ -68,12 +69,12 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
     try:
-        write_files(build_files(skeleton, scenarios), staging)
+        write_files(build_files(skeleton, scenarios, expected=expected), staging)
         try:
             staging.rename(out)  # atomic when nobody rendered it meanwhile
         except OSError:
             if verified_files(out, expected) is None:  # a broken or stale leftover: replace it
-                render_server(skeleton, scenarios, out)
+                render_server(skeleton, scenarios, out, expected=expected)
     finally:
         shutil.rmtree(staging.parent, ignore_errors=True)
     mark_used(out)
@@ -103,6 +104,24 @@ def max_cache_bytes() -> int:
     except ValueError:
         megabytes = DEFAULT_MAX_MB
     return max(0, int(megabytes * 1_000_000))
+
+
+_sizes: dict[tuple[str, int], int] = {}  # (folder, inode) -> bytes, for the cache's rendered folders
+
+
+def _folder_size(path: Path, inode: int) -> int:
+    """The bytes under a cached server folder. A rendered folder is never changed once in place (it is renamed
+    in whole, and replaced by another folder: another inode), so its size is walked once per process: pruning
+    after each of 1,000 servers rendered walked every folder each time. Staging folders ('.' first) are
+    walked each time, being written."""
+    if path.name.startswith("."):
+        return _size(path)
+    key = (str(path), inode)
+    if key not in _sizes:
+        if len(_sizes) >= 100_000:
+            _sizes.clear()
+        _sizes[key] = _size(path)
+    return _sizes[key]
 
 
 def _size(path: Path) -> int:
@@ -145,11 +164,11 @@ def cached_servers() -> list[CachedServer]:
     found = []
     for path in root.iterdir():
         try:
-            used = path.stat().st_mtime
+            stat = path.stat()
         except OSError:
             continue
-        if path.is_dir():
-            found.append(CachedServer(path, _size(path), used))
+        if S_ISDIR(stat.st_mode):
+            found.append(CachedServer(path, _folder_size(path, stat.st_ino), stat.st_mtime))
     return sorted(found, key=lambda c: c.used)
 
 

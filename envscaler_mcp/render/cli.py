@@ -43,8 +43,14 @@ def render_command(
 ) -> None:
     """Render environments into standalone MCP servers (deterministic; one folder per environment)."""
     from envscaler_mcp.catalog.paths import data_root, generated_servers_dir
-    from envscaler_mcp.catalog.store import StoredScenarios, get_skeleton, list_env_ids, scenarios_path
-    from envscaler_mcp.render.engine import is_current, render_server
+    from envscaler_mcp.catalog.store import (
+        StoredScenarios,
+        list_env_ids,
+        load_skeleton,
+        scenarios_path,
+        skeleton_path,
+    )
+    from envscaler_mcp.render.engine import fingerprint, is_current, render_server
     from envscaler_mcp.render.naming import safe_env_id
 
     ids = list(envs or [])
@@ -65,17 +71,19 @@ def render_command(
     if remote is not None:
         remote.connect()
     stale, on_workers = [], []
-    skeletons = [(env, get_skeleton(env)) for env in ids]  # every name checked before anything is written
-    for env, skeleton in skeletons:
+    paths = [(env, skeleton_path(env)) for env in ids]  # every name checked before anything is written
+    for env, path in paths:  # each skeleton read when its turn comes: 1,000 held at once took 0.7 GB
+        skeleton = load_skeleton(path)
         scenarios = StoredScenarios(scenarios_path(env, skeleton.id))  # each read from its line when reached
         target = root / safe_env_id(skeleton.id)
+        expected = fingerprint(skeleton, scenarios)  # one pass over the scenarios, for the check and the manifest
         if check:
-            ok = is_current(target, skeleton, scenarios)
+            ok = is_current(target, skeleton, scenarios, expected=expected)
             typer.echo(f"{'current' if ok else 'STALE  '} {target}")
             if not ok:
                 stale.append(skeleton.id)
             continue
-        if is_current(target, skeleton, scenarios):
+        if is_current(target, skeleton, scenarios, expected=expected):
             typer.echo(f"up to date  {target}")
             continue
         if target.is_symlink():  # replace the link itself, never the folder it points to
@@ -83,7 +91,7 @@ def render_command(
         if remote is not None:
             on_workers.append(env)
             continue
-        render_server(skeleton, scenarios, target)
+        render_server(skeleton, scenarios, target, expected=expected)
         typer.echo(f"rendered    {target}  ({len(skeleton.tools)} tools, {len(scenarios)} scenarios)")
     if remote is not None and on_workers:
         remote.run(on_workers, root, lambda folder, counts: typer.echo(f"rendered    {root / folder}  ({counts})"))

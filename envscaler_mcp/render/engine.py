@@ -6,7 +6,7 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import jinja2
 
 from envscaler_mcp._io import FileStamps, file_stamps
 from envscaler_mcp.catalog.paths import templates_dir
+from envscaler_mcp.catalog.store import StoredScenarios
 from envscaler_mcp.errors import RenderError, UnrenderableSkeleton
 from envscaler_mcp.render import clients
 from envscaler_mcp.render.naming import (
@@ -24,6 +25,7 @@ from envscaler_mcp.render.naming import (
     package_name,
     safe_env_id,
 )
+from envscaler_mcp.render.writing import StreamedFile, compile_error
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import EnvSkeleton, canonical_json
@@ -97,25 +99,6 @@ def scenarios_hash(scenarios: Iterable[Scenario]) -> str:
     return digest.hexdigest()
 
 
-class StreamedFile:
-    """A file made piece by piece (a server's scenarios with their initial states): hashed and written without
-    ever being whole in memory, nor its scenarios (each is read from its line when reached)."""
-
-    def __init__(self, chunks: Callable[[], Iterator[bytes]]) -> None:
-        self.chunks = chunks
-
-    def sha256(self) -> str:
-        digest = hashlib.sha256()
-        for chunk in self.chunks():
-            digest.update(chunk)
-        return digest.hexdigest()
-
-    def write(self, path: Path) -> None:
-        with path.open("wb") as f:
-            for chunk in self.chunks():
-                f.write(chunk)
-
-
 def _scenario_chunks(scenarios: Iterable[Scenario]) -> Iterator[bytes]:
     """data/scenarios.json: a JSON array with one compact item per line (small, and diffs stay per item)."""
     first = True
@@ -155,6 +138,12 @@ def _instructions(skeleton: EnvSkeleton) -> str:
     return text
 
 
+def _headers(scenarios: Sequence[Scenario]) -> Sequence[Scenario]:
+    """What the checks and the README need of the scenarios (ids, environment, title, task): a stored set's
+    headers, with no state read or parsed; otherwise the scenarios themselves."""
+    return scenarios.headers() if isinstance(scenarios, StoredScenarios) else scenarios
+
+
 def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
     check_identifier(skeleton.class_name, "class name")
     seen: set[str] = set()
@@ -167,10 +156,9 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
             raise UnrenderableSkeleton(f"{skeleton.id}: tool '{tool.name}' input schema must have \"type\": \"object\" at its root")
     for attr in skeleton.state:
         check_identifier(attr.name, "state attribute")
-    try:
-        compile(skeleton.class_source, f"<{skeleton.id} environment>", "exec")
-    except SyntaxError as exc:
-        raise UnrenderableSkeleton(f"{skeleton.id}: class source does not compile: {exc}") from exc
+    error = compile_error(skeleton.class_source.encode("utf-8"), f"<{skeleton.id} environment>")
+    if error is not None:
+        raise UnrenderableSkeleton(f"{skeleton.id}: class source does not compile: {error}") from error
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids) or any(not i for i in ids):
         raise UnrenderableSkeleton(f"{skeleton.id}: scenario ids must be present and unique (use Scenario.with_id())")
@@ -179,10 +167,13 @@ def _check(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> None:
             raise UnrenderableSkeleton(f"scenario {s.id} is for environment '{s.env_id}', not '{skeleton.id}'")
 
 
-def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[str, bytes | StreamedFile]:
+def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expected: Fingerprint | None = None
+                ) -> dict[str, bytes | StreamedFile]:
     """Every file of the server folder (relative path -> bytes; the scenarios' file streamed), including
-    manifest.json. `scenarios` is gone through a few times, one scenario at a time."""
-    _check(skeleton, scenarios)
+    manifest.json. `scenarios` is gone through a few times, one scenario at a time; `expected`: the
+    fingerprint of `skeleton` + `scenarios`, when already worked out (the scenarios' hash is a pass over them)."""
+    headers = _headers(scenarios)
+    _check(skeleton, headers)
     env_id = safe_env_id(skeleton.id)
     pkg, dist = package_name(skeleton.id), dashed_name(skeleton.id)
     registry = clients.registry_name(dist)
@@ -192,7 +183,7 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
         "description": clients._clip(skeleton.summary or skeleton.name, 200), "rules": skeleton.rules,
         "mcp_requirement": MCP_REQUIREMENT, "requirements": skeleton.requirements, "registry_name": registry,
         "scenario_count": len(scenarios),
-        "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in scenarios],
+        "scenarios": [{"id": s.id, "title": shown_title(s.title, s.task)} for s in headers],
         "tools": [{"name": t.name, "kind": t.kind, "summary": _first_line(t.description)} for t in skeleton.tools],
         "state": [{"name": a.name, "type": a.type, "description": a.description} for a in skeleton.state],
     }
@@ -228,15 +219,14 @@ def build_files(skeleton: EnvSkeleton, scenarios: Sequence[Scenario]) -> dict[st
     for client, filename in clients.CLIENTS.items():
         files[f"clients/{filename}"] = _dump(clients.client_config(client, env_id.replace("_", "-"), entry))
     for rel, data in files.items():
-        if rel.endswith(".py") and isinstance(data, bytes):
-            try:
-                compile(data, rel, "exec")
-            except SyntaxError as exc:
-                raise RenderError(f"rendered file {rel} does not compile: {exc}") from exc
+        error = compile_error(data, rel) if rel.endswith(".py") and isinstance(data, bytes) else None
+        if error is not None:
+            raise RenderError(f"rendered file {rel} does not compile: {error}") from error
+    hashes = expected or fingerprint(skeleton, scenarios)
     files[MANIFEST] = _dump({
-        "env_id": env_id, "package": pkg, "skeleton_hash": skeleton.content_hash(),
-        "scenarios_hash": scenarios_hash(scenarios), "template_version": TEMPLATE_VERSION,
-        "templates_hash": templates_hash(), "mcp_requirement": MCP_REQUIREMENT,
+        "env_id": env_id, "package": pkg, "skeleton_hash": hashes.skeleton,
+        "scenarios_hash": hashes.scenarios, "template_version": TEMPLATE_VERSION,
+        "templates_hash": hashes.templates, "mcp_requirement": MCP_REQUIREMENT,
         "files": {p: d.sha256() if isinstance(d, StreamedFile) else hashlib.sha256(d).hexdigest()
                   for p, d in sorted(files.items())},
     })
@@ -274,9 +264,11 @@ def swap_in(folder: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path) -> Path:
-    """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic."""
-    return write_files(build_files(skeleton, scenarios), out_dir)
+def render_server(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], out_dir: Path, *,
+                  expected: Fingerprint | None = None) -> Path:
+    """Render the server of `skeleton` into `out_dir` (replaced), returning its path. Deterministic.
+    `expected`: the fingerprint of `skeleton` + `scenarios`, when already worked out."""
+    return write_files(build_files(skeleton, scenarios, expected=expected), out_dir)
 
 
 def read_manifest(server_dir: Path) -> dict[str, Any] | None:

@@ -94,3 +94,40 @@ def test_the_widest_rows_measure_as_the_whole_table() -> None:
         whole = _narrowest(_build(columns, rows, shown, "t", [None] * len(rows), measuring=True))
         part = _narrowest(_build(columns, sample, shown, "t", [None] * len(sample), measuring=True))
         assert part == whole
+
+
+def test_many_rows_are_drawn_as_rich_draws_them() -> None:
+    """fit_rows (`list`) draws the rows itself in the widths rich lays out for the rows that decide them: the
+    same text and styles as fit_table's table, at any width, with wrapped prose, wide characters, dropped
+    columns, and the fallbacks (ids made keys, cells with line breaks)."""
+    import io
+    import random
+
+    from rich.console import Console
+
+    from envscaler_mcp._tables import _DrawnRows, fit_rows
+
+    def drawn(renderable: object, width: int, terminal: bool) -> str:
+        out = io.StringIO()
+        Console(file=out, width=width, force_terminal=terminal, color_system="standard" if terminal else None
+                ).print(renderable)
+        return out.getvalue()
+
+    rng = random.Random(11)
+    pieces = ["a", "clinic_appointments_s12", "a b c d e f g h i j k l m n o p", "supercalifragilistic", "日本語",
+              "", "12.5%", "x" * 25, "two  spaces", "Front desk of a multi-specialty outpatient clinic:"]
+    columns = [Col("id", "id"), Col("name", "text"), Col("tools", justify="right"), Col("queries", drop=2,
+               justify="right"), Col("origin", "text", drop=1)]
+    ours = 0
+    for _ in range(100):
+        rows = [[rng.choice(pieces[:2]) + str(n)] + [" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+                                                     for _ in columns[1:]] for n in range(rng.randint(1, 40))]
+        if rng.random() < 0.05:
+            rows[0][1] = "a line\nbreak"
+        width, terminal = rng.choice([40, 60, 80, 120, 200, 240]), rng.random() < 0.5
+        title = rng.choice([None, "Environments in /some/home"])
+        fitted = fit_rows(columns, rows, width, title=title)
+        assert drawn(fitted, width, terminal) == drawn(fit_table(columns, rows, width, title=title), width, terminal), \
+            (rows, width)
+        ours += isinstance(fitted, _DrawnRows) and not fitted.rich_drew_rows
+    assert ours >= 25  # many tables had their rows drawn here, not by the fallbacks

@@ -61,6 +61,27 @@ def test_rendering_prunes_to_the_configured_cap(cache: Path, monkeypatch: pytest
     assert ensure_rendered(skeleton(), scenarios()) == out  # a hit keeps it
 
 
+def test_each_rendered_folder_is_measured_once(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning after each of 1,000 servers rendered walked every folder of the cache each time: a folder in
+    place is measured once per process, a staging folder (being written) each time, and the sizes still add up
+    to what is on disk when folders come and go."""
+    from envscaler_mcp.render import cache as cache_module
+
+    walked: list[str] = []
+    size = cache_module._size
+    monkeypatch.setattr(cache_module, "_size", lambda path: walked.append(path.name) or size(path))
+    servers = [_server(cache, f"env{n}-0123456789abcdef", 1_000, DAY + n) for n in range(5)]
+    staging = _server(cache, ".env9-0123.tmp", 2_000, DAY)
+    assert prune_cache(10**9).freed == 0 and sorted(walked) == sorted([s.name for s in servers] + [staging.name])
+    walked.clear()
+    (staging / "more.bin").write_bytes(b"y" * 3_000)
+    kept = prune_cache(10**9).kept
+    assert walked == [staging.name] and sum(c.size for c in kept) == 5 * 1_000 + 5_000
+    pruned = prune_cache(3_000 + 5_000)  # the two least recently used go
+    assert sorted(c.path.name for c in pruned.removed) == ["env3-0123456789abcdef", "env4-0123456789abcdef"]
+    assert not servers[3].exists() and not servers[4].exists() and pruned.freed == 2_000
+
+
 def test_cache_clean_command(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stale = _server(cache, "stale", 1000, DAY)
     in_use = _server(cache, "in-use", 1000, 10)

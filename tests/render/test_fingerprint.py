@@ -69,7 +69,7 @@ def test_a_catalog_environment_is_read_and_hashed_once_per_launch(tmp_path: Path
     assert server.path == (generated_servers_dir() / "ecommerce_orders").resolve() and trusted
     counts.update(loads=0, hashes=0)
     cached, _ = resolve_launch("ecommerce_orders", [])  # without scenarios: rendered into the cache
-    assert counts == {"loads": 1, "hashes": 1}  # the skeleton's hash was kept; the render's manifest hashes it
+    assert counts == {"loads": 1, "hashes": 0}  # the skeleton's hash was kept; the manifest takes the fingerprint's
     assert cached.path.parent == tmp_path / "servers"
     counts.update(loads=0, hashes=0)
     again, _ = resolve_launch("ecommerce_orders", [])  # found in the cache, checked, not rendered again
