@@ -94,11 +94,24 @@ class Pristine:
             self._obj = self._blob = None
         return self
 
+    @property
+    def imaged(self) -> bool:
+        """Parsed, with its pristine image kept."""
+        return self._obj is not None and self._blob is not None
+
+    def twin(self) -> Pristine:
+        """Another state of the same text (a guard's final state is its initial state) that shares this one's
+        pristine image (`imaged` must hold): it lends an object of its own, loaded from the image in the process
+        that first uses it."""
+        twin = Pristine(self.text)
+        twin._blob = self._blob
+        return twin
+
     def lend(self, keep: bool) -> Any:
         """The state for the next check; `keep` when a later check may need it again. Until `settle` says
         otherwise, the lent object counts as changed."""
         if self._obj is None:
-            self._obj = json.loads(self.text)
+            self._obj = json.loads(self.text) if self._blob is None else marshal.loads(self._blob)
         elif self._dirty:
             if self._blob is None:
                 raise ValueError("state changed and no pristine copy was kept")
@@ -159,12 +172,13 @@ class Runner:
         """Test seam: extra globals every validator gets (the security tests hand over the real `os`)."""
         self._granted.update(names)
 
-    def arm(self) -> None:
+    def arm(self, limits: dict[str, tuple[int, int]] | None = None) -> None:
         """Install the per-check alarm handler (in the process that runs the checks). The alarm counts the
         process's CPU time (ITIMER_PROF), not the clock's: a loaded machine slows a check down but never
-        makes it time out (the zygote tells a slow check from a stalled one, sandbox/relay.py)."""
+        makes it time out (the zygote tells a slow check from a stalled one, sandbox/relay.py). `limits`: the
+        watched limits this process has now, when its parent knows them (a fork inherits its parent's)."""
         signal.signal(signal.SIGPROF, self._on_alarm)
-        self._limits = limits_now()
+        self._limits = {name: limits[name] for name in WATCHED_LIMITS} if limits else limits_now()
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         self._fired = True
