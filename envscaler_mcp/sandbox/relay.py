@@ -354,20 +354,22 @@ class Zygote:
 def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
                     checks: list[dict[str, Any]]) -> list[tuple[Pristine, Pristine, Pristine | None]]:
     """(initial, final, transcript) of each episode of a request, parsed now (so that batch processes share
-    them); a state more than one check gets also keeps its pristine image. A final state of the initial state's
-    text (the guards' episode: the checklist on the untouched initial state) shares the initial state's image
-    instead: loaded from it in its batch process (about half the cost of a parse), not parsed in the zygote."""
+    them); a state more than one check gets also keeps its pristine image, unless every check of the episode
+    reads only. A final state of the initial state's text (the guards' episode: the checklist on the untouched
+    initial state) shares the initial state's image instead: loaded from it in its batch process (about half
+    the cost of a parse), not parsed in the zygote."""
     per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
     states = []
     for e in range(episodes):
         mine = [c for c in checks if c.get("e", 0) == e]
+        imaged = not all(c["prepared"][3] for c in mine)  # checks that read only need no image (sandbox/readonly.py)
         on_transcript = sum(c.get("kind") == "transcript" for c in mine) if per > 1 else 0
         text = texts[per * e]
         if initial.imaged and (text is initial.text or text == initial.text):  # the guards' episode
             final = initial.twin()
         else:
-            final = Pristine(text).parse(pristine_copy=len(mine) - on_transcript > 1)
-        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=on_transcript > 1) if per > 1 else None
+            final = Pristine(text).parse(pristine_copy=imaged and len(mine) - on_transcript > 1)
+        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=imaged and on_transcript > 1) if per > 1 else None
         states.append((initial, final, transcript))
     return states
 
