@@ -38,6 +38,8 @@ def reads_only(tree: ast.AST) -> bool:
             return False
         if isinstance(node, ast.Name) and node.id in MUTATING_NAMES:
             return False
+        if isinstance(node, ast.ImportFrom) and node.module in MUTATING_NAMES:
+            return False  # from transcript_checks import says
         if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
                 alias.name == "*" or alias.name.rsplit(".", 1)[-1] in MUTATING_NAMES for alias in node.names):
             return False

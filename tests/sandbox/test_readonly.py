@@ -73,6 +73,7 @@ def test_checks_that_only_read_are_seen_as_such(source: str) -> None:
 def test_a_transcript_helper_or_a_name_fetched_at_run_time_counts_as_a_change() -> None:
     for source in ("def check_func(t):\n    return transcript_checks.called(t, 'x')\n",
                    "import transcript_checks as tc\ndef check_func(t):\n    return tc.called(t, 'x')\n",
+                   "from transcript_checks import says\ndef check_func(t):\n    return says(t, 3)\n",
                    "def check_func(s):\n    return getattr(s, 'get')('today') is not None\n",
                    "from operator import *\ndef check_func(s):\n    return True\n"):
         assert not reads_only(ast.parse(source))
