@@ -171,12 +171,12 @@ class Zygote:
 
     def _child(self, write_end: int, request: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         try:
-            if not self.pid1:
+            if not self.pid1:  # as PID 1 of the namespace, the zygote takes every process in it when it dies
                 os.setpgid(0, 0)  # so the zygote can end anything it starts
-            namespaces.die_with_parent()
+                namespaces.die_with_parent()
             os.dup2(self.null_fd, 0)
             os.close(self.out.fileno())  # only the zygote speaks to the caller
-            self.runner.arm()
+            self.runner.arm(self._limits)
             confine.confine_batch(self.batch_filter)
         except BaseException:
             os._exit(_SETUP_FAILED)
@@ -185,8 +185,10 @@ class Zygote:
             initial = request["states"][0][0]
             arguments = [_argument(check, request["states"]) for check in pending]
             last_use = {id(argument): k for k, argument in enumerate(arguments)}
+            # the last check that names `initial_state` (only those get it): after it the state need not be kept
+            last_initial = max((k for k, check in enumerate(pending) if check["prepared"][2]), default=-1)
             for k, check in enumerate(pending):
-                keep = (k < len(pending) - 1, last_use[id(arguments[k])] > k)
+                keep = (last_initial > k, last_use[id(arguments[k])] > k)
                 answer = self.runner.run_check(check["prepared"], initial, arguments[k], timeout_s, keep,
                                                kind=str(check.get("kind", "state")))
                 os.write(write_end, answer_line(check["i"], answer))
@@ -352,14 +354,22 @@ class Zygote:
 def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
                     checks: list[dict[str, Any]]) -> list[tuple[Pristine, Pristine, Pristine | None]]:
     """(initial, final, transcript) of each episode of a request, parsed now (so that batch processes share
-    them); a state more than one check gets also keeps its pristine image."""
+    them); a state more than one check gets also keeps its pristine image, unless every check of the episode
+    reads only. A final state of the initial state's text (the guards' episode: the checklist on the untouched
+    initial state) shares the initial state's image instead: loaded from it in its batch process (about half
+    the cost of a parse), not parsed in the zygote."""
     per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
     states = []
     for e in range(episodes):
         mine = [c for c in checks if c.get("e", 0) == e]
+        imaged = not all(c["prepared"][3] for c in mine)  # checks that read only need no image (sandbox/readonly.py)
         on_transcript = sum(c.get("kind") == "transcript" for c in mine) if per > 1 else 0
-        final = Pristine(texts[per * e]).parse(pristine_copy=len(mine) - on_transcript > 1)
-        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=on_transcript > 1) if per > 1 else None
+        text = texts[per * e]
+        if initial.imaged and (text is initial.text or text == initial.text):  # the guards' episode
+            final = initial.twin()
+        else:
+            final = Pristine(text).parse(pristine_copy=imaged and len(mine) - on_transcript > 1)
+        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=imaged and on_transcript > 1) if per > 1 else None
         states.append((initial, final, transcript))
     return states
 

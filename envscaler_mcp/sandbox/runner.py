@@ -20,6 +20,7 @@ import time
 from types import CodeType
 from typing import Any
 
+from envscaler_mcp.sandbox.readonly import reads_only
 from envscaler_mcp.sandbox.restrict import (
     ImportNotAllowed,
     SandboxViolation,
@@ -94,19 +95,34 @@ class Pristine:
             self._obj = self._blob = None
         return self
 
-    def lend(self, keep: bool) -> Any:
+    @property
+    def imaged(self) -> bool:
+        """Parsed, with its pristine image kept."""
+        return self._obj is not None and self._blob is not None
+
+    def twin(self) -> Pristine:
+        """Another state of the same text (a guard's final state is its initial state) that shares this one's
+        pristine image (`imaged` must hold): it lends an object of its own, loaded from the image in the process
+        that first uses it."""
+        twin = Pristine(self.text)
+        twin._blob = self._blob
+        return twin
+
+    def lend(self, keep: bool, may_change: bool = True) -> Any:
         """The state for the next check; `keep` when a later check may need it again. Until `settle` says
-        otherwise, the lent object counts as changed."""
+        otherwise, the lent object counts as changed, unless `may_change` is False (a check that reads only:
+        the object stays as it is, nothing to compare afterwards)."""
         if self._obj is None:
-            self._obj = json.loads(self.text)
+            self._obj = json.loads(self.text) if self._blob is None else marshal.loads(self._blob)
         elif self._dirty:
             if self._blob is None:
                 raise ValueError("state changed and no pristine copy was kept")
             self._obj = marshal.loads(self._blob)
             self._dirty = False
-        if keep and self._blob is None:
-            self._blob = marshal.dumps(self._obj)
-        self._dirty = True
+        if may_change:
+            if keep and self._blob is None:
+                self._blob = marshal.dumps(self._obj)
+            self._dirty = True
         return self._obj
 
     def settle(self) -> None:
@@ -119,27 +135,27 @@ class Pristine:
             self._dirty = True
 
 
-# (code object or None, why it cannot run, whether it names `initial_state`)
-Prepared = tuple[CodeType | None, str | None, bool]
+# (code object or None, why it cannot run, whether it names `initial_state`, whether it reads only)
+Prepared = tuple[CodeType | None, str | None, bool, bool]
 _PREPARED_KEPT = 512
 MAX_SOURCE = 100_000
 
 
 def _prepare(source: str) -> Prepared:
     if len(source) > MAX_SOURCE:
-        return None, f"the validator is too long ({len(source)} characters; at most {MAX_SOURCE})", False
+        return None, f"the validator is too long ({len(source)} characters; at most {MAX_SOURCE})", False, False
     try:
         tree = ast.parse(source, "<validator>")
         problem = static_problem(tree)
         if problem:
-            return None, problem, False
+            return None, problem, False, False
         code = compile(tree, "<validator>", "exec")
     except SyntaxError as exc:
-        return None, _short(f"syntax error: {exc.msg} (line {exc.lineno})"), False
+        return None, _short(f"syntax error: {exc.msg} (line {exc.lineno})"), False, False
     except (ValueError, RecursionError, MemoryError) as exc:
-        return None, _short(f"cannot compile: {type(exc).__name__}: {exc}"), False
+        return None, _short(f"cannot compile: {type(exc).__name__}: {exc}"), False, False
     names_initial = any(isinstance(node, ast.Name) and node.id == "initial_state" for node in ast.walk(tree))
-    return code, None, names_initial
+    return code, None, names_initial, reads_only(tree)
 
 
 class Runner:
@@ -154,17 +170,21 @@ class Runner:
         self._limits: dict[str, tuple[int, int]] = {}
         self._cpu_limit = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
         self.tampered = ""  # set when a check changed its process's limits or alarm: the batch must end
+        # Set once a check that may change its states has run in this process: from then on, code it left
+        # behind (a callback, an object with a finalizer) could change them later, so every check's are compared.
+        self._changes_possible = False
 
     def grant(self, **names: Any) -> None:
         """Test seam: extra globals every validator gets (the security tests hand over the real `os`)."""
         self._granted.update(names)
 
-    def arm(self) -> None:
+    def arm(self, limits: dict[str, tuple[int, int]] | None = None) -> None:
         """Install the per-check alarm handler (in the process that runs the checks). The alarm counts the
         process's CPU time (ITIMER_PROF), not the clock's: a loaded machine slows a check down but never
-        makes it time out (the zygote tells a slow check from a stalled one, sandbox/relay.py)."""
+        makes it time out (the zygote tells a slow check from a stalled one, sandbox/relay.py). `limits`: the
+        watched limits this process has now, when its parent knows them (a fork inherits its parent's)."""
         signal.signal(signal.SIGPROF, self._on_alarm)
-        self._limits = limits_now()
+        self._limits = {name: limits[name] for name in WATCHED_LIMITS} if limits else limits_now()
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         self._fired = True
@@ -215,19 +235,21 @@ class Runner:
 
     def _run(self, prepared: Prepared, initial: Pristine, final: Pristine, timeout_s: float,
              keep: tuple[bool, bool], kind: str = "state") -> tuple[bool, str | None]:
-        code, problem, names_initial = prepared
+        code, problem, names_initial, read_only = prepared
         if code is None:
             return False, problem
         keep_initial, keep_final = keep
-        reused = [final] if keep_final else []  # the states a later check gets: settled after this one
+        # A check that reads only, in a process where only such checks have run, leaves its states as they were.
+        may_change = self._changes_possible = self._changes_possible or not read_only
+        reused = [final] if keep_final and may_change else []  # the states a later check gets: settled after it
         try:
             env: dict[str, Any] = {"__builtins__": self.builtins, "__name__": "validator", **self._granted}
             # Only a validator that names `initial_state` can reach it (eval/globals are refused): skip the parse.
             if names_initial:
-                env["initial_state"] = initial.lend(keep=keep_initial)
-                if keep_initial:
+                env["initial_state"] = initial.lend(keep=keep_initial, may_change=may_change)
+                if keep_initial and may_change:
                     reused.append(initial)
-            final_state = final.lend(keep=keep_final)  # the transcript, for a transcript item
+            final_state = final.lend(keep=keep_final, may_change=may_change)  # the transcript, for a transcript item
         except (MemoryError, ValueError, RecursionError) as exc:
             return False, "memory limit exceeded" if isinstance(exc, MemoryError) else _short(f"bad state JSON: {exc}")
         self._fired = False

@@ -184,3 +184,28 @@ async def test_a_worker_that_writes_a_garbled_line_is_a_fault_not_a_crash_of_the
             await worker.ask({"sizes": [2, 2], "checks": [{"i": 0}]}, (b"{}", b"{}"), [0], 20.0)
     finally:
         await worker.kill()
+
+
+
+BLOCKED = "def check_func(s):\n    os.read(os.pipe()[0], 1)\n    return True\n"  # waits forever, using no CPU
+
+
+@pytest.mark.parametrize("skip", [["seccomp"], ["seccomp", "namespaces"]], ids=["pid-namespace", "no-namespaces"])
+async def test_a_batch_process_does_not_outlive_its_zygote(skip: list[str]) -> None:
+    """The zygote killed under a batch that waits forever takes the batch process with it: as PID 1 of its
+    namespace (the kernel ends every process in it), or, without the namespace, by the parent-death signal the
+    batch process asks for (nothing else would end it: it has a process group of its own). Without the seccomp
+    filter, which refuses the batch process a pipe."""
+    gone: list[int] = []
+    seam = {"grant_os": True, "skip": skip}
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, _test_seam=seam) as sb:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sb.run, [ChecklistItem(id="blocked", description="", validator=BLOCKED)], STATE, STATE)
+            zygote, batch = await batch_process(sb, set())
+            os.kill(zygote, signal.SIGKILL)
+            with anyio.fail_after(20):
+                while alive(batch):
+                    await anyio.sleep(0.01)
+            gone.append(batch)
+            tg.cancel_scope.cancel()
+    assert gone

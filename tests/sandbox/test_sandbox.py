@@ -130,6 +130,25 @@ async def test_a_mutating_check_does_not_affect_the_next_one() -> None:
     assert FINAL["orders"] and INITIAL["orders"]  # the caller's objects are untouched too
 
 
+async def test_the_initial_state_as_the_final_one_is_a_state_of_its_own_for_every_check() -> None:
+    """The guards' episode (the checklist on the untouched initial state): its final state shares the initial
+    state's parse, yet each check gets two objects of its own, whatever the checks before it changed in either;
+    a check that does not name `initial_state` between them changes nothing of that."""
+    distinct = "def check_func(s):\n    return s is not initial_state and s == initial_state\n"
+    mutate = ("def check_func(s):\n    s['orders'].clear()\n    initial_state['orders']['O1']['status'] = 'x'\n"
+              "    return True\n")
+    plain = "def check_func(s):\n    s['today'] = 'changed'\n    return 'O1' in s['orders']\n"
+    read = "def check_func(s):\n    return s == initial_state == INITIAL\n".replace("INITIAL", repr(INITIAL))
+    items = [item(distinct, "c1"), item(mutate, "c2"), item(plain, "c3"), item(read, "c4"), item(mutate, "c5"),
+             item(read, "c6")]
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256) as sb:
+        results = await sb.run(items, INITIAL, INITIAL)
+        final = await sb.run(items, INITIAL, FINAL)  # and the same checklist on another final state
+    assert [(r.passed, r.reason) for r in results] == [(True, None)] * 6
+    assert [r.passed for r in final] == [False, True, True, False, True, False]
+    assert INITIAL["orders"]["O1"]["status"] == "pending"
+
+
 async def test_missing_validator_and_order_across_workers() -> None:
     src = "def check_func(s):\n    return {n} % 2 == 0\n"
     items = [item(src.format(n=n), f"c{n}") for n in range(20)] + [item(None, "none")]
