@@ -32,7 +32,7 @@ def run_and_report(options: EvalOptions) -> None:
     from envscaler_mcp.harness.run import new_run_id, run_eval
     from envscaler_mcp.harness.rundir import RunDir
     from envscaler_mcp.report.html import write_report
-    from envscaler_mcp.report.summary import finish_run
+    from envscaler_mcp.report.summary import finish_run, read_and_finish
     from envscaler_mcp.report.table import summary_notes, summary_table
 
     config = options.run_config()
@@ -57,12 +57,14 @@ def run_and_report(options: EvalOptions) -> None:
         if RunDir(run_path).manifest_path.exists():
             finish_run(run_path)
         raise
-    summary = finish_run(run_path)
+    finished = read_and_finish(run_path)  # results.jsonl read and parsed once, for the summary and the report
+    summary = finished.summary
     console.print(summary_table(summary, console.width))
     for note in summary_notes(summary, run_path):
         console.print(note, highlight=False)
     overall = summary.overall
-    report = write_report(run_path)
+    report = write_report(run_path, finished=finished)
+    del finished
     console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
     if (overall.infra_share or 0) > options.max_infra:
         console.print(

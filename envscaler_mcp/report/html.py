@@ -14,7 +14,7 @@ from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp._json import JSONObject
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
 from envscaler_mcp.report.labels import with_plans
-from envscaler_mcp.report.summary import RunSummary, summarize_run
+from envscaler_mcp.report.summary import FinishedRun, RunSummary, summarize_run
 from envscaler_mcp.scenario.titles import shown_title
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -64,18 +64,19 @@ def _environment() -> Environment:
     return env
 
 
-def load_run(path: Path) -> tuple[RunDir, Any, list[Any], RunSummary]:
-    """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results)."""
+def load_run(path: Path, finished: FinishedRun | None = None) -> tuple[RunDir, Any, list[Any], RunSummary]:
+    """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results); `finished`:
+    what finish_run's reading of it just gave (not read again)."""
     run_dir = RunDir(path)
-    manifest = run_dir.read_manifest()
-    results = with_plans(run_dir.read_results(), manifest.config.agent)
+    manifest = finished.manifest if finished else run_dir.read_manifest()
+    results = with_plans(finished.results if finished else run_dir.read_results(), manifest.config.agent)
     summary = summarize_run(results, manifest)
     return run_dir, manifest, results, summary
 
 
-def render_report(path: Path) -> str:
-    """The report HTML of the run in `path`."""
-    _, manifest, results, summary = load_run(path)
+def render_report(path: Path, finished: FinishedRun | None = None) -> str:
+    """The report HTML of the run in `path` (`finished`: the run as read_and_finish just read it)."""
+    _, manifest, results, summary = load_run(path, finished)
     results = sorted(results, key=lambda r: (r.env_id, r.scenario_id, r.trial))
     template = _environment().get_template("report.html.j2")
     return template.render(
@@ -86,8 +87,9 @@ def render_report(path: Path) -> str:
     )
 
 
-def write_report(path: Path, out: Path | None = None) -> Path:
-    """Write RUN_DIR/report.html (or `out`) and return its path."""
+def write_report(path: Path, out: Path | None = None, *, finished: FinishedRun | None = None) -> Path:
+    """Write RUN_DIR/report.html (or `out`) and return its path (`finished`: the run as read_and_finish just
+    read it, so results.jsonl is not parsed twice)."""
     target = Path(out) if out else Path(path) / REPORT_FILE
-    atomic_write_text(target, render_report(path))
+    atomic_write_text(target, render_report(path, finished))
     return target

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import fmean
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -207,10 +208,26 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
     return summary
 
 
+class FinishedRun(NamedTuple):
+    """A run folder read once: its manifest, its episode results and their summary (what the HTML report
+    needs too, so `eval` does not read and parse results.jsonl a second time)."""
+
+    manifest: RunManifest
+    results: list[EpisodeResult]
+    summary: RunSummary
+
+
 def finish_run(path: Path) -> RunSummary:
     """Summarize what a run folder's results.jsonl holds (as its run.json plans it), write summary.json
     atomically and return the summary. Works on a finished, interrupted or partial run."""
+    return read_and_finish(path).summary
+
+
+def read_and_finish(path: Path) -> FinishedRun:
+    """finish_run, keeping what it read: the manifest and results, with the summary written."""
     run_dir = RunDir(path)
-    summary = summarize_run(run_dir.read_results(), run_dir.read_manifest())
+    manifest = run_dir.read_manifest()
+    results = run_dir.read_results()
+    summary = summarize_run(results, manifest)
     atomic_write_json(run_dir.path / SUMMARY_FILE, summary.model_dump(mode="json"))
-    return summary
+    return FinishedRun(manifest, results, summary)

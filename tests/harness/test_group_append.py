@@ -74,3 +74,5 @@ async def test_an_episode_record_is_written_with_the_values_of_its_json_dump(tmp
     assert line.endswith("\n") and line.count("\n") == 1 and "Café" in line  # UTF-8 kept, one line
     assert json.loads(line) == result.model_dump(mode="json")
     assert run.read_results() == [result]
+    run.append(result)  # a worker's result, appended one at a time: the same line
+    assert run.results_path.read_text(encoding="utf-8") == line + line

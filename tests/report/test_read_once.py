@@ -1,0 +1,56 @@
+"""eval's and `report`'s summary and HTML report come from one reading of results.jsonl, and say what reading it
+twice says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from envscaler_mcp.cli import app
+from envscaler_mcp.harness.rundir import RunDir
+from envscaler_mcp.report.html import write_report
+from envscaler_mcp.report.summary import finish_run, read_and_finish
+from tests.report.runs import make_run
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The run folders whose results.jsonl is read from now on."""
+    seen: list[Path] = []
+    real = RunDir.read_results
+
+    def counted(self: RunDir, **kw: Any) -> Any:
+        seen.append(self.path)
+        return real(self, **kw)
+
+    monkeypatch.setattr(RunDir, "read_results", counted)
+    return seen
+
+
+async def test_summary_and_report_from_one_reading(tmp_path: Path, reads: list[Path]) -> None:
+    run = await make_run(tmp_path / "run")
+    alone = write_report(run, tmp_path / "alone.html").read_text()  # the report reading the run itself
+    summary_alone = finish_run(run)
+    reads.clear()
+    finished = read_and_finish(run)
+    html = write_report(run, finished=finished).read_text()
+    assert reads == [run]  # results.jsonl parsed once for both
+    assert html == alone
+    assert finished.summary == summary_alone
+    assert len(finished.results) == summary_alone.overall.episodes == 2
+    assert (run / "summary.json").exists()
+
+
+async def test_report_command_reads_the_run_once(tmp_path: Path, reads: list[Path]) -> None:
+    run = await make_run(tmp_path / "run")
+    alone = write_report(run, tmp_path / "alone.html").read_text()
+    reads.clear()
+    out = CliRunner().invoke(app, ["report", str(run)])
+    assert out.exit_code == 0, out.output
+    assert reads == [run]
+    assert (run / "report.html").read_text() == alone
