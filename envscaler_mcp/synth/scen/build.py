@@ -35,11 +35,13 @@ from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
+from envscaler_mcp.synth.scen.anchors import task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
+from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
@@ -233,16 +235,26 @@ class ScenarioBuilder:
         final = await self.evaluate(state, candidate)
         return None if final.reasons else marked_by_evidence(candidate, final.report)
 
-    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:
-        """Task, checklist, validators and solution for `state`."""
+    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "", index: int = 0) -> Draft:
+        """Task, checklist, validators and solution for `state` (item number `index`). Steered (`ctx.steer`), the
+        task is asked about records chosen from the state (`anchors.task_anchors`) and a plan the environment
+        refuses is corrected with the refusal (`plan_fix`)."""
         ctx = self.ctx
-        title, task = await gen_task(ctx, state, meter, feedback)
+        anchors = task_anchors(state, index) if ctx.steer else []
+        title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task))
-        checklist = await gen_checklist(ctx, task, meter)
+        checklist = await gen_checklist(ctx, task, meter, state)
         checklist = await gen_validators(ctx, state, task, checklist, meter)
-        solution = await gen_solution(ctx, state, task, meter)
-        return Draft(title=title, task=task, checklist=checklist, solution=solution)
+        solution, notes = await self.plan(state, task, await gen_solution(ctx, state, task, meter), meter)
+        return Draft(title=title, task=task, checklist=checklist, solution=solution, notes=notes)
+
+    async def plan(self, state: State, task: str, solution: list[ToolCall], meter: UsageMeter
+                   ) -> tuple[list[ToolCall], list[str]]:
+        """The reference plan, corrected when steered and the environment refuses a call; with the notes."""
+        if not self.ctx.steer:
+            return solution, []
+        return await corrected_plan(self.ctx, self.episode_factory, state, task, solution, meter)
 
     def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:
         """For a first repair: when the solution replayed cleanly and changed the state but some validators
@@ -257,13 +269,15 @@ class ScenarioBuilder:
         return Verdict(reasons=verdict.reasons, part="validators", feedback=verdict.feedback, report=report,
                        items=items)
 
-    async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> Draft:
+    async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter, index: int = 0
+                     ) -> Draft:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":  # the failed task is shown, so a second round asks something new
             feedback = f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
-            repaired = await self.first_draft(state, meter, feedback)
-            repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300]]
+            repaired = await self.first_draft(state, meter, feedback, index)
+            repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300],
+                              *repaired.notes]
             return repaired
         update: dict[str, Any] = {}
         if part == "validators" and verdict.items:
@@ -274,18 +288,20 @@ class ScenarioBuilder:
         elif part in ("validators", "validators+solution"):
             update["checklist"] = await gen_validators(ctx, state, draft.task, draft.checklist, meter,
                                                        verdict.feedback)
+        plan_notes: list[str] = []
         if part in ("solution", "validators+solution"):
-            update["solution"] = await gen_solution(ctx, state, draft.task, meter, verdict.feedback,
-                                                    draft.solution)
-        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300]]
+            update["solution"], plan_notes = await self.plan(state, draft.task, await gen_solution(
+                ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
+                           *plan_notes]
         return draft.model_copy(update=update)
 
-    async def build(self, state: State, meter: UsageMeter, question: bool = False) -> Draft:
+    async def build(self, state: State, meter: UsageMeter, question: bool = False, index: int = 0) -> Draft:
         """A draft that passed the gate, or Dropped(step, reason). `question`: a read-only item
-        (synth/scen/questions.py)."""
+        (synth/scen/questions.py); `index`: the item's number (which records its task is asked about)."""
         try:
             draft = await (questions.first_question(self, state, meter) if question
-                           else self.first_draft(state, meter))
+                           else self.first_draft(state, meter, index=index))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
         except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
@@ -310,7 +326,7 @@ class ScenarioBuilder:
                     draft = await questions.repaired_question(self, state, draft, verdict.reasons, replay_failed,
                                                               meter)
                 else:
-                    draft = without_repeats(await self.repair(state, draft, verdict, meter))
+                    draft = without_repeats(await self.repair(state, draft, verdict, meter, index))
             except StepFailed as exc:
                 raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
                               f"({'task check' if task_only else 'gate'}: {'; '.join(verdict.reasons)})") from exc

@@ -8,6 +8,7 @@ repair round); the template then shows what failed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.scen.anchors import Anchor
+from envscaler_mcp.synth.scen.checklist_fix import Collector
 from envscaler_mcp.synth.scen.excerpt import (
     code_and_state_ladder,
     state_ladder,
@@ -72,6 +75,7 @@ class StepContext:
     retries: int = 2
     temperature: float = 0.7
     timeout_s: float = 300.0  # per model call: a rich initial state is a long answer
+    steer: bool = True  # tasks about chosen records, checklist items kept across retries, plans shown refusals
 
     def proven(self) -> list[str] | None:
         """The tools the environment's dual-agent check saw succeed (a call with success: true that the checker
@@ -192,21 +196,28 @@ class Salvaged:
     parts: State
 
 
-async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = ""
-                   ) -> tuple[str, str]:
-    """Stage 2: (title, task) grounded in `state`."""
+async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = "",
+                   anchors: Sequence[Anchor] = ()) -> tuple[str, str]:
+    """Stage 2: (title, task) grounded in `state`; with `anchors` (`anchors.task_anchors`), about those records."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
-               "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers()}
+               "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers(),
+               "records": [a.line() for a in anchors]}
     return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
 
-async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
-    """Stage 3: independent 'Has …' items, each marked [change] or [keep]."""
+async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: State | None = None
+                        ) -> list[ChecklistItem]:
+    """Stage 3: independent 'Has …' items, each marked [change] or [keep].
+
+    Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
+    answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, true
+    on the initial `state`, naming no record) and asks only for replacements."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
-    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
-    return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
+    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer}
+    accept: Callable[[str], list[ChecklistItem]] = (Collector(state or {}) if ctx.steer else parse_checklist)
+    return await ask(ctx.generator, "checklist", context, accept, meter=meter, seat="checklist",
                      retries=ctx.retries, settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
                      template="scen/checklist",
                      schema=CHECKLIST_SCHEMA)

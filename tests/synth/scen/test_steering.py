@@ -1,0 +1,157 @@
+"""The steered pipeline (ScenOptions.steer): tasks asked about chosen records, checklist items kept across
+retries, refused plans corrected with the records they name. Every model answer here is hand-written
+(tests/synth/fixtures/scen_answers/, or written inline); each case is run with steering off too, where the same
+answers drop the item."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscaler_mcp._io import iter_jsonl
+from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.providers.base import Message, ToolDef
+from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.scen.anchors import named_records, records, task_anchors
+from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
+from envscaler_mcp.synth.scen.checklist_fix import Collector, already_true
+from envscaler_mcp.synth.scen.plan_fix import PLAN_ROUNDS
+
+from ..fixtures.scen_router import ANSWERS, ScenRouter
+
+pytestmark = pytest.mark.anyio
+
+STATE = json.loads((ANSWERS / "mini_shop" / "good" / "states.md").read_text().split("```json")[1].split("```")[0])
+
+
+def dropped(out: Path) -> list[dict[str, Any]]:
+    path = out / "_work" / "mini_shop" / "dropped.jsonl"
+    return [r for _, r in iter_jsonl(path)] if path.exists() else []
+
+
+# --- which records a task is asked about -------------------------------------------------------------------
+
+def test_task_anchors_are_open_records_rotating_with_the_item() -> None:
+    picked = [task_anchors(STATE, i)[0].record_id for i in range(4)]
+    assert picked == ["O-2001", "O-2002", "O-2003", "O-2001"]  # delivered and cancelled orders never offered
+    state = {"orders": STATE["orders"], "customers": {"C1": {"name": "Marta"}, "C2": {"name": "Jonas"}},
+             "today": "2026-11-28"}
+    assert [a.collection for a in task_anchors(state, 0)] == ["orders"]  # the collection whose records have a status
+    assert task_anchors({"today": "x", "orders": {"O-1": {"status": "cancelled"}}}, 0) == []
+
+
+def test_records_of_lists_and_named_records() -> None:
+    state = {"tickets": [{"ticket_id": "INC-1", "status": "open"}, {"note": "no id"}], **STATE}
+    assert [(a.collection, a.record_id) for a in records(state)][:2] == [("tickets", "INC-1"), ("orders", "O-2001")]
+    shown = named_records(state, {"order_id": "O-2003", "items": [{"ticket": "INC-1"}], "flag": True})
+    assert [a.record_id for a in shown] == ["INC-1", "O-2003"]
+    assert '"status": "shipped"' in shown[1].line()
+
+
+class GroundingModel(ScenRouter):
+    """A hand-written model that names a record only when the prompt tells it which: the `unnamed` task
+    otherwise (a task about "my pending order" fits two of the state's orders)."""
+
+    def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
+        answer = super().__call__(messages, tools)
+        if self.prompts[-1][0] == "task" and "- orders O-2001: " not in messages[-1].content:
+            return (ANSWERS / "mini_shop" / "unnamed" / "task.0.md").read_text()
+        return answer
+
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_task_asked_about_chosen_records_names_one(run: Any, steer: bool) -> None:
+    router = GroundingModel("mini_shop")
+    _, _, out = await run("mini_shop", router=router, steer=steer)
+    task_prompts = [text for step, text in router.prompts if step == "task"]
+    if steer:
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert "O-2001" in sc.task and len(task_prompts) == 1
+        assert "Write the task about this record" in task_prompts[0]
+    else:  # the same model, not told which record: every rewrite names none, and the item is dropped
+        [record] = dropped(out)
+        assert record["step"] == "task" and "names no record" in record["reason"]
+        assert len(task_prompts) == 1 + REPAIR_ROUNDS and "Write the task about" not in task_prompts[0]
+
+
+# --- checklists kept across retries ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_usable_checklist_items_are_kept_across_retries(run: Any, steer: bool) -> None:
+    _, router, out = await run("mini_shop", "tool_items", steer=steer)
+    prompts = [text for step, text in router.prompts if step == "checklist"]
+    if steer:
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert [c.description for c in sc.checklist] == [
+            "Has order O-2001 been cancelled?", 'Has the note "Cancelled: wrong size" been recorded on order O-2001?']
+        assert router.calls["checklist"] == 2 and "A good item names a record" in prompts[0]
+        assert "kept already (do not repeat them): [change] Has order O-2001 been cancelled?" in prompts[1]
+        assert "about a tool" in prompts[1] and "give 1 more item(s) only" in prompts[1]
+    else:  # each answer alone has one usable item: refused three times, dropped
+        [record] = dropped(out)
+        assert record["step"] == "checklist" and "has 1 item(s)" in record["reason"]
+        assert "A good item names a record" not in prompts[0]
+
+
+async def test_a_model_that_only_lists_tools_still_drops_with_the_reason(run: Any) -> None:
+    _, router, out = await run("mini_shop", "never_items")
+    [record] = dropped(out)
+    assert record["step"] == "checklist" and router.calls["checklist"] == 3
+    assert "refused: 'Has a cancel_order tool" in record["reason"] and "about a tool" in record["reason"]
+    assert not (out / "mini_shop.jsonl").exists()
+
+
+def _answer(*facts: tuple[bool, str]) -> str:
+    return json.dumps({"analysis": "", "items": [{"change": c, "fact": f} for c, f in facts]})
+
+
+def test_an_item_visibly_true_on_the_initial_state_is_refused_before_any_validator() -> None:
+    collect = Collector(STATE)
+    with pytest.raises(AnswerFormatError) as refused:
+        collect(_answer((True, "Has order O-2001 status 'cancelled'?"), (True, "Has order O-2002 status 'pending'?")))
+    assert "O-2002 already has status 'pending'" in str(refused.value)
+    items = collect(_answer((True, "Has order O-2003 a note 'Leave it at number 12'?")))
+    assert [(i.id, i.description) for i in items] == [("c1", "Has order O-2001 status 'cancelled'?"),
+                                                      ("c2", "Has order O-2003 a note 'Leave it at number 12'?")]
+
+
+@pytest.mark.parametrize("fact, change", [
+    ("Has order O-2001 status 'cancelled'?", True),  # a value the record does not have yet
+    ("Has order O-2002 status 'pending'?", False),  # a [keep] item may hold initially
+    ("Has order O-2002 moved from 'pending' to 'cancelled'?", True),  # two values: not read
+    ("Has order O-2002 or O-2001 status 'pending'?", True),  # two records: not read
+    ("Has order O-2002 a customer 'pending'?", True),  # the field holding the value is not named
+])
+def test_the_cheap_true_initially_check_reads_only_clear_items(fact: str, change: bool) -> None:
+    item = ChecklistItem(id="c1", description=fact, claims_change=change)
+    assert already_true(item, records(STATE)) is None
+
+
+# --- plans corrected with the refusal ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_refused_plan_is_corrected_with_the_records_it_names(run: Any, steer: bool) -> None:
+    _, router, out = await run("mini_shop", "repair_solution", steer=steer)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2003"]
+    second = [text for step, text in router.prompts if step == "solution"][1]
+    assert router.calls["solution"] == 2 and "only pending orders can be cancelled" in second
+    if steer:  # corrected before the gate, shown the order as it is: no gate round spent
+        assert "The records this call names, as they are just before it (in the initial state):" in second
+        assert '- orders O-2003: {"order_id": "O-2003"' in second and '"status": "shipped"' in second
+        [note] = [n for n in sc.provenance.notes if n.startswith("reference plan corrected")]
+        assert note.startswith("reference plan corrected (round 1 of 2) after a refused call: call 1 cancel_order")
+    else:
+        assert "The records this call names" not in second
+        assert any(note.startswith("solution regenerated after: replay") for note in sc.provenance.notes)
+
+
+async def test_a_plan_never_allowed_still_drops_after_bounded_rounds(run: Any) -> None:
+    _, router, out = await run("mini_shop", "refused_always")
+    [record] = dropped(out)
+    assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
+    assert router.calls["solution"] == (1 + REPAIR_ROUNDS) * (1 + PLAN_ROUNDS)
