@@ -9,7 +9,8 @@ status, so the rules still allow a change), and the records a refused call names
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,26 +66,45 @@ def _status(record: dict[str, Any]) -> str | None:
     return value.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(value, str) else None
 
 
-def task_anchors(state: State, index: int, limit: int = 2) -> list[Anchor]:
-    """The records item `index` is asked to be about: from the collections whose records carry a status (the
-    ones a workflow changes: orders, tickets, loans …), a record still open (its status not a settled one),
-    rotating with `index` so items of one environment differ; at most one per collection and `limit` in all.
-    A state without status fields gives records of its collections in turn; an empty state gives none."""
+def _id_field(anchor: Anchor) -> str | None:
+    """The field of a record that holds its id (`ticket_id` for ticket INC-1), if any."""
+    return next((k for k, v in anchor.record.items() if str(v) == anchor.record_id and isinstance(v, str | int)),
+                None)
+
+
+def _parameters(schemas: Sequence[Mapping[str, Any]]) -> Counter[str]:
+    """How many of the tools take each top-level parameter name."""
+    return Counter(name for schema in schemas for name in (schema.get("properties") or {}))
+
+
+def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]] = (), limit: int = 2
+                 ) -> list[Anchor]:
+    """The records item `index` is asked to be about: first from the collections whose id field the most
+    state-changing tools take as a parameter (`changers`: their input schemas; `ticket_id` for the tickets),
+    then from the collections whose records carry a status (the ones a workflow changes); in each, a record
+    still open (its status not a settled one), rotating with `index` so items of one environment differ; at
+    most one per collection and `limit` in all. Collections no changing tool names and without status fields
+    are used only when no other is; an empty state gives none."""
     by_collection: dict[str, list[Anchor]] = {}
     for anchor in records(state):
         by_collection.setdefault(anchor.collection, []).append(anchor)
-    with_status = {c: rs for c, rs in by_collection.items() if any(_status(r.record) for r in rs)}
-    pool = with_status or by_collection
-    open_ = {c: [r for r in rs if _status(r.record) not in SETTLED] for c, rs in pool.items()}
-    names = [c for c in pool if open_[c]]
-    if not names:
+    taken = _parameters(changers)
+    open_ = {c: [r for r in rs if _status(r.record) not in SETTLED] for c, rs in by_collection.items()}
+
+    def score(collection: str) -> tuple[int, bool]:
+        fields = {_id_field(r) for r in by_collection[collection]} - {None}
+        return (max((taken[f] for f in fields if f), default=0),
+                any(_status(r.record) for r in by_collection[collection]))
+
+    ranked = sorted((c for c in by_collection if open_[c]), key=score, reverse=True)
+    if not ranked:
         return []
-    chosen: list[Anchor] = []
-    for k in range(min(limit, len(names))):
-        collection = names[(index + k) % len(names)]
-        options = open_[collection]
-        chosen.append(options[index % len(options)])
-    return chosen
+    best = score(ranked[0])
+    strong = [c for c in ranked if score(c) > (0, False)] or ranked
+    top = [c for c in strong if score(c) == best]
+    first = top[index % len(top)]
+    names = [first] + [c for c in strong if c != first]
+    return [open_[c][index % len(open_[c])] for c in names[:limit]]
 
 
 def _values(arguments: Any) -> Iterable[str]:

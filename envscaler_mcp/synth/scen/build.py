@@ -240,7 +240,8 @@ class ScenarioBuilder:
         task is asked about records chosen from the state (`anchors.task_anchors`) and a plan the environment
         refuses is corrected with the refusal (`plan_fix`)."""
         ctx = self.ctx
-        anchors = task_anchors(state, index) if ctx.steer else []
+        changers = [t.input_schema for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
+        anchors = task_anchors(state, index, changers) if ctx.steer else []
         title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task))

@@ -44,6 +44,18 @@ def test_task_anchors_are_open_records_rotating_with_the_item() -> None:
     assert task_anchors({"today": "x", "orders": {"O-1": {"status": "cancelled"}}}, 0) == []
 
 
+def test_task_anchors_come_first_from_what_the_changing_tools_take() -> None:
+    state = {"members": {"M-1": {"member_id": "M-1", "status": "active"}},
+             "loans": {"L-1": {"loan_id": "L-1", "member_id": "M-1", "status": "returned"},
+                       "L-2": {"loan_id": "L-2", "member_id": "M-1", "status": "active"}},
+             "books": {"B-1": {"isbn": "B-1", "title": "Dune"}}}
+    renew = {"properties": {"loan_id": {"type": "string"}}}
+    checkout = {"properties": {"member_id": {"type": "string"}, "loan_id": {"type": "string"}}}
+    assert [a.record_id for a in task_anchors(state, 0, [renew, checkout])] == ["L-2", "M-1"]
+    assert [a.record_id for a in task_anchors(state, 0)] == ["M-1", "L-2"]  # no tools known: by status alone
+    assert [a.record_id for a in task_anchors(state, 0, [renew], limit=3)] == ["L-2", "M-1"]  # books: no status, no tool
+
+
 def test_records_of_lists_and_named_records() -> None:
     state = {"tickets": [{"ticket_id": "INC-1", "status": "open"}, {"note": "no id"}], **STATE}
     assert [(a.collection, a.record_id) for a in records(state)][:2] == [("tickets", "INC-1"), ("orders", "O-2001")]
