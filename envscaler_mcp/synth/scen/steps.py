@@ -180,7 +180,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
                    "kept": dump_state(kept, limit=10**6), "missing": pending}
         got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
-                        retries=max(1 - failures, 0), settings=ctx.settings(),
+                        vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
                         template="scen/state_rest" if kept else "scen/state",
                         schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
                         ladder=state_step_ladder(skeleton, pending if kept else None))
@@ -203,7 +203,8 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
                "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers(),
                "records": [a.line() for a in anchors]}
-    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
+    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task",
+                     vary_repeats=ctx.steer, retries=ctx.retries,
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
 
@@ -212,13 +213,15 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: S
     """Stage 3: independent 'Has …' items, each marked [change] or [keep].
 
     Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
-    answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, true
-    on the initial `state`, naming no record) and asks only for replacements."""
+    answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, visibly
+    true on the initial `state`) and asks only for replacements. A repeated request is sampled afresh
+    (`ask(vary_repeats=True)`), in every steered step."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer}
     accept: Callable[[str], list[ChecklistItem]] = (Collector(state or {}) if ctx.steer else parse_checklist)
     return await ask(ctx.generator, "checklist", context, accept, meter=meter, seat="checklist",
-                     retries=ctx.retries, settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
+                     vary_repeats=ctx.steer, retries=ctx.retries,
+                     settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
                      template="scen/checklist",
                      schema=CHECKLIST_SCHEMA)
 
@@ -254,7 +257,8 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
                    "previous": previous, "written": list(kept), "refused": refused}
         sources, found, problems = await ask(
             ctx.generator, "validators", context, accept, meter=meter, seat="validators",
-            retries=max(ctx.retries - failures, 0), settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+            vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
+            settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
             template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
         kept.update(sources)
         marks.update(found)
@@ -280,6 +284,6 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
     ladder = [{**rung, "tools": full} for rung in code_and_state_ladder(sk.class_source, state, task)]
     ladder += [{"class_source": "", "state": state_view(state, n, task), "tools": compact} for n in (3, 2, 1)]
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, planning), meter=meter,
-                     seat="solution", retries=ctx.retries,
+                     seat="solution", retries=ctx.retries, vary_repeats=ctx.steer,
                      settings=ctx.settings(0.0, ANSWER_TOKENS["solution"], ctx.solver), template="scen/solution",
                      schema=solution_schema(planning), ladder=ladder)

@@ -13,13 +13,17 @@ import pytest
 
 from envscaler_mcp._io import iter_jsonl
 from envscaler_mcp.catalog.store import load_scenarios
-from envscaler_mcp.providers.base import Message, ToolDef
+from envscaler_mcp.providers.base import GenerationSettings, Message, ToolDef
+from envscaler_mcp.providers.cache import request_key
+from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.llm import REPEAT_TEMPERATURE, StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.scen.anchors import named_records, records, task_anchors
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, already_true
 from envscaler_mcp.synth.scen.plan_fix import PLAN_ROUNDS
+from envscaler_mcp.synth.skel.parsers import parse_judge
 
 from ..fixtures.scen_router import ANSWERS, ScenRouter
 
@@ -167,3 +171,33 @@ async def test_a_plan_never_allowed_still_drops_after_bounded_rounds(run: Any) -
     [record] = dropped(out)
     assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
     assert router.calls["solution"] == (1 + REPAIR_ROUNDS) * (1 + PLAN_ROUNDS)
+
+
+# --- a repeated request sampled afresh --------------------------------------------------------------------
+
+@pytest.mark.parametrize("vary", [True, False])
+async def test_a_request_repeated_word_for_word_is_sampled_with_its_own_seed(vary: bool) -> None:
+    provider = MockProvider(["bad"], repeat_last=True)  # hand-written: the model repeats its refused answer
+    meter = UsageMeter()
+    with pytest.raises(StepFailed):
+        await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=meter, retries=3, vary_repeats=vary,
+                  settings=GenerationSettings(temperature=0.0, max_tokens=64))
+    sent = [(s.temperature, s.seed) for _, _, s in provider.requests]
+    keys = {request_key("mock", m, [], s) for m, _, s in provider.requests}
+    assert provider.requests[1][0] == provider.requests[2][0] == provider.requests[3][0]  # the same messages
+    if vary:  # the first retry is new; its repeats go warm, each with a seed of its own, so no cache serves them
+        assert sent == [(0.0, None), (0.0, None), (REPEAT_TEMPERATURE, 1), (REPEAT_TEMPERATURE, 2)]
+        assert len(keys) == 4
+    else:
+        assert sent == [(0.0, None)] * 4 and len(keys) == 2
+
+
+async def test_a_repeat_across_calls_of_one_item_is_varied_too() -> None:
+    provider = MockProvider(["# Answer\nYES"], repeat_last=True)
+    meter = UsageMeter()
+    for _ in range(2):  # e.g. a repair round asking word for word what the round before asked
+        await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=meter, vary_repeats=True,
+                  settings=GenerationSettings(temperature=0.9, max_tokens=64))
+    await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=UsageMeter(), vary_repeats=True,
+              settings=GenerationSettings(temperature=0.9, max_tokens=64))  # another item: its first request
+    assert [(s.temperature, s.seed) for _, _, s in provider.requests] == [(0.9, None), (0.9, 1), (0.9, None)]
