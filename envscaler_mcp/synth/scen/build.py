@@ -45,7 +45,7 @@ from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
-Part = Literal["task", "validators", "solution", "validators+solution"]
+Part = Literal["task", "checklist", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
@@ -257,6 +257,38 @@ class ScenarioBuilder:
             return solution, []
         return await corrected_plan(self.ctx, self.episode_factory, state, task, solution, meter)
 
+    def true_before(self, draft: Draft, verdict: Verdict) -> Verdict:
+        """Steered: when the reference plan was refused (so the last try cannot re-mark items by what the plan
+        does) and some [change] items' validators already hold on the initial state (not every item's), repair
+        the checklist: those items are replaced by new ones, the others kept with their validators, and the
+        plan is rewritten."""
+        report = verdict.report
+        refused = report is not None and any(s.name == "replay" and s.status == "fail" for s in report.steps)
+        if not self.ctx.steer or report is None or verdict.part is None or not refused:
+            return verdict
+        results = {r.item_id: r for r in report.initial_results}
+        held = [c.id for c in draft.checklist if c.kind == "state" and c.claims_change
+                and (r := results.get(c.id)) is not None and r.passed and r.reason is None]
+        if not held or len(held) == len(draft.checklist):
+            return verdict
+        return Verdict(reasons=verdict.reasons, part="checklist", feedback=verdict.feedback, report=report,
+                       items=held)
+
+    async def new_items(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> dict[str, Any]:
+        """A checklist repair (`true_before`): the held items replaced (the model asks only for replacements and
+        writes validators only for them), and the refused plan rewritten."""
+        held = set(verdict.items or [])
+        refused = [f"{c.description[:80]!r}: its check already holds on the initial state, so it is no change the "
+                   "task makes" for c in draft.checklist if c.id in held]
+        checklist = await gen_checklist(self.ctx, draft.task, meter, state,
+                                        kept=[c for c in draft.checklist if c.id not in held], refused=refused)
+        fresh = [c for c in checklist if c.validator is None]
+        written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
+        update: dict[str, Any] = {"checklist": [written.get(c.id, c) for c in checklist]}
+        update["solution"], update["notes"] = await self.plan(state, draft.task, await gen_solution(
+            self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        return update
+
     def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:
         """For a first repair: when the solution replayed cleanly and changed the state but some validators
         disagree with it, rewrite only those validators (the feedback shows the solution's changes)."""
@@ -281,7 +313,9 @@ class ScenarioBuilder:
                               *repaired.notes]
             return repaired
         update: dict[str, Any] = {}
-        if part == "validators" and verdict.items:
+        if part == "checklist":
+            update = await self.new_items(state, draft, verdict, meter)
+        elif part == "validators" and verdict.items:
             chosen = [c for c in draft.checklist if c.id in verdict.items]
             rewritten = {c.id: c for c in await gen_validators(ctx, state, draft.task, chosen, meter,
                                                                 verdict.feedback)}
@@ -294,7 +328,7 @@ class ScenarioBuilder:
             update["solution"], plan_notes = await self.plan(state, draft.task, await gen_solution(
                 ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
         update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
-                           *plan_notes]
+                           *plan_notes, *update.get("notes", [])]
         return draft.model_copy(update=update)
 
     async def build(self, state: State, meter: UsageMeter, question: bool = False, index: int = 0) -> Draft:
@@ -317,8 +351,10 @@ class ScenarioBuilder:
         for round_ in range(rounds):
             if verdict.part is None:  # the gate's consistency step failed
                 raise Dropped("gate", "the task does not ask for what its plan does: " + "; ".join(verdict.reasons))
-            if round_ == 0 and not question:
-                verdict = self.plan_stands(state, draft, verdict)
+            if not question:
+                steered = self.true_before(draft, verdict)
+                verdict = steered if steered.part == "checklist" or round_ > 0 else self.plan_stands(state, draft,
+                                                                                                     verdict)
             repaired = _describe(verdict)
             try:
                 if question:
@@ -350,4 +386,6 @@ def _describe(verdict: Verdict) -> str:
     """The part a repair rewrites, as the drop reason names it."""
     if verdict.part == "validators" and verdict.items:
         return f"validators of {', '.join(verdict.items)}"
+    if verdict.part == "checklist" and verdict.items:
+        return f"checklist items {', '.join(verdict.items)} (already true initially)"
     return str(verdict.part)

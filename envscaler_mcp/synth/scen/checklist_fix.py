@@ -61,12 +61,14 @@ def _example(state_records: list[Anchor]) -> str:
 
 class Collector:
     """The `accept` of a steered checklist step: keeps the usable items of every answer; returns the checklist
-    once at least two items are kept and one of them is marked [change], else refuses the answer with the
-    items kept, the ones refused and why, and a request for replacements only."""
+    once at least two items are kept (for a repair, seeded with the items it keeps: one more than those) and one
+    of them is marked [change], else refuses the answer with the items kept, the ones refused and why, and a
+    request for replacements only."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, kept: list[ChecklistItem] | None = None) -> None:
         self.records = records(state)
-        self.kept: list[ChecklistItem] = []
+        self.kept: list[ChecklistItem] = list(kept or [])  # a repair keeps a checklist's good items (validators too)
+        self.needed = max(2, len(self.kept) + 1) if kept else 2  # a repair adds at least one item
 
     def __call__(self, text: str) -> list[ChecklistItem]:
         items, left_out = checklist_items(text)
@@ -80,7 +82,7 @@ class Collector:
                 refused.append(f"{item.description[:80]!r}: {why}")
             elif len(self.kept) < MAX_ITEMS:
                 self.kept.append(item)
-        if len(self.kept) >= 2 and any(i.claims_change for i in self.kept):
+        if len(self.kept) >= self.needed and any(i.claims_change for i in self.kept):
             return [i.model_copy(update={"id": f"c{n}"}) for n, i in enumerate(self.kept, start=1)]
         raise AnswerFormatError(self.request(refused))
 
@@ -94,7 +96,7 @@ class Collector:
             parts.append("refused: " + "; ".join(refused[:4]))
         if self.kept and not any(i.claims_change for i in self.kept):
             parts.append(NO_CHANGE)
-        need = max(2 - len(self.kept), 1)
+        need = max(self.needed - len(self.kept), 1)
         parts.append(f"give {need} more item(s) only, each a fact about a record of the final state: a field of a "
                      f"record named by its id reaching the value the task sets, e.g. \"{_example(self.records)}\" "
                      "(never a tool, a function or a call, never what is already so before the task)")

@@ -208,17 +208,21 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
 
-async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: State | None = None
+async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: State | None = None,
+                        kept: list[ChecklistItem] | None = None, refused: Sequence[str] = ()
                         ) -> list[ChecklistItem]:
     """Stage 3: independent 'Has …' items, each marked [change] or [keep].
 
     Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
     answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, visibly
     true on the initial `state`) and asks only for replacements. A repeated request is sampled afresh
-    (`ask(vary_repeats=True)`), in every steered step."""
+    (`ask(vary_repeats=True)`), in every steered step. A repair passes the items it `kept` and why the others
+    were `refused`: the first request already asks only for replacements (the kept items come back first)."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
-    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer}
-    accept: Callable[[str], list[ChecklistItem]] = (Collector(state or {}) if ctx.steer else parse_checklist)
+    collector = Collector(state or {}, kept)
+    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer,
+               "feedback": collector.request(list(refused)) if kept is not None else ""}
+    accept: Callable[[str], list[ChecklistItem]] = collector if ctx.steer else parse_checklist
     return await ask(ctx.generator, "checklist", context, accept, meter=meter, seat="checklist",
                      vary_repeats=ctx.steer, retries=ctx.retries,
                      settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),

@@ -201,3 +201,63 @@ async def test_a_repeat_across_calls_of_one_item_is_varied_too() -> None:
     await ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=UsageMeter(), vary_repeats=True,
               settings=GenerationSettings(temperature=0.9, max_tokens=64))  # another item: its first request
     assert [(s.temperature, s.seed) for _, _, s in provider.requests] == [(0.9, None), (0.9, 1), (0.9, None)]
+
+
+# --- items already true on the initial state: a checklist repair -------------------------------------------
+
+VALIDATORS = {  # a hand-written model that writes the right validator for each item's text
+    "Has order O-2001 been cancelled?": 'final_state["orders"]["O-2001"]["status"] == "cancelled"',
+    "Has order O-2002 kept its delivery note?": '"Call before delivery" in final_state["orders"]["O-2002"]["notes"]',
+    "Has order O-2004 stayed delivered?": 'final_state["orders"]["O-2004"]["status"] == "delivered"',
+    "Has order O-2005 stayed cancelled?": 'final_state["orders"]["O-2005"]["status"] == "cancelled"',
+    'Has the note "Cancelled: wrong size" been recorded on order O-2001?':
+        '"Cancelled: wrong size" in final_state["orders"]["O-2001"]["notes"]',
+    'Has the note "Leave the parcel with the neighbour at number 12" been added to order O-2003?':
+        '"Leave the parcel with the neighbour at number 12" in final_state["orders"]["O-2003"]["notes"]',
+}
+
+
+class ItemWriter(ScenRouter):
+    """Answers the validators step from the items listed in its prompt (`- c2 [change]: text`)."""
+
+    def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
+        answer = super().__call__(messages, tools)
+        if self.prompts[-1][0] != "validators":
+            return answer
+        listed = [line[2:].split(": ", 1) for line in messages[-1].content.splitlines()
+                  if line.startswith("- c") and "]: " in line]
+        return "\n\n".join(f"# {head.split()[0]}\n```python\ndef check_func(final_state):\n"
+                           f"    return {VALIDATORS[text]}\n```" for head, text in listed if text in VALIDATORS)
+
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_held_items_of_a_refused_plan_are_replaced_by_a_checklist_repair(run: Any, steer: bool) -> None:
+    router = ItemWriter("mini_shop", "held_items")  # and three plans in a row cancel the shipped order
+    _, _, out = await run("mini_shop", router=router, steer=steer)
+    if steer:  # the gate saw the plan refused and three items held: items replaced, plan rewritten, kept
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert [c.description for c in sc.checklist] == ["Has order O-2001 been cancelled?", *list(VALIDATORS)[4:]]
+        assert all(c.claims_change for c in sc.checklist)
+        assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2003"]
+        assert router.calls["checklist"] == 2 and router.calls["validators"] == 2
+        assert router.calls["solution"] == 1 + PLAN_ROUNDS + 1
+        repair = [text for step, text in router.prompts if step == "checklist"][1]
+        assert "kept already (do not repeat them): [change] Has order O-2001 been cancelled?" in repair
+        assert "'Has order O-2004 stayed delivered?': its check already holds on the initial state" in repair
+        validators = [text for step, text in router.prompts if step == "validators"][1]
+        assert "- c2 [change]" in validators and "- c1 " not in validators  # validators only for the new items
+        assert any(n.startswith("checklist items c2, c3, c4 (already true initially) regenerated")
+                   for n in sc.provenance.notes)
+    else:  # with no clean replay nothing can be re-marked or pruned: dropped after the repair rounds
+        [record] = dropped(out)
+        assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
+        assert "already True on the initial state" in record["reason"] and router.calls["checklist"] == 1
+
+
+async def test_a_model_that_keeps_listing_held_items_falls_back_to_re_marking_them(run: Any) -> None:
+    router = ItemWriter("mini_shop", "held_always")
+    _, _, out = await run("mini_shop", router=router)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")  # once the plan replays, the last try re-marks them [keep]
+    assert [c.claims_change for c in sc.checklist] == [True, False, False, False]
+    assert router.calls["checklist"] == 2  # one checklist repair, no more
+    assert any("re-marked [keep]" in n for n in sc.provenance.notes)
