@@ -78,7 +78,7 @@ def main() -> None:
             result = anyio.run(replay_envs, provider, args.dest / "tasks.json", Path(tmp), options)
             inputs = {"tasks": "tasks.json"}
         else:
-            options = {"n": args.n, "guard": args.guard}
+            options = {"n": args.n, "guard": args.guard, "steer": True}
             shutil.copyfile(args.skeleton, args.dest / "skeleton.json")
             skeleton = EnvSkeleton.model_validate_json(args.skeleton.read_text(encoding="utf-8"))
             result = anyio.run(replay_scenarios, provider, skeleton, Path(tmp), options)

@@ -8,6 +8,8 @@ it is a single user message.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, partial
 from pathlib import Path
@@ -28,6 +30,7 @@ USER_MARKER = "<!-- user -->"
 
 T = TypeVar("T")
 MIN_SHOWN = 256  # tokens of a refused answer a retry shows at least (its head and tail)
+REPEAT_TEMPERATURE = 0.8  # a request sent again word for word is sampled at least this warm, with its own seed
 
 
 @cache
@@ -60,11 +63,13 @@ def templates_digest(group: str) -> str:
 
 
 class UsageMeter:
-    """Adds up the usage of model calls, overall and per seat (generator, tester, checker …)."""
+    """Adds up the usage of model calls, overall and per seat (generator, tester, checker …); also counts the
+    requests sent through it (by content), so `ask(vary_repeats=True)` can tell a request it already sent."""
 
     def __init__(self) -> None:
         self.total = Usage()
         self.by_seat: dict[str, Usage] = {}
+        self.sent: Counter[str] = Counter()
 
     def add(self, usage: Usage, seat: str = "generator") -> None:
         """Count one call's usage."""
@@ -104,6 +109,7 @@ async def ask(
     template: str | None = None,
     schema: JSONObject | None = None,
     ladder: Sequence[Mapping[str, Any]] = (),
+    vary_repeats: bool = False,
 ) -> T:
     """Ask the model for step `step` and return `accept(answer text)`.
 
@@ -122,6 +128,12 @@ async def ask(
     says its context window, the prompt is rendered at the first rung that leaves room for the answer (its
     `max_tokens`, at most half the window); a prompt that fits at no rung ends the step as a context overflow
     before any call.
+
+    `vary_repeats`: a request whose messages and settings were already sent through `meter` (the model repeated
+    its refused answer, so the retry, or a repair round, asks word for word what was asked before) is sent at
+    temperature REPEAT_TEMPERATURE (or the step's, if warmer) with a seed of its own (the number of times it was
+    sent): a response cache, keyed by the request, and a greedy model would otherwise give the refused answer
+    again. The seed keeps it reproducible, so a rerun is served from the cache all the same.
     """
     # Long generations (a class, a rich state) can take minutes on slow or local models. Real answers of
     # every step stay well under 2,048 tokens (a class skeleton of the 1.5B local model: ~450); longer
@@ -167,8 +179,15 @@ async def ask(
     last_error = ""
     current_step.set(step)  # for the progress lines (this task's context only)
     for attempt in range(retries + 1):
+        sent_settings = call_settings
+        if vary_repeats:
+            digest = _digest(messages, call_settings)
+            if repeats := meter.sent[digest]:
+                sent_settings = call_settings.model_copy(update={
+                    "temperature": max(REPEAT_TEMPERATURE, call_settings.temperature or 0.0), "seed": repeats})
+            meter.sent[digest] += 1
         try:
-            turn = await provider.complete(messages, None, call_settings)
+            turn = await provider.complete(messages, None, sent_settings)
         except ModelFault as exc:
             raise StepFailed(step, str(exc), attempt + 1, kind=exc.kind) from exc
         meter.add(turn.usage, seat)
@@ -187,3 +206,10 @@ async def ask(
                 first, call_settings, follow = fit_retry(follow)
             messages = [*first, *follow]
     raise StepFailed(step, last_error, retries + 1)
+
+
+def _digest(messages: Sequence[Message], settings: GenerationSettings) -> str:
+    """A request's identity for `ask(vary_repeats=True)`: its messages and settings."""
+    body = {"messages": [m.model_dump(mode="json") for m in messages],
+            "settings": settings.model_dump(mode="json", exclude={"timeout_s"})}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()

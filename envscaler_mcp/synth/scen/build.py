@@ -35,15 +35,17 @@ from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
-from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
+from envscaler_mcp.synth.scen.anchors import task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
+from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 
-Part = Literal["task", "validators", "solution", "validators+solution"]
+Part = Literal["task", "checklist", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
@@ -233,16 +235,59 @@ class ScenarioBuilder:
         final = await self.evaluate(state, candidate)
         return None if final.reasons else marked_by_evidence(candidate, final.report)
 
-    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "") -> Draft:
-        """Task, checklist, validators and solution for `state`."""
+    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "", index: int = 0) -> Draft:
+        """Task, checklist, validators and solution for `state` (item number `index`). Steered (`ctx.steer`), the
+        task is asked about records chosen from the state (`anchors.task_anchors`) and a plan the environment
+        refuses is corrected with the refusal (`plan_fix`)."""
         ctx = self.ctx
-        title, task = await gen_task(ctx, state, meter, feedback)
+        changers = [t.input_schema for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
+        anchors = task_anchors(state, index, changers) if ctx.steer else []
+        title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task))
-        checklist = await gen_checklist(ctx, task, meter)
+        checklist = await gen_checklist(ctx, task, meter, state)
         checklist = await gen_validators(ctx, state, task, checklist, meter)
-        solution = await gen_solution(ctx, state, task, meter)
-        return Draft(title=title, task=task, checklist=checklist, solution=solution)
+        solution, notes = await self.plan(state, task, await gen_solution(ctx, state, task, meter), meter)
+        return Draft(title=title, task=task, checklist=checklist, solution=solution, notes=notes)
+
+    async def plan(self, state: State, task: str, solution: list[ToolCall], meter: UsageMeter
+                   ) -> tuple[list[ToolCall], list[str]]:
+        """The reference plan, corrected when steered and the environment refuses a call; with the notes."""
+        if not self.ctx.steer:
+            return solution, []
+        return await corrected_plan(self.ctx, self.episode_factory, state, task, solution, meter)
+
+    def true_before(self, draft: Draft, verdict: Verdict) -> Verdict:
+        """Steered: when the reference plan was refused (so the last try cannot re-mark items by what the plan
+        does) and some [change] items' validators already hold on the initial state (not every item's), repair
+        the checklist: those items are replaced by new ones, the others kept with their validators, and the
+        plan is rewritten."""
+        report = verdict.report
+        refused = report is not None and any(s.name == "replay" and s.status == "fail" for s in report.steps)
+        if not self.ctx.steer or report is None or verdict.part is None or not refused:
+            return verdict
+        results = {r.item_id: r for r in report.initial_results}
+        held = [c.id for c in draft.checklist if c.kind == "state" and c.claims_change
+                and (r := results.get(c.id)) is not None and r.passed and r.reason is None]
+        if not held or len(held) == len(draft.checklist):
+            return verdict
+        return Verdict(reasons=verdict.reasons, part="checklist", feedback=verdict.feedback, report=report,
+                       items=held)
+
+    async def new_items(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> dict[str, Any]:
+        """A checklist repair (`true_before`): the held items replaced (the model asks only for replacements and
+        writes validators only for them), and the refused plan rewritten."""
+        held = set(verdict.items or [])
+        refused = [f"{c.description[:80]!r}: its check already holds on the initial state, so it is no change the "
+                   "task makes" for c in draft.checklist if c.id in held]
+        checklist = await gen_checklist(self.ctx, draft.task, meter, state,
+                                        kept=[c for c in draft.checklist if c.id not in held], refused=refused)
+        fresh = [c for c in checklist if c.validator is None]
+        written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
+        update: dict[str, Any] = {"checklist": [written.get(c.id, c) for c in checklist]}
+        update["solution"], update["notes"] = await self.plan(state, draft.task, await gen_solution(
+            self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        return update
 
     def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:
         """For a first repair: when the solution replayed cleanly and changed the state but some validators
@@ -257,16 +302,20 @@ class ScenarioBuilder:
         return Verdict(reasons=verdict.reasons, part="validators", feedback=verdict.feedback, report=report,
                        items=items)
 
-    async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter) -> Draft:
+    async def repair(self, state: State, draft: Draft, verdict: Verdict, meter: UsageMeter, index: int = 0
+                     ) -> Draft:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":  # the failed task is shown, so a second round asks something new
             feedback = f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
-            repaired = await self.first_draft(state, meter, feedback)
-            repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300]]
+            repaired = await self.first_draft(state, meter, feedback, index)
+            repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300],
+                              *repaired.notes]
             return repaired
         update: dict[str, Any] = {}
-        if part == "validators" and verdict.items:
+        if part == "checklist":
+            update = await self.new_items(state, draft, verdict, meter)
+        elif part == "validators" and verdict.items:
             chosen = [c for c in draft.checklist if c.id in verdict.items]
             rewritten = {c.id: c for c in await gen_validators(ctx, state, draft.task, chosen, meter,
                                                                 verdict.feedback)}
@@ -274,18 +323,20 @@ class ScenarioBuilder:
         elif part in ("validators", "validators+solution"):
             update["checklist"] = await gen_validators(ctx, state, draft.task, draft.checklist, meter,
                                                        verdict.feedback)
+        plan_notes: list[str] = []
         if part in ("solution", "validators+solution"):
-            update["solution"] = await gen_solution(ctx, state, draft.task, meter, verdict.feedback,
-                                                    draft.solution)
-        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300]]
+            update["solution"], plan_notes = await self.plan(state, draft.task, await gen_solution(
+                ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
+                           *plan_notes, *update.get("notes", [])]
         return draft.model_copy(update=update)
 
-    async def build(self, state: State, meter: UsageMeter, question: bool = False) -> Draft:
+    async def build(self, state: State, meter: UsageMeter, question: bool = False, index: int = 0) -> Draft:
         """A draft that passed the gate, or Dropped(step, reason). `question`: a read-only item
-        (synth/scen/questions.py)."""
+        (synth/scen/questions.py); `index`: the item's number (which records its task is asked about)."""
         try:
             draft = await (questions.first_question(self, state, meter) if question
-                           else self.first_draft(state, meter))
+                           else self.first_draft(state, meter, index=index))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
         except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
@@ -300,8 +351,10 @@ class ScenarioBuilder:
         for round_ in range(rounds):
             if verdict.part is None:  # the gate's consistency step failed
                 raise Dropped("gate", "the task does not ask for what its plan does: " + "; ".join(verdict.reasons))
-            if round_ == 0 and not question:
-                verdict = self.plan_stands(state, draft, verdict)
+            if not question:
+                steered = self.true_before(draft, verdict)
+                verdict = steered if steered.part == "checklist" or round_ > 0 else self.plan_stands(state, draft,
+                                                                                                     verdict)
             repaired = _describe(verdict)
             try:
                 if question:
@@ -310,7 +363,7 @@ class ScenarioBuilder:
                     draft = await questions.repaired_question(self, state, draft, verdict.reasons, replay_failed,
                                                               meter)
                 else:
-                    draft = without_repeats(await self.repair(state, draft, verdict, meter))
+                    draft = without_repeats(await self.repair(state, draft, verdict, meter, index))
             except StepFailed as exc:
                 raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
                               f"({'task check' if task_only else 'gate'}: {'; '.join(verdict.reasons)})") from exc
@@ -333,4 +386,6 @@ def _describe(verdict: Verdict) -> str:
     """The part a repair rewrites, as the drop reason names it."""
     if verdict.part == "validators" and verdict.items:
         return f"validators of {', '.join(verdict.items)}"
+    if verdict.part == "checklist" and verdict.items:
+        return f"checklist items {', '.join(verdict.items)} (already true initially)"
     return str(verdict.part)

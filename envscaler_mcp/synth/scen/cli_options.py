@@ -61,6 +61,11 @@ class ScenariosOptions:
         "--judge", help="Ask the model, for each scenario that passed the gate, whether its reference solution does "
         "exactly what its task asks and nothing else; a no drops the scenario, a yes is noted in its provenance.")
     ] = False
+    steer: Annotated[bool, typer.Option(
+        "--steer/--no-steer", help="Ask each task about records chosen from its initial state, keep a checklist's "
+        "usable items across retries (asking only for replacements), and correct a reference plan whose call the "
+        "environment refuses, shown the refusal and the records it names (--no-steer: the prompts of earlier "
+        "versions, e.g. to replay a response cache made with them).")] = True
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None
     home: HomeOption = None
@@ -91,4 +96,4 @@ class ScenariosOptions:
                            retries=self.retries, similarity=self.similarity, require_mutation=self.mutation,
                            guard=self.guard, temperature=self.temperature,
                            validator_workers=min(2, self.concurrency), questions=self.questions, judge=self.judge,
-                           ray=self.ray, ray_workers=self.ray_workers, on_item=on_item)
+                           ray=self.ray, ray_workers=self.ray_workers, on_item=on_item, steer=self.steer)

@@ -86,10 +86,29 @@ def parse_task(text: str) -> tuple[str, str]:
 
 
 def parse_checklist(text: str) -> list[ChecklistItem]:
+    """`checklist_items`, refused when fewer than two items are left or none is marked [change]."""
+    items, left_out = checklist_items(text)
+    if len(items) < 2:
+        why = ("; left out: " + "; ".join(left_out[:4]) + " (an item states a fact about records of the final "
+               "state, e.g. an order's new status or a new record's fields; never a tool, a function or a call)"
+               if left_out else "")
+        raise AnswerFormatError(f"the checklist has {len(items)} item(s); list at least two '- [change] Has …?' "
+                                "bullets, one fact each" + why)
+    if not any(i.claims_change for i in items):
+        raise AnswerFormatError(NO_CHANGE)
+    return items
+
+
+NO_CHANGE = ("no item is marked [change]; the task changes the state, so mark the items that assert a change "
+             "with [change]")
+
+
+def checklist_items(text: str) -> tuple[list[ChecklistItem], list[str]]:
     """A JSON object {analysis, items: [{change, fact}]} (structured output), or '# Checklist' bullets
-    '- [change] Has …?' / '- [keep] Has …?' -> items c1, c2, … (at least two). Items that assert nothing about
-    the state (`qa.consistency.vacuous_items`: no words, a value changed to itself, the system's tools, such as
-    "Has place_order tool for creating new orders") are left out before any validator is written for them."""
+    '- [change] Has …?' / '- [keep] Has …?' -> (items c1, c2, …, the items left out, each with why). Items that
+    assert nothing about the state (`qa.consistency.vacuous_items`: no words, a value changed to itself, the
+    system's tools, such as "Has place_order tool for creating new orders") are left out before any validator
+    is written for them."""
     data = _json_answer(text)
     if data is not None:
         raw = data.get("items")
@@ -122,16 +141,7 @@ def parse_checklist(text: str) -> list[ChecklistItem]:
             left_out.append(f"{body[:80]!r} " + re.sub(r"^c\d+(?:'s)?\s+", "", vacuous[0].rsplit(": ", 1)[0]))
             continue
         items.append(item)
-    if len(items) < 2:
-        why = ("; left out: " + "; ".join(left_out[:4]) + " (an item states a fact about records of the final "
-               "state, e.g. an order's new status or a new record's fields; never a tool, a function or a call)"
-               if left_out else "")
-        raise AnswerFormatError(f"the checklist has {len(items)} item(s); list at least two '- [change] Has …?' "
-                                "bullets, one fact each" + why)
-    if not any(i.claims_change for i in items):
-        raise AnswerFormatError("no item is marked [change]; the task changes the state, so mark the items that "
-                                "assert a change with [change]")
-    return items
+    return items, left_out
 
 
 def validator_problem(source: str) -> str | None:

@@ -61,6 +61,7 @@ class ScenOptions:
     judge: bool = False  # ask the generator model whether each passing solution does exactly what its task asks
     ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
+    steer: bool = True  # tasks about chosen records, checklists kept across retries, refused plans corrected
     on_item: ItemCallback | None = None  # (env id, item id, outcome) when an item is kept or dropped
 
 
@@ -94,7 +95,8 @@ class ScenJob:
         server = await self.state["resources"].get(f"server:{env_id}", lambda: self.open_server(skeleton))
         generator, solver = self.state["providers"]
         ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver or generator,
-                          retries=self.options.retries, temperature=self.options.temperature)
+                          retries=self.options.retries, temperature=self.options.temperature,
+                          steer=self.options.steer)
         await EnvRun(skeleton, ctx, server, self.state["sandbox"], replace(self.options, out=out, on_item=on_item)
                      ).item(index)
 
@@ -188,7 +190,7 @@ class EnvRun:
             return
         meter = UsageMeter()
         try:
-            draft = await self.builder.build(record.state, meter, is_question(index, self.options.questions))
+            draft = await self.builder.build(record.state, meter, is_question(index, self.options.questions), index)
         except Dropped as exc:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return
@@ -262,7 +264,7 @@ async def run_scenarios(skeletons: Sequence[EnvSkeleton], generator: Provider, s
     async with sandbox:
         for skeleton in skeletons:
             ctx = StepContext(skeleton=skeleton, generator=generator, solver=solver, retries=options.retries,
-                              temperature=options.temperature)
+                              temperature=options.temperature, steer=options.steer)
             work = EnvWork(options.out, skeleton.id)
             if all(work.finished(item_id) for item_id in item_ids(options.n)):
                 merges[skeleton.id] = merge(work, options.similarity)  # nothing to build: no server

@@ -8,6 +8,7 @@ repair round); the template then shows what failed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.scen.anchors import Anchor
+from envscaler_mcp.synth.scen.checklist_fix import Collector
 from envscaler_mcp.synth.scen.excerpt import (
     code_and_state_ladder,
     state_ladder,
@@ -72,6 +75,7 @@ class StepContext:
     retries: int = 2
     temperature: float = 0.7
     timeout_s: float = 300.0  # per model call: a rich initial state is a long answer
+    steer: bool = True  # tasks about chosen records, checklist items kept across retries, plans shown refusals
 
     def proven(self) -> list[str] | None:
         """The tools the environment's dual-agent check saw succeed (a call with success: true that the checker
@@ -176,7 +180,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
                    "kept": dump_state(kept, limit=10**6), "missing": pending}
         got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
-                        retries=max(1 - failures, 0), settings=ctx.settings(),
+                        vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
                         template="scen/state_rest" if kept else "scen/state",
                         schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
                         ladder=state_step_ladder(skeleton, pending if kept else None))
@@ -192,22 +196,36 @@ class Salvaged:
     parts: State
 
 
-async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = ""
-                   ) -> tuple[str, str]:
-    """Stage 2: (title, task) grounded in `state`."""
+async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = "",
+                   anchors: Sequence[Anchor] = ()) -> tuple[str, str]:
+    """Stage 2: (title, task) grounded in `state`; with `anchors` (`anchors.task_anchors`), about those records."""
     sk = ctx.skeleton
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
-               "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers()}
-    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task", retries=ctx.retries,
+               "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers(),
+               "records": [a.line() for a in anchors]}
+    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task",
+                     vary_repeats=ctx.steer, retries=ctx.retries,
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
 
-async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter) -> list[ChecklistItem]:
-    """Stage 3: independent 'Has …' items, each marked [change] or [keep]."""
+async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: State | None = None,
+                        kept: list[ChecklistItem] | None = None, refused: Sequence[str] = ()
+                        ) -> list[ChecklistItem]:
+    """Stage 3: independent 'Has …' items, each marked [change] or [keep].
+
+    Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
+    answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, visibly
+    true on the initial `state`) and asks only for replacements. A repeated request is sampled afresh
+    (`ask(vary_repeats=True)`), in every steered step. A repair passes the items it `kept` and why the others
+    were `refused`: the first request already asks only for replacements (the kept items come back first)."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
-    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools}
-    return await ask(ctx.generator, "checklist", context, parse_checklist, meter=meter, seat="checklist",
-                     retries=ctx.retries, settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
+    collector = Collector(state or {}, kept)
+    context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer,
+               "feedback": collector.request(list(refused)) if kept is not None else ""}
+    accept: Callable[[str], list[ChecklistItem]] = collector if ctx.steer else parse_checklist
+    return await ask(ctx.generator, "checklist", context, accept, meter=meter, seat="checklist",
+                     vary_repeats=ctx.steer, retries=ctx.retries,
+                     settings=ctx.settings(0.0, ANSWER_TOKENS["checklist"]),
                      template="scen/checklist",
                      schema=CHECKLIST_SCHEMA)
 
@@ -243,7 +261,8 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
                    "previous": previous, "written": list(kept), "refused": refused}
         sources, found, problems = await ask(
             ctx.generator, "validators", context, accept, meter=meter, seat="validators",
-            retries=max(ctx.retries - failures, 0), settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+            vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
+            settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
             template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
         kept.update(sources)
         marks.update(found)
@@ -269,6 +288,6 @@ async def gen_solution(ctx: StepContext, state: State, task: str, meter: UsageMe
     ladder = [{**rung, "tools": full} for rung in code_and_state_ladder(sk.class_source, state, task)]
     ladder += [{"class_source": "", "state": state_view(state, n, task), "tools": compact} for n in (3, 2, 1)]
     return await ask(ctx.solver, "solution", context, lambda text: parse_solution(text, planning), meter=meter,
-                     seat="solution", retries=ctx.retries,
+                     seat="solution", retries=ctx.retries, vary_repeats=ctx.steer,
                      settings=ctx.settings(0.0, ANSWER_TOKENS["solution"], ctx.solver), template="scen/solution",
                      schema=solution_schema(planning), ladder=ladder)

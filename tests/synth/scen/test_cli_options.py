@@ -34,12 +34,13 @@ def test_every_option_reaches_the_pipeline_options(tmp_path: Path) -> None:
 
     options = ScenariosOptions(n=3, out=tmp_path, resume=True, concurrency=5, retries=4, similarity=0.25,
                                mutation=False, guard="state", temperature=0.2, questions=0.5, judge=True,
-                               ray="local", ray_workers=3).scen_options(on_item=heard)
+                               ray="local", ray_workers=3, steer=False).scen_options(on_item=heard)
     assert (options.n, options.out, options.resume, options.concurrency, options.retries) == (3, tmp_path, True, 5, 4)
     assert (options.similarity, options.require_mutation, options.guard, options.temperature) == (
         0.25, False, "state", 0.2)
     assert (options.questions, options.judge, options.ray, options.ray_workers) == (0.5, True, "local", 3)
     assert options.validator_workers == 2 and options.on_item is heard  # at most two validator workers
+    assert options.steer is False and ScenariosOptions().scen_options().steer is True
     assert ScenariosOptions(concurrency=1).scen_options().validator_workers == 1
 
 

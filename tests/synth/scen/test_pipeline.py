@@ -86,16 +86,6 @@ async def test_a_crashing_validator_is_not_dropped_when_its_field_would_go_ungua
     assert not (out / "mini_shop.jsonl").exists()
 
 
-async def test_a_failing_solution_is_repaired_with_the_failure_as_feedback(run: Any) -> None:
-    _, router, out = await run("mini_shop", "repair_solution")
-    [sc] = load_scenarios(out / "mini_shop.jsonl")
-    assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2003"]
-    assert router.calls["solution"] == 2 and router.calls["validators"] == 1
-    repair_prompt = [text for step, text in router.prompts if step == "solution"][1]
-    assert "Your previous plan failed" in repair_prompt and "only pending orders can be cancelled" in repair_prompt
-    assert any(note.startswith("solution regenerated after: replay") for note in sc.provenance.notes)
-
-
 async def test_a_query_only_task_is_rewritten(run: Any) -> None:
     _, router, out = await run("mini_shop", "query_only")
     [sc] = load_scenarios(out / "mini_shop.jsonl")

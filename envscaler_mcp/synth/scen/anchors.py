@@ -1,0 +1,124 @@
+"""Records of a generated state that a scenario step is pointed at, chosen without the model.
+
+A small model asked for "a task grounded in the initial state" often writes a task about the system in general
+(no record named), and a plan refused by a rule ("ticket INC-3002 is already in_progress") is repaired blind
+unless the record is shown. Here: the records a task is asked to be about (open ones, where the state marks a
+status, so the rules still allow a change), and the records a refused call names (their state before the call).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envscaler_mcp._json import State
+
+# Status values after which most systems allow no further change of the record.
+SETTLED = frozenset(
+    "cancelled canceled closed completed complete departed arrived landed deleted returned resolved refunded "
+    "delivered lost archived expired done rejected fulfilled trashed inactive suspended no_show paid "
+    "discontinued revoked".split())
+_SHOWN_CHARS = 360
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One record: the collection (top-level attribute) it is in, its id, and its fields."""
+
+    collection: str
+    record_id: str
+    record: dict[str, Any]
+
+    def line(self) -> str:
+        """`collection id: {fields}` as a prompt shows it (long records cut)."""
+        text = json.dumps(self.record, ensure_ascii=False, default=str)
+        if len(text) > _SHOWN_CHARS:
+            text = text[:_SHOWN_CHARS] + " …"
+        return f"{self.collection} {self.record_id}: {text}"
+
+
+def records(state: State) -> list[Anchor]:
+    """Every record of the state: the dict values of a collection keyed by id, or the dicts of a list (their id
+    read from an `id` or `*_id` field)."""
+    found: list[Anchor] = []
+    for name, value in state.items():
+        if isinstance(value, dict):
+            found += [Anchor(name, str(key), rec) for key, rec in value.items() if isinstance(rec, dict)]
+        elif isinstance(value, list):
+            for rec in value:
+                if isinstance(rec, dict) and (rid := _own_id(rec)) is not None:
+                    found.append(Anchor(name, rid, rec))
+    return found
+
+
+def _own_id(record: dict[str, Any]) -> str | None:
+    if isinstance(record.get("id"), str | int):
+        return str(record["id"])
+    ids = [k for k, v in record.items() if k.endswith("_id") and isinstance(v, str | int)]
+    return str(record[ids[0]]) if ids else None
+
+
+def _status(record: dict[str, Any]) -> str | None:
+    value = record.get("status", record.get("state"))
+    return value.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(value, str) else None
+
+
+def _id_field(anchor: Anchor) -> str | None:
+    """The field of a record that holds its id (`ticket_id` for ticket INC-1), if any."""
+    return next((k for k, v in anchor.record.items() if str(v) == anchor.record_id and isinstance(v, str | int)),
+                None)
+
+
+def _parameters(schemas: Sequence[Mapping[str, Any]]) -> Counter[str]:
+    """How many of the tools take each top-level parameter name."""
+    return Counter(name for schema in schemas for name in (schema.get("properties") or {}))
+
+
+def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]] = (), limit: int = 2
+                 ) -> list[Anchor]:
+    """The records item `index` is asked to be about: first from the collections whose id field the most
+    state-changing tools take as a parameter (`changers`: their input schemas; `ticket_id` for the tickets),
+    then from the collections whose records carry a status (the ones a workflow changes); in each, a record
+    still open (its status not a settled one), rotating with `index` so items of one environment differ; at
+    most one per collection and `limit` in all. Collections no changing tool names and without status fields
+    are used only when no other is; an empty state gives none."""
+    by_collection: dict[str, list[Anchor]] = {}
+    for anchor in records(state):
+        by_collection.setdefault(anchor.collection, []).append(anchor)
+    taken = _parameters(changers)
+    open_ = {c: [r for r in rs if _status(r.record) not in SETTLED] for c, rs in by_collection.items()}
+
+    def score(collection: str) -> tuple[int, bool]:
+        fields = {_id_field(r) for r in by_collection[collection]} - {None}
+        return (max((taken[f] for f in fields if f), default=0),
+                any(_status(r.record) for r in by_collection[collection]))
+
+    ranked = sorted((c for c in by_collection if open_[c]), key=score, reverse=True)
+    if not ranked:
+        return []
+    best = score(ranked[0])
+    strong = [c for c in ranked if score(c) > (0, False)] or ranked
+    top = [c for c in strong if score(c) == best]
+    first = top[index % len(top)]
+    names = [first] + [c for c in strong if c != first]
+    return [open_[c][index % len(open_[c])] for c in names[:limit]]
+
+
+def _values(arguments: Any) -> Iterable[str]:
+    if isinstance(arguments, dict):
+        for value in arguments.values():
+            yield from _values(value)
+    elif isinstance(arguments, list):
+        for value in arguments:
+            yield from _values(value)
+    elif isinstance(arguments, str | int) and not isinstance(arguments, bool):
+        yield str(arguments)
+
+
+def named_records(state: State, arguments: Any, limit: int = 4) -> list[Anchor]:
+    """The records whose id is one of the argument values (a refused call's records), at most `limit`."""
+    wanted = set(_values(arguments))
+    return [a for a in records(state) if a.record_id in wanted][:limit]

@@ -1,0 +1,59 @@
+"""A reference plan whose call the environment refuses goes back to the model with the refusal and the records
+the call names, as they are just before it, for a corrected plan (at most `PLAN_ROUNDS` times).
+
+A small model's plan breaks a rule it cannot see in the record it never looked at ("Cannot move ticket INC-3002
+from in_progress to in_progress": the ticket already is in progress). Told the refusal alone, it guesses again;
+shown the record, it can drop the change already made or pick a value the rules allow. The plan is replayed on
+a real episode here (no validator runs); the gate replays the final plan again as always.
+"""
+
+from __future__ import annotations
+
+import json
+
+from envscaler_mcp._json import State
+from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
+from envscaler_mcp.scenario.models import ToolCall
+from envscaler_mcp.synth.llm import UsageMeter
+from envscaler_mcp.synth.scen.anchors import named_records
+from envscaler_mcp.synth.scen.steps import StepContext, gen_solution
+
+PLAN_ROUNDS = 2
+
+
+async def refusal(calls: list[ToolCall], state: State, episodes: EpisodeFactory) -> str | None:
+    """The feedback for the first call of `calls` the environment refuses (with the records it names as they
+    are just before it), or None when every call succeeds (or the episode itself fails: no call to blame)."""
+    made, _, reasons = await replay_calls(calls, state, episodes)
+    if not reasons or not made or made[-1].ok:
+        return None
+    n, call = len(made), made[-1]
+    before = state
+    if n > 1:
+        _, final, problems = await replay_calls(calls[:n - 1], state, episodes)
+        before = final if final is not None and not problems else state
+    lines = [f"- call {n} {call.tool}({json.dumps(call.arguments, ensure_ascii=False)[:300]}) was refused by "
+             f"the system: {call.detail}"]
+    shown = named_records(before, call.arguments)
+    if shown:
+        when = "after the plan's earlier calls" if n > 1 else "in the initial state"
+        lines.append(f"The records this call names, as they are just before it ({when}):")
+        lines += [f"- {a.line()}" for a in shown]
+    lines.append("Change the plan so that every call is allowed by the rules for these records as they are: "
+                 "leave out a change that is already made, and use only records and values the rules allow.")
+    return "\n".join(lines)
+
+
+async def corrected_plan(ctx: StepContext, episodes: EpisodeFactory, state: State, task: str,
+                         plan: list[ToolCall], meter: UsageMeter) -> tuple[list[ToolCall], list[str]]:
+    """`plan`, or a corrected one when the environment refuses one of its calls: up to PLAN_ROUNDS new plans,
+    each asked with the last refusal. Returns (the last plan, provenance notes naming each round)."""
+    notes: list[str] = []
+    for round_ in range(1, PLAN_ROUNDS + 1):
+        feedback = await refusal(plan, state, episodes)
+        if feedback is None:
+            break
+        plan = await gen_solution(ctx, state, task, meter, feedback, plan)
+        notes.append(f"reference plan corrected (round {round_} of {PLAN_ROUNDS}) after a refused call: "
+                     + feedback.splitlines()[0].removeprefix("- ")[:240])
+    return plan, notes
