@@ -27,12 +27,12 @@ def report_command(
     ] = None,
 ) -> None:
     """Print a run's summary table and write its self-contained HTML report."""
-    _, _, _, summary = load_run(run_dir)
+    run = load_run(run_dir)
     console = Console()
-    console.print(summary_table(summary, console.width))
-    for note in summary_notes(summary, run_dir):
+    console.print(summary_table(run.summary, console.width))
+    for note in summary_notes(run.summary, run_dir):
         console.print(note, highlight=False)
-    console.print(f"report: {write_report(run_dir, out)}")
+    console.print(f"report: {write_report(run_dir, out, run)}")
 
 
 def export_run_command(
