@@ -228,6 +228,16 @@ def read_json(path: Path) -> Any:
         raise InputFileError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
 
 
+def iter_lines_at(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset where it starts, line with its newline) of each line of a file, read one at a
+    time: memory bounded by the longest line, and each line found again with a seek to its offset."""
+    with open(path, "rb") as f:
+        offset = 0
+        for number, raw in enumerate(f, start=1):
+            yield number, offset, raw
+            offset += len(raw)
+
+
 def iter_jsonl(path: Path, *, skip_torn_tail: bool = False) -> Iterator[tuple[int, Any]]:
     """Yield (line number, record) for each non-empty line.
 

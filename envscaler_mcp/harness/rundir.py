@@ -16,6 +16,7 @@ from envscaler_mcp._io import (
     append_jsonl,
     append_lines,
     atomic_write_json,
+    iter_lines_at,
     jsonl_line,
     read_json,
     validate_model,
@@ -154,25 +155,23 @@ class RunDir:
         of its line, offset after it, record). A torn last line is ignored, as by read_results."""
         if not self.results_path.exists():
             return
-        with open(self.results_path, "rb") as f:
-            offset = 0
-            for line, raw in enumerate(f, start=1):
-                start, offset = offset, offset + len(raw)
-                if not raw.strip():
-                    continue
-                complete = raw.endswith(b"\n")
-                try:
-                    record: Any = json.loads(raw)
-                except json.JSONDecodeError:
-                    record = None
-                if record is None or not complete:
-                    if not complete:  # the torn tail: only the last line can lack its newline
-                        return
-                    raise UsageError(
-                        f"{self.results_path}: line {line} is not valid JSON (byte {offset}); "
-                        "the file was edited by hand? Fix or remove that line."
-                    )
-                yield start, offset, validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}")
+        for line, start, raw in iter_lines_at(self.results_path):
+            offset = start + len(raw)
+            if not raw.strip():
+                continue
+            complete = raw.endswith(b"\n")
+            try:
+                record: Any = json.loads(raw)
+            except json.JSONDecodeError:
+                record = None
+            if record is None or not complete:
+                if not complete:  # the torn tail: only the last line can lack its newline
+                    return
+                raise UsageError(
+                    f"{self.results_path}: line {line} is not valid JSON (byte {offset}); "
+                    "the file was edited by hand? Fix or remove that line."
+                )
+            yield start, offset, validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}")
 
     def read_result_at(self, offset: int) -> EpisodeResult:
         """The episode whose line starts at byte `offset` (as scan_results gave it)."""
