@@ -167,7 +167,7 @@ def check_command(options: CheckOptions) -> None:
         if remote is not None:
             judged = _on_remote(remote, groups, stream, settings)
         else:
-            _interrupt.run(lambda: check_groups(groups, settings, on_report=stream.append))
+            _interrupt.run(lambda: check_groups(groups, settings, on_report=stream.append, keep=False))
             judged = stream.judged
         reports = selection.verdicts(judged)
         if not reports:

@@ -63,3 +63,18 @@ def test_the_json_output_is_the_array_of_the_lines(tmp_path: Path, line: dict[st
     assert "\n".join(_json_lines(verdicts, results)) == json.dumps(every, indent=2)
     assert "\n".join(_json_lines(verdicts[::-1], results)) == json.dumps(every[::-1], indent=2)
     assert "\n".join(_json_lines([], results)) == json.dumps([], indent=2)
+
+
+def test_check_groups_without_keep_hands_each_report_on_and_holds_none(fake_launch: Any) -> None:  # noqa: F811
+    import anyio
+
+    from envscaler_mcp.qa.batch import check_groups
+    from tests.qa.test_gate import CANCELLED, O2_UNTOUCHED, scenario
+
+    scenarios = [scenario(), scenario([(CANCELLED, True), (O2_UNTOUCHED, True)])]
+    kept = anyio.run(lambda: check_groups([("fake_shop", scenarios)]))
+    handed: list[Any] = []
+    returned = anyio.run(lambda: check_groups([("fake_shop", scenarios)], on_report=handed.append, keep=False))
+    assert returned == []
+    assert sorted((r.scenario_id, r.passed) for r in handed) == sorted((r.scenario_id, r.passed) for r in kept)
+    assert len(handed) == 2 and {r.passed for r in handed} == {True, False}
