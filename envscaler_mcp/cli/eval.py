@@ -31,8 +31,8 @@ def run_and_report(options: EvalOptions) -> None:
     from envscaler_mcp import _interrupt
     from envscaler_mcp.harness.run import new_run_id, run_eval
     from envscaler_mcp.harness.rundir import RunDir
-    from envscaler_mcp.report.html import write_report
-    from envscaler_mcp.report.summary import finish_run, read_and_finish
+    from envscaler_mcp.report.html import finish_and_load, write_report
+    from envscaler_mcp.report.summary import finish_run
     from envscaler_mcp.report.table import summary_notes, summary_table
 
     config = options.run_config()
@@ -57,13 +57,13 @@ def run_and_report(options: EvalOptions) -> None:
         if RunDir(run_path).manifest_path.exists():
             finish_run(run_path)
         raise
-    finished = read_and_finish(run_path)  # results.jsonl read and parsed once, for the summary and the report
+    finished = finish_and_load(run_path)  # one pass over results.jsonl for the summary and the report's index
     summary = finished.summary
     console.print(summary_table(summary, console.width))
     for note in summary_notes(summary, run_path):
         console.print(note, highlight=False)
     overall = summary.overall
-    report = write_report(run_path, finished=finished)
+    report = write_report(run_path, run=finished)
     del finished
     console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
     if (overall.infra_share or 0) > options.max_infra:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from envscaler_mcp._io import (
     append_lines,
     atomic_write_json,
+    iter_lines_at,
     jsonl_line,
     read_json,
     validate_model,
@@ -136,15 +138,26 @@ class RunDir:
     def read_results(self, *, repair: bool = False) -> list[EpisodeResult]:
         """Every finished episode. A torn last line (a write cut short by a crash) is ignored, and with
         `repair` cut off the file so the next append starts on a clean line."""
-        if not self.results_path.exists():
-            return []
-        data = self.results_path.read_bytes()
         records: list[EpisodeResult] = []
-        offset = good_end = 0
-        for line, raw in enumerate(data.splitlines(keepends=True), start=1):
-            offset += len(raw)
+        good_end = 0
+        for _, end, record in self.scan_results():
+            records.append(record)
+            good_end = end
+        if repair and self.results_path.exists() and good_end < self.results_path.stat().st_size:
+            with open(self.results_path, "r+b") as f:
+                f.truncate(good_end)
+                f.flush()
+                os.fsync(f.fileno())
+        return records
+
+    def scan_results(self) -> Iterator[tuple[int, int, EpisodeResult]]:
+        """Every finished episode, read one line at a time (memory bounded by the longest line): (byte offset
+        of its line, offset after it, record). A torn last line is ignored, as by read_results."""
+        if not self.results_path.exists():
+            return
+        for line, start, raw in iter_lines_at(self.results_path):
+            offset = start + len(raw)
             if not raw.strip():
-                good_end = offset
                 continue
             complete = raw.endswith(b"\n")
             try:
@@ -152,20 +165,20 @@ class RunDir:
             except json.JSONDecodeError:
                 record = None
             if record is None or not complete:
-                if offset == len(data) and not complete:  # the torn tail: a write cut short has no newline
-                    break
+                if not complete:  # the torn tail: only the last line can lack its newline
+                    return
                 raise UsageError(
                     f"{self.results_path}: line {line} is not valid JSON (byte {offset}); "
                     "the file was edited by hand? Fix or remove that line."
                 )
-            records.append(validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}"))
-            good_end = offset
-        if repair and good_end < len(data):
-            with open(self.results_path, "r+b") as f:
-                f.truncate(good_end)
-                f.flush()
-                os.fsync(f.fileno())
-        return records
+            yield start, offset, validate_model(EpisodeResult, record, path=self.results_path, where=f"line {line}")
+
+    def read_result_at(self, offset: int) -> EpisodeResult:
+        """The episode whose line starts at byte `offset` (as scan_results gave it)."""
+        with open(self.results_path, "rb") as f:
+            f.seek(offset)
+            return validate_model(EpisodeResult, json.loads(f.readline()), path=self.results_path,
+                                  where=f"byte {offset}")
 
     def drop_infra_errors(self, records: list[EpisodeResult]) -> list[EpisodeResult]:
         """Rewrite results.jsonl (atomically) without its infra-error records; return the records kept."""

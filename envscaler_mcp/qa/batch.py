@@ -135,7 +135,7 @@ def failing_factory(error: Exception) -> EpisodeFactory:
 async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *,
                        on_report: Callable[[GateReport], None] | None = None,
                        wrong_solutions: Callable[[Scenario], Sequence[WrongSolution]] | None = None,
-                       in_flight_bytes: int = IN_FLIGHT_BYTES) -> list[GateReport]:
+                       in_flight_bytes: int = IN_FLIGHT_BYTES, keep: bool = True) -> list[GateReport]:
     """Gate each group's scenarios on a server of its own, `settings.servers` groups at a time,
     `settings.concurrency` scenarios at a time in all, and no more than `in_flight_bytes` of scenario lines
     (catalog.inflight: a scenario of megabyte states costs the process tree tens of megabytes while checked); a
@@ -143,8 +143,9 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
 
     `wrong_solutions`, when given, derives more wrong solutions from each scenario (checked after its own).
     Each target's free fields (its skeleton's) go to the state check; reference replays are shared.
+    `keep=False`: each report only goes to `on_report` and none is returned (a gate of any size holds none).
     """
-    done: dict[tuple[int, int], GateReport] = {}
+    done: dict[tuple[int, int], GateReport | None] = {}
     limiter = anyio.Semaphore(max(1, settings.concurrency))
     budget = LineBudget(in_flight_bytes)
     server_slots = anyio.Semaphore(max(1, settings.servers))
@@ -159,7 +160,7 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
             report = await judge(item, factory, sandbox, target, references,
                                  require_reference=settings.require_reference, mutation=settings.mutation,
                                  wrong_solutions=wrong_solutions)
-        done[key] = report
+        done[key] = report if keep else None
         if on_report:
             on_report(report)
 
@@ -207,4 +208,4 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
         gc.unfreeze()
     if fatal:
         raise fatal[0]
-    return [done[key] for key in sorted(done)]
+    return [report for _, report in sorted(done.items()) if report is not None]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable
+import textwrap
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,14 +19,18 @@ from envscaler_mcp._command import typed_command
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.qa.batch import GateSettings, Group, Item, StoredScenario, check_groups
 from envscaler_mcp.qa.check_options import CheckOptions
-from envscaler_mcp.qa.gate import GateReport, StepStatus
-from envscaler_mcp.qa.results import ResultsFile, Selection, report_line
+from envscaler_mcp.qa.gate import StepStatus
+from envscaler_mcp.qa.results import ResultsFile, Selection, Verdict
 from envscaler_mcp.scenario.models import Scenario
 
 scenarios_app = typer.Typer(help="Check scenario sets with the QA gate.", no_args_is_help=True)
 
 _CELL: dict[StepStatus, str] = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "warn": "[yellow]warn[/]",
                                 "skip": "[dim]skip[/]"}
+_COUNTS = ("probes", "caught_by_validators", "caught_by_state_check_only", "skipped_free", "uncaught",
+           "collateral_probes", "wrong_probes", "wrong_probes_uncaught", "wrong_probes_skipped",
+           "given_wrong_solutions", "given_wrong_solutions_uncaught", "state_check_not_available", "scenarios",
+           "scenarios_passed")  # the gate's totals (qa/results.py report_counts), in the order --json gives them
 
 
 class RemoteGate(Protocol):
@@ -108,16 +114,16 @@ def _groups(envs: list[str], scenarios_file: Path | None, ids: list[str], listed
     return groups
 
 
-def _table(reports: list[GateReport], mutation: bool) -> Table:
+def _table(reports: list[Verdict], mutation: bool) -> Table:
     table = Table(title="Scenario QA gate")
     table.add_column("env", overflow="fold")
     table.add_column("scenario", no_wrap=True)
     for col in ("checks", "initial-false", "replay", "final-true"):
         table.add_column(col)
-    wrong = any(r.wrong_solutions for r in reports)
+    wrong = any(r.counts["given_wrong_solutions"] for r in reports)
     if wrong:
         table.add_column("wrong")
-    answers = any(s.name == "answer_probes" for r in reports for s in r.steps)
+    answers = any("answer_probes" in r.statuses for r in reports)
     if answers:
         table.add_column("answer probes")
     if mutation:
@@ -125,7 +131,7 @@ def _table(reports: list[GateReport], mutation: bool) -> Table:
         table.add_column("probes")
     table.add_column("verdict")
     for r in reports:
-        statuses = {s.name: s.status for s in r.steps}
+        statuses = r.statuses
         initial = "fail" if "fail" in (statuses["initial_false"], statuses["validators"]) else statuses["initial_false"]
         row = [r.env_id, r.scenario_id, str(r.n_checks), _CELL[initial], _CELL[statuses["replay"]],
                _CELL[statuses["final_true"]]]
@@ -148,42 +154,59 @@ def check_command(options: CheckOptions) -> None:
     listed = _Listed()
     groups = _groups(options.envs or [], options.scenarios_file, options.ids or [], listed)
     results = ResultsFile(options.results_path, resume=options.resume) if options.results_path is not None else None
-    selection = Selection(results.judged if results is not None else {})
+    selection = Selection(dict(results.judged) if results is not None else {})
     groups = selection.groups(groups)
     if remote is None and _local_factory and options.workers.strip() != "1":
         items = _listed(groups)
         remote = _local_factory[0](options.workers, items, settings)
         groups = _regrouped(items)
-    if remote is not None:
-        new = _on_remote(remote, groups, results, settings)
-    else:
-        on_report = results.append if results is not None else None
-        new = _interrupt.run(lambda: check_groups(groups, settings, on_report=on_report))
-    reports = selection.reports(new)
-    if not reports:
-        raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
-    _show(reports, options, listed.missing)
+    with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
+        # every report is appended to the results file (a temporary one without --results) as it is judged;
+        # what is kept of each is its verdict, and --json reads the lines again one at a time
+        stream = results or ResultsFile(Path(scratch) / "gate.jsonl", resume=False)
+        if remote is not None:
+            judged = _on_remote(remote, groups, stream, settings)
+        else:
+            _interrupt.run(lambda: check_groups(groups, settings, on_report=stream.append, keep=False))
+            judged = stream.judged
+        reports = selection.verdicts(judged)
+        if not reports:
+            raise UsageError("no scenarios to check (check the ENV names, --scenarios and --id)")
+        _show(reports, stream, options, listed.missing)
     if any(not r.passed for r in reports):
         raise typer.Exit(1)
 
 
-def _show(reports: list[GateReport], options: CheckOptions, missing: int) -> None:
+def _json_lines(reports: list[Verdict], stream: ResultsFile) -> Iterator[str]:
+    """The reports' lines as one JSON array (as json.dumps(..., indent=2) prints it), a line at a time."""
+    if not reports:
+        yield "[]"
+        return
+    yield "["
+    for n, r in enumerate(reports):
+        text = textwrap.indent(json.dumps(stream.line(r), indent=2), "  ")
+        yield text + ("," if n < len(reports) - 1 else "")
+    yield "]"
+
+
+def _show(reports: list[Verdict], stream: ResultsFile, options: CheckOptions, missing: int) -> None:
     """The reports as JSON on stdout (notes on stderr) or as the table with each scenario's reasons, the probe
     totals with --mutation, and what `missing` scenarios without a reference solution mean."""
     console = Console(stderr=options.as_json)
     if not console.is_terminal:  # piped output: wide enough for the table's ids and headers
         console = Console(stderr=options.as_json, width=130)
     if options.as_json:
-        typer.echo(json.dumps([report_line(r) for r in reports], indent=2))
+        for text in _json_lines(reports, stream):
+            typer.echo(text)
         if options.mutation:
             console.print(probe_summary(reports), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(_table(reports, options.mutation))
         for r in reports:
-            if r.reasons():
+            if r.reasons:
                 mark = "[yellow]warnings[/]" if r.passed else "[bold red]rejected[/]"
                 console.print(f"{mark} {r.env_id}/{r.scenario_id} {r.title}")
-                for reason in r.reasons():
+                for reason in r.reasons:
                     console.print(f"  - {reason}", markup=False, highlight=False)
         failed = sum(not r.passed for r in reports)
         if options.mutation:
@@ -206,30 +229,15 @@ def no_reference_note(missing: int, total: int, allowed: bool) -> str:
             "them, and `eval --agent oracle` refuses them.")
 
 
-def probe_counts(reports: list[GateReport]) -> dict[str, int]:
+def probe_counts(reports: Sequence[Verdict]) -> dict[str, int]:
     """Totals of the mutation probes, the wrong-solution probes and the given wrong solutions over reports."""
-    probes = [p for r in reports if r.mutation for p in r.mutation.probes]
-    wrong = [p for r in reports if r.wrong_probes for p in r.wrong_probes.probes]
-    given = [w for r in reports for w in r.wrong_solutions]
-    return {
-        "probes": len(probes),
-        "caught_by_validators": sum(1 for p in probes if p.caught_by),
-        "caught_by_state_check_only": sum(1 for p in probes if p.unexpected and not p.caught_by),
-        "skipped_free": sum(1 for p in probes if p.skipped),
-        "uncaught": sum(1 for r in reports if r.mutation for _ in r.mutation.uncaught),
-        "collateral_probes": sum(1 for p in probes if p.collateral),
-        "wrong_probes": sum(1 for p in wrong if p.skipped is None),
-        "wrong_probes_uncaught": sum(1 for r in reports if r.wrong_probes for _ in r.wrong_probes.uncaught),
-        "wrong_probes_skipped": sum(1 for p in wrong if p.skipped),
-        "given_wrong_solutions": len(given),
-        "given_wrong_solutions_uncaught": sum(1 for w in given if not w.caught),
-        "state_check_not_available": sum(1 for r in reports if r.state_check),
-        "scenarios": len(reports),
-        "scenarios_passed": sum(1 for r in reports if r.passed),
-    }
+    totals: Counter[str] = Counter()
+    for r in reports:
+        totals.update(r.counts)
+    return {name: totals[name] for name in _COUNTS}
 
 
-def probe_summary(reports: list[GateReport]) -> str:
+def probe_summary(reports: Sequence[Verdict]) -> str:
     """One line with the probe totals."""
     c = probe_counts(reports)
     return (f"mutation: {c['probes']} probes ({c['collateral_probes']} collateral): {c['caught_by_validators']} caught "
@@ -267,16 +275,12 @@ def _remote(address: str | None, workers: int | None) -> RemoteGate | None:
     return remote
 
 
-def _on_remote(remote: RemoteGate, groups: list[Group], results: ResultsFile | None, settings: GateSettings
-               ) -> list[GateReport]:
-    """Every group's scenarios judged by `remote`; the reports are read back from the results file (a
-    temporary one without --results)."""
-    items = _listed(groups)
-    with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
-        stream = results or ResultsFile(Path(scratch) / "gate.jsonl", resume=False)
-        before = set(stream.judged)
-        remote.run(items, stream, settings)
-        return [r for key, r in ResultsFile(stream.path, resume=True).judged.items() if key not in before]
+def _on_remote(remote: RemoteGate, groups: list[Group], stream: ResultsFile, settings: GateSettings
+               ) -> dict[tuple[str, str], Verdict]:
+    """Every group's scenarios judged by `remote`, their lines appended to `stream`; the verdicts of the whole
+    file, read back from it."""
+    remote.run(_listed(groups), stream, settings)
+    return ResultsFile(stream.path, resume=True).judged
 
 
 def register(app: typer.Typer, remote: RemoteFactory | None = None, local: LocalFactory | None = None) -> None:

@@ -17,7 +17,6 @@ from envscaler_mcp.report.export import (
     export_run,
 )
 from envscaler_mcp.report.html import load_run, write_report
-from envscaler_mcp.report.summary import FinishedRun
 from envscaler_mcp.report.table import summary_notes, summary_table
 
 
@@ -28,13 +27,12 @@ def report_command(
     ] = None,
 ) -> None:
     """Print a run's summary table and write its self-contained HTML report."""
-    _, manifest, results, summary = load_run(run_dir)
+    run = load_run(run_dir)
     console = Console()
-    console.print(summary_table(summary, console.width))
-    for note in summary_notes(summary, run_dir):
+    console.print(summary_table(run.summary, console.width))
+    for note in summary_notes(run.summary, run_dir):
         console.print(note, highlight=False)
-    finished = FinishedRun(manifest, results, summary)  # results.jsonl is not read a second time
-    console.print(f"report: {write_report(run_dir, out, finished=finished)}")
+    console.print(f"report: {write_report(run_dir, out, run)}")
 
 
 def export_run_command(

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from envscaler_mcp._io import atomic_write_text
+from envscaler_mcp._io import atomic_write_chunks
 from envscaler_mcp._json import JSONObject
+from envscaler_mcp.harness.config import RunManifest
+from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
-from envscaler_mcp.report.labels import with_plans
-from envscaler_mcp.report.summary import FinishedRun, RunSummary, summarize_run
+from envscaler_mcp.report.labels import with_plan
+from envscaler_mcp.report.summary import RunSummary, summarize_run, write_summary
 from envscaler_mcp.scenario.titles import shown_title
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -64,32 +69,72 @@ def _environment() -> Environment:
     return env
 
 
-def load_run(path: Path, finished: FinishedRun | None = None) -> tuple[RunDir, Any, list[Any], RunSummary]:
-    """Read a run folder: (run dir, manifest, episode results, summary recomputed from the results); `finished`:
-    what finish_run's reading of it just gave (not read again)."""
+class _Episodes:
+    """A run's episodes in report order (environment, scenario, trial), read from results.jsonl one at a time
+    each time the page iterates them: what is held is one (key, byte offset) per episode, never the records."""
+
+    def __init__(self, run_dir: RunDir, agent: str, index: list[tuple[str, str, int, int]]) -> None:
+        self._run_dir, self._agent = run_dir, agent
+        self._offsets = [offset for *_, offset in sorted(index, key=lambda entry: entry[:3])]
+
+    def __iter__(self) -> Iterator[EpisodeResult]:
+        for offset in self._offsets:
+            yield with_plan(self._run_dir.read_result_at(offset), self._agent)
+
+
+@dataclass
+class LoadedRun:
+    """A run folder as the report needs it: its manifest, its summary and its episodes (read lazily)."""
+
+    manifest: RunManifest
+    summary: RunSummary
+    episodes: Iterable[EpisodeResult]
+
+
+def load_run(path: Path) -> LoadedRun:
+    """Read a run folder in one pass over results.jsonl: the summary recomputed from the results, and an index
+    to read each episode again when the page is written (memory bounded by the longest record)."""
     run_dir = RunDir(path)
-    manifest = finished.manifest if finished else run_dir.read_manifest()
-    results = with_plans(finished.results if finished else run_dir.read_results(), manifest.config.agent)
-    summary = summarize_run(results, manifest)
-    return run_dir, manifest, results, summary
+    manifest = run_dir.read_manifest()
+    index: list[tuple[str, str, int, int]] = []
+
+    def results() -> Iterator[EpisodeResult]:
+        for offset, _, r in run_dir.scan_results():
+            index.append((sys.intern(r.env_id), sys.intern(r.scenario_id), r.trial, offset))
+            yield r
+
+    summary = summarize_run(results(), manifest)
+    return LoadedRun(manifest, summary, _Episodes(run_dir, manifest.config.agent, index))
 
 
-def render_report(path: Path, finished: FinishedRun | None = None) -> str:
-    """The report HTML of the run in `path` (`finished`: the run as read_and_finish just read it)."""
-    _, manifest, results, summary = load_run(path, finished)
-    results = sorted(results, key=lambda r: (r.env_id, r.scenario_id, r.trial))
+def finish_and_load(path: Path) -> LoadedRun:
+    """`finish_run` and `load_run` in one pass over results.jsonl: summary.json written, the run loaded for
+    its report."""
+    run = load_run(path)
+    write_summary(path, run.summary)
+    return run
+
+
+def generate_report(run: LoadedRun) -> Iterator[str]:
+    """The report HTML of a loaded run, piece by piece (an episode's section at a time)."""
+    summary = run.summary
     template = _environment().get_template("report.html.j2")
-    return template.render(
-        manifest=manifest,
+    return template.generate(
+        manifest=run.manifest,
         summary=summary,
-        results=results,
+        results=run.episodes,
         groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env,
     )
 
 
-def write_report(path: Path, out: Path | None = None, *, finished: FinishedRun | None = None) -> Path:
-    """Write RUN_DIR/report.html (or `out`) and return its path (`finished`: the run as read_and_finish just
-    read it, so results.jsonl is not parsed twice)."""
+def render_report(path: Path) -> str:
+    """The report HTML of the run in `path`."""
+    return "".join(generate_report(load_run(path)))
+
+
+def write_report(path: Path, out: Path | None = None, run: LoadedRun | None = None) -> Path:
+    """Write RUN_DIR/report.html (or `out`) as it is rendered, and return its path. `run`: the run already
+    loaded from `path`."""
     target = Path(out) if out else Path(path) / REPORT_FILE
-    atomic_write_text(target, render_report(path, finished))
+    atomic_write_chunks(target, generate_report(run or load_run(path)))
     return target

@@ -17,17 +17,16 @@ LOCAL_PREFIX = "local/"
 
 def with_plans(results: Sequence[EpisodeResult], agent: str) -> list[EpisodeResult]:
     """The results, with a `local/` agent's old reasoning-held labels moved to `plan` (others unchanged)."""
-    if not agent.startswith(LOCAL_PREFIX):
-        return list(results)
-    moved = []
-    for result in results:
-        if any(m.plan for m in result.messages):  # recorded with the field: its reasoning is reasoning
-            moved.append(result)
-            continue
-        messages = [
-            m.model_copy(update={"plan": m.reasoning, "reasoning": None})
-            if m.role == "assistant" and m.reasoning and m.plan is None else m
-            for m in result.messages
-        ]
-        moved.append(result.model_copy(update={"messages": messages}))
-    return moved
+    return [with_plan(result, agent) for result in results]
+
+
+def with_plan(result: EpisodeResult, agent: str) -> EpisodeResult:
+    """One result, with a `local/` agent's old reasoning-held labels moved to `plan` (others unchanged)."""
+    if not agent.startswith(LOCAL_PREFIX) or any(m.plan for m in result.messages):
+        return result  # recorded with the field: its reasoning is reasoning
+    messages = [
+        m.model_copy(update={"plan": m.reasoning, "reasoning": None})
+        if m.role == "assistant" and m.reasoning and m.plan is None else m
+        for m in result.messages
+    ]
+    return result.model_copy(update={"messages": messages})

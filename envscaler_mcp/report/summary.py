@@ -3,11 +3,11 @@ latency, infra errors. Computed from a run folder the harness wrote; printed by 
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable
+from fractions import Fraction
 from pathlib import Path
-from statistics import fmean
-from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -100,69 +100,103 @@ class RunSummary(BaseModel):
     )
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return round(fmean(values), 4) if values else None
+class _Mean:
+    """A mean kept as an exact running sum (a float sum's result depends on its order; this is fmean's)."""
+
+    def __init__(self) -> None:
+        self.total, self.n = Fraction(0), 0
+
+    def add(self, value: float) -> None:
+        self.total += Fraction(value)
+        self.n += 1
+
+    def value(self) -> float | None:
+        return round(float(self.total) / self.n, 4) if self.n else None
 
 
-def summarize_group(name: str, results: Sequence[EpisodeResult], trials: int) -> GroupSummary:
-    """Aggregate one group of episodes."""
-    ran = [r for r in results if r.status != "infra_error"]
-    scored = [r for r in ran if r.score is not None]
-    statuses: dict[str, int] = defaultdict(int)
-    for r in results:
-        statuses[r.status] += 1
-    agg = aggregate(
-        TrialOutcome(env_id=r.env_id, scenario_id=r.scenario_id, score=r.score, success=r.success)
-        for r in scored
-    )
-    agent_usage, user_usage = Usage(), Usage()
-    for r in results:
-        agent_usage, user_usage = agent_usage + r.agent_usage, user_usage + r.user_usage
-    return GroupSummary(
-        name=name,
-        episodes=len(results),
-        scored=len(scored),
-        infra_errors=statuses.get("infra_error", 0),
-        infra_share=round(statuses.get("infra_error", 0) / len(results), 4) if results else None,
-        model_errors=statuses.get("model_error", 0),
-        not_scorable=sum(1 for r in ran if r.score is None),
-        state_check_passed=sum(1 for r in ran if r.state_check == "pass"),
-        state_check_failed=sum(1 for r in ran if r.state_check == "fail"),
-        state_check_not_available=sum(1 for r in ran if r.state_check == "not_available"),
-        observation_passed=sum(1 for r in ran if r.observation.status == "passed"),
-        observation_failed=sum(1 for r in ran if r.observation.status == "failed"),
-        observation_not_applicable=sum(1 for r in ran if r.observation.status == "not_applicable"),
-        status_counts=dict(sorted(statuses.items())),
-        mean_score=agg.mean_score,
-        success_rate=agg.success_rate,
-        pass_at_k=agg.pass_at_k,
-        pass_hat_k=agg.pass_hat_k,
-        mean_steps=_mean([r.steps for r in ran]),
-        mean_tool_calls=_mean([r.tool_calls for r in ran]),
-        mean_latency_s=_mean([r.latency_s for r in ran]),
-        agent_usage=agent_usage,
-        user_usage=user_usage,
-        **_unscored(ran),
-    )
+class _Group:
+    """One group's aggregates, kept as the episodes are read one at a time: counts, sums and, per scored
+    episode, its (scenario, score, success) for pass@k. No episode record is held."""
 
+    def __init__(self, name: str) -> None:
+        self.name, self.episodes = name, 0
+        self.statuses: dict[str, int] = defaultdict(int)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.outcomes: list[tuple[str, str, float | None, bool | None]] = []
+        self.steps, self.tool_calls, self.latency = _Mean(), _Mean(), _Mean()
+        self.agent_usage, self.user_usage = Usage(), Usage()
+        self.why: dict[str, int] = defaultdict(int)
+        self.checks: dict[str, int] = defaultdict(int)
 
-def _unscored(ran: Sequence[EpisodeResult]) -> dict[str, dict[str, int]]:
-    """Why episodes had no score, and which checks could not run, each with its count."""
-    why: dict[str, int] = defaultdict(int)
-    checks: dict[str, int] = defaultdict(int)
-    for r in ran:
+    def add(self, r: EpisodeResult, outcome: tuple[str, str, float | None, bool | None]) -> None:
+        self.episodes += 1
+        self.statuses[r.status] += 1
+        self.agent_usage, self.user_usage = self.agent_usage + r.agent_usage, self.user_usage + r.user_usage
+        if r.status == "infra_error":
+            return
+        self.counts[f"state_{r.state_check}"] += 1
+        self.counts[f"observation_{r.observation.status}"] += 1
+        self.steps.add(r.steps)
+        self.tool_calls.add(r.tool_calls)
+        self.latency.add(r.latency_s)
+        if r.score is not None:
+            self.outcomes.append(outcome)
         lost = [c for c in r.checks if c.status == "not_scorable"]
         for c in lost:
-            checks[f"{c.kind} checks: {c.reason}"] += 1
+            self.checks[f"{c.kind} checks: {c.reason}"] += 1
         if r.score is None:
+            self.counts["not_scorable"] += 1
             reasons = sorted({c.reason for c in lost}) or [
                 "every item already held at the start: nothing to earn" if r.checks else "the scenario's checklist is empty"]
-            why["; ".join(reasons)] += 1
-    return {"not_scorable_why": dict(sorted(why.items())), "unscored_checks": dict(sorted(checks.items()))}
+            self.why["; ".join(reasons)] += 1
+
+    def summary(self) -> GroupSummary:
+        agg = aggregate(TrialOutcome(env_id=e, scenario_id=s, score=score, success=ok)
+                        for e, s, score, ok in self.outcomes)
+        infra, counts = self.statuses.get("infra_error", 0), self.counts
+        return GroupSummary(
+            name=self.name,
+            episodes=self.episodes,
+            scored=len(self.outcomes),
+            infra_errors=infra,
+            infra_share=round(infra / self.episodes, 4) if self.episodes else None,
+            model_errors=self.statuses.get("model_error", 0),
+            not_scorable=counts["not_scorable"],
+            state_check_passed=counts["state_pass"],
+            state_check_failed=counts["state_fail"],
+            state_check_not_available=counts["state_not_available"],
+            observation_passed=counts["observation_passed"],
+            observation_failed=counts["observation_failed"],
+            observation_not_applicable=counts["observation_not_applicable"],
+            status_counts=dict(sorted(self.statuses.items())),
+            mean_score=agg.mean_score,
+            success_rate=agg.success_rate,
+            pass_at_k=agg.pass_at_k,
+            pass_hat_k=agg.pass_hat_k,
+            mean_steps=self.steps.value(),
+            mean_tool_calls=self.tool_calls.value(),
+            mean_latency_s=self.latency.value(),
+            agent_usage=self.agent_usage,
+            user_usage=self.user_usage,
+            not_scorable_why=dict(sorted(self.why.items())),
+            unscored_checks=dict(sorted(self.checks.items())),
+        )
+
+
+def _outcome(r: EpisodeResult) -> tuple[str, str, float | None, bool | None]:
+    return sys.intern(r.env_id), sys.intern(r.scenario_id), r.score, r.success
+
+
+def summarize_group(name: str, results: Iterable[EpisodeResult], trials: int) -> GroupSummary:
+    """Aggregate one group of episodes (read one at a time)."""
+    group = _Group(name)
+    for r in results:
+        group.add(r, _outcome(r))
+    return group.summary()
 
 
 def summarize(
-    results: Sequence[EpisodeResult],
+    results: Iterable[EpisodeResult],
     *,
     run_id: str,
     agent: str,
@@ -172,10 +206,17 @@ def summarize(
     planned: int = 0,
     success_rule: str = "checklist+state+observation",
 ) -> RunSummary:
-    """Summaries per environment and overall."""
-    by_env: dict[str, list[EpisodeResult]] = defaultdict(list)
+    """Summaries per environment and overall, reading the results one at a time: what is held is the
+    aggregates, not the records (a run of any length is summarized in bounded memory)."""
+    overall = _Group("overall")
+    by_env: dict[str, _Group] = {}
     for r in results:
-        by_env[r.env_id].append(r)
+        outcome = _outcome(r)
+        overall.add(r, outcome)
+        group = by_env.get(outcome[0])
+        if group is None:
+            group = by_env[outcome[0]] = _Group(outcome[0])
+        group.add(r, outcome)
     return RunSummary(
         run_id=run_id,
         agent=agent,
@@ -184,12 +225,12 @@ def summarize(
         trials=trials,
         planned=planned,
         success_rule=success_rule,
-        overall=summarize_group("overall", results, trials),
-        per_env=[summarize_group(env, rs, trials) for env, rs in sorted(by_env.items())],
+        overall=overall.summary(),
+        per_env=[group.summary() for _, group in sorted(by_env.items())],
     )
 
 
-def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:
+def summarize_run(results: Iterable[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:
     """Summarize a run's episode results as its manifest describes it (planned episodes by default)."""
     config = manifest.config
     if planned is None:
@@ -208,26 +249,14 @@ def summarize_run(results: Sequence[EpisodeResult], manifest: RunManifest, plann
     return summary
 
 
-class FinishedRun(NamedTuple):
-    """A run folder read once: its manifest, its episode results and their summary (what the HTML report
-    needs too, so `eval` does not read and parse results.jsonl a second time)."""
-
-    manifest: RunManifest
-    results: list[EpisodeResult]
-    summary: RunSummary
-
-
 def finish_run(path: Path) -> RunSummary:
     """Summarize what a run folder's results.jsonl holds (as its run.json plans it), write summary.json
     atomically and return the summary. Works on a finished, interrupted or partial run."""
-    return read_and_finish(path).summary
-
-
-def read_and_finish(path: Path) -> FinishedRun:
-    """finish_run, keeping what it read: the manifest and results, with the summary written."""
     run_dir = RunDir(path)
-    manifest = run_dir.read_manifest()
-    results = run_dir.read_results()
-    summary = summarize_run(results, manifest)
-    atomic_write_json(run_dir.path / SUMMARY_FILE, summary.model_dump(mode="json"))
-    return FinishedRun(manifest, results, summary)
+    return write_summary(path, summarize_run((r for _, _, r in run_dir.scan_results()), run_dir.read_manifest()))
+
+
+def write_summary(path: Path, summary: RunSummary) -> RunSummary:
+    """Write a run folder's summary.json atomically; return the summary."""
+    atomic_write_json(Path(path) / SUMMARY_FILE, summary.model_dump(mode="json"))
+    return summary

@@ -1,5 +1,5 @@
-"""eval's and `report`'s summary and HTML report come from one reading of results.jsonl, and say what reading it
-twice says."""
+"""eval's and `report`'s summary and HTML report come from one pass over results.jsonl (then the page reads each
+episode back by its offset), and say what reading it twice says."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
 from envscaler_mcp.harness.rundir import RunDir
-from envscaler_mcp.report.html import write_report
-from envscaler_mcp.report.summary import finish_run, read_and_finish
+from envscaler_mcp.report.html import finish_and_load, write_report
+from envscaler_mcp.report.summary import finish_run
 from tests.report.runs import make_run
 
 pytestmark = pytest.mark.anyio
@@ -22,13 +22,13 @@ pytestmark = pytest.mark.anyio
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The run folders whose results.jsonl is read from now on."""
     seen: list[Path] = []
-    real = RunDir.read_results
+    real = RunDir.scan_results
 
     def counted(self: RunDir, **kw: Any) -> Any:
         seen.append(self.path)
         return real(self, **kw)
 
-    monkeypatch.setattr(RunDir, "read_results", counted)
+    monkeypatch.setattr(RunDir, "scan_results", counted)
     return seen
 
 
@@ -37,12 +37,12 @@ async def test_summary_and_report_from_one_reading(tmp_path: Path, reads: list[P
     alone = write_report(run, tmp_path / "alone.html").read_text()  # the report reading the run itself
     summary_alone = finish_run(run)
     reads.clear()
-    finished = read_and_finish(run)
-    html = write_report(run, finished=finished).read_text()
-    assert reads == [run]  # results.jsonl parsed once for both
+    (run / "summary.json").unlink()
+    finished = finish_and_load(run)
+    html = write_report(run, run=finished).read_text()
+    assert reads == [run]  # results.jsonl scanned once for both
     assert html == alone
-    assert finished.summary == summary_alone
-    assert len(finished.results) == summary_alone.overall.episodes == 2
+    assert finished.summary == summary_alone and summary_alone.overall.episodes == 2
     assert (run / "summary.json").exists()
 
 
