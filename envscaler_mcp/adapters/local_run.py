@@ -6,9 +6,9 @@ harness's driver code (harness/run.py, the same as for Ray: resume, progress, su
 ran under, 'worker:<pid>/validators' and 'worker:<pid>/server:<env>'); each judged scenario's report line is
 appended to the gate's results file. `--concurrency` is the total: it is shared by the workers.
 
-`auto` (the default) picks as many workers as this machine has CPUs when the work repays their start-up (a worker
+`auto` (the default) picks one worker per CPUS_PER_WORKER CPUs when the work repays their start-up (a worker
 costs about 1 s of CPU to start and adds about 200 MB to the process tree: `auto_workers`), else one (the run
-stays in this process).
+stays in this process). On 2 CPUs that is one: a second worker made eval slower there (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -49,16 +49,20 @@ MAX_LINE_BYTES = 256 << 10
 # about 175-225 MB on the N = 10 catalog (benchmarks/README.md "Local workers"); auto starts no more workers than
 # the memory available now holds at this much each.
 WORKER_MB = 250
+# The CPUs one harness process keeps busy: on the N = 100 catalog the command's process is about a third of the
+# machine's CPU per oracle episode (64 ms, nearly half of it the kernel's: the servers' and validators' forks), so
+# one process already loads 2 CPUs (1.76 busy; two workers: 1.89 busy and 14 % more CPU per episode, slower).
+CPUS_PER_WORKER = 3
 _CPU_SEATS = ("oracle", "mock")  # seats whose work is this machine's CPU (a model behind an API waits instead)
 
 
 def auto_workers(items: int, largest_line: int, concurrency: int, *, cpu_seat: bool = True) -> int:
-    """How many worker processes `--workers auto` runs `items` on: one per CPU (at most `concurrency`, and as many
+    """How many worker processes `--workers auto` runs `items` on: one per CPUS_PER_WORKER CPUs (at most `concurrency`, and as many
     as the available memory holds at WORKER_MB each) when each gets at least MIN_ITEMS_PER_WORKER items, no line is
     over MAX_LINE_BYTES and the work is this machine's CPU."""
     if not cpu_seat or largest_line > MAX_LINE_BYTES:
         return 1
-    return max(1, min(cpu_count(), concurrency, items // MIN_ITEMS_PER_WORKER, available_mb() // WORKER_MB))
+    return max(1, min(-(-cpu_count() // CPUS_PER_WORKER), concurrency, items // MIN_ITEMS_PER_WORKER, available_mb() // WORKER_MB))
 
 
 def available_mb() -> int:

@@ -54,16 +54,19 @@ def test_concurrency_is_the_total_shared_by_the_workers(total: int, workers: int
     assert split_concurrency(total, workers) == shares
 
 
-def test_auto_runs_one_worker_per_cpu_only_where_it_repays(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_runs_a_worker_per_three_cpus_only_where_it_repays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_run, "cpu_count", lambda: 2)
     monkeypatch.setattr(local_run, "available_mb", lambda: 8 * WORKER_MB)
     big = 2 * MIN_ITEMS_PER_WORKER
+    assert auto_workers(100 * big, 1_000, 4) == 1  # one process already keeps 2 CPUs busy
+    monkeypatch.setattr(local_run, "cpu_count", lambda: 6)
     assert auto_workers(big, 1_000, 4) == 2
     assert auto_workers(big - 1, 1_000, 4) == 1  # too small to repay a second worker's start-up
     assert auto_workers(10 * big, MAX_LINE_BYTES + 1, 4) == 1  # large states: a second copy of them would not fit
     assert auto_workers(10 * big, 1_000, 4, cpu_seat=False) == 1  # a model behind an API: the CPU is not the limit
     assert auto_workers(10 * big, 1_000, 1) == 1  # one episode at a time
-    monkeypatch.setattr(local_run, "cpu_count", lambda: 8)
+    monkeypatch.setattr(local_run, "cpu_count", lambda: 24)
+    assert auto_workers(100 * big, 1_000, 8) == 8  # one per 3 CPUs
     assert auto_workers(100 * big, 1_000, 4) == 4  # never more workers than episodes at a time
     monkeypatch.setattr(local_run, "available_mb", lambda: 3 * WORKER_MB - 1)
     assert auto_workers(100 * big, 1_000, 8) == 2  # nor more than the memory available holds
