@@ -107,6 +107,38 @@ def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]]
     return [open_[c][index % len(open_[c])] for c in names[:limit]]
 
 
+def example_items(state: State, limit: int = 2) -> list[str]:
+    """Checklist items in the wanted shape, made of this state's own records, for the prompt to show (a fixed
+    example from another system gets copied by a small model): "Has <collection> <id> <field> '<value>'?", where
+    another record of the collection has that value and this one another (so the item is not true already).
+    Status fields, or other short text fields where no status differs; at most one per collection and `limit`
+    in all."""
+    by_collection: dict[str, list[Anchor]] = {}
+    for anchor in records(state):
+        by_collection.setdefault(anchor.collection, []).append(anchor)
+    for statuses in (True, False):  # other text fields only where no collection has a status that differs
+        found = [item for collection, anchors in by_collection.items()
+                 if (item := _example(collection, anchors, statuses)) is not None]
+        if found:
+            return found[:limit]
+    return []
+
+
+def _example(collection: str, anchors: list[Anchor], statuses: bool) -> str | None:
+    fields = sorted(k for k in {k for a in anchors for k, v in a.record.items() if isinstance(v, str)
+                                and 0 < len(v) <= 40} if (k in ("status", "state")) == statuses)
+    for field in fields:
+        for anchor in anchors:
+            mine = anchor.record.get(field)
+            if not isinstance(mine, str) or mine == anchor.record_id or field == _id_field(anchor):
+                continue
+            other = next((a.record[field] for a in anchors if isinstance(a.record.get(field), str)
+                          and a.record[field] != mine and a.record[field] != a.record_id), None)
+            if other is not None:
+                return f"Has {collection} {anchor.record_id} {field} '{other}'?"
+    return None
+
+
 def _values(arguments: Any) -> Iterable[str]:
     if isinstance(arguments, dict):
         for value in arguments.values():

@@ -19,7 +19,7 @@ from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
-from envscaler_mcp.synth.scen.anchors import Anchor
+from envscaler_mcp.synth.scen.anchors import Anchor, example_items
 from envscaler_mcp.synth.scen.checklist_fix import Collector
 from envscaler_mcp.synth.scen.excerpt import (
     code_and_state_ladder,
@@ -221,6 +221,7 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: S
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
     collector = Collector(state or {}, kept)
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer,
+               "examples": example_items(state or {}) if ctx.steer else [],
                "feedback": collector.request(list(refused)) if kept is not None else ""}
     accept: Callable[[str], list[ChecklistItem]] = collector if ctx.steer else parse_checklist
     return await ask(ctx.generator, "checklist", context, accept, meter=meter, seat="checklist",

@@ -6,6 +6,7 @@ answers drop the item."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import REPEAT_TEMPERATURE, StepFailed, UsageMeter, ask
-from envscaler_mcp.synth.scen.anchors import named_records, records, task_anchors
+from envscaler_mcp.synth.scen.anchors import example_items, named_records, records, task_anchors
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, already_true
 from envscaler_mcp.synth.scen.plan_fix import PLAN_ROUNDS
@@ -105,6 +106,7 @@ async def test_usable_checklist_items_are_kept_across_retries(run: Any, steer: b
         assert [c.description for c in sc.checklist] == [
             "Has order O-2001 been cancelled?", 'Has the note "Cancelled: wrong size" been recorded on order O-2001?']
         assert router.calls["checklist"] == 2 and "A good item names a record" in prompts[0]
+        assert re.search(r"e\.g\.\n\"Has orders \S+ status '", prompts[0]) and "AG-3" not in prompts[0]  # its own
         assert "kept already (do not repeat them): [change] Has order O-2001 been cancelled?" in prompts[1]
         assert "about a tool" in prompts[1] and "give 1 more item(s) only" in prompts[1]
     else:  # each answer alone has one usable item: refused three times, dropped
@@ -261,3 +263,14 @@ async def test_a_model_that_keeps_listing_held_items_falls_back_to_re_marking_th
     assert [c.claims_change for c in sc.checklist] == [True, False, False, False]
     assert router.calls["checklist"] == 2  # one checklist repair, no more
     assert any("re-marked [keep]" in n for n in sc.provenance.notes)
+
+
+def test_the_example_items_are_made_of_the_state_s_own_records() -> None:
+    state = {"tickets": {"T1": {"ticket_id": "T1", "status": "open", "title": "VPN"},
+                         "T2": {"ticket_id": "T2", "status": "closed", "title": "Mail"}},
+             "agents": [{"id": "A1", "status": "active"}, {"id": "A2", "status": "active"}]}
+    # a value another record has, so the item is not true already; agents all alike give none
+    assert example_items(state) == ["Has tickets T1 status 'closed'?"]
+    no_status = {"users": {"U1": {"email": "a@x.example"}, "U2": {"email": "b@x.example"}}}
+    assert example_items(no_status) == ["Has users U1 email 'b@x.example'?"]  # other text fields where no status
+    assert example_items({}) == [] and example_items({"tickets": {"T1": state["tickets"]["T1"]}}) == []
