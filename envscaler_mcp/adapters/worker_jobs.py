@@ -113,7 +113,22 @@ class _Held:
             held[1].set()
 
 
-class EvalJob:
+class _HeldJob:
+    """What both jobs share: an exit stack closed on exit, and the servers held per environment key."""
+
+    def __init__(self) -> None:
+        self._stack = AsyncExitStack()
+        self._held = _Held()
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+                        ) -> None:
+        await self._stack.aclose()
+
+    def release(self, key: str) -> None:
+        self._held.release(key)
+
+
+class EvalJob(_HeldJob):
     """An eval's episodes: `setup` is an environment's plan, an item (scenario id, trial, last)."""
 
     def __init__(self, message: dict[str, Any]) -> None:
@@ -126,8 +141,7 @@ class EvalJob:
         self.agent = seat_for(self.config.agent, role="agent", base_url=self.config.agent_base_url)
         self.user = (seat_for(self.config.user, role="user")
                      if self.config.user and self.config.episode.mode == "conversation" else None)
-        self._stack = AsyncExitStack()
-        self._held = _Held()
+        super().__init__()
 
     async def __aenter__(self) -> EvalJob:
         self.checker = await self._stack.enter_async_context(SandboxChecker(
@@ -138,16 +152,9 @@ class EvalJob:
         await self._stack.enter_async_context(self._held)
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-                        ) -> None:
-        await self._stack.aclose()
-
     def setup(self, key: str, setup: Any) -> None:
         plan = EnvPlan.model_validate(setup)
         self.plans[key] = (plan, {s.id: s for s in plan.scenarios})
-
-    def release(self, key: str) -> None:
-        self._held.release(key)
 
     async def _pool(self, key: str) -> SourcePool:
         plan, _headers = self.plans[key]
@@ -187,7 +194,7 @@ class _Server:
     target: Target
 
 
-class GateJob:
+class GateJob(_HeldJob):
     """The gate's scenarios: `setup` is the server target (an env id or path), an item a scenario (whole, or
     where its line is)."""
 
@@ -196,8 +203,7 @@ class GateJob:
         self.targets: dict[str, str] = {}
         self.references = ReferenceCache(store=ReferenceStore(), reuse=False)
         self.budget = LineBudget()
-        self._stack = AsyncExitStack()
-        self._held = _Held()
+        super().__init__()
 
     async def __aenter__(self) -> GateJob:
         self.sandbox = await self._stack.enter_async_context(
@@ -205,15 +211,8 @@ class GateJob:
         await self._stack.enter_async_context(self._held)
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-                        ) -> None:
-        await self._stack.aclose()
-
     def setup(self, key: str, setup: Any) -> None:
         self.targets[key] = setup["target"]
-
-    def release(self, key: str) -> None:
-        self._held.release(key)
 
     async def prepare(self, key: str) -> None:
         await self._held.get(key, lambda: self._server(key))  # the server starts now
