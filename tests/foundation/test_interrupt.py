@@ -62,3 +62,59 @@ def test_sigterm_outside_a_loop_interrupts_at_once() -> None:
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", program], cwd=Path(__file__).resolve().parents[2], timeout=60)
     assert proc.returncode == 130 and time.monotonic() - started < 25
+
+
+# The first interrupt's cleanup cannot finish, and it has left a thread that does not end (as one blocked reading
+# a child's pipe); the program has a child process of its own.
+STUCK = """
+import subprocess, sys, threading, time, anyio
+from envscaler_mcp import _interrupt
+_interrupt.install()
+child = subprocess.Popen(["sleep", "600"])
+async def main():
+    print(child.pid, flush=True)
+    try:
+        await anyio.sleep(600)
+    finally:
+        threading.Thread(target=time.sleep, args=(600,)).start()
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(600)
+try:
+    _interrupt.run(main)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_interrupt_stops_at_once_with_its_children(signum: int) -> None:
+    """`kill PID; kill PID` (or Ctrl-C twice) while the first one's cleanup is stuck: the process exits 130 at
+    once and its child process is gone, instead of raising KeyboardInterrupt inside the loop and waiting for the
+    stuck thread at exit."""
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).resolve().parents[2],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    try:
+        proc.send_signal(signum)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the first interrupt ended the program: its cleanup was not stuck"
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("still running 30 s after the second interrupt")
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "interrupted again" in err, err
+    deadline = time.monotonic() + 10
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(child)
