@@ -243,7 +243,9 @@ class ValidatorSandbox:
         `initial_state`, in as few requests as the limits allow and each request in one batch process: the QA
         gate's states of one scenario (the initial one, the reference's, wrong solutions', mutations), judged by
         that scenario's validators, whose checks share a process as one episode's do. Never for trials of
-        different agents (`run`: a batch process each). One list of results per probe, in order."""
+        different agents (`run`: a batch process each). One list of results per probe, in order. A batch that
+        changed its worker's own limits is charged to the probe its batch process started with (its checks fail
+        with the reason), the others asked again on a fresh worker, as for trials."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run_probes called outside `async with ValidatorSandbox(...)`")
         sorted_ = [_sorted(items, transcript) for items, _, transcript in probes]
