@@ -3,7 +3,9 @@
 Each run is the command in a process of its own (`python -c` that calls the CLI in-process), the trees taking
 turns run by run so that the machine's load weighs on all alike. Reported per scenario: the CPU time of the
 gate's own process (getrusage SELF, its start-up included) and of everything it waited for (the servers, the
-server zygote and the validator sandbox: getrusage CHILDREN), and the wall time. Each run's `--json` output is
+server zygote and the validator sandbox: getrusage CHILDREN), and the wall time. Run as root where the
+cgroup-v1 cpuacct controller is mounted, each run is also charged to a cpuacct group of its own: the whole
+tree's CPU (user and system), forks reaped by namespace PID 1s included, which getrusage misses. Each run's `--json` output is
 kept, and every tree's verdicts (each scenario's pass/fail and every step's status and reasons) are compared
 with the first tree's: the script says which scenarios differ.
 
@@ -55,17 +57,47 @@ def verdicts(text: str) -> dict[str, Any]:
     return out
 
 
-def run_once(tree: Path, home: Path, cache: Path, extra: list[str], out: Path) -> dict[str, float]:
+_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def cgroup_usable() -> bool:
+    """The cgroup-v1 cpuacct controller is mounted and this process may make groups in it (root)."""
+    return (_CPUACCT / "cpuacct.usage").exists() and os.access(_CPUACCT, os.W_OK)
+
+
+def in_cgroup(cmd: list[str], name: str) -> tuple[list[str], Path]:
+    """`cmd` run in a cpuacct group of its own: its whole process tree is charged there (forks, namespaced
+    children and the kernel's time for them included, which getrusage misses)."""
+    group = _CPUACCT / name
+    group.mkdir(exist_ok=True)
+    return ["bash", "-c", f'echo $$ > {group}/tasks && exec "$@"', "cgroup", *cmd], group
+
+
+def cgroup_cpu(group: Path) -> dict[str, float]:
+    """Seconds of CPU of everything that ran in `group` (total, user, system), then the group removed."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = dict(line.split() for line in (group / "cpuacct.stat").read_text().splitlines())
+    out = {"tree": int((group / "cpuacct.usage").read_text()) / 1e9, "tree_user": int(stat["user"]) / ticks,
+           "tree_system": int(stat["system"]) / ticks}
+    group.rmdir()
+    return out
+
+
+def run_once(tree: Path, home: Path, cache: Path, extra: list[str], out: Path, cgroup: bool) -> dict[str, float]:
     usage = out.with_suffix(".usage.json")
     env = {**os.environ, "PYTHONPATH": str(tree), "ENVSCALER_MCP_CACHE": str(cache), "COLUMNS": "200"}
     env.pop("ENVSCALER_MCP_HOME", None)
     cmd = [sys.executable, "-c", _CHILD, str(usage), "scenarios", "check", "--home", str(home), "--json", *extra]
+    group = None
+    if cgroup:
+        cmd, group = in_cgroup(cmd, f"gate_cpu_bench_{os.getpid()}_{out.stem.replace('.', '_')}")
     start = time.perf_counter()
     with out.open("wb") as stdout:
         subprocess.run(cmd, env=env, stdout=stdout, stderr=subprocess.DEVNULL, check=False, cwd=tree)
     wall = time.perf_counter() - start
     measured = json.loads(usage.read_text())
-    return {"wall": wall, "self": measured["self"], "children": measured["children"], "exit": measured["exit"]}
+    row = {"wall": wall, "self": measured["self"], "children": measured["children"], "exit": measured["exit"]}
+    return {**row, **(cgroup_cpu(group) if group is not None else {})}
 
 
 def main() -> None:
@@ -82,10 +114,14 @@ def main() -> None:
     rows: dict[str, list[dict[str, float]]] = {label: [] for label, _ in trees}
     first: dict[str, Any] | None = None
     n = 0
+    cgroup = cgroup_usable()
+    if not cgroup:
+        print("note: no writable cgroup-v1 cpuacct controller (root and /sys/fs/cgroup/cpuacct needed): only "
+              "getrusage's columns, which miss processes reaped by namespace PID 1s", flush=True)
     for run in range(args.runs):
         for label, tree in trees:
             out = args.out / f"{label}.{run}.json"
-            row = run_once(tree, args.home, args.cache, args.extra, out)
+            row = run_once(tree, args.home, args.cache, args.extra, out, cgroup)
             got = verdicts(out.read_text())
             n = len(got)
             if first is None:
@@ -103,6 +139,11 @@ def main() -> None:
     cells = [" / ".join(f"{1000 * (r['self'] + r['children']) / n:.0f}" for r in rows[label]) + " ms"
              for label, _ in trees]
     print("| in all | " + " | ".join(cells) + " |")
+    if cgroup:
+        for key, name in (("tree", "the whole tree (cpuacct)"), ("tree_user", "of which user"),
+                          ("tree_system", "of which system")):
+            cells = [" / ".join(f"{1000 * r[key] / n:.0f}" for r in rows[label]) + " ms" for label, _ in trees]
+            print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,10 @@ For one scenario, `check_scenario` verifies, in order:
 8. wrong probes    - with mutation: plausible wrong solutions built from the reference (plus one harmful extra
                      call, without its last state-changing call) fail the scoring (qa.wrong_probes).
 
+The validators of steps 1, 2, 4 and 5 run after the replays, on all those states in one sandbox request (one
+batch process: ValidatorSandbox.run_probes), and the probes of steps 6 and 7 likewise; each state gets the
+verdicts it would get alone.
+
 The report says which step failed and why, item by item, so the scenario generator can repair and retry.
 """
 
@@ -46,8 +50,9 @@ from envscaler_mcp.qa.transcript import EMPTY_TRANSCRIPT, answer_probes, referen
 from envscaler_mcp.qa.wrong import (
     WrongSolution,
     WrongSolutionResult,
-    check_wrong_solutions,
     given_wrong_solutions,
+    judge_wrong,
+    replay_wrong_solutions,
 )
 from envscaler_mcp.qa.wrong_probes import WrongProbeReport, wrong_probe_check
 from envscaler_mcp.references.reference import Reference, ReferenceCache
@@ -56,7 +61,7 @@ from envscaler_mcp.references.replay import (
     ReplayCall,
 )
 from envscaler_mcp.sandbox.results import CheckResult
-from envscaler_mcp.sandbox.validators import ValidatorSandbox
+from envscaler_mcp.sandbox.validators import ProbeRun, ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario
 from envscaler_mcp.scenario.titles import shown_title
 from envscaler_mcp.skeleton.models import FreeField
@@ -121,23 +126,26 @@ def _errors(results: list[CheckResult], where: str) -> list[str]:
     return [f"{r.item_id} on the {where} state: {r.reason}" for r in results if r.reason is not None]
 
 
-async def _results_at_turns(scenario: Scenario, reference: Reference | None, sandbox: ValidatorSandbox,
-                            final_state: State, transcript: JSONObject) -> list[CheckResult]:
+def _final_probes(scenario: Scenario, reference: Reference | None, final_state: State,
+                  transcript: JSONObject) -> list[ProbeRun]:
     """The validators after the reference solution: an item a turn of a multi-turn scenario names is run on the
-    reference's state at that turn's end, every other item on the final state."""
+    reference's state at that turn's end, every other item on the final state (one probe per state)."""
     at = scenario.item_turn()
     states = reference.turn_states if reference is not None else []
     early = {item: turn for item, turn in at.items() if turn < len(states)}
     if not early:
-        return await sandbox.run(scenario.checklist, scenario.initial_state, final_state, transcript)
-    results: dict[str, CheckResult] = {}
+        return [(scenario.checklist, final_state, transcript)]
     groups: dict[int, list[ChecklistItem]] = {}
     for item in scenario.checklist:
         groups.setdefault(early.get(item.id, -1), []).append(item)
-    for turn, items in groups.items():
-        state = final_state if turn < 0 else states[turn]
-        for result in await sandbox.run(items, scenario.initial_state, state, transcript):
-            results[result.item_id] = result
+    return [(items, final_state if turn < 0 else states[turn], transcript) for turn, items in groups.items()]
+
+
+def _in_order(scenario: Scenario, groups: list[list[CheckResult]]) -> list[CheckResult]:
+    """The final probes' results (`_final_probes`) one per checklist item, in its order."""
+    if len(groups) == 1:
+        return groups[0]
+    results = {result.item_id: result for group in groups for result in group}
     return [results[item.id] for item in scenario.checklist]
 
 
@@ -165,22 +173,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         validator_problems.append("the checklist is empty")
     validator_problems += [f"{c.id} has no validator" for c in items if not (c.validator or "").strip()]
 
-    # 1. validators (collected along the way) and 2. initial-false
-    initial_reasons: list[str] = []
-    if items:
-        report.initial_results = await sandbox.run(items, scenario.initial_state, scenario.initial_state,
-                                                   EMPTY_TRANSCRIPT)
-        validator_problems += _errors(report.initial_results, "initial")
-        if all(r.passed for r in report.initial_results):
-            initial_reasons.append("every validator is already True on the initial state")
-        initial_reasons += [f"{c.id} claims a change but is already True on the initial state"
-                            for c, r in zip(items, report.initial_results, strict=True)
-                            if c.kind == "state" and c.claims_change and r.passed]
-        initial_reasons += _empty_transcript_reasons(scenario, report.initial_results)
-    else:
-        initial_reasons.append("no validators to run")
-
-    # 3. replay (twice: it also gives the reference final state of the state check)
+    # 3. replay (twice: it also gives the reference final state of the state check), and the wrong solutions' (5)
     replay_status: StepStatus = "pass"
     replay_reasons: list[str] = []
     reference: Reference | None = None
@@ -201,14 +194,39 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
             replay_reasons += [f"the state check is not available: {reference.reason}"] if reference.reason else []
             replay_reasons += [f"{p} differs between two replays, so it is free for the state check"
                                for p, _ in reference.nondeterministic]
+    wrong = await replay_wrong_solutions(scenario, [*given_wrong_solutions(scenario), *wrong_solutions],
+                                         episode_factory, convention)
+
+    # The validators on every state so far, in one request: the initial state (1, 2), the reference's (4) and
+    # the wrong solutions' (5).
+    probes: list[ProbeRun] = [(items, scenario.initial_state, EMPTY_TRANSCRIPT)] if items else []
+    finals: list[ProbeRun] = []
+    if report.final_state is not None and items:
+        report.transcript = reference_transcript(scenario, report.replay, convention)
+        finals = _final_probes(scenario, reference, report.final_state, report.transcript)
+    judged = [(result, final) for result, final, _ in wrong]
+    results = await sandbox.run_probes(scenario.initial_state, [
+        *probes, *finals, *((items, final, transcript) for _, final, transcript in wrong if final is not None)])
+
+    # 1. validators (collected along the way) and 2. initial-false
+    initial_reasons: list[str] = []
+    if items:
+        report.initial_results = results[0]
+        validator_problems += _errors(report.initial_results, "initial")
+        if all(r.passed for r in report.initial_results):
+            initial_reasons.append("every validator is already True on the initial state")
+        initial_reasons += [f"{c.id} claims a change but is already True on the initial state"
+                            for c, r in zip(items, report.initial_results, strict=True)
+                            if c.kind == "state" and c.claims_change and r.passed]
+        initial_reasons += _empty_transcript_reasons(scenario, report.initial_results)
+    else:
+        initial_reasons.append("no validators to run")
 
     # 4. final-true
     final_status: StepStatus = "skip"
     final_reasons: list[str] = []
-    if report.final_state is not None and items:
-        report.transcript = reference_transcript(scenario, report.replay, convention)
-        report.final_results = await _results_at_turns(scenario, reference, sandbox, report.final_state,
-                                                       report.transcript)
+    if finals:
+        report.final_results = _in_order(scenario, results[len(probes):len(probes) + len(finals)])
         validator_problems += _errors(report.final_results, "final")
         final_reasons = [f"{r.item_id} is not True after the reference solution"
                          + (f" ({r.reason})" if r.reason else "") for r in report.final_results if not r.passed]
@@ -225,9 +243,10 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="consistency", status="fail" if consistency else "pass", reasons=consistency))
 
     # 5. wrong solutions (only when there are any)
-    wrong = [*given_wrong_solutions(scenario), *wrong_solutions]
     if wrong:
-        report.wrong_solutions = await check_wrong_solutions(scenario, wrong, episode_factory, sandbox, convention)
+        checks = iter(results[len(probes) + len(finals):])
+        report.wrong_solutions = [result if final is None else judge_wrong(result, next(checks))
+                                  for result, final in judged]
         wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
         add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
 

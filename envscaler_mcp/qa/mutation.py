@@ -34,6 +34,8 @@ from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario
 
 _MAX_PROBES = 250
+_TOGETHER = 64  # probed states judged in one sandbox request (ValidatorSandbox.run_probes)
+_TOGETHER_BYTES = 4 << 20  # and their JSON text at most (each is held parsed meanwhile)
 _COLLATERAL_FIELDS = 3  # field changes copied to another record, per dict of records
 
 
@@ -119,9 +121,9 @@ def _leaves(value: Any, path: list[PathPart]) -> list[tuple[list[PathPart], Any]
     return [(path, value)]
 
 
-def _edit(state: Any, path: list[PathPart], how: str, value: Any = None) -> Any:
-    """A copy of `state` with the value at `path` set, deleted or inserted."""
-    copy = json.loads(json.dumps(state))
+def _edit(text: str, path: list[PathPart], how: str, value: Any = None) -> Any:
+    """A copy of the state whose JSON is `text`, with the value at `path` set, deleted or inserted."""
+    copy = json.loads(text)
     parent = copy
     for part in path[:-1]:
         parent = parent[part]
@@ -226,9 +228,7 @@ async def mutation_check(scenario: Scenario, final_state: State, sandbox: Valida
     """
     items = scenario.checklist
     report = MutationReport()
-    baseline = await sandbox.run(items, scenario.initial_state, final_state, transcript)
-    report.baseline_failures = [r.item_id for r in baseline if not r.passed]
-    if report.baseline_failures or not items:
+    if not items:
         return report
     free = reference.free if reference is not None else None
     state_check = reference.check(final_state) if reference is not None and not validators_only else None
@@ -246,15 +246,26 @@ async def mutation_check(scenario: Scenario, final_state: State, sandbox: Valida
         plan += [(step, True) for step in _collateral_plan(scenario.initial_state, final_state)]
     if len(plan) > _MAX_PROBES:
         plan, report.truncated = plan[:_MAX_PROBES], True
-    for (path, description, how, value), collateral in plan:
-        probed = _edit(final_state, path, how, value)
-        results = await sandbox.run(items, scenario.initial_state, probed, transcript)
-        probe = Probe(path=format_path(path), mutation=description, collateral=collateral,
-                      caught_by=[r.item_id for r in results if not r.passed])
-        if use_state and reference is not None:
-            verdict = reference.check(probed)
-            probe.unexpected = [c.describe() for c in verdict.changes[:3]]
-        if not probe.caught and free is not None and free.reason(path) is not None:
-            probe.skipped = free.reason(path)
-        report.probes.append(probe)
+    text = json.dumps(final_state)
+    # The probed states a few at a time (each is a copy of the final state), each batch in one sandbox request
+    # (one batch process), the first with the final state itself: the baseline, which every probe needs.
+    size = max(1, min(_TOGETHER, _TOGETHER_BYTES // max(1, len(text))))
+    for start in range(0, max(1, len(plan)), size):
+        part = plan[start:start + size]
+        probed = [_edit(text, path, how, value) for (path, _, how, value), _ in part]
+        judged = await sandbox.run_probes(scenario.initial_state, [
+            *([(items, final_state, transcript)] if start == 0 else []), *((items, p, transcript) for p in probed)])
+        if start == 0:
+            failures = [r.item_id for r in judged.pop(0) if not r.passed]
+            if failures:  # nothing else is reported on a final state the checklist refuses
+                return MutationReport(baseline_failures=failures)
+        for ((path, description, _, _), collateral), state, results in zip(part, probed, judged, strict=True):
+            probe = Probe(path=format_path(path), mutation=description, collateral=collateral,
+                          caught_by=[r.item_id for r in results if not r.passed])
+            if use_state and reference is not None:
+                verdict = reference.check(state)
+                probe.unexpected = [c.describe() for c in verdict.changes[:3]]
+            if not probe.caught and free is not None and free.reason(path) is not None:
+                probe.skipped = free.reason(path)
+            report.probes.append(probe)
     return report

@@ -87,10 +87,9 @@ async def answer_probes(scenario: Scenario, transcript: dict[str, Any], final_st
         return [], False
     variants = _variants(answer)
     truncated = len(variants) > _MAX_PROBES
-    probes = []
-    for description, changed in variants[:_MAX_PROBES]:
-        results = await sandbox.run(items, scenario.initial_state, final_state,
-                                    {**transcript, "answer": changed, "told_user": [changed] if changed else []})
-        probes.append(Probe(path="answer", mutation=description,
-                            caught_by=[r.item_id for r in results if not r.passed]))
-    return probes, truncated
+    variants = variants[:_MAX_PROBES]
+    judged = await sandbox.run_probes(scenario.initial_state, [
+        (items, final_state, {**transcript, "answer": changed, "told_user": [changed] if changed else []})
+        for _, changed in variants])
+    return [Probe(path="answer", mutation=description, caught_by=[r.item_id for r in results if not r.passed])
+            for (description, _), results in zip(variants, judged, strict=True)], truncated

@@ -170,15 +170,16 @@ async def harmful_extra_call(scenario: Scenario, factory: EpisodeFactory, conven
                      "state-changing calls succeeded and changed the state")
 
 
-async def _judge(probe: WrongProbe, scenario: Scenario, sandbox: ValidatorSandbox, reference: Reference | None,
-                 final: State, calls: Sequence[ToolCall]) -> WrongProbe:
-    # Transcript items read the probe's calls followed by the reference answer (the wrong thing done, the right
-    # thing said).
-    results = await sandbox.run(scenario.checklist, scenario.initial_state, final, calls_transcript(scenario, calls))
-    probe.caught_by = [r.item_id for r in results if not r.passed]
-    if reference is not None:
-        probe.unexpected = [c.describe() for c in reference.check(final).changes[:3]]
-    return probe
+async def _judge(judged: Sequence[tuple[WrongProbe, State, Sequence[ToolCall]]], scenario: Scenario,
+                 sandbox: ValidatorSandbox, reference: Reference | None) -> None:
+    """Every probe's final state judged in one sandbox request; transcript items read the probe's calls followed by
+    the reference answer (the wrong thing done, the right thing said)."""
+    results = await sandbox.run_probes(scenario.initial_state, [
+        (scenario.checklist, final, calls_transcript(scenario, calls)) for _, final, calls in judged])
+    for (probe, final, _), checks in zip(judged, results, strict=True):
+        probe.caught_by = [r.item_id for r in checks if not r.passed]
+        if reference is not None:
+            probe.unexpected = [c.describe() for c in reference.check(final).changes[:3]]
 
 
 async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory, sandbox: ValidatorSandbox,
@@ -186,15 +187,16 @@ async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory,
                                convention: str = DEFAULT_CONVENTION) -> WrongProbeReport:
     """Run the wrong-solution probes of one scenario (see the module docstring); `extra` adds given ones."""
     report = WrongProbeReport()
+    judged: list[tuple[WrongProbe, State, Sequence[ToolCall]]] = []  # judged together at the end
     extra_call = await harmful_extra_call(scenario, episode_factory, convention)
     changing = extra_call.changing
     probe = WrongProbe(kind="extra_call", description=extra_call.description)
+    report.probes.append(probe)
     if extra_call.final_state is None:
         probe.skipped = extra_call.description
-        report.probes.append(probe)
     else:
-        calls = [*scenario.reference_solution, *([extra_call.call] if extra_call.call else [])]
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, extra_call.final_state, calls))
+        judged.append((probe, extra_call.final_state,
+                       [*scenario.reference_solution, *([extra_call.call] if extra_call.call else [])]))
     if changing:
         last = changing[-1]
         call = scenario.reference_solution[last]
@@ -202,13 +204,14 @@ async def wrong_probe_check(scenario: Scenario, episode_factory: EpisodeFactory,
                            description=f"the reference solution without its last state-changing call, {call.tool} "
                                        f"(call {last + 1})")
         calls = [c for n, c in enumerate(scenario.reference_solution) if n != last]
-        final = await _replay_allowing_failures(episode_factory, scenario.initial_state, calls)
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, final, calls))
+        report.probes.append(probe)
+        judged.append((probe, await _replay_allowing_failures(episode_factory, scenario.initial_state, calls), calls))
     else:
         report.probes.append(WrongProbe(kind="without_last_change", description="",
                                         skipped="the reference solution changes nothing"))
     for n, given in enumerate(extra, start=1):
         probe = WrongProbe(kind="given", description=f"given wrong solution {n} ({len(given)} calls)")
-        final = await _replay_allowing_failures(episode_factory, scenario.initial_state, given)
-        report.probes.append(await _judge(probe, scenario, sandbox, reference, final, given))
+        report.probes.append(probe)
+        judged.append((probe, await _replay_allowing_failures(episode_factory, scenario.initial_state, given), given))
+    await _judge(judged, scenario, sandbox, reference)
     return report

@@ -1,5 +1,6 @@
 """The zygote's loop: one forked batch process per request (per trial when a request carries several trials of
-a scenario: each is judged on a fresh interpreter), its answers relayed, its life watched.
+a scenario: each is judged on a fresh interpreter; one for all of them when the request says "together"), its
+answers relayed, its life watched.
 
 How a batch ends, and whose fault it is (the rule the sandbox documents):
 
@@ -26,6 +27,7 @@ from typing import Any, BinaryIO
 
 from envscaler_mcp.isolation import confine_validators as confine
 from envscaler_mcp.isolation import namespaces
+from envscaler_mcp.sandbox.restrict import interpreter_state
 from envscaler_mcp.sandbox.runner import (
     MAX_EVIDENCE,
     MAX_REASON,
@@ -43,6 +45,7 @@ _STALL_CPU_SHARE = 0.05  # a batch process that used less of the CPU than this w
 _PARSE_RATE = 20e6  # bytes of state JSON per second, pessimistic: time allowed for parsing before a check
 _SETUP_FAILED = 70  # exit code of a batch process that could not confine itself
 _TAMPERED = 71  # exit code of a batch process whose last answered check changed its limits: go on in a fresh one
+_FRESH = 72  # exit code of a batch of probe states whose last probe changed the interpreter: go on in a fresh one
 _MALFORMED = "the batch process wrote a malformed answer"
 # Initial states kept parsed for later batches of the same scenario (trials, the gate's probes): a few small
 # ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
@@ -92,6 +95,7 @@ class Zygote:
         self._recent: dict[bytes, Pristine] = {}  # initial-state text -> parsed (_RECENT_STATES, _RECENT_BYTES)
         self._outbox: list[dict[str, Any]] = []
         self._limits = limits_now("RLIMIT_CPU")  # what the zygote set itself; only a batch process could change it
+        self._interpreter = interpreter_state(runner.views)  # what each batch process starts with
         for sig in (signal.SIGALRM, signal.SIGPROF):  # the zygote has no handler a batch could trigger
             signal.signal(sig, signal.SIG_IGN)
 
@@ -114,7 +118,11 @@ class Zygote:
             try:
                 # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
                 # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
-                for trial in _by_episode(pending):
+                # A request of probe states ("together": the QA gate's states of one scenario, judged by the
+                # same validators) runs them in one batch process while no probe's checks change what the
+                # next would see of the interpreter (restrict.interpreter_state); a probe after one that did
+                # goes on in a fresh batch process, so every probe gets the verdicts it gets alone.
+                for trial in [pending] if request.get("together") else _by_episode(pending):
                     while trial:
                         trial = self._batch(request, trial)
             except _Fault as fault:
@@ -187,7 +195,11 @@ class Zygote:
             last_use = {id(argument): k for k, argument in enumerate(arguments)}
             # the last check that names `initial_state` (only those get it): after it the state need not be kept
             last_initial = max((k for k, check in enumerate(pending) if check["prepared"][2]), default=-1)
+            together = bool(request.get("together"))
             for k, check in enumerate(pending):
+                if together and k and check.get("e", 0) != pending[k - 1].get("e", 0) \
+                        and interpreter_state(self.runner.views) != self._interpreter:
+                    os._exit(_FRESH)  # the last probe's checks changed the interpreter: the next probe's see none
                 keep = (last_initial > k, last_use[id(arguments[k])] > k)
                 answer = self.runner.run_check(check["prepared"], initial, arguments[k], timeout_s, keep,
                                                kind=str(check.get("kind", "state")))
@@ -328,6 +340,8 @@ class Zygote:
             raise _Fault("the batch process could not apply its isolation layers")
         elif os.WEXITSTATUS(status) == _TAMPERED and answered:
             return pending[done:]  # the check that changed the process was charged in its answer
+        elif os.WEXITSTATUS(status) == _FRESH and answered:
+            return pending[done:]  # the next probe's checks, on a fresh interpreter
         else:
             reason = f"the validator ended its process (exit code {os.WEXITSTATUS(status)})"
         self._send(_answer(index, reason))

@@ -8,8 +8,10 @@ a socket or a process, or reach another scenario's checks.
 
 from __future__ import annotations
 
+import abc
 import ast
 import builtins
+import decimal
 import importlib
 import operator
 import types
@@ -128,6 +130,25 @@ def build_module_views() -> dict[str, types.ModuleType]:
     for name in sorted(ALLOWED_MODULES, key=lambda n: -n.count(".")):  # submodules first
         views[name] = _module_view(name, views)
     return views
+
+
+def interpreter_state(views: dict[str, types.ModuleType]) -> tuple[Any, ...]:
+    """What checks share in a batch process besides their states, as identities and settings: each view's
+    members, each class's attributes and each ABC's registered classes among them, the contents of mutable
+    members, and the decimal contexts. Equal before and after some checks: those checks changed none of it, so
+    a later check sees the interpreter a fresh batch process would give it (ValidatorSandbox.run_probes)."""
+    parts: list[Any] = []
+    for name, view in views.items():
+        for attr, value in vars(view).items():
+            parts.append((name, attr, id(value)))
+            if isinstance(value, type):
+                parts.append(tuple((k, id(v)) for k, v in vars(value).items()))
+                if isinstance(value, abc.ABCMeta):
+                    parts.append(frozenset(id(ref()) for ref in abc._get_dump(value)[0]))  # type: ignore[attr-defined]
+            elif isinstance(value, list | dict | set):
+                parts.append(tuple(map(id, value)))
+    contexts = (decimal.getcontext(), decimal.DefaultContext, decimal.BasicContext, decimal.ExtendedContext)
+    return (*parts, *map(repr, contexts))
 
 
 def make_builtins(views: dict[str, types.ModuleType]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from envscaler_mcp.sandbox.process import Answer, Worker, WorkerFault
 from envscaler_mcp.sandbox.results import CheckResult
 
 _MAX_TRIALS = 16  # trials of one scenario sent in one request (the worker takes up to 64)
+_MAX_TOGETHER = 64  # probe states of one scenario in one request (run_probes; the worker's most)
 _TRIAL_SHARE = 40  # a request's final states and transcripts: at most 1/40 of the memory limit (12.8 MB of 512)
 _MIN_CHUNK = 8  # fewer checks than this per worker are not worth a second batch process and state parse
 # States of more than this between them go to one batch whatever the checks: each batch process parses them
@@ -58,7 +59,40 @@ class CheckItem(Protocol):
     # Optional: `kind` ("state" by default, or "transcript"), read with getattr.
 
 
+ProbeRun = tuple[Sequence[CheckItem], State | None, JSONObject | None]
+"""One probe of `ValidatorSandbox.run_probes`: the items to run, the final state, the transcript."""
+
+
 Answers = dict[int, Answer]
+
+
+def _sorted(items: Sequence[CheckItem], transcript: JSONObject | None
+            ) -> tuple[list[CheckResult | None], list[tuple[int, str, str]]]:
+    """The results known without running anything (no validator; a transcript item without a transcript), and
+    the items to run: (index, validator, kind)."""
+    results: list[CheckResult | None] = [None] * len(items)
+    runnable: list[tuple[int, str, str]] = []
+    for i, item in enumerate(items):
+        kind = getattr(item, "kind", "state")
+        if item.validator is None or not item.validator.strip():
+            results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
+                                     reason="the checklist item has no validator")
+        elif kind == "transcript" and transcript is None:
+            results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
+                                     reason="a transcript check needs a transcript, and none was given")
+        else:
+            runnable.append((i, item.validator, kind))
+    return results, runnable
+
+
+def _answered(items: Sequence[CheckItem], results: list[CheckResult | None], answers: Answers) -> list[CheckResult]:
+    """One result per item: those known beforehand, else the worker's answer."""
+    for i, item in enumerate(items):
+        if results[i] is None:
+            passed, reason, duration, evidence = answers[i]
+            results[i] = CheckResult(item_id=item.id, description=item.description, passed=passed,
+                                     reason=reason, duration_s=duration, evidence=evidence)
+    return [r for r in results if r is not None]
 
 
 class _Trials:
@@ -174,18 +208,7 @@ class ValidatorSandbox:
         Raises SandboxFault when a worker failed twice in a row through no fault of the validators."""
         if self._idle_recv is None:
             raise ValidatorError("ValidatorSandbox.run called outside `async with ValidatorSandbox(...)`")
-        results: list[CheckResult | None] = [None] * len(items)
-        runnable: list[tuple[int, str, str]] = []
-        for i, item in enumerate(items):
-            kind = getattr(item, "kind", "state")
-            if item.validator is None or not item.validator.strip():
-                results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
-                                         reason="the checklist item has no validator")
-            elif kind == "transcript" and transcript is None:
-                results[i] = CheckResult(item_id=item.id, description=item.description, passed=False,
-                                         reason="a transcript check needs a transcript, and none was given")
-            else:
-                runnable.append((i, item.validator, kind))
+        results, runnable = _sorted(items, transcript)
         try:
             texts = [initial_state, final_state]
             if any(kind == "transcript" for _, _, kind in runnable):
@@ -213,12 +236,53 @@ class ValidatorSandbox:
                     tg.start_soon(self._run_chunk, runnable[k:k + size], states, answers, failures)
             if failures:
                 raise failures[0]
-        for i, item in enumerate(items):
-            if results[i] is None:
-                passed, reason, duration, evidence = answers[i]
-                results[i] = CheckResult(item_id=item.id, description=item.description, passed=passed,
-                                         reason=reason, duration_s=duration, evidence=evidence)
-        return [r for r in results if r is not None]
+        return _answered(items, results, answers)
+
+    async def run_probes(self, initial_state: State, probes: Sequence[ProbeRun]) -> list[list[CheckResult]]:
+        """Run each probe's items (ProbeRun: items, final state, transcript) as `run` would, all on the same
+        `initial_state`, in as few requests as the limits allow and each request in one batch process: the QA
+        gate's states of one scenario (the initial one, the reference's, wrong solutions', mutations), judged by
+        that scenario's validators, whose checks share a process as one episode's do. Never for trials of
+        different agents (`run`: a batch process each). One list of results per probe, in order. A batch that
+        changed its worker's own limits is charged to the probe its batch process started with (its checks fail
+        with the reason), the others asked again on a fresh worker, as for trials."""
+        if self._idle_recv is None:
+            raise ValidatorError("ValidatorSandbox.run_probes called outside `async with ValidatorSandbox(...)`")
+        sorted_ = [_sorted(items, transcript) for items, _, transcript in probes]
+        stride = max((len(items) for items, _, _ in probes), default=0)
+        with_transcripts = any(kind == "transcript" for _, runnable in sorted_ for _, _, kind in runnable)
+        try:
+            initial = self._encoded.encode(initial_state)
+            texts = [(initial if final is initial_state else encode_json(final),
+                      *([encode_json(transcript)] if with_transcripts else []))
+                     for (_, final, transcript), (_, runnable) in zip(probes, sorted_, strict=True) if runnable]
+        except (TypeError, ValueError) as exc:
+            raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
+        placed = [(p, [(p * stride + i, source, kind) for i, source, kind in runnable])
+                  for p, (_, runnable) in enumerate(sorted_) if runnable]
+        answers: Answers = {}
+        chunk: list[int] = []
+        for n in range(len(placed) + 1):  # requests of at most _MAX_TOGETHER probes and _trial_bytes of states
+            size = sum(len(t) for k in chunk for t in texts[k])
+            if chunk and (n == len(placed) or len(chunk) == _MAX_TOGETHER
+                          or size + sum(map(len, texts[n])) > self._trial_bytes):
+                answers.update(await self._ask(partial(self._together, [placed[k] for k in chunk],
+                                                       [texts[k] for k in chunk], initial)))
+                chunk = []
+            chunk.append(n)
+        return [_answered(items, results, {i - p * stride: a for i, a in answers.items()
+                                           if p * stride <= i < (p + 1) * stride})
+                for p, ((items, _, _), (results, _)) in enumerate(zip(probes, sorted_, strict=True))]
+
+    def _together(self, placed: list[tuple[int, list[tuple[int, str, str]]]], texts: list[tuple[bytes, ...]],
+                  initial: bytes) -> tuple[dict[str, Any], tuple[bytes, ...], list[int]]:
+        """The request for probe states judged in one batch process (run_probes)."""
+        states = (initial, *(text for probe in texts for text in probe))
+        runs = [(e, i, source, kind) for e, (_, runnable) in enumerate(placed) for i, source, kind in runnable]
+        header = {"sizes": [len(text) for text in states], "episodes": len(placed), "together": True,
+                  "timeout_s": self.timeout_s, "grace_s": self.grace_s,
+                  "checks": [{"i": i, "source": source, "kind": kind, "e": e} for e, i, source, kind in runs]}
+        return header, states, [i for _, i, _, _ in runs]
 
     async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...]) -> Answers:
         """Run one episode's checks; other trials of the same scenario that come while this one waits for a

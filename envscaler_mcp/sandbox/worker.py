@@ -18,7 +18,9 @@ next request. Protocol on stdin/stdout, one JSON object per line:
               followed by I bytes of initial-state JSON, F bytes of final-state JSON and, when transcript
               checks are sent (kind "transcript": given the transcript instead of the final state), T bytes
               of transcript JSON. Trials of one scenario may come in one request: "episodes": n, sizes
-              [I, F1, (T1,) F2, (T2,) ...], and each check names its episode ("e": 0 .. n-1)
+              [I, F1, (T1,) F2, (T2,) ...], and each check names its episode ("e": 0 .. n-1); with
+              "together": true (the QA gate's probe states of one scenario) the episodes share one batch
+              process while none changes the interpreter (sandbox/relay.py)
     answers:  {"i": 0, "passed": true, "reason": null, "duration_s": 0.0001, "evidence": [...]}
               (one per check, in order; evidence: what the transcript_checks helpers recorded)
               {"fault": "why"}       the batch could not be completed through no fault of its validators

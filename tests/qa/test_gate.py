@@ -147,6 +147,28 @@ async def test_wrong_solutions_must_each_fail_some_validator() -> None:
         ("wrong solution 1", ["c2"]), ("wrong solution 2", ["c1", "c3"])]
 
 
+async def test_the_initial_reference_and_wrong_states_are_judged_in_one_request(monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """A wrong solution that fails only on the reference's final state, with one between it and a failed
+    replay: each probe's verdicts come back to its own step from the scenario's one validator request."""
+    from envscaler_mcp.sandbox import process
+
+    sent: list[int] = []
+    real = process.Worker.ask
+
+    async def ask(worker: process.Worker, header: dict[str, Any], *args: Any) -> Any:
+        sent.append(int(header.get("episodes", 1)))
+        return await real(worker, header, *args)
+
+    monkeypatch.setattr(process.Worker, "ask", ask)
+    forgot_note = calls(("cancel_order", {"order_id": "O1"}))
+    report = await gate(scenario().model_copy(update={"wrong_solutions": [forgot_note]}))
+    assert sent == [3]  # the initial state, the reference's and the wrong solution's
+    assert [r.passed for r in report.initial_results] == [False, False, True]
+    assert [r.passed for r in report.final_results] == [True, True, True]
+    assert [(w.label, w.failing) for w in report.wrong_solutions] == [("wrong solution 1", ["c2"])]
+
+
 async def test_a_wrong_solution_the_checklist_accepts_fails_the_gate() -> None:
     # Without the O2 check, cancelling both orders passes; the failed first call is skipped, not fatal.
     lenient = scenario([(CANCELLED, True), (NOTE, True)])
