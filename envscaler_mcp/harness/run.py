@@ -17,8 +17,9 @@ import anyio
 from rich.console import Console
 
 from envscaler_mcp._io import atomic_write_text
-from envscaler_mcp.catalog.inflight import LineBudget
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
+from envscaler_mcp.harness.allocator import give_back_large_buffers, trim
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
@@ -195,8 +196,10 @@ async def _run_prepared(
         return run_dir
     try:
         async with AsyncExitStack() as stack:
+            if large_states(plans):
+                give_back_large_buffers()  # harness/allocator.py: their texts unmapped when freed
             if checker is None and uses:
-                workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+                workers = validator_workers(config.concurrency, plans)
                 checker = await stack.enter_async_context(
                     SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
                 )
@@ -224,10 +227,12 @@ async def _run_prepared(
                 finally:
                     ahead.release()
                     pool.finished(plan.env_id)
-                    trials_left[plan.env_id, scenario.id] -= 1
-                    if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
-                        del trials_left[plan.env_id, scenario.id]
-                        references.forget(scenario, plan.env_id)
+
+            def trial_done(plan: EnvPlan, scenario: Scenario) -> None:
+                trials_left[plan.env_id, scenario.id] -= 1
+                if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
+                    del trials_left[plan.env_id, scenario.id]
+                    references.forget(scenario, plan.env_id)
 
             async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 line = plan.lines.get(scenario.id)
@@ -236,21 +241,28 @@ async def _run_prepared(
                         pool.prepare(plan.env_id)
                         pool.prepare(following.pop(plan.env_id))
                     assert checker is not None and agent is not None
-                    scenario = plan.full(scenario)  # its initial state is read only now
-                    reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
-                    result = await run_episode(
-                        scenario,
-                        source=pool.source(plan.env_id),
-                        reference=reference,
-                        agent=agent.for_scenario(scenario),
-                        user=user.for_scenario(scenario) if user else None,
-                        checker=checker,
-                        config=config.episode,
-                        env_info=plan.env_info,
-                        success_convention=plan.success_convention,
-                        run_id=manifest.run_id,
-                        trial=trial,
-                    )
+                    try:
+                        full = plan.full(scenario)  # its initial state is read only now
+                        reference = await reference_for(references, plan, full, pool.source(plan.env_id))
+                        result = await run_episode(
+                            full,
+                            source=pool.source(plan.env_id),
+                            reference=reference,
+                            agent=agent.for_scenario(full),
+                            user=user.for_scenario(full) if user else None,
+                            checker=checker,
+                            config=config.episode,
+                            env_info=plan.env_info,
+                            success_convention=plan.success_convention,
+                            run_id=manifest.run_id,
+                            trial=trial,
+                        )
+                    finally:
+                        trial_done(plan, scenario)
+                    # Its states go before its line's bytes are given back, not after its result is written: the
+                    # next scenario's state is read as soon as they are (3 MB states: 20 MB parsed, each).
+                    del full, reference
+                    trim()  # with large states (harness/allocator.py), what their parse freed goes back now
                 # Before the result: a run killed at any point says which layers each finished episode ran under.
                 # Only this episode's environment is looked at (looking at every server the run started, and
                 # comparing with all run.json held, grew with the catalog). A finished episode is written even
@@ -306,6 +318,19 @@ async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[Env
                              lambda message: console.print(f"[yellow]warning:[/] {message}"))
         finally:
             run_dir.fold_isolation(manifest)
+
+
+def large_states(plans: list[EnvPlan]) -> bool:
+    """Whether a scenario's line is over half the bytes in flight (catalog.inflight): such episodes run one at a
+    time."""
+    return max((line.length for p in plans for line in p.lines.values()), default=0) > IN_FLIGHT_BYTES // 2
+
+
+def validator_workers(concurrency: int, plans: list[EnvPlan]) -> int:
+    """The validator processes of a run: one per CPU, at most one per episode at a time; one with large states
+    (their episodes run one at a time, and a second process would only keep its own copy of their parsed states:
+    about 45 MB each for 3 MB states)."""
+    return 1 if large_states(plans) else max(1, min(concurrency, os.cpu_count() or 1))
 
 
 def _pending(plan: EnvPlan, trials: int, done: set[tuple[str, int]]) -> list[tuple[str, int]]:
