@@ -98,7 +98,7 @@ def eval_workers(value: str, config: RunConfig, plans: list[EnvPlan]) -> int:
         return min(asked, config.concurrency)
     if external or config.ray:
         return 1
-    items = sum(len(p.scenarios) for p in plans) * config.trials
+    items = sum(p.count() for p in plans) * config.trials
     largest = max((line.length for p in plans for line in p.lines.values()), default=0)
     cpu_seat = config.agent.strip() in _CPU_SEATS and config.user in (None, "scripted")
     return auto_workers(items, largest, config.concurrency, cpu_seat=cpu_seat)

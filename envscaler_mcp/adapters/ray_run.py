@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -37,6 +37,7 @@ from envscaler_mcp.harness.run import Finished, isolation_reports, open_source, 
 from envscaler_mcp.harness.seats import seat_for
 from envscaler_mcp.isolation.report import IsolationReport
 from envscaler_mcp.references.reference import ReferenceCache
+from envscaler_mcp.scenario.models import Scenario
 
 try:
     import ray
@@ -54,6 +55,7 @@ class EpisodeWorker:
         self.config = RunConfig.model_validate(config)
         self.plans = {p["env_id"]: EnvPlan.model_validate(p) for p in plans}
         self.run_id = run_id
+        self._headers: OrderedDict[str, dict[str, Scenario]] = OrderedDict()
         self._ready: asyncio.Future[tuple[SourcePool, SandboxChecker]] | None = None
         self._stop = asyncio.Event()
         self._holder: asyncio.Task[None] | None = None
@@ -95,7 +97,7 @@ class EpisodeWorker:
             self._holder = asyncio.create_task(self._hold())
         pool, checker = await asyncio.shield(self._ready)
         plan = self.plans[env_id]
-        scenario = plan.full(next(s for s in plan.scenarios if s.id == scenario_id))
+        scenario = plan.full(self._header(env_id, scenario_id))
         source = pool.source(env_id)
         reference = await reference_for(self._references, plan, scenario, source)
         result = await run_episode(
@@ -115,6 +117,16 @@ class EpisodeWorker:
         isolation = {f"{name}/{key}": report.model_dump(mode="json")
                      for key, report in isolation_reports(checker, pool).items()}
         return {"result": result.model_dump(mode="json"), "isolation": isolation}
+
+    def _header(self, env_id: str, scenario_id: str) -> Scenario:
+        """A scenario of the plan without its initial state; the headers of the last two environments used are
+        kept (an actor takes its episodes environment by environment)."""
+        if env_id not in self._headers:
+            self._headers[env_id] = {s.id: s for s in self.plans[env_id].headers()}
+            while len(self._headers) > 2:
+                self._headers.popitem(last=False)
+        self._headers.move_to_end(env_id)
+        return self._headers[env_id][scenario_id]
 
     async def close(self) -> None:
         """Stop this actor's servers and sandbox."""

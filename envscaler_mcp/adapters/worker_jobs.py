@@ -154,7 +154,11 @@ class EvalJob(_HeldJob):
 
     def setup(self, key: str, setup: Any) -> None:
         plan = EnvPlan.model_validate(setup)
-        self.plans[key] = (plan, {s.id: s for s in plan.scenarios})
+        self.plans[key] = (plan, {s.id: s for s in plan.headers()})  # read here, held while it has the environment
+
+    def release(self, key: str) -> None:
+        super().release(key)
+        self.plans.pop(key, None)
 
     async def _pool(self, key: str) -> SourcePool:
         plan, _headers = self.plans[key]

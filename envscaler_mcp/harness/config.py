@@ -104,8 +104,10 @@ def redact_url(url: str) -> str:
 class EnvPlan(BaseModel):
     """One environment of a run: what the agent is told, its scenarios, and content hashes.
 
-    Scenarios read from a file are held without their initial states (the large part): `full(scenario)`
-    reads one back from `scenario_file` when its episode starts."""
+    Scenarios read from a catalog file are not held (`scenarios` empty): only where each line is (`lines`, in
+    the run's order), so a plan of 10,000 scenarios holds their ids and digests. `headers()` reads them back,
+    without their initial states, when the environment's turn comes; `full(scenario)` reads one in full when
+    its episode starts."""
 
     env_id: str
     target: str = Field(
@@ -129,6 +131,36 @@ class EnvPlan(BaseModel):
     lines: dict[str, ScenarioLine] = Field(
         default_factory=dict, description="Per scenario id: where its line is in `scenario_file`."
     )
+
+    def scenario_ids(self) -> list[str]:
+        """The ids of the plan's scenarios, in the run's order (no scenario read)."""
+        return [s.id for s in self.scenarios] if self.scenarios else list(self.lines)
+
+    def count(self) -> int:
+        """How many scenarios the plan has (no scenario read)."""
+        return len(self.scenarios) if self.scenarios else len(self.lines)
+
+    def headers(self) -> list[Scenario]:
+        """The plan's scenarios without their initial states: `scenarios`, or read back from `scenario_file`
+        (the lines the plan was made from: UsageError when the file changed since)."""
+        if self.scenarios or self.scenario_file is None or not self.lines:
+            return self.scenarios
+        path = Path(self.scenario_file)
+        found = {s.id: (s, line) for s, line in scenario_headers(path, set(self.lines))}
+        out = []
+        for scenario_id, line in self.lines.items():
+            scenario, now = found.get(scenario_id, (None, None))
+            if scenario is None or now != line:
+                raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
+                                 "where it was); run again")
+            out.append(scenario)
+        return out
+
+    def without_headers(self) -> EnvPlan:
+        """The plan holding only where its scenarios are (when they can be read back from its file)."""
+        if self.scenario_file is None or list(self.lines) != [s.id for s in self.scenarios]:
+            return self
+        return self.model_copy(update={"scenarios": []})
 
     def full(self, scenario: Scenario) -> Scenario:
         """The scenario with its initial state (read from the scenario file when the plan holds only a header)."""
@@ -222,6 +254,7 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
         raise UsageError("no environments found to evaluate (the catalog is empty? check --home)")
     plans = []
     seen_ids: set[str] = set()
+    unsolvable = Unsolvable() if config.agent.strip() == ORACLE else None
     for name in env_ids:
         env_id, env_info, env_hash, free, convention = _env_info(name, config, strict=not external)
         if file_scenarios is not None and file_path is not None:
@@ -233,47 +266,65 @@ def build_plan(config: RunConfig) -> list[EnvPlan]:
         else:  # beside a skeleton folder, in its data home, or in the catalog; only the selected lines are read
             source = scenarios_path(name, env_id)
             found = scenario_headers(source, wanted, None if wanted else config.limit) if source.is_file() else []
-        seen_ids.update(s.id for s, _ in found)
+        if wanted is not None:
+            seen_ids.update(s.id for s, _ in found)
         found = found[: config.limit]
         scenarios = [s for s, _ in found]
         lines = {s.id: line for s, line in found}
+        if unsolvable is not None:
+            unsolvable.add(env_id, scenarios)
         if scenarios:
-            plans.append(
-                EnvPlan(
-                    env_id=env_id,
-                    target=name,
-                    env_info=env_info,
-                    scenarios=scenarios,
-                    hashes={"environment": env_hash, **line_hashes(scenarios, lines)},
-                    free_fields=free,
-                    success_convention=convention,
-                    scenario_file=str(source),
-                    lines=lines,
-                )
+            plan = EnvPlan(
+                env_id=env_id,
+                target=name,
+                env_info=env_info,
+                scenarios=scenarios,
+                hashes={"environment": env_hash, **line_hashes(scenarios, lines)},
+                free_fields=free,
+                success_convention=convention,
+                scenario_file=str(source),
+                lines=lines,
             )
+            # a catalog's scenarios are read again when their environment's turn comes: a run's plan does not
+            # grow with their headers (a shared --scenarios file is held whole anyway)
+            plans.append(plan if file_scenarios is not None else plan.without_headers())
     unknown = [i for i in config.scenario_ids or [] if i not in seen_ids]
     if unknown:
         raise UsageError(f"--scenario-ids: no scenario {', '.join(repr(i) for i in unknown)} in "
                          f"{', '.join(env_ids)} (`envscaler-mcp show ENV` lists an environment's scenarios)")
     if not plans:
         raise UsageError("no scenarios selected: check --env, --scenarios, --scenario-ids and --limit")
-    if config.agent.strip() == ORACLE:
-        _refuse_unsolvable(plans)
+    if unsolvable is not None:
+        unsolvable.refuse()
     return plans
 
 
-def _refuse_unsolvable(plans: list[EnvPlan]) -> None:
-    """The oracle replays reference solutions: refuse scenarios without one rather than score them 0."""
-    missing = [f"{p.env_id}/{s.id}" for p in plans for s in p.scenarios if not s.has_reference()]
-    if not missing:
-        return
-    total = sum(len(p.scenarios) for p in plans)
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    raise UsageError(
-        f"--agent oracle replays each scenario's reference solution, and {len(missing)} of the {total} selected "
-        f"scenario(s) have none ({shown}), so the oracle cannot solve them. Scenarios imported from EnvScaler's "
-        "files carry no reference solutions. Select scenarios that have one (--scenario-ids), or evaluate a model."
-    )
+class Unsolvable:
+    """The oracle replays reference solutions: scenarios without one are refused rather than scored 0 (counted
+    as the plan is made, the first few named)."""
+
+    def __init__(self) -> None:
+        self.total = self.missing = 0
+        self.named: list[str] = []
+
+    def add(self, env_id: str, scenarios: list[Scenario]) -> None:
+        self.total += len(scenarios)
+        for s in scenarios:
+            if not s.has_reference():
+                self.missing += 1
+                if len(self.named) < 5:
+                    self.named.append(f"{env_id}/{s.id}")
+
+    def refuse(self) -> None:
+        if not self.missing:
+            return
+        shown = ", ".join(self.named) + (f" and {self.missing - 5} more" if self.missing > 5 else "")
+        raise UsageError(
+            f"--agent oracle replays each scenario's reference solution, and {self.missing} of the {self.total} "
+            f"selected scenario(s) have none ({shown}), so the oracle cannot solve them. Scenarios imported from "
+            "EnvScaler's files carry no reference solutions. Select scenarios that have one (--scenario-ids), or "
+            "evaluate a model."
+        )
 
 
 def _env_info(name: str, config: RunConfig, strict: bool

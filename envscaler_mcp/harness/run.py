@@ -17,8 +17,9 @@ import anyio
 from rich.console import Console
 
 from envscaler_mcp._io import atomic_write_text
-from envscaler_mcp.catalog.inflight import LineBudget
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
+from envscaler_mcp.harness.allocator import give_back_large_buffers, trim
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
@@ -87,7 +88,7 @@ def _manifest(config: RunConfig, plans: list[EnvPlan], run_id: str) -> RunManife
         config=config,
         versions=versions(),
         hashes={p.env_id: p.hashes for p in plans},
-        scenario_ids={p.env_id: [s.id for s in p.scenarios] for p in plans},
+        scenario_ids={p.env_id: p.scenario_ids() for p in plans},
     )
 
 
@@ -129,7 +130,7 @@ async def run_eval(
     if user is None and config.user and config.episode.mode == "conversation":
         user = seat_for(config.user, role="user")
     try:
-        first = next((s for p in plans for s in p.scenarios), None)
+        first = next((s for p in plans for s in p.headers()[:1]), None)  # one environment's headers read
         if first is not None:
             agent.prepare(first)
             if user is not None:
@@ -178,14 +179,14 @@ async def _run_prepared(
         raise UsageError(f"{out} already holds a run; pass --resume to continue it, or choose another --out")
     else:
         run_dir.write_manifest(manifest)
-    todo = [
-        (p, s, t) for p in plans for s in p.scenarios for t in range(config.trials) if (s.id, t) not in done
-    ]
+    # Per environment, its (scenario id, trial) pairs to run: counted now, listed when its turn comes.
+    uses = Counter({p.env_id: n for p in plans if (n := len(_pending(p, config.trials, done)))})
     if config.server_cmd or config.url:
-        console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.scenarios)}",
+        console.print(f"[yellow]warning:[/] {external_warning(s for p in plans for s in p.headers())}",
                       highlight=False)
-    planned = sum(len(p.scenarios) for p in plans) * config.trials
+    planned = sum(p.count() for p in plans) * config.trials
     if remote is not None:
+        todo = [(p.env_id, sid, t) for p in plans for sid, t in _pending(p, config.trials, done)]
         try:
             await _run_remote(remote, config, plans, todo, run_dir, manifest, planned, len(done), console)
         except Exception as exc:  # a bug on a worker or here: error.log and one line, as a local run
@@ -195,17 +196,15 @@ async def _run_prepared(
         return run_dir
     try:
         async with AsyncExitStack() as stack:
-            if checker is None and todo:
-                workers = max(1, min(config.concurrency, os.cpu_count() or 1))
+            if large_states(plans):
+                give_back_large_buffers()  # harness/allocator.py: their texts unmapped when freed
+            if checker is None and uses:
+                workers = validator_workers(config.concurrency, plans)
                 checker = await stack.enter_async_context(
                     SandboxChecker(timeout_s=config.validator_timeout_s, workers=workers)
                 )
-            needed = {
-                plan.env_id: partial(source_factory, plan, config)
-                for plan in plans
-                if any(p is plan for p, _, _ in todo)
-            }
-            uses = Counter(p.env_id for p, _, _ in todo)  # each server stops after its environment's last episode
+            needed = {plan.env_id: partial(source_factory, plan, config) for plan in plans if plan.env_id in uses}
+            # each server stops after its environment's last episode
             pool = await stack.enter_async_context(open_pool(needed, uses))
             following = dict(zip(list(uses), list(uses)[1:], strict=False))  # environments in the order they run
             limiter = anyio.CapacityLimiter(config.concurrency)
@@ -216,16 +215,24 @@ async def _run_prepared(
                 RunProgress(planned, done=len(done), enabled=config.progress, console=console)
             )
 
-            trials_left = Counter((p.env_id, s.id) for p, s, _ in todo)
+            trials_left: Counter[tuple[str, str]] = Counter()  # of the environments listed so far
+            # Episodes are started in the plan's order, a few ahead of the limiter: an environment's scenarios are
+            # read when its turn comes and let go after its last episode, so what the run holds does not grow
+            # with the catalog (a task per episode, all started at once, held every scenario until the end).
+            ahead = anyio.Semaphore(2 * config.concurrency)
 
             async def one(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 try:
                     await episode_of(plan, scenario, trial)
                 finally:
+                    ahead.release()
                     pool.finished(plan.env_id)
-                    trials_left[plan.env_id, scenario.id] -= 1
-                    if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
-                        references.forget(scenario, plan.env_id)
+
+            def trial_done(plan: EnvPlan, scenario: Scenario) -> None:
+                trials_left[plan.env_id, scenario.id] -= 1
+                if not trials_left[plan.env_id, scenario.id]:  # its last trial: its reference state goes
+                    del trials_left[plan.env_id, scenario.id]
+                    references.forget(scenario, plan.env_id)
 
             async def episode_of(plan: EnvPlan, scenario: Scenario, trial: int) -> None:
                 line = plan.lines.get(scenario.id)
@@ -234,21 +241,28 @@ async def _run_prepared(
                         pool.prepare(plan.env_id)
                         pool.prepare(following.pop(plan.env_id))
                     assert checker is not None and agent is not None
-                    scenario = plan.full(scenario)  # its initial state is read only now
-                    reference = await reference_for(references, plan, scenario, pool.source(plan.env_id))
-                    result = await run_episode(
-                        scenario,
-                        source=pool.source(plan.env_id),
-                        reference=reference,
-                        agent=agent.for_scenario(scenario),
-                        user=user.for_scenario(scenario) if user else None,
-                        checker=checker,
-                        config=config.episode,
-                        env_info=plan.env_info,
-                        success_convention=plan.success_convention,
-                        run_id=manifest.run_id,
-                        trial=trial,
-                    )
+                    try:
+                        full = plan.full(scenario)  # its initial state is read only now
+                        reference = await reference_for(references, plan, full, pool.source(plan.env_id))
+                        result = await run_episode(
+                            full,
+                            source=pool.source(plan.env_id),
+                            reference=reference,
+                            agent=agent.for_scenario(full),
+                            user=user.for_scenario(full) if user else None,
+                            checker=checker,
+                            config=config.episode,
+                            env_info=plan.env_info,
+                            success_convention=plan.success_convention,
+                            run_id=manifest.run_id,
+                            trial=trial,
+                        )
+                    finally:
+                        trial_done(plan, scenario)
+                    # Its states go before its line's bytes are given back, not after its result is written: the
+                    # next scenario's state is read as soon as they are (3 MB states: 20 MB parsed, each).
+                    del full, reference
+                    trim()  # with large states (harness/allocator.py), what their parse freed goes back now
                 # Before the result: a run killed at any point says which layers each finished episode ran under.
                 # Only this episode's environment is looked at (looking at every server the run started, and
                 # comparing with all run.json held, grew with the catalog). A finished episode is written even
@@ -263,8 +277,16 @@ async def _run_prepared(
             gc.freeze()
             try:
                 async with anyio.create_task_group() as tg:
-                    for plan, scenario, trial in todo:
-                        tg.start_soon(one, plan, scenario, trial)
+                    for plan in plans:
+                        pairs = _pending(plan, config.trials, done)
+                        if not pairs:
+                            continue
+                        headers = {s.id: s for s in await anyio.to_thread.run_sync(plan.headers)}
+                        trials_left.update((plan.env_id, sid) for sid, _ in pairs)
+                        for sid, trial in pairs:
+                            await ahead.acquire()
+                            tg.start_soon(one, plan, headers[sid], trial)
+                        del headers, pairs
             finally:
                 gc.unfreeze()
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool))
@@ -280,7 +302,7 @@ async def _run_prepared(
 
 
 async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[EnvPlan],
-                      todo: list[tuple[EnvPlan, Scenario, int]], run_dir: RunDir, manifest: RunManifest, planned: int,
+                      todo: list[tuple[str, str, int]], run_dir: RunDir, manifest: RunManifest, planned: int,
                       done: int, console: Console) -> None:
     """The todo pairs as remote episodes; each finished one is appended here, as a local run does."""
     remote.connect(config)
@@ -292,10 +314,28 @@ async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[Env
             progress.add(result)
 
         try:
-            await remote.run(config, plans, [(p.env_id, s.id, t) for p, s, t in todo], manifest.run_id, finished,
+            await remote.run(config, plans, todo, manifest.run_id, finished,
                              lambda message: console.print(f"[yellow]warning:[/] {message}"))
         finally:
             run_dir.fold_isolation(manifest)
+
+
+def large_states(plans: list[EnvPlan]) -> bool:
+    """Whether a scenario's line is over half the bytes in flight (catalog.inflight): such episodes run one at a
+    time."""
+    return max((line.length for p in plans for line in p.lines.values()), default=0) > IN_FLIGHT_BYTES // 2
+
+
+def validator_workers(concurrency: int, plans: list[EnvPlan]) -> int:
+    """The validator processes of a run: one per CPU, at most one per episode at a time; one with large states
+    (their episodes run one at a time, and a second process would only keep its own copy of their parsed states:
+    about 45 MB each for 3 MB states)."""
+    return 1 if large_states(plans) else max(1, min(concurrency, os.cpu_count() or 1))
+
+
+def _pending(plan: EnvPlan, trials: int, done: set[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The plan's (scenario id, trial) pairs not yet done, in the run's order."""
+    return [(sid, t) for sid in plan.scenario_ids() for t in range(trials) if (sid, t) not in done]
 
 
 async def reference_for(references: ReferenceCache, plan: EnvPlan, scenario: Scenario, source: EpisodeSource

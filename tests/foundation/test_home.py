@@ -83,7 +83,7 @@ def test_serve_target_resolves_in_the_home(home: Path) -> None:
 
 def test_eval_plans_an_imported_skeleton_without_scenarios_flag(home: Path) -> None:
     plans = build_plan(RunConfig(envs=[str(home / "environments" / "env_2")], agent="mock"))
-    assert [p.env_id for p in plans] == ["env_2"] and len(plans[0].scenarios) == 2
+    assert [p.env_id for p in plans] == ["env_2"] and plans[0].count() == 2
     set_home(home)
     plans = build_plan(RunConfig(all_envs=True, agent="mock"))
     assert sorted(p.env_id for p in plans) == ["env_1", "env_2"]

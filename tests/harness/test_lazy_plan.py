@@ -45,9 +45,11 @@ def _garble_line(path: Path, number: int) -> None:
 def test_plan_holds_headers_and_reads_full_scenarios_on_demand(skeleton_dir: Path) -> None:
     full = load_scenarios(skeleton_dir / "scenarios.jsonl")
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
-    assert [s.id for s in plan.scenarios] == [s.id for s in full[:3]]
-    assert all(s.initial_state == {} for s in plan.scenarios)  # the large part is not held
-    assert [plan.full(s) for s in plan.scenarios] == full[:3]
+    assert plan.scenarios == [] and plan.scenario_ids() == [s.id for s in full[:3]] and plan.count() == 3
+    headers = plan.headers()  # read back when the environment's turn comes
+    assert [s.id for s in headers] == [s.id for s in full[:3]]
+    assert all(s.initial_state == {} for s in headers)  # the large part is not held
+    assert [plan.full(s) for s in headers] == full[:3]
 
 
 def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
@@ -55,13 +57,13 @@ def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
     wanted = load_scenarios(path)[1].id
     _garble_line(path, 4)
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
-    assert len(plan.scenarios) == 3
+    assert len(plan.headers()) == 3
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", scenario_ids=[wanted]))
-    assert [s.id for s in plan.scenarios] == [wanted]
+    assert [s.id for s in plan.headers()] == [wanted]
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))  # the index has every header
-    assert [s.id for s in plan.scenarios] == [str(row["id"]) for row in load_scenarios_from_index(path)]
+    assert [s.id for s in plan.headers()] == [str(row["id"]) for row in load_scenarios_from_index(path)]
     with pytest.raises(InputFileError):  # the garbled line is read only when its episode starts
-        plan.full(plan.scenarios[3])
+        plan.full(plan.headers()[3])
     index_path(path).unlink()
     with pytest.raises(InputFileError, match="line 4"):  # without the index every line is parsed
         build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))
@@ -70,10 +72,13 @@ def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
 def test_a_file_changed_during_the_run_is_an_error_not_another_scenario(skeleton_dir: Path) -> None:
     path = skeleton_dir / "scenarios.jsonl"
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=2))
+    headers = plan.headers()
     scenarios = load_scenarios(path)
     save_scenarios([scenarios[1], scenarios[0], *scenarios[2:]], path)
     with pytest.raises(UsageError, match="changed while the run was using it"):
-        plan.full(plan.scenarios[0])
+        plan.full(headers[0])
+    with pytest.raises(UsageError, match="changed while the run was using it"):  # nor are its headers read again
+        plan.headers()
 
 
 def test_plan_hashes_follow_the_initial_states(skeleton_dir: Path) -> None:
@@ -93,20 +98,22 @@ def test_trials_of_a_scenario_read_its_line_once(skeleton_dir: Path, monkeypatch
 
     monkeypatch.setattr(store, "_RECENT", store._Recent(4 << 20))
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
-    first = plan.full(plan.scenarios[0])
+    headers = plan.headers()
+    first = plan.full(headers[0])
     (skeleton_dir / "scenarios.jsonl").unlink()  # a second read would fail now
-    again = plan.full(plan.scenarios[0])
+    again = plan.full(headers[0])
     assert again is first and again.initial_state == first.initial_state and first.initial_state
     with pytest.raises(InputFileError):  # never read: not kept
-        plan.full(plan.scenarios[1])
+        plan.full(headers[1])
 
-    monkeypatch.setattr(store, "_RECENT", store._Recent(4 * plan.lines[plan.scenarios[0].id].length - 1))
+    monkeypatch.setattr(store, "_RECENT", store._Recent(4 * plan.lines[headers[0].id].length - 1))
     shutil.copy(scenarios_dir() / f"{ENV}.jsonl", skeleton_dir / "scenarios.jsonl")
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
-    plan.full(plan.scenarios[0])  # over a quarter of the bound: read each time
+    headers = plan.headers()
+    plan.full(headers[0])  # over a quarter of the bound: read each time
     (skeleton_dir / "scenarios.jsonl").unlink()
     with pytest.raises(InputFileError):
-        plan.full(plan.scenarios[0])
+        plan.full(headers[0])
 
 
 def test_kept_lines_stay_within_their_byte_bound() -> None:
@@ -131,11 +138,11 @@ def test_an_episode_gets_its_initial_state_with_the_text_read(skeleton_dir: Path
     from envscaler_mcp._json import ParsedState, encode_json
 
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=2))
-    scenario = plan.full(plan.scenarios[1])
+    scenario = plan.full(plan.headers()[1])
     line = plan.lines[scenario.id]
     with open(skeleton_dir / "scenarios.jsonl", "rb") as f:
         f.seek(line.offset)
         raw = f.read(line.length)
     state = scenario.initial_state
     assert isinstance(state, ParsedState) and encode_json(state) in raw
-    assert state == json.loads(raw)["initial_state"] and scenario.id == plan.scenarios[1].id
+    assert state == json.loads(raw)["initial_state"] and scenario.id == plan.scenario_ids()[1]

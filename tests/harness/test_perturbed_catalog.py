@@ -47,7 +47,7 @@ def _plans(catalog: list[tuple[EnvSkeleton, list[Scenario]]]) -> list[EnvPlan]:
 
 async def _run(out: Path, catalog: list[tuple[EnvSkeleton, list[Scenario]]],
                solutions: dict[str, list[ToolCall]], transport: Transport) -> dict[str, EpisodeResult]:
-    plans = [p.model_copy(update={"scenarios": [s for s in p.scenarios if s.id in solutions]}) for p in _plans(catalog)]
+    plans = [p.model_copy(update={"scenarios": [s for s in p.headers() if s.id in solutions]}) for p in _plans(catalog)]
     plans = [p for p in plans if p.scenarios]
     config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", concurrency=4, transport=transport,
                        progress=False)
@@ -132,7 +132,7 @@ async def test_a_hedging_answerer_never_succeeds_where_the_reference_answer_does
     catalog = _catalog()
     questions = {s.id: s for _, scs in catalog for s in scs if s.reference_answer and _hedged(s.reference_answer)}
     assert len(questions) >= 10  # the catalog's read-only questions state amounts, counts and dates
-    plans = [p.model_copy(update={"scenarios": [s for s in p.scenarios if s.id in questions]}) for p in _plans(catalog)]
+    plans = [p.model_copy(update={"scenarios": [s for s in p.headers() if s.id in questions]}) for p in _plans(catalog)]
     plans = [p for p in plans if p.scenarios]
     config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", concurrency=4, transport=transport,
                        progress=False)

@@ -59,7 +59,7 @@ async def test_the_driver_writes_each_remote_result_and_the_isolation_it_ran_und
     remote = FakeRemote()
     run_dir = await run_eval(_config(), tmp_path / "run", agent=Seat.oracle(), remote=remote)
     (plan,) = build_plan(_config())
-    scenarios = [s.id for s in plan.scenarios]
+    scenarios = [s.id for s in plan.headers()]
     assert remote.connected == ["local"]
     assert sorted(remote.given) == sorted((plan.env_id, s, t) for s in scenarios for t in range(2))
     records = RunDir(run_dir.path).read_results()
@@ -75,7 +75,7 @@ async def test_a_resumed_remote_run_is_given_only_the_missing_pairs(tmp_path: Pa
     remote = FakeRemote()
     await run_eval(_config(trials=1), out, agent=Seat.oracle(), remote=remote, resume=True)
     assert remote.given == []  # every pair is already in results.jsonl
-    assert len(RunDir(out).read_results()) == len([s for p in build_plan(_config()) for s in p.scenarios])
+    assert len(RunDir(out).read_results()) == len([s for p in build_plan(_config()) for s in p.headers()])
 
 
 async def test_a_local_run_ignores_a_remote_runner(tmp_path: Path) -> None:

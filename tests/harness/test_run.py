@@ -41,7 +41,7 @@ def test_run_json_never_holds_url_credentials() -> None:
 def test_plan_from_a_skeleton_folder_uses_its_scenarios() -> None:
     plans = build_plan(_config(limit=1))
     assert [(p.env_id, p.target) for p in plans] == [("mini_shop", str(MINI_SHOP))]
-    assert [s.id for s in plans[0].scenarios] == [BOB.id]
+    assert plans[0].scenario_ids() == [BOB.id]
     assert set(plans[0].hashes) == {"environment", "scenarios", "validators"}
     with pytest.raises(UsageError, match="--scenarios"):
         build_plan(_config(url="http://127.0.0.1:1/mcp"))

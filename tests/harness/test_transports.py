@@ -55,7 +55,7 @@ async def test_oracle_scores_full_marks_on_every_bundled_scenario(tmp_path: Path
     @asynccontextmanager
     async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
         async with launch_server(
-            skeletons[plan.env_id], transport="http", scenarios=plan.scenarios
+            skeletons[plan.env_id], transport="http", scenarios=plan.headers()
         ) as server:
             yield server
 
@@ -129,7 +129,7 @@ async def test_an_agent_that_does_nothing_never_succeeds_on_a_bundled_scenario(t
     @asynccontextmanager
     async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
         async with launch_server(
-            skeletons[plan.env_id], transport="memory", scenarios=plan.scenarios
+            skeletons[plan.env_id], transport="memory", scenarios=plan.headers()
         ) as server:
             yield server
 
