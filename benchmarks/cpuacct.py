@@ -14,6 +14,7 @@ children, the kernel's time in forks and page faults. A child group's time also 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,15 +84,15 @@ class Tree:
             (ROOT / "cgroup.procs").write_text(str(os.getpid()))
         except OSError:
             pass
-        for group in self.groups:
-            try:
-                (self.path / group).rmdir()
-            except OSError:
-                pass
-        try:
-            self.path.rmdir()
-        except OSError:
-            pass
+        for path in [self.path / group for group in self.groups] + [self.path]:
+            for _ in range(50):  # processes of the last pass may still be exiting
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
 
 def _with_descendants(pids: list[int]) -> list[int]:
