@@ -52,6 +52,8 @@ def baseline_cpu(plans: list[Any], rounds: int, tree: Tree | None = None) -> dic
     of the whole tree's user and system CPU, with `tree`)."""
     pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
     eval_bench.in_process_episode(pairs[0][0].class_source, pairs[0][0].class_name, pairs[0][1])  # warm imports
+    if tree is not None:
+        tree.settle()
     before = tree.read() if tree is not None else None
     cpu, wall = time.process_time(), time.perf_counter()
     for _ in range(rounds):
