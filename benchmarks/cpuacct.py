@@ -96,7 +96,7 @@ class Tree:
         except OSError:
             pass
         for path in [self.path / group for group in self.groups] + [self.path]:
-            for _ in range(50):  # processes of the last pass may still be exiting
+            for _ in range(100):  # processes of the last pass may still be exiting
                 try:
                     path.rmdir()
                     break
@@ -104,6 +104,8 @@ class Tree:
                     break
                 except OSError:
                     time.sleep(0.1)
+            else:
+                print(f"note: {path} still holds a process; remove it with rmdir once that has ended", flush=True)
 
 
 def _with_descendants(pids: list[int]) -> list[int]:
