@@ -14,6 +14,7 @@ children, the kernel's time in forks and page faults. A child group's time also 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,16 +97,29 @@ class Tree:
         except OSError:
             pass
         for path in [self.path / group for group in self.groups] + [self.path]:
-            for _ in range(100):  # processes of the last pass may still be exiting
+            for _ in range(20):  # processes of the last pass may still be exiting
                 try:
                     path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
+                    _reap()  # a child left unwaited stays in the group as a zombie
                     time.sleep(0.1)
-            else:
-                print(f"note: {path} still holds a process; remove it with rmdir once that has ended", flush=True)
+            else:  # a process of the run still ending (it leaves with this one): removed once it has, in the background
+                subprocess.Popen(["sh", "-c", f"for i in $(seq 300); do rmdir '{path}' 2>/dev/null && exit; sleep 0.2; done"],
+                                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _reap() -> None:
+    """Wait for this process's children that have ended (the end of a run: nothing else waits for them)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _with_descendants(pids: list[int]) -> list[int]:
