@@ -91,7 +91,8 @@ class Tree:
         return usage
 
     def remove(self) -> None:
-        """Move this process back to the root group and remove the groups (those still holding a process stay)."""
+        """Move this process back to the root group and remove the groups (one still holding a process: in the
+        background, once it is empty)."""
         try:
             (ROOT / "cgroup.procs").write_text(str(os.getpid()))
         except OSError:
