@@ -18,6 +18,12 @@ With `--workers N` (N > 1) each transport's passes run as `eval --workers N` doe
 processes, each starting its own servers and validator sandbox, `--concurrency` shared by them), start-up
 included; the CPU is then that of this process and of the workers with everything they started (reaped
 children), not split by part.
+
+With root and a cgroup-v1 cpuacct controller (`--cgroup auto`, the default) this process runs in a cpuacct group
+of its own, and each pass's servers and validator zygotes are moved into child groups before it is measured:
+a second table then gives each side's whole-tree CPU (user + system, the kernel's time in forks and page
+faults and processes reaped inside namespaces included), by kind of process, against the in-process replay's
+measured the same way. Without the controller that table is left out, with a note.
 """
 
 from __future__ import annotations
@@ -36,23 +42,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import eval_bench
+from cpuacct import Tree
 
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
 
 
-def baseline_cpu(plans: list[Any], rounds: int) -> dict[str, float]:
-    """In-process EnvScaler-style episodes: seconds of this process's CPU and of wall time per episode."""
+def baseline_cpu(plans: list[Any], rounds: int, tree: Tree | None = None) -> dict[str, float]:
+    """In-process EnvScaler-style episodes: seconds of this process's CPU and of wall time per episode (and
+    of the whole tree's user and system CPU, with `tree`)."""
     pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
     eval_bench.in_process_episode(pairs[0][0].class_source, pairs[0][0].class_name, pairs[0][1])  # warm imports
+    if tree is not None:
+        tree.settle()
+    before = tree.read() if tree is not None else None
     cpu, wall = time.process_time(), time.perf_counter()
     for _ in range(rounds):
         for sk, s in pairs:
             eval_bench.in_process_episode(sk.class_source, sk.class_name, s)
     n = rounds * len(pairs)
-    return {"cpu": (time.process_time() - cpu) / n, "wall": (time.perf_counter() - wall) / n}
+    got = {"cpu": (time.process_time() - cpu) / n, "wall": (time.perf_counter() - wall) / n}
+    if tree is not None and before is not None:
+        used = tree.read() - before
+        got |= {"tree_user": used.user[""] / 1e9 / n, "tree_system": used.system[""] / 1e9 / n}
+    return got
 
 
-def measure(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, list[dict[str, Any]]]]:
+def measure(args: argparse.Namespace, tree: Tree | None = None
+            ) -> tuple[dict[str, float], dict[str, list[dict[str, Any]]]]:
     env_ids = args.env or list_env_ids()
     plans = eval_bench._plans(env_ids, args.episodes)
     eval_plans = eval_bench._eval_plans(env_ids)
@@ -61,23 +77,24 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, list[
     rows: dict[str, list[dict[str, Any]]] = {"pipe": [], "http": []}
     bases: list[dict[str, float]] = []
     for n in range(args.repeat):
-        bases.append(baseline_cpu(plans, args.baseline_rounds))
+        bases.append(baseline_cpu(plans, args.baseline_rounds, tree))
         for transport in rows:
             levels = [args.concurrency] * (2 if n == 0 else 1)  # pass 1 of the first round stores references
             if args.workers > 1:
-                got = [anyio.run(on_workers, eval_plans, transport, args.concurrency, args.episodes, args.workers)
-                       for _ in levels]
+                got = [anyio.run(on_workers, eval_plans, transport, args.concurrency, args.episodes, args.workers,
+                                 tree) for _ in levels]
             else:
-                got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True)
+                got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True, "auto",
+                                tree)
             rows[transport].extend(got[-1:])
             print(f"round {n + 1}, {transport}: {1000 * got[-1]['cpu_per_episode']:.1f} ms CPU per episode, "
                   f"load {got[-1]['load']:.1f}", flush=True)
-    base = {k: statistics.median(b[k] for b in bases) for k in ("cpu", "wall")}
+    base = {k: statistics.median(b[k] for b in bases) for k in bases[0]}
     return base, rows
 
 
-async def on_workers(plans: list[Any], transport: str, concurrency: int, episodes: int, workers: int
-                     ) -> dict[str, Any]:
+async def on_workers(plans: list[Any], transport: str, concurrency: int, episodes: int, workers: int,
+                     tree: Tree | None = None) -> dict[str, Any]:
     """One pass of run_eval on `workers` local worker processes (their start-up included)."""
     import tempfile
 
@@ -91,15 +108,19 @@ async def on_workers(plans: list[Any], transport: str, concurrency: int, episode
     config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", trials=trials, concurrency=concurrency,
                        transport=transport, progress=False, workers=workers)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory() as tmp:
+        before = tree.read() if tree is not None else None
         cpu, t = eval_bench._cpu_seconds([]), time.perf_counter()
         run_dir = await run_eval(config, Path(tmp) / "run", plans=plans, agent=Seat.oracle(),
                                  remote=LocalEpisodes(workers))
         elapsed, cpu = time.perf_counter() - t, eval_bench._cpu_seconds([]) - cpu
+        used = tree.read() - before if tree is not None and before is not None else None
         records = run_dir.read_results()
     n = len(records)
+    tree_split = None if used is None else {"harness": (used.user[""] / 1e9 / n, used.system[""] / 1e9 / n),
+                                            "servers": (0.0, 0.0), "validators": (0.0, 0.0)}
     return {"episodes_per_s": n / elapsed, "cpu_per_episode": cpu / n, "load": os.getloadavg()[0],
             "cpu_split": {"harness": cpu / n, "servers": 0.0, "validators": 0.0},
-            "success_rate": sum(bool(r.success) for r in records) / n}
+            "success_rate": sum(bool(r.success) for r in records) / n, "tree_split": tree_split}
 
 
 def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -116,8 +137,28 @@ def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> Non
               f"{1000 * cpu:.1f} ms ({1000 * med['harness']:.1f} + {1000 * med['servers']:.1f} + "
               f"{1000 * med['validators']:.1f}) | {cpu / base['cpu']:.2f}x | {rate:.1f} | "
               f"{rate * base['wall']:.2f}x | {100 * min(r['success_rate'] or 0 for r in got):.0f}% |")
+    if "tree_user" in base:
+        report_tree(base, rows)
+    else:
+        print("\n(whole-tree CPU not measured: needs root and a cgroup-v1 cpuacct controller)")
     print("\ngoals: CPU per episode <= the in-process replay's (/ in-process CPU <= 1.00x); episodes/s >= 1.5x the "
           "in-process replay's at concurrency 8 (a quiet machine's wall time; medians of three repeats)")
+
+
+def report_tree(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> None:
+    """The whole tree's CPU per episode (cpuacct), user + system, by kind of process."""
+    replay = base["tree_user"] + base["tree_system"]
+    print(f"\nwhole tree (cpuacct cgroup), user + system ms per episode; in-process replay {1000 * replay:.2f} ms "
+          f"({1000 * base['tree_user']:.2f} + {1000 * base['tree_system']:.2f})\n")
+    print("| transport | whole tree | / in-process | harness | servers | validators |")
+    print("|---|---|---|---|---|---|")
+    for transport, got in rows.items():
+        parts = {}
+        for kind in ("harness", "servers", "validators"):
+            parts[kind] = tuple(statistics.median(r["tree_split"][kind][j] for r in got) for j in (0, 1))
+        total = statistics.median(sum(u + s for u, s in r["tree_split"].values()) for r in got)
+        shown = " | ".join(f"{1000 * (u + s):.1f} ({1000 * u:.1f} + {1000 * s:.1f})" for u, s in parts.values())
+        print(f"| {transport} | {1000 * total:.1f} ms | {total / replay:.2f}x | {shown} |")
 
 
 def main() -> None:
@@ -128,8 +169,17 @@ def main() -> None:
     parser.add_argument("--baseline-rounds", type=int, default=3, help="rounds of the catalog per baseline")
     parser.add_argument("--env", action="append", help="environment ids (default: the whole catalog)")
     parser.add_argument("--workers", type=int, default=1, help="local worker processes (eval --workers N)")
+    parser.add_argument("--cgroup", choices=("auto", "off"), default="auto",
+                        help="whole-tree CPU from a cpuacct cgroup (root and cgroup v1; auto: when available)")
     args = parser.parse_args()
-    base, rows = measure(args)
+    tree = Tree.create("episode-cpu-bench") if args.cgroup == "auto" else None
+    try:
+        if tree is not None:
+            tree.enter()
+        base, rows = measure(args, tree)
+    finally:
+        if tree is not None:
+            tree.remove()
     if not all(r["success_rate"] == 1 for got in rows.values() for r in got):
         raise SystemExit("error: an oracle episode did not succeed; the run measures nothing")
     report(base, rows)

@@ -171,12 +171,20 @@ def _cpu_split(servers: list[int], validators: list[int]) -> dict[str, float]:
             "validators": _cpu_seconds(validators, own=False)}
 
 
+def _tree_split(used: Any, episodes: int) -> dict[str, tuple[float, float]]:
+    """(user, system) seconds per episode of each kind of process in a cpuacct.Usage."""
+    split = {"harness": used.own()} | {k: (used.user[k], used.system[k]) for k in ("servers", "validators")}
+    return {k: (u / 1e9 / episodes, s / 1e9 / episodes) for k, (u, s) in split.items()}
+
+
 async def harness(
     plans: list[EnvPlan], transport: str, levels: list[int], episodes: int, isolation: bool = True,
-    warm: bool = True, episode_process: str = "auto",
+    warm: bool = True, episode_process: str = "auto", tree: Any = None,
 ) -> list[dict[str, Any]]:
     """run_eval at each concurrency level on servers started once (`warm=False`: the old path, a protocol
-    handshake and `tools/list` for every episode; `episode_process`: launch_server's)."""
+    handshake and `tools/list` for every episode; `episode_process`: launch_server's). `tree`: a
+    cpuacct.Tree this process runs in: each row then also has `tree_split`, the whole tree's CPU per episode
+    by kind of process, (user, system) seconds."""
     per_env = max(1, episodes // max(1, len(plans)))
     rows = []
     async with AsyncExitStack() as stack:
@@ -205,6 +213,10 @@ async def harness(
             pids = server_pids + zygotes
             cpu_before = _cpu_seconds([p for p in pids if p])
             split_before = _cpu_split(server_pids, zygotes)
+            if tree is not None:
+                tree.place("servers", server_pids)
+                tree.place("validators", zygotes)
+                tree_before = tree.read()
             with tempfile.TemporaryDirectory() as tmp:
                 t = time.perf_counter()
                 run_dir = await run_eval(
@@ -218,6 +230,7 @@ async def harness(
                 elapsed = time.perf_counter() - t
                 cpu_used = _cpu_seconds([p for p in pids if p]) - cpu_before
                 split = {k: v - split_before[k] for k, v in _cpu_split(server_pids, zygotes).items()}
+                tree_used = tree.read() - tree_before if tree is not None else None
                 records = run_dir.read_results()
                 summary = finish_run(run_dir.path)
             kinds: dict[str, float] = defaultdict(float)
@@ -244,6 +257,7 @@ async def harness(
                     "cpu_split": {k: v / g.episodes for k, v in split.items()},
                     "calls_per_cpu_s": calls / cpu_used,
                     "breakdown": dict(kinds),
+                    "tree_split": None if tree_used is None else _tree_split(tree_used, g.episodes),
                 }
             )
     return rows

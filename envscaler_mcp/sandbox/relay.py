@@ -1,6 +1,7 @@
 """The zygote's loop: one forked batch process per request (per trial when a request carries several trials of
-a scenario: each is judged on a fresh interpreter; one for all of them when the request says "together"), its
-answers relayed, its life watched.
+a scenario: each is judged on a fresh interpreter; the checklist on the untouched initial state, when the
+request names it, runs first in a trial's process; one process for all of them when the request says
+"together"), its answers relayed, its life watched.
 
 How a batch ends, and whose fault it is (the rule the sandbox documents):
 
@@ -122,7 +123,8 @@ class Zygote:
                 # same validators) runs them in one batch process while no probe's checks change what the
                 # next would see of the interpreter (restrict.interpreter_state); a probe after one that did
                 # goes on in a fresh batch process, so every probe gets the verdicts it gets alone.
-                for trial in [pending] if request.get("together") else _by_episode(pending):
+                trials = [pending] if request.get("together") else _by_episode(pending, request.get("at_start"))
+                for trial in trials:
                     while trial:
                         trial = self._batch(request, trial)
             except _Fault as fault:
@@ -165,17 +167,20 @@ class Zygote:
         os.close(answers_w)
         os.close(alive_w)
         os.set_blocking(answers_r, False)
+        rest = pending
         try:
-            return self._watch(pid, answers_r, alive_r, request, pending)
+            rest = self._watch(pid, answers_r, alive_r, request, pending)
+            return rest
         finally:
             os.close(answers_r)
             os.close(alive_r)
             self._end_batch(pid)
             self._flush()
             changed = changed_limits(self._limits)
-            if changed:
+            if changed:  # charged to the trial of the last check that ran
+                last = pending[max(0, len(pending) - len(rest) - 1)]
                 raise _Tampered(f"a validator changed the limits of the sandbox's worker ({', '.join(changed)})",
-                                int(pending[0].get("e", 0)))
+                                int(last.get("e", 0)))
 
     def _child(self, write_end: int, request: dict[str, Any], pending: list[dict[str, Any]]) -> None:
         try:
@@ -388,11 +393,21 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
     return states
 
 
-def _by_episode(checks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """A request's checks split by trial (episode), each trial's in order; trials in order of their first check."""
+def _by_episode(checks: list[dict[str, Any]], at_start: Any = None) -> list[list[dict[str, Any]]]:
+    """A request's checks split by trial (episode), each trial's in order; trials in order of their first check.
+
+    The checks of episode `at_start` (the checklist on the untouched initial state with an empty transcript:
+    the scenario's validators on the scenario's own data, nothing from any episode) go first in the first other
+    trial's batch process rather than in one of their own: one fork fewer. They run before any check sees the
+    trial's final state or transcript, so nothing of an episode reaches them."""
     trials: dict[int, list[dict[str, Any]]] = {}
     for check in checks:
         trials.setdefault(int(check.get("e", 0)), []).append(check)
+    start = trials.get(at_start) if isinstance(at_start, int) and not isinstance(at_start, bool) else None
+    if start is not None and len(trials) > 1:
+        del trials[at_start]
+        first = next(iter(trials))
+        trials[first] = start + trials[first]
     return list(trials.values())
 
 

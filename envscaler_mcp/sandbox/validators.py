@@ -13,7 +13,9 @@ namespaces, an empty root, as an unprivileged user, under Landlock and seccomp (
 the kernel refuses is logged as a warning and shown in `isolation`). Trials of one scenario that wait for a
 worker at the same time go in one request (the same checklist and the same initial state, sent and parsed
 once), each trial checked in batch processes of its own on its own final state; no two trials, and no two
-scenarios, share one. Whatever a validator does, the outcome
+scenarios, share one. The checklist on the untouched initial state with an empty transcript (the guards: no
+episode's data) is no trial: when it joins a request, it runs first in a trial's batch process, before
+anything of that trial is read, which saves a fork per episode. Whatever a validator does, the outcome
 is a `CheckResult` with a reason. A worker that stops, stalls or is killed from outside is not the
 validators' doing: the batch is retried once on a fresh worker, and a second failure raises `SandboxFault`.
 """
@@ -36,6 +38,7 @@ from envscaler_mcp.errors import SandboxFault, ValidatorError
 from envscaler_mcp.isolation.report import IsolationReport, from_layers
 from envscaler_mcp.sandbox.process import Answer, Worker, WorkerFault
 from envscaler_mcp.sandbox.results import CheckResult
+from envscaler_mcp.transcript.record import EMPTY_TRANSCRIPT
 
 _MAX_TRIALS = 16  # trials of one scenario sent in one request (the worker takes up to 64)
 _MAX_TOGETHER = 64  # probe states of one scenario in one request (run_probes; the worker's most)
@@ -99,9 +102,10 @@ class _Trials:
     """Episodes of one scenario waiting together for a worker: their final states (and transcripts), in order
     of arrival, and then each one's answers."""
 
-    def __init__(self, first: tuple[bytes, ...], size: int) -> None:
+    def __init__(self, first: tuple[bytes, ...], size: int, at_start: bool) -> None:
         self.finals: list[tuple[bytes, ...]] = [first]
         self.size = size  # bytes of the final states and transcripts
+        self.at_start: int | None = 0 if at_start else None  # the trial that is the checklist on the initial state
         self.answers: dict[int, Answers] = {}
         self.fault: SandboxFault | None = None
         self.done = anyio.Event()
@@ -218,6 +222,7 @@ class ValidatorSandbox:
             # server (ParsedState) goes on as the bytes the server sent.
             initial = self._encoded.encode(initial_state)
             states = (initial, *(initial if t is initial_state else encode_json(t) for t in texts[1:]))
+            at_start = final_state is initial_state and transcript in (None, EMPTY_TRANSCRIPT)
         except (TypeError, ValueError) as exc:
             raise ValidatorError(f"states handed to validators must be JSON values: {exc}") from exc
         # Split across workers only when some are idle: when all are busy, one batch per scenario costs less.
@@ -227,7 +232,7 @@ class ValidatorSandbox:
             n_chunks = 1
         answers: Answers = {}
         if n_chunks == 1 and runnable:
-            answers = await self._with_trials(runnable, states)
+            answers = await self._with_trials(runnable, states, at_start)
         elif runnable:
             size = math.ceil(len(runnable) / n_chunks)
             failures: list[SandboxFault] = []
@@ -284,10 +289,15 @@ class ValidatorSandbox:
                   "checks": [{"i": i, "source": source, "kind": kind, "e": e} for e, i, source, kind in runs]}
         return header, states, [i for _, i, _, _ in runs]
 
-    async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...]) -> Answers:
+    async def _with_trials(self, runnable: list[tuple[int, str, str]], states: tuple[bytes, ...],
+                           at_start: bool = False) -> Answers:
         """Run one episode's checks; other trials of the same scenario that come while this one waits for a
         worker join it, and all go in one request, each trial in batch processes of its own (one
-        checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself."""
+        checklist, one initial state). A trial whose first comer could not ask (cancelled) asks again itself.
+
+        `at_start`: these are the checks on the untouched initial state with an empty transcript (the guards):
+        no episode's data. The request names them, and the worker runs them first in the batch process of
+        another trial of the request, if there is one, instead of forking a process for them alone."""
         key = (states[0], len(states), tuple(runnable))  # by content: a run reads each episode's state afresh
         while True:
             group = self._waiting.get(key)
@@ -295,6 +305,8 @@ class ValidatorSandbox:
             if group is not None and len(group.finals) < _MAX_TRIALS and group.size + size <= self._trial_bytes:
                 slot = len(group.finals)
                 group.finals.append(states[1:])
+                if at_start and group.at_start is None:
+                    group.at_start = slot
                 group.size += size
                 await group.done.wait()
                 if group.fault is not None:
@@ -302,7 +314,7 @@ class ValidatorSandbox:
                 if slot in group.answers:
                     return group.answers[slot]
                 continue
-            group = self._waiting[key] = _Trials(states[1:], size)
+            group = self._waiting[key] = _Trials(states[1:], size, at_start)
             try:
                 answers = await self._ask(partial(self._compose, key, group, runnable, states[0]))
                 group.answers = _by_trial(answers, len(group.finals), _stride(runnable))
@@ -321,10 +333,12 @@ class ValidatorSandbox:
         if self._waiting.get(key) is group:
             del self._waiting[key]
         stride = _stride(runnable)
-        placed = [(e, e * stride + i, source, kind) for e in range(len(group.finals)) for i, source, kind in runnable]
+        order = sorted(range(len(group.finals)), key=lambda e: e != group.at_start)  # the guards' checks first,
+        # as the worker answers them (sandbox/relay.py `_by_episode`)
+        placed = [(e, e * stride + i, source, kind) for e in order for i, source, kind in runnable]
         states = (initial, *(text for final in group.finals for text in final))
         header = {"sizes": [len(text) for text in states], "episodes": len(group.finals), "timeout_s": self.timeout_s,
-                  "grace_s": self.grace_s,
+                  "grace_s": self.grace_s, "at_start": group.at_start,
                   "checks": [{"i": i, "source": source, "kind": kind, "e": e} for e, i, source, kind in placed]}
         return header, states, [i for _, i, _, _ in placed]
 
