@@ -62,7 +62,12 @@ def auto_workers(items: int, largest_line: int, concurrency: int, *, cpu_seat: b
     over MAX_LINE_BYTES and the work is this machine's CPU."""
     if not cpu_seat or largest_line > MAX_LINE_BYTES:
         return 1
-    return max(1, min(-(-cpu_count() // CPUS_PER_WORKER), concurrency, items // MIN_ITEMS_PER_WORKER, available_mb() // WORKER_MB))
+    return max(1, min(_most_workers(concurrency), items // MIN_ITEMS_PER_WORKER))
+
+
+def _most_workers(concurrency: int) -> int:
+    """One worker per CPUS_PER_WORKER CPUs, at most `concurrency` and as many as the available memory holds."""
+    return max(1, min(-(-cpu_count() // CPUS_PER_WORKER), concurrency, available_mb() // WORKER_MB))
 
 
 def available_mb() -> int:
@@ -190,6 +195,14 @@ class LocalGate:
         work = [WorkItem(str(target), _payload(item)) for target, item in items]
         pool = self.pool
         _interrupt.run(lambda: pool.run(work))
+
+
+def most_gate_workers(value: str, settings: GateSettings) -> int:
+    """The most worker processes `--workers` may give a gate on this machine, before its scenarios are listed."""
+    asked = parse_workers(value)
+    if asked is not None:
+        return min(asked, settings.concurrency)
+    return _most_workers(settings.concurrency)
 
 
 def gate_workers(value: str, items: list[tuple[Any, Item]], settings: GateSettings) -> int:

@@ -3,6 +3,7 @@ when a run asks for it: `ray` is an optional extra) and `--workers` to adapters/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -17,10 +18,15 @@ def _ray_gate(address: str, workers: int | None) -> qa_cli.RemoteGate:
     return RayGate(address, workers)
 
 
-def _local_gate(workers: str, items: list[tuple[Any, Item]], settings: GateSettings) -> qa_cli.RemoteGate | None:
-    from envscaler_mcp.adapters.local_run import LocalGate, gate_workers
+def _local_gate(workers: str, items: Callable[[], list[tuple[Any, Item]]], settings: GateSettings
+                ) -> qa_cli.RemoteGate | None:
+    """Worker processes for a gate, or None for one process; the scenarios' headers are listed (all at once, for
+    the driver) only when this machine and `--workers` allow more than one worker."""
+    from envscaler_mcp.adapters.local_run import LocalGate, gate_workers, most_gate_workers
 
-    count = gate_workers(workers, items, settings)
+    if most_gate_workers(workers, settings) <= 1:
+        return None
+    count = gate_workers(workers, items(), settings)
     return LocalGate(count) if count > 1 else None
 
 

@@ -43,7 +43,8 @@ class RemoteGate(Protocol):
 
 RemoteFactory = Callable[[str, int | None], RemoteGate]  # (--ray address, --ray-workers) -> the runner
 # (--workers N|auto, the scenarios to gate, the settings) -> local worker processes' runner, or None for this process
-LocalFactory = Callable[[str, list[tuple[Any, Item]], GateSettings], RemoteGate | None]
+# (--workers, the scenarios listed with their headers when called, settings) -> the workers, or None for one process
+LocalFactory = Callable[[str, Callable[[], list[tuple[Any, Item]]], GateSettings], RemoteGate | None]
 
 
 class _Listed:
@@ -157,9 +158,15 @@ def check_command(options: CheckOptions) -> None:
     selection = Selection(dict(results.judged) if results is not None else {})
     groups = selection.groups(groups)
     if remote is None and _local_factory and options.workers.strip() != "1":
-        items = _listed(groups)
+        listing: list[list[tuple[Any, Item]]] = []  # listed only when more than one worker may run them
+
+        def items() -> list[tuple[Any, Item]]:
+            listing.append(_listed(groups))
+            return listing[-1]
+
         remote = _local_factory[0](options.workers, items, settings)
-        groups = _regrouped(items)
+        if listing:
+            groups = _regrouped(listing[-1])
     with tempfile.TemporaryDirectory(prefix="envscaler-gate-") as scratch:
         # every report is appended to the results file (a temporary one without --results) as it is judged;
         # what is kept of each is its verdict, and --json reads the lines again one at a time

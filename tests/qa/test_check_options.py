@@ -87,3 +87,35 @@ def test_the_command_line_hands_its_settings_to_the_ray_runner(monkeypatch: pyte
     [(address, workers, settings, items)] = seen
     assert (address, workers, settings) == ("auto", 2, EXPECTED) and items > 0
 
+
+
+@pytest.mark.parametrize(("cpus", "workers", "listed", "ran"), [
+    (2, "auto", False, "one process"),  # one worker per 3 CPUs: never more than one here
+    (12, "auto", True, "one process"),  # four might run, but 10 scenarios do not repay a second one
+    (2, "3", True, "workers"),
+])
+def test_the_headers_are_listed_up_front_only_when_workers_may_run_them(
+        monkeypatch: pytest.MonkeyPatch, cpus: int, workers: str, listed: bool, ran: str) -> None:
+    """One process judges each environment's scenarios when its turn comes; only a driver of several workers
+    lists every scenario's header before the first is judged (its memory then grows with the catalog)."""
+    from envscaler_mcp.adapters import local_run
+
+    monkeypatch.setattr(local_run, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(local_run, "available_mb", lambda: 100 * local_run.WORKER_MB)
+    calls: list[int] = []
+    real = qa_cli._listed
+    monkeypatch.setattr(qa_cli, "_listed", lambda groups: calls.append(1) or real(groups))
+    seen: list[str] = []
+
+    async def gate(groups: Any, settings: GateSettings, **_: Any) -> list[Any]:
+        seen.append("one process")
+        return []
+
+    def run(self: Any, items: Any, results: Any, settings: Any) -> None:
+        seen.append("workers")
+
+    monkeypatch.setattr(qa_cli, "check_groups", gate)
+    monkeypatch.setattr(local_run.LocalGate, "run", run)
+    result = runner.invoke(app, ["scenarios", "check", "library_loans", "--workers", workers, "--concurrency", "8"])
+    assert isinstance(result.exception, UsageError) and "no scenarios to check" in str(result.exception)
+    assert (bool(calls), seen) == (listed, [ran])
