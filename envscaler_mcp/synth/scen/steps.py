@@ -215,11 +215,12 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: S
 
     Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
     answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, visibly
-    true on the initial `state`) and asks only for replacements. A repeated request is sampled afresh
+    true on the initial `state`, naming an id neither the state nor the task has) and asks only for
+    replacements. A repeated request is sampled afresh
     (`ask(vary_repeats=True)`), in every steered step. A repair passes the items it `kept` and why the others
     were `refused`: the first request already asks only for replacements (the kept items come back first)."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
-    collector = Collector(state or {}, kept)
+    collector = Collector(state or {}, kept, task)
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer,
                "examples": example_items(state or {}) if ctx.steer else [],
                "feedback": collector.request(list(refused)) if kept is not None else ""}

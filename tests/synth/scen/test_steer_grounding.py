@@ -1,0 +1,73 @@
+"""Steered steps kept to the records the state has: checklist items naming a record that is nowhere, validators
+reading a field no record has, plans refused on a record the rules do not allow. Every model answer here is
+hand-written (tests/synth/fixtures/scen_answers/, or written inline), modelled on the embedded 1.5B model's
+answers on the bundled environments; each pipeline case is run with steering off too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.scenario.models import ChecklistItem
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
+from envscaler_mcp.synth.scen.checklist_fix import Collector, unknown_ids
+
+from .test_steering import STATE, VALIDATORS, ItemWriter, _answer, dropped
+
+pytestmark = pytest.mark.anyio
+
+# --- checklist items naming a record that is nowhere ---------------------------------------------------------
+
+FILES = {"files": {"FIL-0001": {"file_id": "FIL-0001", "name": "brand.pdf", "owner_id": "U01", "trashed": False}},
+         "users": {"U01": {"user_id": "U01", "name": "Maya Chen", "plan": "business"}}}
+
+
+def test_an_item_copied_from_another_system_is_refused_with_the_id_it_names() -> None:
+    collect = Collector(FILES, task="Move FIL-0001 to the trash for Maya Chen (U01).")
+    with pytest.raises(AnswerFormatError) as refused:  # the 1.5B model's cloud_storage checklist, word for word
+        collect(_answer((True, "Has order ORD-1001 status 'cancelled'?"), (True, "Has files FIL-0001 trashed true?")))
+    assert "ORD-1001, which no record of the state has and the task does not mention" in str(refused.value)
+    assert "kept already (do not repeat them): [change] Has files FIL-0001 trashed true?" in str(refused.value)
+    items = collect(_answer((True, "Has users U01 plan 'standard'?")))
+    assert [i.description for i in items] == ["Has files FIL-0001 trashed true?", "Has users U01 plan 'standard'?"]
+
+
+@pytest.mark.parametrize("fact, task, refused", [
+    ("Has order ORD-1001 status 'cancelled'?", "", True),
+    ("Has ticket INC-2002 assignee 'AG-3'?", "", True),  # the id outside quotes is what is read
+    ("Has files FIL-0001 folder 'FLD-0099'?", "", False),  # a quoted value the task may set
+    ("Has files FIL-0009 been created?", "Upload brand2.pdf as FIL-0009.", False),  # the task names it
+    ("Has user U01 plan 'business'?", "", False),  # a record of the state
+    ("Has files FIL-0001 version v2?", "", False),  # lower case: not an id
+])
+def test_only_ids_no_state_or_task_has_are_refused(fact: str, task: str, refused: bool) -> None:
+    item = ChecklistItem(id="c1", description=fact, claims_change=True)
+    assert (unknown_ids(item, {"FIL-0001", "U01", "business", "brand.pdf"}, task) is not None) is refused
+
+
+FOREIGN = {**VALIDATORS, "Has order ORD-1001 status 'cancelled'?":
+           'final_state.get("orders", {}).get("ORD-1001", {}).get("status") == "cancelled"'}
+
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_checklist_copying_a_foreign_example_is_kept_to_the_state(run: Any, steer: bool) -> None:
+    router = ItemWriter("mini_shop", "foreign_example", FOREIGN)
+    _, _, out = await run("mini_shop", router=router, steer=steer)
+    checklists = [text for step, text in router.prompts if step == "checklist"]
+    if steer:  # the copied item refused at once, the good one kept, one replacement asked for: kept
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert [c.description for c in sc.checklist] == [
+            "Has order O-2001 been cancelled?", 'Has the note "Cancelled: wrong size" been recorded on order O-2001?']
+        assert len(checklists) == 2 and "it names ORD-1001, which no record of the state has" in checklists[1]
+        assert router.calls["validators"] == 1
+    else:  # the copied item reaches the gate, never True after the plan: dropped after the repair rounds
+        [record] = dropped(out)
+        assert record["step"] == "gate" and "c1 is not True after the reference solution" in record["reason"]
+        assert len(checklists) == 1 and router.calls["validators"] == 1 + REPAIR_ROUNDS
+
+
+def test_the_state_used_here_has_no_order_ord_1001() -> None:
+    assert "ORD-1001" not in str(STATE)  # so the foreign item above is one that no record has
