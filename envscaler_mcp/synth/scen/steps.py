@@ -27,6 +27,7 @@ from envscaler_mcp.synth.scen.excerpt import (
     state_view,
     without_descriptions,
 )
+from envscaler_mcp.synth.scen.fields import fields_problem, named_fields
 from envscaler_mcp.synth.scen.parsers import (
     CHECKLIST_SCHEMA,
     TASK_SCHEMA,
@@ -254,13 +255,20 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         def accept(text: str, ids: list[str] = ids) -> tuple[dict[str, str], dict[str, bool], list[str]]:
             nonlocal failures
             sources, found, problems = validator_sections(text, ids, state_keys)
+            if ctx.steer:  # a record field no record has and no tool writes: refused with the real fields
+                for item_id, source in list(sources.items()):
+                    if (why := fields_problem(source, state, ctx.skeleton.class_source)) is not None:
+                        del sources[item_id]
+                        found.pop(item_id, None)
+                        problems.append(f"{item_id}: {why}")
             if not sources:
                 failures += 1
                 raise AnswerFormatError(problems_text(problems))
             return sources, found, problems
 
         context = {"summary": ctx.skeleton.summary, "task": task, "checklist": pending, "feedback": feedback,
-                   "previous": previous, "written": list(kept), "refused": refused}
+                   "previous": previous, "written": list(kept), "refused": refused,
+                   "fields": named_fields(state, [c.description for c in pending]) if ctx.steer else []}
         sources, found, problems = await ask(
             ctx.generator, "validators", context, accept, meter=meter, seat="validators",
             vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),

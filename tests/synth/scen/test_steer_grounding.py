@@ -14,6 +14,7 @@ from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, unknown_ids
+from envscaler_mcp.synth.scen.fields import unknown_fields
 
 from .test_steering import STATE, VALIDATORS, ItemWriter, _answer, dropped
 
@@ -71,3 +72,43 @@ async def test_a_checklist_copying_a_foreign_example_is_kept_to_the_state(run: A
 
 def test_the_state_used_here_has_no_order_ord_1001() -> None:
     assert "ORD-1001" not in str(STATE)  # so the foreign item above is one that no record has
+
+
+# --- validators reading a field no record has --------------------------------------------------------------
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_validator_reading_a_field_no_record_has_is_rewritten_before_the_gate(run: Any, steer: bool) -> None:
+    _, router, out = await run("mini_shop", "missing_field", steer=steer)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")  # the second answer is right either way
+    prompts = [text for step, text in router.prompts if step == "validators"]
+    assert len(prompts) == 2 and "cancel_note" not in (sc.checklist[1].validator or "")
+    gate_rounds = [n for n in sc.provenance.notes if "regenerated after" in n]
+    if steer:  # refused statically with the record's real fields; only c2 asked for again, no gate round spent
+        assert "- orders O-2001: order_id, customer, status, total, notes" in prompts[0]
+        assert ("c2: it reads field 'cancel_note' of a record of orders, which no record of orders has (their "
+                "fields: customer, notes, order_id, status, total)") in prompts[1]
+        assert "- c2 [change]" in prompts[1] and "- c1 " not in prompts[1] and not gate_rounds
+    else:  # found by the gate (KeyError on the initial state) and repaired in a gate round
+        assert "The exact fields of the records" not in prompts[0] and "KeyError: 'cancel_note'" in prompts[1] and gate_rounds
+
+
+async def test_a_model_that_keeps_reading_a_missing_field_drops_at_validators_with_the_reason(run: Any) -> None:
+    _, router, out = await run("mini_shop", "missing_field_always")
+    [record] = dropped(out)
+    assert record["step"] == "validators" and "it reads field 'cancel_note'" in record["reason"]
+    assert router.calls["validators"] == 4 and router.calls["solution"] == 0  # c1, c3, c4 kept; c2 asked 3 times
+
+
+@pytest.mark.parametrize("source, unknown", [
+    ('final_state["orders"]["O-2001"]["assignee"] == "AG-3"', [("orders", "assignee")]),
+    ('final_state.get("orders", {}).get("O-2001", {}).get("assignee") == "AG-3"', [("orders", "assignee")]),
+    ('any(o["gate"] == "B" for o in final_state["orders"].values())', [("orders", "gate")]),
+    ('final_state["orders"]["O-2001"]["status"] == "cancelled"', []),  # a field the records have
+    ('final_state["orders"]["O-2001"]["refund_id"] is not None', []),  # a field the code writes
+    ('final_state["orders"]["O-2001"][key] == 1', []),  # a computed key: left to the gate
+    ('final_state["today"] == "2026-01-01"', []),  # not a collection of records
+])
+def test_record_fields_read_statically(source: str, unknown: list[tuple[str, str]]) -> None:
+    code = "def check_func(final_state):\n    key = 'status'\n    return " + source + "\n"
+    state = {**STATE, "today": "2026-01-01"}
+    assert unknown_fields(code, state, "order['refund_id'] = new_id") == unknown
