@@ -9,6 +9,7 @@ status, so the rules still allow a change), and the records a refused call names
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -154,3 +155,16 @@ def named_records(state: State, arguments: Any, limit: int = 4) -> list[Anchor]:
     """The records whose id is one of the argument values (a refused call's records), at most `limit`."""
     wanted = set(_values(arguments))
     return [a for a in records(state) if a.record_id in wanted][:limit]
+
+
+def asked_for(state: State, anchor: Anchor, refusal: str, limit: int = 3) -> tuple[str, list[str]] | None:
+    """Records of `anchor`'s collection whose status a refusal of a call on it names, other than its own
+    ("Asset AST-2001 is in_use; only in-stock assets can be issued" -> in_stock: AST-2003, AST-2007), or None:
+    (the status, at most `limit` record ids)."""
+    own = _status(anchor.record)
+    said = refusal.lower().replace("-", "_").replace(" ", "_")
+    peers = [a for a in records(state) if a.collection == anchor.collection and a.record_id != anchor.record_id]
+    for status in dict.fromkeys(s for a in peers if (s := _status(a.record)) and s != own):
+        if re.search(rf"(?<![a-z0-9]){re.escape(status)}(?![a-z0-9])", said):
+            return status, [a.record_id for a in peers if _status(a.record) == status][:limit]
+    return None

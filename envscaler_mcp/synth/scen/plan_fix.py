@@ -15,7 +15,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
 from envscaler_mcp.scenario.models import ToolCall
 from envscaler_mcp.synth.llm import UsageMeter
-from envscaler_mcp.synth.scen.anchors import named_records
+from envscaler_mcp.synth.scen.anchors import asked_for, named_records
 from envscaler_mcp.synth.scen.steps import StepContext, gen_solution
 
 PLAN_ROUNDS = 2
@@ -39,8 +39,14 @@ async def refusal(calls: list[ToolCall], state: State, episodes: EpisodeFactory)
         when = "after the plan's earlier calls" if n > 1 else "in the initial state"
         lines.append(f"The records this call names, as they are just before it ({when}):")
         lines += [f"- {a.line()}" for a in shown]
+    for anchor in shown:
+        if (found := asked_for(before, anchor, call.detail or "")) is not None:
+            status, ids = found
+            lines.append(f"The {anchor.collection} whose status is {status}, as the refusal asks: {', '.join(ids)} "
+                         f"(use one only where the task is about it).")
     lines.append("Change the plan so that every call is allowed by the rules for these records as they are: "
-                 "leave out a change that is already made, and use only records and values the rules allow.")
+                 "leave out a change that is already made and a call the task does not ask for, and use only "
+                 "records and values the rules allow.")
     return "\n".join(lines)
 
 

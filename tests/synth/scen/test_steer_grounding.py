@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 
 from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.scen.anchors import asked_for, records
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, unknown_ids
 from envscaler_mcp.synth.scen.fields import unknown_fields
 
+from ..fixtures.scen_router import ANSWERS, ScenRouter
 from .test_steering import STATE, VALIDATORS, ItemWriter, _answer, dropped
 
 pytestmark = pytest.mark.anyio
@@ -112,3 +115,49 @@ def test_record_fields_read_statically(source: str, unknown: list[tuple[str, str
     code = "def check_func(final_state):\n    key = 'status'\n    return " + source + "\n"
     state = {**STATE, "today": "2026-01-01"}
     assert unknown_fields(code, state, "order['refund_id'] = new_id") == unknown
+
+
+# --- a refused plan shown the records the refusal asks for -------------------------------------------------
+
+DESK = {"assets": {"AST-2001": {"asset_id": "AST-2001", "status": "in_use", "assigned_to": "E1001"},
+                   "AST-2002": {"asset_id": "AST-2002", "status": "retired", "assigned_to": None},
+                   "AST-2003": {"asset_id": "AST-2003", "status": "in_stock", "assigned_to": None}},
+        "employees": {"E1002": {"employee_id": "E1002", "status": "active"}}}
+
+
+@pytest.mark.parametrize("refusal, expected", [
+    ("Asset AST-2001 is in_use; only in-stock assets can be issued.", ("in_stock", ["AST-2003"])),
+    ("Asset AST-2001 is in use; only in stock assets can be issued.", ("in_stock", ["AST-2003"])),
+    ("Asset AST-2001 is in_use; it cannot be issued twice.", None),  # its own status only: nothing to offer
+    ("Employee E1001 is inactive; devices go to active employees only.", None),  # another collection's status
+])
+def test_the_records_a_refusal_asks_for(refusal: str, expected: tuple[str, list[str]] | None) -> None:
+    [asset] = [a for a in records(DESK) if a.record_id == "AST-2001"]
+    assert asked_for(DESK, asset, refusal) == expected
+
+
+class PeerPicker(ScenRouter):
+    """Plans to cancel the shipped order O-2003 (the 1.5B model's it_helpdesk plans issued an asset in use, every
+    time) until a prompt names the orders the refusal asks for; then it plans the task's own order."""
+
+    def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
+        answer = super().__call__(messages, tools)
+        if self.prompts[-1][0] != "solution" or "as the refusal asks: O-2001" in messages[-1].content:
+            return answer
+        return (ANSWERS / "mini_shop" / "refused_always" / "solution.md").read_text()
+
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_refused_plan_is_shown_the_records_the_refusal_asks_for(run: Any, steer: bool) -> None:
+    router = PeerPicker("mini_shop")
+    _, _, out = await run("mini_shop", router=router, steer=steer)
+    prompts = [text for step, text in router.prompts if step == "solution"]
+    if steer:
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2003"]
+        assert "The orders whose status is pending, as the refusal asks: O-2001, O-2002" in prompts[1]
+        assert "a call the task does not ask for" in prompts[1] and router.calls["solution"] == 2
+    else:  # told the refusal alone, the same model plans the shipped order every time: dropped with the reason
+        [record] = dropped(out)
+        assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
+        assert not any("as the refusal asks" in p for p in prompts)
