@@ -161,3 +161,18 @@ async def test_a_refused_plan_is_shown_the_records_the_refusal_asks_for(run: Any
         [record] = dropped(out)
         assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
         assert not any("as the refusal asks" in p for p in prompts)
+
+
+@pytest.mark.parametrize("steer", [True, False])
+async def test_a_refused_query_is_left_out_of_the_plan_without_the_model(run: Any, steer: bool) -> None:
+    _, router, out = await run("mini_shop", "refused_query", steer=steer)
+    if steer:  # the lookup of an order the state lacks changed nothing: left out, no model call, kept
+        [sc] = load_scenarios(out / "mini_shop.jsonl")
+        assert [c.tool for c in sc.reference_solution] == ["cancel_order", "add_note"]
+        assert router.calls["solution"] == 1
+        [note] = [n for n in sc.provenance.notes if n.startswith("reference plan")]
+        assert note.startswith("reference plan: a query the system refused left out: call 1 get_order")
+    else:  # the gate fails the replay at the lookup, and every rewrite repeats it: dropped with the reason
+        [record] = dropped(out)
+        assert record["step"] == "gate" and "order 'O-9999' not found" in record["reason"]
+        assert router.calls["solution"] == 1 + REPAIR_ROUNDS
