@@ -66,11 +66,11 @@ def _words(value: Any) -> Iterator[str]:
         yield str(value)
 
 
-def unknown_ids(item: ChecklistItem, known: set[str], task: str) -> str | None:
-    """Why an item names a record that is nowhere, or None: an id outside quotes (a quoted one may be a value the
-    task sets) that no key or value of the state has and the task does not mention."""
-    unquoted = _QUOTED.sub(" ", item.description)
-    missing = [w for w in dict.fromkeys(_ID.findall(unquoted)) if w not in known and not _mentions(task, w)]
+def unknown_ids(item: ChecklistItem, known: str, task: str) -> str | None:
+    """Why an item names a record that is nowhere, or None: an id (quoted or not: a value the task sets is in the
+    task) that is a word of no key or value of the state (`known`: them all, one a line) and of the task ("Q1" is
+    a word of the file name "Q1 2026 report.pdf")."""
+    missing = [w for w in dict.fromkeys(_ID.findall(item.description)) if not _mentions(known, w) and not _mentions(task, w)]
     if not missing:
         return None
     return (f"it names {', '.join(missing)}, which no record of the state has and the task does not mention "
@@ -98,7 +98,7 @@ class Collector:
 
     def __init__(self, state: State, kept: list[ChecklistItem] | None = None, task: str = "") -> None:
         self.records = records(state)
-        self.known = set(_words(state))
+        self.known = "\n".join(dict.fromkeys(_words(state)))
         self.task = task
         self.kept: list[ChecklistItem] = list(kept or [])  # a repair keeps a checklist's good items (validators too)
         self.needed = max(2, len(self.kept) + 1) if kept else 2  # a repair adds at least one item

@@ -5,18 +5,19 @@ answers on the bundled environments; each pipeline case is run with steering off
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.scen.anchors import asked_for, records
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, unknown_ids
-from envscaler_mcp.synth.scen.fields import unknown_fields
+from envscaler_mcp.synth.scen.fields import fields_problem, unknown_fields
 
 from ..fixtures.scen_router import ANSWERS, ScenRouter
 from .test_steering import STATE, VALIDATORS, ItemWriter, _answer, dropped
@@ -41,15 +42,18 @@ def test_an_item_copied_from_another_system_is_refused_with_the_id_it_names() ->
 
 @pytest.mark.parametrize("fact, task, refused", [
     ("Has order ORD-1001 status 'cancelled'?", "", True),
-    ("Has ticket INC-2002 assignee 'AG-3'?", "", True),  # the id outside quotes is what is read
-    ("Has files FIL-0001 folder 'FLD-0099'?", "", False),  # a quoted value the task may set
+    ("Has ticket INC-2002 assignee 'AG-3'?", "", True),
+    ("Has files FIL-0001 owner 'AG-3'?", "", True),  # quoted too: an id the task sets is in the task
+    ("Has files FIL-0001 folder 'FLD-0099'?", "Move FIL-0001 into FLD-0099.", False),
     ("Has files FIL-0009 been created?", "Upload brand2.pdf as FIL-0009.", False),  # the task names it
     ("Has user U01 plan 'business'?", "", False),  # a record of the state
     ("Has files FIL-0001 version v2?", "", False),  # lower case: not an id
+    ("Has the Q1 2026 report (FIL-0001) stayed in Reports?", "", False),  # a word of a value of the state
 ])
 def test_only_ids_no_state_or_task_has_are_refused(fact: str, task: str, refused: bool) -> None:
     item = ChecklistItem(id="c1", description=fact, claims_change=True)
-    assert (unknown_ids(item, {"FIL-0001", "U01", "business", "brand.pdf"}, task) is not None) is refused
+    known = "\n".join(["FIL-0001", "U01", "business", "Q1 2026 report.pdf"])
+    assert (unknown_ids(item, known, task) is not None) is refused
 
 
 FOREIGN = {**VALIDATORS, "Has order ORD-1001 status 'cancelled'?":
@@ -176,3 +180,22 @@ async def test_a_refused_query_is_left_out_of_the_plan_without_the_model(run: An
         [record] = dropped(out)
         assert record["step"] == "gate" and "order 'O-9999' not found" in record["reason"]
         assert router.calls["solution"] == 1 + REPAIR_ROUNDS
+
+
+# --- no false refusal on the bundled catalog ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_bundled_scenarios_have_no_item_or_validator_these_checks_refuse() -> None:
+    checked = 0
+    for path in sorted((ROOT / "scenarios").glob("*.jsonl")):
+        skeleton = ROOT / "environments" / path.stem / "skeleton.json"
+        code = load_skeleton(skeleton).class_source if skeleton.exists() else ""
+        for sc in load_scenarios(path):
+            collect = Collector(sc.initial_state, task=sc.task)
+            for item in sc.checklist:
+                assert unknown_ids(item, collect.known, sc.task) is None, (sc.id, item.description)
+                assert fields_problem(item.validator or "", sc.initial_state, code) is None, (sc.id, item.id)
+                checked += 1
+    assert checked >= 300  # every bundled environment's scenarios were read
