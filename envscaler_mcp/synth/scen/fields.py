@@ -124,7 +124,7 @@ class _Reads:
 
 def unknown_fields(source: str, state: State, code: str = "") -> list[tuple[str, str]]:
     """The (collection, field) pairs a validator reads from a record that no record of that collection has and
-    the environment's `code` never names as a string (so no tool writes it). [] when the source does not parse."""
+    the environment's `code` never names as a string or a keyword (so no tool writes it). [] when the source does not parse."""
     parsed = validator_tree(source)
     if parsed is None:
         return []
@@ -132,7 +132,14 @@ def unknown_fields(source: str, state: State, code: str = "") -> list[tuple[str,
     reads = _Reads(state, params)
     reads.visit(tree)
     return [(c, f) for c, f in dict.fromkeys(reads.read)
-            if f not in record_fields(state, c) and f"'{f}'" not in code and f'"{f}"' not in code]
+            if f not in record_fields(state, c) and not _written(f, code)]
+
+
+def _written(field: str, code: str) -> bool:
+    """Whether the environment's code may write `field`: it names it as a string, or as a keyword or a name
+    assigned to (`dict(refund_id=…)`)."""
+    return (f"'{field}'" in code or f'"{field}"' in code
+            or re.search(rf"(?<![\w.]){re.escape(field)}\s*=(?!=)", code) is not None)
 
 
 def fields_problem(source: str, state: State, code: str = "") -> str | None:
