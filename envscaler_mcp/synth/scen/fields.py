@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 
 from envscaler_mcp._json import State
@@ -100,20 +101,29 @@ class _Reads:
         return None
 
     def iterated(self, node: ast.expr) -> str | None:
-        """The collection whose records iterating `node` gives (a collection, or its `.values()`), or None."""
+        """The collection whose records iterating `node` gives (a dict collection's `.values()`, or a list
+        collection itself), or None."""
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "values"
                 and not node.args):
-            node = node.func.value
-        kind = self.kind(node)
-        return kind[1] if kind is not None and kind[0] == _COLLECTION else None
+            inner, values = node.func.value, True
+        else:
+            inner, values = node, False
+        kind = self.kind(inner)
+        if kind is None or kind[0] != _COLLECTION:
+            return None
+        return kind[1] if isinstance(self.state.get(kind[1]), dict) == values else None
 
     def visit(self, tree: ast.AST) -> None:
+        bound = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        once = {name for name, times in bound.items() if times == 1}  # a name bound twice may hold anything
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id in once):
                 kind = self.kind(node.value)
                 if kind is not None:
                     self.names[node.targets[0].id] = kind
-            elif isinstance(node, ast.For | ast.comprehension) and isinstance(node.target, ast.Name):
+            elif (isinstance(node, ast.For | ast.comprehension) and isinstance(node.target, ast.Name)
+                  and node.target.id in once):
                 collection = self.iterated(node.iter)
                 if collection is not None:
                     self.names[node.target.id] = (_RECORD, collection)

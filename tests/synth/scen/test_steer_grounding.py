@@ -115,11 +115,14 @@ async def test_a_model_that_keeps_reading_a_missing_field_drops_at_validators_wi
     ('final_state["orders"]["O-2001"]["paid_on"] is not None', []),  # a keyword the code writes
     ('final_state["orders"]["O-2001"]["refunded"] is True', [("orders", "refunded")]),  # compared, not written
     ('final_state["orders"]["O-2001"][key] == 1', []),  # a computed key: left to the gate
+    ('[o["x"] for o in final_state["orders"]]', []),  # iterating a dict collection gives its ids, not records
+    ('[t["gate"] for t in final_state["tickets"]]', [("tickets", "gate")]),  # a list collection's records
+    ('[key["x"] for key in final_state["orders"].values()]', []),  # `key` is bound twice: it may hold anything
     ('final_state["today"] == "2026-01-01"', []),  # not a collection of records
 ])
 def test_record_fields_read_statically(source: str, unknown: list[tuple[str, str]]) -> None:
     code = "def check_func(final_state):\n    key = 'status'\n    return " + source + "\n"
-    state = {**STATE, "today": "2026-01-01"}
+    state = {**STATE, "today": "2026-01-01", "tickets": [{"id": "T1", "status": "open"}]}
     assert unknown_fields(code, state, "order['refund_id'] = new_id\nrecord = dict(paid_on=today)\n"
                                        "if refunded == 0: pass") == unknown
 
