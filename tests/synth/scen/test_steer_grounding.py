@@ -14,7 +14,7 @@ from envscaler_mcp.catalog.store import load_scenarios, load_skeleton
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
-from envscaler_mcp.synth.scen.anchors import asked_for, records
+from envscaler_mcp.synth.scen.anchors import allowed, asked_for, parameter_rules, records, task_anchors
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS
 from envscaler_mcp.synth.scen.checklist_fix import Collector, unknown_ids
 from envscaler_mcp.synth.scen.fields import fields_problem, unknown_fields
@@ -205,3 +205,27 @@ def test_the_bundled_scenarios_have_no_item_or_validator_these_checks_refuse() -
                 assert fields_problem(item.validator or "", sc.initial_state, code) is None, (sc.id, item.id)
                 checked += 1
     assert checked >= 300  # every bundled environment's scenarios were read
+
+
+# --- task anchors the rules allow to change ---------------------------------------------------------------
+
+ASSET_TOOLS = [  # (input schema, description) of it_helpdesk's asset tools, their constraints as written
+    ({"properties": {"asset_id": {}, "employee_id": {}}}, "Issue an in-stock asset.\n\nConstraints:\n    Asset must "
+     "be in_stock; employee must be active."),
+    ({"properties": {"asset_id": {}}}, "Take an asset back.\n\nConstraints:\n    Only in_use assets can be returned."),
+    ({"properties": {"asset_id": {}}}, "Retire an asset.\n\nConstraints:\n    The asset must not be in use (return "
+     "it first) and no open ticket may reference it."),
+]
+ASSETS = {"assets": {f"AST-{n}": {"asset_id": f"AST-{n}", "status": status} for n, status in
+                     enumerate(["retired", "in_use", "in_repair", "in_stock"], start=1)}}
+
+
+def test_task_anchors_are_records_whose_status_a_rule_allows_to_change() -> None:
+    changers = [schema for schema, _ in ASSET_TOOLS]
+    rules = parameter_rules(ASSET_TOOLS)
+    picked = {task_anchors(ASSETS, i, changers, rules=rules)[0].record_id for i in range(8)}
+    assert picked == {"AST-2", "AST-4"}  # in_use (returned), in_stock (issued); never retired nor in_repair
+    assert {task_anchors(ASSETS, i, changers)[0].record_id for i in range(8)} == set(ASSETS["assets"])
+    [retired] = [a for a in records(ASSETS) if a.record_id == "AST-1"]
+    assert not allowed(retired, {"asset_id": "The asset must not be retired."})  # named only to forbid
+    assert allowed(retired, {"asset_id": "Only retired assets can be disposed of."})
