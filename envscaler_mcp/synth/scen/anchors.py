@@ -9,6 +9,7 @@ status, so the rules still allow a change), and the records a refused call names
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,14 +78,41 @@ def _parameters(schemas: Sequence[Mapping[str, Any]]) -> Counter[str]:
     return Counter(name for schema in schemas for name in (schema.get("properties") or {}))
 
 
-def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]] = (), limit: int = 2
-                 ) -> list[Anchor]:
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|can't)\b", re.I)
+
+
+def parameter_rules(changers: Sequence[tuple[Mapping[str, Any], str]]) -> dict[str, str]:
+    """{parameter name: the descriptions of the state-changing tools that take it} from (input schema,
+    description) pairs: the rules a record is changed under, by the field its id goes in."""
+    rules: dict[str, list[str]] = {}
+    for schema, description in changers:
+        for name in schema.get("properties") or {}:
+            rules.setdefault(name, []).append(description)
+    return {name: "\n".join(texts) for name, texts in rules.items()}
+
+
+def allowed(anchor: Anchor, rules: Mapping[str, str]) -> bool:
+    """Whether a rule of the state-changing tools that take this record's id names its status without a
+    negation ("Asset must be in_stock", "Only in_use assets can be returned": in_use is allowed a change, retired
+    is not, since "The asset must not be in use" names it only to forbid)."""
+    status, field = _status(anchor.record), _id_field(anchor)
+    if status is None or field is None or field not in rules:
+        return False
+    sentences = re.split(r"(?<=[.;:])\s+|\n", rules[field])
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(status)}(?![a-z0-9])",
+                         sentence.lower().replace("-", "_").replace(" ", "_")) and not _NEGATION.search(sentence)
+               for sentence in sentences)
+
+
+def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]] = (), limit: int = 2,
+                 rules: Mapping[str, str] | None = None) -> list[Anchor]:
     """The records item `index` is asked to be about: first from the collections whose id field the most
     state-changing tools take as a parameter (`changers`: their input schemas; `ticket_id` for the tickets),
     then from the collections whose records carry a status (the ones a workflow changes); in each, a record
-    still open (its status not a settled one), rotating with `index` so items of one environment differ; at
-    most one per collection and `limit` in all. Collections no changing tool names and without status fields
-    are used only when no other is; an empty state gives none."""
+    still open (its status not a settled one) and, where some are, one whose status the tools' `rules`
+    (`parameter_rules`) name as allowing a change, rotating with `index` so items of one environment differ;
+    at most one per collection and `limit` in all. Collections no changing tool names and without status
+    fields are used only when no other is; an empty state gives none."""
     by_collection: dict[str, list[Anchor]] = {}
     for anchor in records(state):
         by_collection.setdefault(anchor.collection, []).append(anchor)
@@ -104,7 +132,8 @@ def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]]
     top = [c for c in strong if score(c) == best]
     first = top[index % len(top)]
     names = [first] + [c for c in strong if c != first]
-    return [open_[c][index % len(open_[c])] for c in names[:limit]]
+    pools = {c: [r for r in open_[c] if allowed(r, rules)] or open_[c] if rules else open_[c] for c in names}
+    return [pools[c][index % len(pools[c])] for c in names[:limit]]
 
 
 def example_items(state: State, limit: int = 2) -> list[str]:
@@ -154,3 +183,16 @@ def named_records(state: State, arguments: Any, limit: int = 4) -> list[Anchor]:
     """The records whose id is one of the argument values (a refused call's records), at most `limit`."""
     wanted = set(_values(arguments))
     return [a for a in records(state) if a.record_id in wanted][:limit]
+
+
+def asked_for(state: State, anchor: Anchor, refusal: str, limit: int = 3) -> tuple[str, list[str]] | None:
+    """Records of `anchor`'s collection whose status a refusal of a call on it names, other than its own
+    ("Asset AST-2001 is in_use; only in-stock assets can be issued" -> in_stock: AST-2003, AST-2007), or None:
+    (the status, at most `limit` record ids)."""
+    own = _status(anchor.record)
+    said = refusal.lower().replace("-", "_").replace(" ", "_")
+    peers = [a for a in records(state) if a.collection == anchor.collection and a.record_id != anchor.record_id]
+    for status in dict.fromkeys(s for a in peers if (s := _status(a.record)) and s != own):
+        if re.search(rf"(?<![a-z0-9]){re.escape(status)}(?![a-z0-9])", said):
+            return status, [a.record_id for a in peers if _status(a.record) == status][:limit]
+    return None

@@ -39,7 +39,7 @@ from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
-from envscaler_mcp.synth.scen.anchors import task_anchors
+from envscaler_mcp.synth.scen.anchors import parameter_rules, task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
@@ -240,8 +240,9 @@ class ScenarioBuilder:
         task is asked about records chosen from the state (`anchors.task_anchors`) and a plan the environment
         refuses is corrected with the refusal (`plan_fix`)."""
         ctx = self.ctx
-        changers = [t.input_schema for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
-        anchors = task_anchors(state, index, changers) if ctx.steer else []
+        changing = [t for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
+        rules = parameter_rules([(t.input_schema, t.description) for t in changing])
+        anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules) if ctx.steer else []
         title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task))

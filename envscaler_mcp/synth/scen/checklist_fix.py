@@ -5,12 +5,17 @@ tool available") or items that already hold at the start; refusing the whole ans
 over, and the model tends to repeat itself. Here the usable items stay, and the retry asks only for
 replacements, told which items were refused and why. An item that already holds on the initial state is
 refused here when a cheap reading of its text shows it (it names one record and quotes the value one of that
-record's fields already has); the gate still checks every validator on the initial state.
+record's fields already has); the gate still checks every validator on the initial state. An item naming an id
+that neither the state nor the task has is refused too: the 1.5B model copied a prompt's example from another
+system ("Has order ORD-1001 status 'cancelled'?" on a file store without orders), and every validator then read a
+collection the state lacks.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from envscaler_mcp._json import State
 from envscaler_mcp.scenario.models import ChecklistItem
@@ -20,6 +25,8 @@ from envscaler_mcp.synth.scen.parsers import NO_CHANGE, checklist_items
 
 MAX_ITEMS = 6
 _QUOTED = re.compile(r"""['"‘“]([^'"’”]{1,80})['"’”]""")
+# An id as systems write them: capitals, an optional dash, digits ("ORD-1001", "INC-3001", "E1002", "U01").
+_ID = re.compile(r"(?<![\w-])[A-Z]{1,5}-?\d{1,8}(?:-\d{1,8})*(?![\w-])")
 
 
 def _mentions(text: str, word: str) -> bool:
@@ -46,6 +53,30 @@ def already_true(item: ChecklistItem, state_records: list[Anchor]) -> str | None
     return None
 
 
+def _words(value: Any) -> Iterator[str]:
+    """Every key and scalar value of a state, as text."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield str(key)
+            yield from _words(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _words(inner)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def unknown_ids(item: ChecklistItem, known: str, task: str) -> str | None:
+    """Why an item names a record that is nowhere, or None: an id (quoted or not: a value the task sets is in the
+    task) that is a word of no key or value of the state (`known`: them all, one a line) and of the task ("Q1" is
+    a word of the file name "Q1 2026 report.pdf")."""
+    missing = [w for w in dict.fromkeys(_ID.findall(item.description)) if not _mentions(known, w) and not _mentions(task, w)]
+    if not missing:
+        return None
+    return (f"it names {', '.join(missing)}, which no record of the state has and the task does not mention "
+            "(name the records the task is about, by their ids)")
+
+
 def _example(state_records: list[Anchor]) -> str:
     """A good item shaped like this state's records: a field of a named record reaching a value."""
     for anchor in state_records:
@@ -65,8 +96,10 @@ class Collector:
     of them is marked [change], else refuses the answer with the items kept, the ones refused and why, and a
     request for replacements only."""
 
-    def __init__(self, state: State, kept: list[ChecklistItem] | None = None) -> None:
+    def __init__(self, state: State, kept: list[ChecklistItem] | None = None, task: str = "") -> None:
         self.records = records(state)
+        self.known = "\n".join(dict.fromkeys(_words(state)))
+        self.task = task
         self.kept: list[ChecklistItem] = list(kept or [])  # a repair keeps a checklist's good items (validators too)
         self.needed = max(2, len(self.kept) + 1) if kept else 2  # a repair adds at least one item
 
@@ -77,7 +110,7 @@ class Collector:
             if any(" ".join(item.description.lower().split()) == " ".join(k.description.lower().split())
                    for k in self.kept):
                 continue
-            why = already_true(item, self.records)
+            why = already_true(item, self.records) or unknown_ids(item, self.known, self.task)
             if why is not None:
                 refused.append(f"{item.description[:80]!r}: {why}")
             elif len(self.kept) < MAX_ITEMS:

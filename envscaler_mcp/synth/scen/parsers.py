@@ -24,6 +24,7 @@ from envscaler_mcp.synth._common_parse import (
     require_sections,
     split_sections,
 )
+from envscaler_mcp.synth.scen.fields import unknown_state_keys
 
 MIN_TASK_WORDS = 20
 # "Has …?" is the convention; the other yes/no openers state a fact just as well.
@@ -165,29 +166,6 @@ def validator_problem(source: str) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             return f"calling {node.func.id}() is not allowed"
     return static_problem(tree)
-
-
-def unknown_state_keys(source: str, keys: Collection[str]) -> list[str]:
-    """Top-level keys a validator reads from the state (`final_state["x"]`, `initial_state.get("x")`, with
-    check_func's own parameter name too) that the state does not have. [] when the source does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names = {"final_state", "initial_state"}
-    names |= {a.arg for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check_func"
-              for a in n.args.args[:1]}
-    read: list[str] = []
-    for node in ast.walk(tree):
-        key: ast.expr | None = None
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in names:
-            key = node.slice
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-              and isinstance(node.func.value, ast.Name) and node.func.value.id in names and node.args):
-            key = node.args[0]
-        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in keys:
-            read.append(key.value)
-    return sorted(set(read))
 
 
 def parse_validators(text: str, item_ids: list[str]) -> dict[str, str]:

@@ -27,6 +27,7 @@ from envscaler_mcp.synth.scen.excerpt import (
     state_view,
     without_descriptions,
 )
+from envscaler_mcp.synth.scen.fields import fields_problem, named_fields
 from envscaler_mcp.synth.scen.parsers import (
     CHECKLIST_SCHEMA,
     TASK_SCHEMA,
@@ -215,11 +216,12 @@ async def gen_checklist(ctx: StepContext, task: str, meter: UsageMeter, state: S
 
     Steered (`ctx.steer`): the prompt shows what a good item looks like, and the usable items of a refused
     answer are kept (`checklist_fix.Collector`): the retry names the refused items and why (about a tool, visibly
-    true on the initial `state`) and asks only for replacements. A repeated request is sampled afresh
+    true on the initial `state`, naming an id neither the state nor the task has) and asks only for
+    replacements. A repeated request is sampled afresh
     (`ask(vary_repeats=True)`), in every steered step. A repair passes the items it `kept` and why the others
     were `refused`: the first request already asks only for replacements (the kept items come back first)."""
     change_tools = ", ".join(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
-    collector = Collector(state or {}, kept)
+    collector = Collector(state or {}, kept, task)
     context = {"summary": ctx.skeleton.summary, "task": task, "change_tools": change_tools, "steer": ctx.steer,
                "examples": example_items(state or {}) if ctx.steer else [],
                "feedback": collector.request(list(refused)) if kept is not None else ""}
@@ -253,13 +255,20 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         def accept(text: str, ids: list[str] = ids) -> tuple[dict[str, str], dict[str, bool], list[str]]:
             nonlocal failures
             sources, found, problems = validator_sections(text, ids, state_keys)
+            if ctx.steer:  # a record field no record has and no tool writes: refused with the real fields
+                for item_id, source in list(sources.items()):
+                    if (why := fields_problem(source, state, ctx.skeleton.class_source)) is not None:
+                        del sources[item_id]
+                        found.pop(item_id, None)
+                        problems.append(f"{item_id}: {why}")
             if not sources:
                 failures += 1
                 raise AnswerFormatError(problems_text(problems))
             return sources, found, problems
 
         context = {"summary": ctx.skeleton.summary, "task": task, "checklist": pending, "feedback": feedback,
-                   "previous": previous, "written": list(kept), "refused": refused}
+                   "previous": previous, "written": list(kept), "refused": refused,
+                   "fields": named_fields(state, [c.description for c in pending]) if ctx.steer else []}
         sources, found, problems = await ask(
             ctx.generator, "validators", context, accept, meter=meter, seat="validators",
             vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),

@@ -222,6 +222,10 @@ VALIDATORS = {  # a hand-written model that writes the right validator for each 
 class ItemWriter(ScenRouter):
     """Answers the validators step from the items listed in its prompt (`- c2 [change]: text`)."""
 
+    def __init__(self, env: str, case: str = "good", table: dict[str, str] | None = None) -> None:
+        super().__init__(env, case)
+        self.table = VALIDATORS if table is None else table
+
     def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
         answer = super().__call__(messages, tools)
         if self.prompts[-1][0] != "validators":
@@ -229,7 +233,7 @@ class ItemWriter(ScenRouter):
         listed = [line[2:].split(": ", 1) for line in messages[-1].content.splitlines()
                   if line.startswith("- c") and "]: " in line]
         return "\n\n".join(f"# {head.split()[0]}\n```python\ndef check_func(final_state):\n"
-                           f"    return {VALIDATORS[text]}\n```" for head, text in listed if text in VALIDATORS)
+                           f"    return {self.table[text]}\n```" for head, text in listed if text in self.table)
 
 
 @pytest.mark.parametrize("steer", [True, False])
