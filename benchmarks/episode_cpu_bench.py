@@ -50,7 +50,7 @@ from envscaler_mcp.catalog.store import get_skeleton, list_env_ids
 def baseline_cpu(plans: list[Any], rounds: int, tree: Tree | None = None) -> dict[str, float]:
     """In-process EnvScaler-style episodes: seconds of this process's CPU and of wall time per episode (and
     of the whole tree's user and system CPU, with `tree`)."""
-    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
+    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in map(p.full, p.headers())]
     eval_bench.in_process_episode(pairs[0][0].class_source, pairs[0][0].class_name, pairs[0][1])  # warm imports
     if tree is not None:
         tree.settle()
@@ -72,7 +72,7 @@ def measure(args: argparse.Namespace, tree: Tree | None = None
     env_ids = args.env or list_env_ids()
     plans = eval_bench._plans(env_ids, args.episodes)
     eval_plans = eval_bench._eval_plans(env_ids)
-    print(f"catalog: {len(env_ids)} environments, {sum(len(p.scenarios) for p in plans)} scenarios; "
+    print(f"catalog: {len(env_ids)} environments, {sum(p.count() for p in plans)} scenarios; "
           f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}", flush=True)
     rows: dict[str, list[dict[str, Any]]] = {"pipe": [], "http": []}
     bases: list[dict[str, float]] = []
@@ -104,7 +104,7 @@ async def on_workers(plans: list[Any], transport: str, concurrency: int, episode
     from envscaler_mcp.harness.seats import Seat
 
     per_env = max(1, episodes // max(1, len(plans)))
-    trials = max(1, -(-per_env // max(len(p.scenarios) for p in plans)))
+    trials = max(1, -(-per_env // max(p.count() for p in plans)))
     config = RunConfig(envs=[p.env_id for p in plans], agent="oracle", trials=trials, concurrency=concurrency,
                        transport=transport, progress=False, workers=workers)  # type: ignore[arg-type]
     with tempfile.TemporaryDirectory() as tmp:

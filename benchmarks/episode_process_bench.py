@@ -56,7 +56,7 @@ async def _cycle(env_id: str, mode: str, n: int) -> list[float]:
     from envscaler_mcp.launch import launch_server
 
     [plan] = eval_bench._plans([env_id], 1)
-    scenario = plan.scenarios[0]
+    scenario = plan.full(plan.headers()[0])
     call = eval_bench._query_call(env_id)
     times = []
     async with launch_server(env_id, transport="pipe", episode_process=mode) as server:  # type: ignore[arg-type]

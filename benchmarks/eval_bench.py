@@ -131,7 +131,7 @@ def _replay(cls: Any, scenario: Scenario) -> int:
 def baseline(plans: list[EnvPlan], rounds: int) -> dict[str, float]:
     """Mean seconds per in-process episode: EnvScaler-style (exec the class source per episode, as its
     reset() does) and calls only (class compiled once; fresh instance, calls, state copy, validators)."""
-    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in p.scenarios]
+    pairs = [(get_skeleton(p.env_id), s) for p in plans for s in map(p.full, p.headers())]
     n = rounds * len(pairs)
     t = time.perf_counter()
     for _ in range(rounds):
@@ -199,7 +199,7 @@ async def harness(
             yield servers[plan.env_id]
 
         for level in levels:
-            trials = max(1, -(-per_env // max(len(p.scenarios) for p in plans)))
+            trials = max(1, -(-per_env // max(p.count() for p in plans)))
             config = RunConfig(
                 envs=[p.env_id for p in plans],
                 agent="oracle",
@@ -268,7 +268,7 @@ async def validator_throughput(plans: list[EnvPlan], rounds: int, workers: int, 
     jobs = []
     for plan in plans:
         sk = get_skeleton(plan.env_id)
-        for s in plan.scenarios:
+        for s in map(plan.full, plan.headers()):
             env = _instance(sk.class_source, sk.class_name, s.initial_state)
             for call in s.reference_solution:
                 getattr(env, call.tool)(**call.arguments)
@@ -501,7 +501,7 @@ def main() -> None:
     eval_plans = _eval_plans(env_ids) if _HAS_LAZY_PLANS else plans
     levels = [int(x) for x in args.concurrency.split(",")]
     print(
-        f"catalog: {', '.join(env_ids)}; {sum(len(p.scenarios) for p in plans)} scenarios; "
+        f"catalog: {', '.join(env_ids)}; {sum(p.count() for p in plans)} scenarios; "
         f"{os.cpu_count()} cores; load {os.getloadavg()[0]:.2f}"
     )
     base = baseline(plans, rounds=3)
