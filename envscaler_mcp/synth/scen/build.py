@@ -25,12 +25,9 @@ item (a validator rewritten, an item re-marked [keep]).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from envscaler_mcp._json import State
-from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
@@ -44,9 +41,15 @@ from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, withou
 from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
+from envscaler_mcp.synth.scen.verdicts import (
+    Verdict,
+    changes,
+    describe,
+    diagnose,
+    disagreeing_items,
+    ungrounded,
+)
 
-Part = Literal["task", "checklist", "validators", "solution", "validators+solution"]
-_MAX_FEEDBACK = 15
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
 
@@ -69,25 +72,6 @@ class Dropped(Exception):
         self.reason = reason
 
 
-@dataclass
-class Verdict:
-    """Outcome of gating one draft: no reasons means it is kept."""
-
-    reasons: list[str]
-    part: Part | None = None
-    feedback: str = ""
-    report: GateReport | None = None
-    items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
-
-
-def ungrounded() -> Verdict:
-    """The verdict on a task that names no record of its initial state (`qa.grounding.names_a_record`)."""
-    reason = ("the task names no record of the initial state (no id, and no name or other value that only "
-              "one record has), so an assistant cannot tell which records to change")
-    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; name the records "
-                   "(by id, or by a name or other value of theirs)")
-
-
 def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenance | None = None
                    ) -> Scenario:
     """The draft as a Scenario (id = content hash; difficulty = number of reference calls)."""
@@ -95,65 +79,6 @@ def draft_scenario(env_id: str, state: State, draft: Draft, provenance: Provenan
                     checklist=draft.checklist, reference_solution=draft.solution, reference_answer=draft.answer,
                     difficulty=len(draft.solution),
                     provenance=provenance or Provenance(source="synthesized")).with_id()
-
-
-def _bullets(lines: list[str]) -> str:
-    shown = [f"- {line}" for line in lines[:_MAX_FEEDBACK]]
-    if len(lines) > _MAX_FEEDBACK:
-        shown.append(f"- … and {len(lines) - _MAX_FEEDBACK} more")
-    return "\n".join(shown)
-
-
-def _changes(initial: dict[str, Any], final: dict[str, Any], limit: int = 30) -> str:
-    lines = []
-    for change in diff_states(initial, final)[:limit]:
-        old = json.dumps(change.old, ensure_ascii=False, default=str)[:120]
-        new = json.dumps(change.new, ensure_ascii=False, default=str)[:120]
-        lines.append(f"{change.path_str()}: {change.op} {old} -> {new}")
-    return "\n".join(lines) or "(no change)"
-
-
-def diagnose(report: GateReport, scenario: Scenario, require_mutation: bool) -> Verdict:
-    """Which part to regenerate for a gate report, with the feedback to send; no reasons when it passed."""
-    status = {s.name: s.status for s in report.steps}
-    reasons = report.reasons()
-    if report.passed and (not require_mutation or status.get("mutation") == "pass"):
-        return Verdict(reasons=[], report=report)
-    failing = {s.name for s in report.steps if s.status == "fail"}
-    if require_mutation and status.get("mutation") in ("warn", "fail"):
-        failing.add("mutation")
-    if "consistency" in failing:  # the task disagrees with its plan or checklist (or points at unseen state):
-        return Verdict(reasons=reasons, part=None, report=report)  # no part to regenerate saves it: dropped
-    validators_bad = bool(failing & {"validators", "initial_false", "mutation"})
-    solution_bad = "replay" in failing
-    part: Part = ("validators+solution" if "final_true" in failing or (validators_bad and solution_bad)
-                  else "solution" if solution_bad else "validators")
-    feedback = _bullets([r for r in reasons if not r.startswith("mutation: only the first")] or reasons)
-    if "final_true" in failing:
-        descriptions = {c.id: c.description for c in scenario.checklist}
-        not_met = [f"{r.item_id} ({descriptions.get(r.item_id, '')}) is False after the plan"
-                   + (f": {r.reason}" if r.reason else "") for r in report.final_results if not r.passed]
-        feedback = _bullets(not_met + [r for r in reasons if not r.startswith("final_true:")])
-    if report.final_state is not None and failing & {"final_true", "mutation"}:
-        if "mutation" in failing:
-            feedback += ("\n\nEvery field the task changes must be checked by some validator (its exact value, or "
-                         "for generated values its type and format).")
-        feedback += ("\n\nState changes the reference solution made (path: op old -> new):\n"
-                     + _changes(scenario.initial_state, report.final_state))
-    return Verdict(reasons=reasons, part=part, feedback=feedback, report=report)
-
-
-def disagreeing_items(report: GateReport, scenario: Scenario) -> list[str]:
-    """Ids of the items whose validators disagree with a cleanly replayed reference solution (see the module
-    docstring); [] when the replay itself failed or something else than the validators failed."""
-    failing = {s.name for s in report.steps if s.status == "fail"}
-    if not failing or not failing <= {"validators", "initial_false", "final_true"} or report.final_state is None:
-        return []
-    bad = {r.item_id for r in report.initial_results if r.reason is not None}
-    bad |= {c.id for c, r in zip(scenario.checklist, report.initial_results, strict=False)
-            if c.kind == "state" and c.claims_change and r.passed}
-    bad |= {r.item_id for r in report.final_results if not r.passed}
-    return [c.id for c in scenario.checklist if c.id in bad]
 
 
 class ScenarioBuilder:
@@ -178,7 +103,7 @@ class ScenarioBuilder:
         final = report.final_state if report is not None and report.final_state is not None else None
         try:
             judgement = await judge_solution(self.ctx, draft, "(not shown)" if final is None else
-                                             _changes(state, dict(final)), meter)
+                                             changes(state, dict(final)), meter)
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
         if judgement.verdict == "no":
@@ -328,7 +253,7 @@ class ScenarioBuilder:
         if part in ("solution", "validators+solution"):
             update["solution"], plan_notes = await self.plan(state, draft.task, await gen_solution(
                 ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
-        update["notes"] = [*draft.notes, f"{_describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
+        update["notes"] = [*draft.notes, f"{describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
                            *plan_notes, *update.get("notes", [])]
         return draft.model_copy(update=update)
 
@@ -356,7 +281,7 @@ class ScenarioBuilder:
                 steered = self.true_before(draft, verdict)
                 verdict = steered if steered.part == "checklist" or round_ > 0 else self.plan_stands(state, draft,
                                                                                                      verdict)
-            repaired = _describe(verdict)
+            repaired = describe(verdict)
             try:
                 if question:
                     replay_failed = (verdict.part == "solution"
@@ -382,11 +307,3 @@ class ScenarioBuilder:
                           + f" (after {rounds} repair round(s))")
         raise Dropped("gate", f"failed after repairing the {repaired}: " + "; ".join(verdict.reasons))
 
-
-def _describe(verdict: Verdict) -> str:
-    """The part a repair rewrites, as the drop reason names it."""
-    if verdict.part == "validators" and verdict.items:
-        return f"validators of {', '.join(verdict.items)}"
-    if verdict.part == "checklist" and verdict.items:
-        return f"checklist items {', '.join(verdict.items)} (already true initially)"
-    return str(verdict.part)
