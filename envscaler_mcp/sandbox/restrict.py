@@ -145,7 +145,9 @@ def interpreter_state(views: dict[str, types.ModuleType]) -> tuple[Any, ...]:
                 parts.append(tuple((k, id(v)) for k, v in vars(value).items()))
                 if isinstance(value, abc.ABCMeta):
                     parts.append(frozenset(id(ref()) for ref in abc._get_dump(value)[0]))  # type: ignore[attr-defined]
-            elif isinstance(value, list | dict | set):
+            elif isinstance(value, dict):  # a value replaced under its own key counts too
+                parts.append(tuple((id(k), id(v)) for k, v in value.items()))
+            elif isinstance(value, list | set):
                 parts.append(tuple(map(id, value)))
     contexts = (decimal.getcontext(), decimal.DefaultContext, decimal.BasicContext, decimal.ExtendedContext)
     return (*parts, *map(repr, contexts))

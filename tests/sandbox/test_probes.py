@@ -129,6 +129,14 @@ LEAKS = [  # honest-looking items that leave the interpreter changed behind them
         "    ok = json.loads(json.dumps(s)) == s\n"
         "    json.loads = lambda text: None\n"
         "    return ok\n")),
+    # a value replaced under its own key in a module's dict (its keys unchanged): a flag the next probe reads
+    ChecklistItem(id="dict-value", description="first seen", validator=(
+        "import copy\n"
+        "def check_func(s):\n"
+        "    key = next(iter(copy.dispatch_table))\n"
+        "    first = not isinstance(copy.dispatch_table[key], str)\n"
+        "    copy.dispatch_table[key] = 'seen'\n"
+        "    return first\n")),
 ]
 
 
