@@ -40,6 +40,8 @@ from envscaler_mcp.scenario.models import Scenario
 SourceFactory = Callable[[EnvPlan, RunConfig], AbstractAsyncContextManager[EpisodeSource]]
 Finished = Callable[[EpisodeResult, dict[str, IsolationReport]], None]
 
+_GC_YOUNG = 20_000  # allocations between collections of the youngest generation during a run
+
 
 class RemoteEpisodes(Protocol):
     """Runs a run's episodes elsewhere (adapters/ray_run.py RayEpisodes: Ray actors, `eval --ray`;
@@ -273,8 +275,12 @@ async def _run_prepared(
                 progress.add(result)
 
             # What exists now (plans, the catalog's states, servers' clients) lives as long as the run: the
-            # cyclic collector skips it (its full passes walked every scenario's state again and again).
+            # cyclic collector skips it (its full passes walked every scenario's state again and again). An
+            # episode makes tens of thousands of short-lived containers, few of them in cycles: the youngest
+            # generation is collected every _GC_YOUNG allocations instead of 700 (2 % of the harness's CPU).
             gc.freeze()
+            thresholds = gc.get_threshold()
+            gc.set_threshold(_GC_YOUNG, *thresholds[1:])
             try:
                 async with anyio.create_task_group() as tg:
                     for plan in plans:
@@ -288,6 +294,7 @@ async def _run_prepared(
                             tg.start_soon(one, plan, headers[sid], trial)
                         del headers, pairs
             finally:
+                gc.set_threshold(*thresholds)
                 gc.unfreeze()
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool))
                 run_dir.fold_isolation(manifest)

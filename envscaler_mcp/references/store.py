@@ -7,7 +7,7 @@ scenario.
 Two files per reference under <user cache>/references/ (`_io.user_cache_dir`), named by the hash of
 everything the replays depend on, the package version included (it fixes the server runtime): `<name>.state`
 holds the final state's JSON exactly as the server wrote it (so a run compares an agent's final state with it
-byte for byte first, `Reference.check`), then `<name>.json` the calls and the nondeterministic fields, written
+byte for byte first, `Reference.check`), then `<name>.json` the calls, the nondeterministic fields and the diff of the initial state to the final state, written
 last (a reference is there when that file is). Any change to the environment or the scenario changes the
 name, so a stale entry is never read; only references whose replays succeeded and agreed are written (a
 failure may be the machine's, not the scenario's).
@@ -25,6 +25,7 @@ from envscaler_mcp import __version__
 from envscaler_mcp._io import atomic_write_bytes, atomic_write_json, read_json, user_cache_dir
 from envscaler_mcp._json import encode_json, parse_state
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
+from envscaler_mcp.compare.diff import StateChange
 from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.errors import InputFileError
 from envscaler_mcp.references.reference import Reference, scenario_free_fields
@@ -34,8 +35,9 @@ from envscaler_mcp.skeleton.models import FreeField, canonical_hash
 
 # 3: the calls whose results differ between replays (the observation check skips them); 4: named by every file
 # of the server's package (spec.json's input schemas and state names, the default state, not only its Python)
-# and by the success convention
-FORMAT = 4
+# and by the success convention; 5: the diff of the initial state to the final state kept with it (a run no longer
+# works it out again for every scenario)
+FORMAT = 5
 
 
 def _state_path(path: Path) -> Path:
@@ -66,6 +68,7 @@ class ReferenceStore:
             unstable = [int(n) for n in data["unstable_results"]]
             final = parse_state(_state_path(path).read_bytes())
             turn_states = [dict(t) for t in data.get("turn_states", [])]
+            diff = [StateChange.model_validate(c) for c in data["diff_from_initial"]]
         except (InputFileError, OSError, KeyError, TypeError, ValueError, ValidationError):
             return None
         if final is None:
@@ -74,7 +77,7 @@ class ReferenceStore:
         return Reference(scenario=scenario, final_state=final, calls=calls, nondeterministic=nondeterministic,
                          unstable_results=unstable,
                          free=free + FreeFields(nondeterministic) if nondeterministic else free,
-                         turn_states=turn_states)
+                         turn_states=turn_states, _diff=diff)
 
     def save(self, path: Path, reference: Reference) -> None:
         """Keep a reference whose replays succeeded and agreed; a write that fails only costs a replay later."""
@@ -86,6 +89,8 @@ class ReferenceStore:
             atomic_write_json(path, {"nondeterministic": [list(p) for p in reference.nondeterministic],
                                      "turn_states": reference.turn_states,
                                      "unstable_results": reference.unstable_results,
+                                     "diff_from_initial": [c.model_dump(mode="json")
+                                                           for c in reference.diff_from_initial()],
                                      "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text,
                                                 "is_error": c.is_error} for c in reference.calls]}, indent=None)
         except OSError:

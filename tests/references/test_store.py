@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from envscaler_mcp._json import ParsedState, encode_json, parse_state
+from envscaler_mcp.compare.diff import StateChange, diff_states
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
 from envscaler_mcp.harness.run import run_eval
 from envscaler_mcp.harness.seats import Seat
@@ -55,6 +56,29 @@ async def test_a_stored_reference_is_read_back_unchanged(tmp_path: Path, counted
     assert again.nondeterministic == built.nondeterministic and again.free.patterns == built.free.patterns
     assert again.check(built.final_state) == built.check(built.final_state)
     assert again.check(BOB.initial_state) == built.check(BOB.initial_state)
+
+
+async def test_the_diff_from_the_initial_state_is_kept_and_read_back(tmp_path: Path, counted: Any) -> None:
+    """A run reads the reference's diff of the initial state from the store instead of walking both states
+    for every scenario again: the diff read back is the one the walk gives, and it is the file's."""
+    factory, _opened = counted
+    store = ReferenceStore(tmp_path)
+    built, _ = await _get(store, factory)
+    walked = diff_states(BOB.initial_state, built.final_state)
+    assert walked and built.diff_from_initial() == walked  # the scenario changes something
+    (entry,) = tmp_path.glob("*.json")
+    data = json.loads(entry.read_text())
+    assert [StateChange.model_validate(c) for c in data["diff_from_initial"]] == walked
+    again, loaded = await _get(store, factory)
+    assert loaded == 1 and again.diff_from_initial() == walked
+    data["diff_from_initial"] = data["diff_from_initial"][:1] * 2  # what the file says is what a run gets
+    entry.write_text(json.dumps(data))
+    assert (await _get(store, factory))[0].diff_from_initial() == [walked[0], walked[0]]
+    del data["diff_from_initial"]  # an entry without it is replayed and written again, with it
+    entry.write_text(json.dumps(data))
+    rebuilt, loaded = await _get(store, factory)
+    assert loaded == 0 and rebuilt.diff_from_initial() == walked
+    assert "diff_from_initial" in json.loads(entry.read_text())
 
 
 async def test_other_code_or_another_scenario_is_replayed(tmp_path: Path, counted: Any) -> None:
