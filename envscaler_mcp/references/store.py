@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envscaler_mcp import __version__
-from envscaler_mcp._io import atomic_write_bytes, atomic_write_json, read_json, user_cache_dir
+from envscaler_mcp._io import atomic_write_bytes, json_text, read_json, user_cache_dir
 from envscaler_mcp._json import encode_json, parse_state
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.compare.diff import StateChange
@@ -85,13 +85,16 @@ class ReferenceStore:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(_state_path(path), encode_json(reference.final_state))
-            atomic_write_json(path, {"nondeterministic": [list(p) for p in reference.nondeterministic],
-                                     "turn_states": reference.turn_states,
-                                     "unstable_results": reference.unstable_results,
-                                     "diff_from_initial": [c.model_dump(mode="json")
-                                                           for c in reference.diff_from_initial()],
-                                     "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text,
-                                                "is_error": c.is_error} for c in reference.calls]}, indent=None)
+            # A cache: each file is renamed whole, but not fsync'd (1-2 ms of the disk's time each). After a crash
+            # a file may be empty or torn, which `load` reads as absent (replayed and written again); names are
+            # content hashes, so no file can hold another reference's bytes.
+            atomic_write_bytes(_state_path(path), encode_json(reference.final_state), durable=False)
+            entry = {"nondeterministic": [list(p) for p in reference.nondeterministic],
+                     "turn_states": reference.turn_states,
+                     "unstable_results": reference.unstable_results,
+                     "diff_from_initial": [c.model_dump(mode="json") for c in reference.diff_from_initial()],
+                     "calls": [{**c.model_dump(mode="json"), "result_text": c.result_text, "is_error": c.is_error}
+                               for c in reference.calls]}
+            atomic_write_bytes(path, json_text(entry, indent=None).encode("utf-8"), durable=False)
         except OSError:
             pass
