@@ -12,8 +12,6 @@ it from clearing the signal. One fork per episode, and no second process to copy
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import ctypes
 import gc
 import importlib.util
@@ -26,12 +24,12 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 from . import journal
 from .episode import Episode
 from .forked import GRACE_S, ForkRefused, Zygote, receive, send
+from .preload import import_stdlib_named
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
@@ -116,12 +114,7 @@ class _Zygote:
         loader: Any = module_spec.loader
         source = loader.get_source(self.module_name)
         self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
-        with _stdlib_only():
-            for name in _stdlib_imports(source):
-                try:
-                    importlib.import_module(name)
-                except Exception:  # the episode's own import will say what is wrong
-                    continue
+        import_stdlib_named(source)
         gc.freeze()
 
     def _state(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -292,40 +285,3 @@ class _Filter:
         if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._prog), 0, 0) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
-
-
-@contextlib.contextmanager
-def _stdlib_only() -> Iterator[None]:
-    """Imports from Python's own library only: the server folder is first on the search path, and a module
-    of it named like a standard one (`fractions.py` beside the package, imported by `statistics`) is
-    environment code, which the zygote never runs."""
-    saved = sys.path[:]
-    sys.path[:] = [entry for entry in saved if entry and _in_stdlib(os.path.realpath(entry))]
-    try:
-        yield
-    finally:
-        sys.path[:] = saved
-
-
-_STDLIB = os.path.realpath(os.path.dirname(os.__file__))
-
-
-def _in_stdlib(path: str) -> bool:
-    """Python's library folder or one beneath it (lib-dynload), never an installed-packages folder."""
-    return (path == _STDLIB or path.startswith(_STDLIB + os.sep)) and \
-        not {"site-packages", "dist-packages"} & set(path.split(os.sep))
-
-
-def _stdlib_imports(source: str) -> list[str]:
-    """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return sorted(n for n in names if n in sys.stdlib_module_names)
