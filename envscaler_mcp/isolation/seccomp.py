@@ -127,8 +127,8 @@ def episode_filter() -> Any:
     """Stacked on `server_filter` in an episode's own process (servers with --episode-process fork): no new
     process and no thread (environment code gets none: a cap that holds whatever the kernel's user namespaces
     and RLIMIT_NPROC's per-user count allow), and no signals at all, so nothing it starts outlives it and it
-    reaches no other process of its server; and it may not clear its parent-death signal (its keeper ends
-    when the server closes the episode, and the kernel then kills it)."""
+    reaches no other process of its server; and it may not clear its parent-death signal (the zygote's thread
+    that forked it ends when the server closes the episode, and the kernel then kills it)."""
     sc = _library()
     filt = sc.SyscallFilter(sc.ALLOW)
     _deny(filt, sc, ("fork", "vfork", "clone", "kill", "tkill", "tgkill", "setsid", "setpgid"))

@@ -3,28 +3,33 @@
 It is forked from the server before the admin token is read, forgets the token, and then only compiles the
 environment module (running none of it) and forks one process per episode, which runs the module and serves
 its episode. Everything here runs in the zygote or in an episode process, never in the server.
+
+Each episode's process is forked by a short-lived thread of the zygote that then only waits for the server to
+close the episode's channel (or for the process to end) and ends. An episode's process dies with that thread:
+its parent-death signal fires when the *thread* that forked it ends (prctl(2)), and its seccomp filter keeps
+it from clearing the signal. One fork per episode, and no second process to copy and tear down.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import ctypes
 import gc
 import importlib.util
 import json
 import os
+import queue
 import resource
 import select
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+import threading
 from typing import Any
 
 from . import journal
 from .episode import Episode
 from .forked import GRACE_S, ForkRefused, Zygote, receive, send
+from .preload import import_stdlib_named
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
@@ -51,8 +56,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _detach(keep=theirs.fileno())
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes and keepers
-        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # an episode whose keeper ended is reaped here
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # and what one started without seccomp
         _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
                 episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
@@ -87,8 +92,7 @@ def _detach(keep: int) -> None:
     os.dup2(null, 0)
     os.dup2(2, 1)  # what environment code prints goes to the log
     os.close(null)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 65536)
+    _close_all_but(0, 1, 2, keep)
 
 
 class _Zygote:
@@ -110,12 +114,7 @@ class _Zygote:
         loader: Any = module_spec.loader
         source = loader.get_source(self.module_name)
         self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
-        with _stdlib_only():
-            for name in _stdlib_imports(source):
-                try:
-                    importlib.import_module(name)
-                except Exception:  # the episode's own import will say what is wrong
-                    continue
+        import_stdlib_named(source)
         gc.freeze()
 
     def _state(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -148,50 +147,75 @@ class _Zygote:
             except ForkRefused as exc:
                 self._refuse(exc.status, exc.message)
                 continue
-            server_end, episode_end = socket.socketpair()
+            # plain descriptors: no socket object of the zygote's is left for an episode's code to find
+            server_end, episode_end = (end.detach() for end in socket.socketpair())
             try:
-                pid = os.fork()
-            except OSError as exc:  # out of processes (the thread cap counts them)
-                server_end.close()
-                episode_end.close()
+                pid = self._fork(episode_end, state)
+            except OSError as exc:  # out of processes or threads (the thread cap counts both)
+                os.close(server_end)
                 self._refuse(503, f"cannot start another episode process ({exc.strerror or exc}); close some")
                 continue
-            if pid == 0:
-                self.channel.close()
-                server_end.close()
-                self._keep(episode_end, state)
-            episode_end.close()
-            socket.send_fds(self.channel, [json.dumps({"pid": pid}).encode()], [server_end.fileno()])
-            server_end.close()
+            socket.send_fds(self.channel, [json.dumps({"pid": pid}).encode()], [server_end])
+            os.close(server_end)
 
     def _refuse(self, status: int, message: str) -> None:
         socket.send_fds(self.channel, [json.dumps({"status": status, "message": message}).encode()], [])
 
-    def _keep(self, sock: socket.socket, state: dict[str, Any]) -> None:
-        """The episode's keeper: forks the episode's process, then ends when the server closes the channel
-        (the episode is closed, or the server gave up on a call that never returned) or when the episode's
-        process ends. The kernel then kills the episode's process (its parent-death signal, which its seccomp
-        filter keeps it from clearing): environment code that blocks the timeout signal and never reads its
-        channel again does not outlive its episode. Runs no environment code."""
+    def _fork(self, channel: int, state: dict[str, Any]) -> int:
+        """Fork the episode's process from a thread of its own (`_tie`); its process id. Owns `channel`, the
+        episode's end of its channel."""
+        life_read, life_write = os.pipe()
+        forked: queue.SimpleQueue[int | OSError] = queue.SimpleQueue()
         try:
-            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # ends with the zygote
-            signal.signal(signal.SIGCHLD, lambda *_: os._exit(0))  # the zygote (a subreaper) reaps the episode
-            keeper = os.getpid()
-            if os.fork() == 0:
-                self._episode(sock, state, keeper)
+            threading.Thread(target=self._tie, args=(channel, life_read, life_write, state, forked),
+                             daemon=True).start()
+        except RuntimeError as exc:  # can't start new thread
+            for fd in (channel, life_read, life_write):
+                os.close(fd)
+            raise OSError(0, str(exc)) from None
+        outcome = forked.get()  # the zygote forks one episode at a time
+        if isinstance(outcome, OSError):
+            raise outcome
+        return outcome
+
+    def _tie(self, channel: int, life_read: int, life_write: int, state: dict[str, Any],
+             forked: queue.SimpleQueue[int | OSError]) -> None:
+        """The thread an episode's process is tied to: forks it, then ends when the server closes the channel
+        (the episode is closed, or the server gave up on a call that never returned) or when the process ends
+        (its end of the `life` pipe closes). The kernel then kills the episode's process (its parent-death
+        signal, which its seccomp filter keeps it from clearing): environment code that blocks the timeout
+        signal and never reads its channel again does not outlive its episode. Runs no environment code."""
+        zygote = os.getpid()
+        try:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                forked.put(exc)
+                return
+            if pid == 0:
+                self._episode(channel, life_write, state, zygote)
+            os.close(life_write)  # before the next fork: only this episode's process holds it
+            life_write = -1
+            forked.put(pid)
             poller = select.poll()
-            poller.register(sock.fileno(), select.POLLRDHUP)  # only the server's close wakes it, never a request
+            poller.register(channel, select.POLLRDHUP)  # only the server's close wakes it, never a request
+            poller.register(life_read, 0)  # POLLHUP once the process has ended; what it writes wakes nothing
             while not poller.poll():
                 continue
         finally:
-            os._exit(0)
+            os.close(channel)  # the server reads the end of a process that ended
+            os.close(life_read)
+            if life_write >= 0:
+                os.close(life_write)
 
-    def _episode(self, sock: socket.socket, state: dict[str, Any], keeper: int) -> None:
+    def _episode(self, channel: int, life: int, state: dict[str, Any], zygote: int) -> None:
         """The episode's process: build the episode, answer its requests until the server closes the channel."""
         try:
-            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != keeper:  # the keeper ended before the signal was set
+            self.channel.close()
+            _close_all_but(0, 1, 2, channel, life)  # the server's end, the other episodes' ends
+            if not tie(channel, zygote):
                 return
+            sock = socket.socket(fileno=channel)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             # its stdout and stderr are the server's log, a file of the launcher's: no file written past LOG_MAX
             # (a write there fails; the server's own writes are not limited)
@@ -223,6 +247,29 @@ class _Zygote:
             os._exit(0)
 
 
+def tie(channel: int, zygote: int) -> bool:
+    """In a process just forked by a zygote's thread, once it holds no copy of the server's end of `channel`: set
+    its parent-death signal (SIGKILL when that thread ends), then whether the thread can still fire it. The thread may have ended before the signal was set:
+    it ends only once the server has closed `channel`'s other end (seen here as a hang-up) or the zygote has
+    ended (this process then has another parent; a thread's end alone does not change it)."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != zygote:
+        return False
+    poller = select.poll()
+    poller.register(channel, select.POLLRDHUP)
+    return not poller.poll(0)
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every descriptor but `keep`. An empty range is skipped: `os.closerange(0, 0)` closes every
+    descriptor (Python 3.11 hands the kernel's close_range a last descriptor of -1, read as the largest)."""
+    low = 0
+    for fd in [*sorted(set(keep)), 65536]:
+        if low < fd:
+            os.closerange(low, fd)
+        low = fd + 1
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
@@ -238,40 +285,3 @@ class _Filter:
         if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._prog), 0, 0) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
-
-
-@contextlib.contextmanager
-def _stdlib_only() -> Iterator[None]:
-    """Imports from Python's own library only: the server folder is first on the search path, and a module
-    of it named like a standard one (`fractions.py` beside the package, imported by `statistics`) is
-    environment code, which the zygote never runs."""
-    saved = sys.path[:]
-    sys.path[:] = [entry for entry in saved if entry and _in_stdlib(os.path.realpath(entry))]
-    try:
-        yield
-    finally:
-        sys.path[:] = saved
-
-
-_STDLIB = os.path.realpath(os.path.dirname(os.__file__))
-
-
-def _in_stdlib(path: str) -> bool:
-    """Python's library folder or one beneath it (lib-dynload), never an installed-packages folder."""
-    return (path == _STDLIB or path.startswith(_STDLIB + os.sep)) and \
-        not {"site-packages", "dist-packages"} & set(path.split(os.sep))
-
-
-def _stdlib_imports(source: str) -> list[str]:
-    """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return sorted(n for n in names if n in sys.stdlib_module_names)

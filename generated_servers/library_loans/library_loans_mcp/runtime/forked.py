@@ -5,18 +5,20 @@ At start, before the admin token is read and before any environment code runs, t
 The zygote forgets the token (its copies in the process's environment are overwritten, not just unset), then
 prepares the environment without running it: it compiles environment.py once (compiling runs nothing) and
 imports the standard library modules that file names (from Python's own library, never the server folder).
-For each new episode it forks a keeper, which forks the episode's process: that runs the compiled module,
-builds the episode at its initial state and serves it over a socket pair whose other end goes to the server
-(passed over the zygote's channel). The keeper only waits for the server to close that channel. The zygote itself never runs environment code, so
-nothing the code plants can follow later episodes or keep a copy of their channels.
+For each new episode a thread of the zygote forks the episode's process: that closes every descriptor but its
+own channel, runs the compiled module, builds the episode at its initial state and serves it over a socket pair
+whose other end goes to the server (passed over the zygote's channel). The thread only waits for the server to
+close that channel (or for the process to end). The zygote itself never runs environment code, so nothing the
+code plants can follow later episodes or keep a copy of their channels.
 
 So an episode's code sees its own state, the package's public data (spec, scenarios, state files) and
 nothing else: not another episode's state (another process), not the admin token (never in its memory),
 not the server's memory (every process is non-dumpable: no /proc/<pid>/mem for its uid). An episode's
-process ends when the server closes its channel (the episode is closed, or a call never answered): its keeper
-ends and the kernel kills it (parent-death signal, which its seccomp filter keeps set), even if it blocks every
-signal and reads nothing; likewise when the zygote ends, and the zygote ends with the server. The kernel
-reaps them (SIGCHLD ignored in the zygote, a subreaper): none is left behind. An answer announcing more than
+process ends when the server closes its channel (the episode is closed, or a call never answered): the
+zygote's thread that forked it ends and the kernel kills it (its parent-death signal fires when that thread
+ends; its seccomp filter keeps the signal set), even if it blocks every signal and reads nothing; likewise
+when the zygote ends, and the zygote ends with the server. The kernel reaps them (SIGCHLD ignored in the
+zygote, a subreaper): none is left behind. An answer announcing more than
 FRAME_MAX bytes loses its episode and costs the server nothing.
 """
 
