@@ -365,3 +365,40 @@ async def test_with_the_os_layers_off_the_same_drops_reach_the_other_episode_the
             Path(place, name).unlink(missing_ok=True)
     assert plant["/tmp"] == "written" and plant["abstract"] == "bound", plant
     assert find["/tmp"] == "planted" and find["abstract"] == "connected", find
+
+
+# Appended to environment.py: run in each episode's process as it is built; the episode is refused when an initial
+# state sent for another episode (an order "O-A") is alive beside this episode's own (an order "O-B").
+SEES_OTHER_STATE = '''
+
+import gc as _gc
+
+
+def _states():
+    return [o for o in _gc.get_objects() if isinstance(o, dict) and isinstance(o.get("orders"), dict)]
+
+
+if any("O-B" in s["orders"] for s in _states()) and any("O-A" in s["orders"] for s in _states()):
+    raise RuntimeError("another episode's initial state is alive in this process")
+'''
+
+
+async def test_an_episode_process_holds_no_other_episodes_initial_state(tmp_path: Path, open_dir: Path) -> None:
+    """States sent with the admin API's request (not as a launcher's state file): episode B's process, forked while
+    A is open, must not find A's initial state among its objects (the zygote's thread that forked A keeps running
+    until A is closed)."""
+    server_dir = malicious_server(tmp_path, open_dir, 0, code=SEES_OTHER_STATE)
+    initial = _initial(server_dir)
+    order = next(iter(initial["orders"].values()))
+
+    def with_order(key: str) -> dict[str, Any]:
+        return {**initial, "orders": {**initial["orders"], key: {**order, "order_id": key}}}
+
+    async with launch_server(server_dir, transport="http", episode_process="fork") as server:
+        admin = server.admin  # type: ignore[attr-defined]
+        first = await admin.post("/admin/episodes", json={"state": with_order("O-A")})
+        assert first.status_code == 201, first.text
+        second = await admin.post("/admin/episodes", json={"state": with_order("O-B")})
+        assert second.status_code == 201, second.text  # refused when A's state was alive in B's process
+        state = (await admin.get(f"/admin/episodes/{second.json()['episode_id']}/state")).json()["state"]
+        assert "O-B" in state["orders"] and "O-A" not in state["orders"]

@@ -166,8 +166,12 @@ class _Zygote:
         episode's end of its channel."""
         life_read, life_write = os.pipe()
         forked: queue.SimpleQueue[int | OSError] = queue.SimpleQueue()
+        # handed over in a list the thread empties: a thread keeps its arguments until it ends, and the episode
+        # processes forked meanwhile would find this episode's initial state among their objects
+        held = [state]
+        del state
         try:
-            threading.Thread(target=self._tie, args=(channel, life_read, life_write, state, forked),
+            threading.Thread(target=self._tie, args=(channel, life_read, life_write, held, forked),
                              daemon=True).start()
         except RuntimeError as exc:  # can't start new thread
             for fd in (channel, life_read, life_write):
@@ -178,7 +182,7 @@ class _Zygote:
             raise outcome
         return outcome
 
-    def _tie(self, channel: int, life_read: int, life_write: int, state: dict[str, Any],
+    def _tie(self, channel: int, life_read: int, life_write: int, held: list[dict[str, Any]],
              forked: queue.SimpleQueue[int | OSError]) -> None:
         """The thread an episode's process is tied to: forks it, then ends when the server closes the channel
         (the episode is closed, or the server gave up on a call that never returned) or when the process ends
@@ -186,6 +190,7 @@ class _Zygote:
         signal, which its seccomp filter keeps it from clearing): environment code that blocks the timeout
         signal and never reads its channel again does not outlive its episode. Runs no environment code."""
         zygote = os.getpid()
+        state = held.pop()  # the episode's initial state: in the process forked for it, nowhere else after
         try:
             try:
                 pid = os.fork()
@@ -194,6 +199,7 @@ class _Zygote:
                 return
             if pid == 0:
                 self._episode(channel, life_write, state, zygote)
+            del state
             os.close(life_write)  # before the next fork: only this episode's process holds it
             life_write = -1
             forked.put(pid)
