@@ -77,8 +77,8 @@ class _Close(Request[PipeParams, Literal["envscaler/admin/close_episode"]]):
 
 
 def _state_of(result: AdminResult, like: State | None = None) -> State:
-    text = (result.model_extra or {}).get("state_json")
-    state = parse_state(text.encode("utf-8"), like) if isinstance(text, str) else None
+    text = (result.model_extra or {}).pop("state_json", None)  # held only here while parsed
+    state = parse_state(text.encode("utf-8"), like, text) if isinstance(text, str) else None
     if state is None:
         raise ServerStartError("the server answered without the episode's state")
     return state
