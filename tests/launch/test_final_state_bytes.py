@@ -17,7 +17,7 @@ from mcp.shared.message import SessionMessage
 
 from envscaler_mcp.launch.episodes import AdminResult
 from envscaler_mcp.launch.lines import line_client
-from envscaler_mcp.launch.pipe import _state_of
+from envscaler_mcp.launch.pipe import _Answer, _state_of
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +69,11 @@ def test_a_final_state_is_parsed_from_the_answer_s_text_without_another_copy() -
     assert "state_json" not in (result.model_extra or {})  # the answer no longer keeps the text alive
     # the parse, plus the text's bytes (kept with the state): no decoded copy of the text beside them
     assert peak < parse_alone + 1.5 * len(read.encoded), (peak, parse_alone)  # type: ignore[attr-defined]
+
+
+def test_an_answer_s_state_text_moves_out_of_the_raw_message() -> None:
+    # the SDK's read loop keeps the last message it dispatched (this dict) until the server's next one
+    raw = {"closed": "e1", "state_json": "x" * 1000}
+    answer = _Answer.model_validate(raw)
+    assert raw == {"closed": "e1"} and (answer.model_extra or {})["state_json"] == "x" * 1000
+    assert _Answer.model_validate({"episode_id": "e2"}).model_extra == {"episode_id": "e2"}

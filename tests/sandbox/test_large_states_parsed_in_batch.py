@@ -1,15 +1,19 @@
 """A state of more than 1 MB is parsed in the batch process that uses it, not in the worker's zygote: the zygote
 outlives every request, and what it parses stays resident in it (about 45 MB after 3 MB states, beside every
 server of a run). The verdicts are the same: a check that changes its states still leaves the next check the
-untouched ones."""
+untouched ones. The caller writes a request's states to the worker without copying them."""
 
 from __future__ import annotations
 
 import sys
+import tracemalloc
 from typing import Any
 
+import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
+from envscaler_mcp.sandbox.process import Worker
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
 
@@ -49,3 +53,33 @@ async def test_a_large_state_is_not_parsed_in_the_zygote() -> None:
     # parsed in the zygote, the two states and the initial state's image kept there grow it by about 30 MB;
     # what may stay is the allocator's share of the texts read
     assert grown < 12_000_000, grown
+
+
+# Reads a request (its header line, then the states' bytes) and answers its one check.
+_WORKER = """
+import json, sys
+header = json.loads(sys.stdin.buffer.readline())
+for size in header["sizes"]:
+    sys.stdin.buffer.read(size)
+sys.stdout.write(json.dumps({"i": 0, "passed": True, "reason": None, "duration_s": 0.0}) + "\\n")
+sys.stdout.flush()
+sys.stdin.buffer.read()
+"""
+
+
+async def test_a_request_s_states_are_written_without_a_copy_of_them() -> None:
+    states = tuple(bytes([65 + n]) * (3 << 20) for n in range(3))
+    process = await anyio.open_process([sys.executable, "-c", _WORKER])
+    assert process.stdout is not None
+    worker = Worker(process, BufferedByteReceiveStream(process.stdout))
+    tracemalloc.start()
+    try:
+        with anyio.fail_after(60):
+            answers = await worker.ask({"sizes": [len(s) for s in states]}, states, [0], 60.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        await worker.kill()
+    assert answers == {0: (True, None, 0.0, [])}
+    # joined, then what the pipe had not taken yet copied into the transport's buffer: twice the 9 MB
+    assert peak < 2_000_000, peak
