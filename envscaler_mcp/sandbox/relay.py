@@ -49,7 +49,7 @@ _TAMPERED = 71  # exit code of a batch process whose last answered check changed
 _FRESH = 72  # exit code of a batch of probe states whose last probe changed the interpreter: go on in a fresh one
 _MALFORMED = "the batch process wrote a malformed answer"
 # Initial states kept parsed for later batches of the same scenario (trials, the gate's probes): a few small
-# ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
+# ones or a handful of up to _SHARED_PARSE_MAX (a parse holds about ten times its text).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
 # A state text longer than this is parsed only in the batch process that uses it, never in the zygote: what the
