@@ -40,13 +40,14 @@ class ParsedState(dict[str, Any]):
         self.encoded = encoded
 
 
-def parse_state(encoded: bytes, like: Any = None) -> ParsedState | None:
+def parse_state(encoded: bytes, like: Any = None, decoded: str | None = None) -> ParsedState | None:
     """A ParsedState of JSON text, or None when the text is not a JSON object. `like`, a ParsedState of the very
     same text (a reference final state an agent's final state is expected to equal), is returned as it is,
-    without parsing again."""
+    without parsing again. `decoded`: the same text as a str, when the caller has it (parsed instead of
+    decoding `encoded` again: one copy of the text fewer while it is parsed)."""
     if isinstance(like, ParsedState) and like.encoded == encoded:
         return like
-    value = json.loads(encoded)
+    value = json.loads(encoded if decoded is None else decoded)
     return ParsedState(value, encoded) if isinstance(value, dict) else None
 
 

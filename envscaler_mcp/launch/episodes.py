@@ -176,8 +176,9 @@ class Episode(Protocol):
 class ClosingEpisode(Protocol):
     """An episode whose last state read can also close it (`ClientEpisode`; a test's fake may offer it too)."""
 
-    async def final_state(self) -> State:
-        """The episode's state, read for the last time (no call may follow)."""
+    async def final_state(self, like: State | None = None) -> State:
+        """The episode's state, read for the last time (no call may follow); `like` as for
+        `ClientEpisode.final_state`."""
         ...
 
 

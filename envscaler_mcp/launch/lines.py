@@ -73,7 +73,10 @@ async def line_client(server: StdioServerParameters, errlog: TextIO,
                         line, pieces = b"".join(pieces), []
                         start = end + 1
                         if line.strip():
-                            await read_send.send(_parse(line))
+                            message = _parse(line)
+                            del line  # neither the line nor its message is held here once handed on (a
+                            await read_send.send(message)  # final state: megabytes, until the next line)
+                            del message
                     if start < len(chunk):
                         pieces.append(chunk[start:])
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import Process
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Request, Tool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 
 from envscaler_mcp._json import State, parse_state
 from envscaler_mcp.errors import ServerStartError
@@ -76,9 +76,24 @@ class _Close(Request[PipeParams, Literal["envscaler/admin/close_episode"]]):
     method: Literal["envscaler/admin/close_episode"] = "envscaler/admin/close_episode"
 
 
+class _Answer(AdminResult):
+    """An admin answer. The state's JSON text of one moves out of the raw answer as it is read: the SDK's read
+    loop keeps the last message it dispatched until the server's next one (after the episode's checks), and a
+    final state's text is megabytes."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _take_text(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "state_json" in data:
+            taken = dict(data)
+            del data["state_json"]
+            return taken
+        return data
+
+
 def _state_of(result: AdminResult, like: State | None = None) -> State:
-    text = (result.model_extra or {}).get("state_json")
-    state = parse_state(text.encode("utf-8"), like) if isinstance(text, str) else None
+    text = (result.model_extra or {}).pop("state_json", None)  # held only here while parsed
+    state = parse_state(text.encode("utf-8"), like, text) if isinstance(text, str) else None
     if state is None:
         raise ServerStartError("the server answered without the episode's state")
     return state
@@ -153,7 +168,7 @@ class PipeServer(LaunchedServer):
         if self.client is None:
             raise ServerStartError("the pipe server is not running")
         try:
-            return await self.client.session.send_request(request, AdminResult)
+            return await self.client.session.send_request(request, _Answer)
         except MCPError as exc:
             raise ServerStartError(f"the server refused {request.method}: {exc}") from exc
 

@@ -23,6 +23,12 @@ ADMIN_TOKEN_ENV = "ENVSCALER_ADMIN_TOKEN"
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 # The only variables a server process sees, whatever the caller's environment holds.
 _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
+# glibc's malloc in a server process, and in the zygotes and episode processes it forks: a buffer of 256 kB or
+# more in a mapping of its own, unmapped when freed (as harness/allocator.py does in eval's own process). Left
+# to itself glibc raises that threshold to the largest buffer freed, and the heap keeps what later ones leave:
+# after relaying a 3 MB final state a server kept 13 MB more resident, its episode zygote 6 MB
+# (benchmarks/README.md). Ignored where the C library is not glibc.
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=262144:glibc.malloc.trim_threshold=1048576"
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,8 @@ DEFAULT_LIMITS = ServerLimits()
 def server_env(server: ServerDir, token: str | None = None) -> dict[str, str]:
     """The whole environment of a server process: an allowlist, plus the admin token when given."""
     env = {"PATH": os.defpath, "PYTHONPATH": _PKG_PARENT,  # the server folder only once confined (--path)
-           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
+           "GLIBC_TUNABLES": MALLOC_TUNABLES}
     env.update({k: os.environ[k] for k in _PASSED_THROUGH if k in os.environ})
     if token is not None:
         env[ADMIN_TOKEN_ENV] = token

@@ -154,12 +154,14 @@ def unavailable(scenario: Scenario, reason: str) -> Reference:
     return Reference(scenario=scenario, final_state=None, unavailable=reason)
 
 
-async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str
+async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str, like: State | None = None
                   ) -> tuple[list[ReplayCall], State | None, list[str], list[State]]:
-    """One replay; an episode that fails without a failing call (the server, the transport) is retried."""
+    """One replay; an episode that fails without a failing call (the server, the transport) is retried. `like`: an
+    earlier replay's final state, given back (not parsed again) when this one's is the same text."""
     for attempt in range(1, _INFRA_ATTEMPTS + 1):
         snapshots: list[State] = []
-        calls, final, reasons = await replay_reference(scenario, factory, snapshots, convention=convention)
+        calls, final, reasons = await replay_reference(scenario, factory, snapshots, convention=convention,
+                                                       like=like)
         if final is not None or (calls and not calls[-1].ok) or attempt == _INFRA_ATTEMPTS:
             return calls, final, reasons, snapshots
         await anyio.sleep(0.5 * attempt)
@@ -177,13 +179,15 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
         return Reference(scenario=scenario, final_state=None, unavailable=NO_REFERENCE, free=free)
     results: list[Any] = [None] * max(1, replays)
 
-    async def one(n: int) -> None:
-        results[n] = await _replay(scenario, factory, convention)
+    async def one(n: int, like: State | None = None) -> None:
+        results[n] = await _replay(scenario, factory, convention, like)
 
     state = scenario.initial_state
     if isinstance(state, ParsedState) and len(state.encoded) > _CONCURRENT_REPLAYS_MAX_BYTES:
-        for n in range(len(results)):  # one after the other: each holds an episode process and a final state
-            await one(n)
+        # One after the other: each holds an episode process and a final state. A later replay's final state
+        # is the first's object when its text is the same (usually): one parse held, not one per replay.
+        for n in range(len(results)):
+            await one(n, results[0][1] if n else None)
     else:
         async with anyio.create_task_group() as tg:
             for n in range(len(results)):

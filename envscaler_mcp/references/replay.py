@@ -35,15 +35,16 @@ class ReplayCall(BaseModel):
 
 async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_factory: EpisodeFactory,
                        *, stop_at_failure: bool = True, checkpoints: Sequence[int] = (),
-                       snapshots: list[State] | None = None, convention: str = DEFAULT_CONVENTION
-                       ) -> tuple[list[ReplayCall], State | None, list[str]]:
+                       snapshots: list[State] | None = None, convention: str = DEFAULT_CONVENTION,
+                       like: State | None = None) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay `calls` in a fresh episode at `initial_state`; return (calls made, final state, failure reasons).
 
     With `stop_at_failure` the first failed call ends the replay (no final state, one reason); without it a
     failed call is recorded and the replay goes on (the server has rolled the call back). A reason is also
     given, and no final state, when the episode itself fails. For each n in `checkpoints` the state after the
     first n calls is appended to `snapshots` (the end of each turn of a multi-turn scenario). A call's success is
-    read under the environment's success `convention` (_outcome.py).
+    read under the environment's success `convention` (_outcome.py). `like`: a final state this one may well equal
+    (an earlier replay's), given back as it is when the server's JSON of both is the same text (not parsed again).
     """
     made: list[ReplayCall] = []
     try:
@@ -65,7 +66,7 @@ async def replay_calls(calls: Sequence[ToolCall], initial_state: State, episode_
                 if snapshots is not None and n in checkpoints:
                     snapshots.extend([await episode.get_state()] * sum(1 for c in checkpoints if c == n))
             # the last read closes the episode in the same request where the server can (ClientEpisode)
-            final = episode.final_state() if isinstance(episode, ClosingEpisode) else episode.get_state()
+            final = episode.final_state(like) if isinstance(episode, ClosingEpisode) else episode.get_state()
             return made, await final, []
     except Exception as exc:
         return made, None, [f"the episode failed: {type(exc).__name__}: {exc}"]
@@ -82,9 +83,10 @@ def turn_ends(scenario: Scenario) -> list[int]:
 
 
 async def replay_reference(scenario: Scenario, episode_factory: EpisodeFactory,
-                           snapshots: list[State] | None = None, *, convention: str = DEFAULT_CONVENTION
-                           ) -> tuple[list[ReplayCall], State | None, list[str]]:
+                           snapshots: list[State] | None = None, *, convention: str = DEFAULT_CONVENTION,
+                           like: State | None = None) -> tuple[list[ReplayCall], State | None, list[str]]:
     """Replay the reference solution in a fresh episode, stopping at the first failed call; with `snapshots`,
-    the state at the end of each turn but the last is appended to it."""
+    the state at the end of each turn but the last is appended to it; `like` as for `replay_calls`."""
     return await replay_calls(scenario.reference_solution, scenario.initial_state, episode_factory,
-                              checkpoints=turn_ends(scenario), snapshots=snapshots, convention=convention)
+                              checkpoints=turn_ends(scenario), snapshots=snapshots, convention=convention,
+                              like=like)

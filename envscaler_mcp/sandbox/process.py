@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import Process
+from anyio.abc import ByteSendStream, Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from envscaler_mcp.errors import ValidatorError
@@ -19,6 +19,7 @@ from envscaler_mcp.errors import ValidatorError
 _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 _MAX_LINE = 1 << 20
 _START_TIMEOUT_S = 30.0
+_SLICE = 256 << 10
 
 
 Answer = tuple[bool, str | None, float, list[str]]  # passed, reason, seconds, evidence
@@ -47,6 +48,18 @@ def _text_or_none(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError("a reason that is not a string")
+
+
+async def _send(stream: ByteSendStream, parts: tuple[bytes, ...]) -> None:
+    """Write `parts` one after the other, a large one in slices of _SLICE bytes: neither a joined copy of a
+    request nor the pipe transport's buffer (what the worker has not read yet) then holds its states (3 MB states:
+    two copies of 8.6 MB, the caller's largest allocations at eval's peak; benchmarks/README.md)."""
+    if sum(map(len, parts)) <= _SLICE:
+        await stream.send(b"".join(parts))
+        return
+    for part in parts:
+        for start in range(0, len(part), _SLICE):
+            await stream.send(part[start:start + _SLICE])
 
 
 class Worker:
@@ -97,8 +110,7 @@ class Worker:
         Raises WorkerFault when the worker reports a fault, dies, or says nothing for `line_timeout` s."""
         assert self.process.stdin is not None
         try:
-            await self.process.stdin.send(b"".join((json.dumps(header, ensure_ascii=False).encode("utf-8"), b"\n",
-                                                    *states)))
+            await _send(self.process.stdin, (json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n", *states))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise WorkerFault(f"the worker could not be reached ({type(exc).__name__})") from exc
         answers: dict[int, Answer] = {}

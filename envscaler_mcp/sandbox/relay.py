@@ -49,9 +49,14 @@ _TAMPERED = 71  # exit code of a batch process whose last answered check changed
 _FRESH = 72  # exit code of a batch of probe states whose last probe changed the interpreter: go on in a fresh one
 _MALFORMED = "the batch process wrote a malformed answer"
 # Initial states kept parsed for later batches of the same scenario (trials, the gate's probes): a few small
-# ones or one or two large (a parse holds about ten times its text, under the zygote's memory limit).
+# ones or a handful of up to _SHARED_PARSE_MAX (a parse holds about ten times its text).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
+# A state text longer than this is parsed only in the batch process that uses it, never in the zygote: what the
+# zygote parses stays resident in it for the worker's life (its objects' pages, about 45 MB after 3 MB states,
+# beside every server and the caller; benchmarks/README.md), while a batch process's memory goes when it ends.
+# Smaller ones are parsed once here and shared by every batch process (and kept for later requests).
+_SHARED_PARSE_MAX = 1 << 20
 _MAX_EPISODES = 64  # trials of one scenario in one request (each in batch processes of its own)
 
 
@@ -134,9 +139,13 @@ class Zygote:
                 self._flush()
                 os._exit(1)  # this zygote is no longer what it was: the caller starts a fresh worker
             self._flush()
+            del request, texts, initial  # not held while the next request is waited for
 
     def _initial(self, text: bytes) -> Pristine:
-        """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations)."""
+        """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations); one
+        over _SHARED_PARSE_MAX is left to each batch process that uses it."""
+        if len(text) > _SHARED_PARSE_MAX:
+            return Pristine(text)  # parsed in the batch process
         cached = self._recent.pop(text, None)
         if cached is None:
             cached = Pristine(text).parse(pristine_copy=True)
@@ -387,10 +396,16 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
         if initial.imaged and (text is initial.text or text == initial.text):  # the guards' episode
             final = initial.twin()
         else:
-            final = Pristine(text).parse(pristine_copy=imaged and len(mine) - on_transcript > 1)
-        transcript = Pristine(texts[per * e + 1]).parse(pristine_copy=imaged and on_transcript > 1) if per > 1 else None
+            final = _shared(text, imaged and len(mine) - on_transcript > 1)
+        transcript = _shared(texts[per * e + 1], imaged and on_transcript > 1) if per > 1 else None
         states.append((initial, final, transcript))
     return states
+
+
+def _shared(text: bytes, pristine_copy: bool) -> Pristine:
+    """A state parsed now, in the zygote, so that batch processes share it; one over _SHARED_PARSE_MAX is parsed
+    in the batch process that first uses it."""
+    return Pristine(text) if len(text) > _SHARED_PARSE_MAX else Pristine(text).parse(pristine_copy=pristine_copy)
 
 
 def _by_episode(checks: list[dict[str, Any]], at_start: Any = None) -> list[list[dict[str, Any]]]:

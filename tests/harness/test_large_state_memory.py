@@ -1,10 +1,12 @@
-"""A run with large states: one validator process, and their buffers given back to the system when freed."""
+"""A run with large states: one validator process, and their buffers given back to the system when freed, in
+eval's process and in every server process it starts."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,8 @@ from envscaler_mcp.catalog.store import ScenarioLine
 from envscaler_mcp.harness.config import EnvPlan
 from envscaler_mcp.harness.prompts import EnvInfo
 from envscaler_mcp.harness.run import large_states, validator_workers
+from envscaler_mcp.launch.server_process import server_env
+from envscaler_mcp.launch.target import ServerDir
 
 _PROBE = """
 import sys
@@ -55,3 +59,15 @@ def test_freed_large_buffers_leave_the_process() -> None:
         pytest.skip("not glibc")
     # 24 MB of 3 MB buffers freed between kept 100 kB ones: given back, only the small ones stay resident
     assert int(fixed) < 2_000_000, (fixed, grown("default"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator, /proc")
+def test_a_server_process_gives_freed_large_buffers_back(tmp_path: Path) -> None:
+    def grown(env: dict[str, str]) -> int:
+        return int(subprocess.run([sys.executable, "-c", _PROBE, "as started"], capture_output=True, text=True,
+                                  check=True, timeout=120, env=env).stdout)
+
+    if grown({**os.environ, "GLIBC_TUNABLES": ""}) < 10_000_000:
+        pytest.skip("not glibc (freed buffers left the process without any setting)")
+    # the environment every launched server (and what it forks) starts with
+    assert grown(server_env(ServerDir(path=tmp_path, package="e_mcp"))) < 2_000_000

@@ -100,7 +100,7 @@ class _CountingShop(FakeShopEpisode):
         self.reads.append("get_state")
         return await super().get_state()
 
-    async def _final_state(self) -> dict[str, Any]:
+    async def _final_state(self, like: Any = None) -> dict[str, Any]:
         self.reads.append("final_state")
         return await super().get_state()
 
