@@ -38,9 +38,8 @@ from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
 from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
-from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
-from envscaler_mcp.synth.scen.retarget import Retargeted, misnamed
+from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
@@ -185,20 +184,11 @@ class ScenarioBuilder:
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
         """The reference plan, corrected when steered and the environment refuses a call; with the notes.
-        Steered, a plan refused on a record of the task that the same call is accepted on other records in place
-        of (`retarget.misnamed`) raises Retargeted: at once when the task names that record by id, else once the
-        plan's corrections were refused too."""
+        Steered, a plan refused on a record the task should not have asked to change raises Retargeted
+        (`retarget.checked_plan`)."""
         if not self.ctx.steer:
             return solution, []
-        changers = {name for name, kind in self.kinds.items() if kind == "state_change"}
-        notes: list[str] = []
-        wrong = await misnamed(draft.task, solution, state, self.episode_factory, changers, by_id_only=True)
-        if wrong is None:
-            solution, notes = await corrected_plan(self.ctx, self.episode_factory, state, draft.task, solution, meter)
-            wrong = await misnamed(draft.task, solution, state, self.episode_factory, changers, by_id_only=False)
-        if wrong is not None:
-            raise Retargeted(draft.model_copy(update={"solution": solution, "notes": notes}), wrong)
-        return solution, notes
+        return await checked_plan(self.ctx, self.episode_factory, state, draft, solution, meter)
 
     def true_before(self, draft: Draft, verdict: Verdict) -> Verdict:
         """Steered: when the reference plan was refused (so the last try cannot re-mark items by what the plan

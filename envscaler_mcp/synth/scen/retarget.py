@@ -23,9 +23,11 @@ from typing import Any
 from envscaler_mcp._json import State
 from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
 from envscaler_mcp.scenario.models import ToolCall
+from envscaler_mcp.synth.llm import UsageMeter
 from envscaler_mcp.synth.scen.anchors import SETTLED, Anchor, asked_for, named_records, records, status_of
-from envscaler_mcp.synth.scen.plan_fix import first_refused
+from envscaler_mcp.synth.scen.plan_fix import corrected_plan, first_refused
 from envscaler_mcp.synth.scen.records import Draft
+from envscaler_mcp.synth.scen.steps import StepContext
 
 PROBES = 6  # peers tried at most per refused record (each one replay on a fresh episode)
 TAKERS = 3  # peers that accept the call, at most, offered to the task
@@ -38,26 +40,37 @@ class Misnamed:
     record: Anchor  # as it is just before the refused call
     call: str  # `tool({arguments})`
     refusal: str
-    takers: list[Anchor]
+    takers: list[Anchor]  # none: every other record of the collection refused the call too
     others: list[Anchor] = field(default_factory=list)  # the call's other records (accepted with the takers)
+    tried: list[str] = field(default_factory=list)  # the peers that refused it too (when no peer takes it)
+    tool: str = ""
 
     def reason(self) -> str:
         """What is wrong with the task, as a drop reason and a repair's feedback say it."""
+        if not self.takers:
+            return (f"the task asks for a change no record of this state allows: {self.call} was refused "
+                    f"({self.refusal[:200]}), and so was the same call on every other {self.record.collection} "
+                    f"({', '.join(self.tried)})")
         ids = ", ".join(a.record_id for a in self.takers)
         return (f"the task names {self.record.collection} {self.record.record_id}, which the rules do not let "
                 f"change: {self.call} was refused ({self.refusal[:200]}), while the same call is accepted on "
                 f"{self.record.collection} {ids}")
 
     def feedback(self) -> str:
-        """The task step's feedback: the refusal, and the records to write the task about instead."""
+        """The task step's feedback: the refusal, and the records to write the task about instead (or, when no
+        record takes the change, to ask for another kind of change)."""
+        if not self.takers:
+            return (f"- {self.reason()}\n- write a task that asks for another kind of change, one the rules allow "
+                    f"on this state's records as they are (not {self.tool} on {self.record.collection})")
         lines = [f"- {self.reason()}",
                  f"- write the task about one of these {self.record.collection} instead (its status allows the "
                  f"change), naming it by its id, not {self.record.record_id}:"]
         return "\n".join(lines + [f"  - {a.line()}" for a in self.takers])
 
-    def anchors(self) -> list[Anchor]:
-        """The records the new task is asked about: the first taker and the call's other records."""
-        return [self.takers[0], *self.others][:2]
+    def anchors(self) -> list[Anchor] | None:
+        """The records the new task is asked about: the first taker and the call's other records (None: the
+        item's own, when no record takes the change)."""
+        return [self.takers[0], *self.others][:2] if self.takers else None
 
 
 def names_id(task: str, record_id: str) -> bool:
@@ -88,17 +101,23 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
                    by_id_only: bool) -> Misnamed | None:
     """The task's record that a refused state-changing call of `plan` acts on, when the same call is accepted on
     some of its peers; None when every call is accepted, the refused call only reads, or no peer takes it.
-    `by_id_only`: only a record whose id the task text has."""
+    `by_id_only`: only a record whose id the task text has. Otherwise, when no peer takes it, the record the
+    refusal names by id (or the call's only record), if every other record of its collection (at most PROBES) refused the call too: a task
+    asking for a change no record allows (with no takers)."""
     found = await first_refused(plan, state, episodes)
     if found is None or found[1].tool not in changers:
         return None
     n, call, before = found
     named = named_records(before, call.arguments)
+    text = f"call {n} {call.tool}({json.dumps(call.arguments, ensure_ascii=False)[:200]})"
+    locked: Misnamed | None = None
+    blamed = [a for a in named if names_id(call.detail or "", a.record_id)] or (named if len(named) == 1 else [])
     for anchor in named:
         if by_id_only and not names_id(task, anchor.record_id):
             continue
         takers: list[Anchor] = []
-        for peer in _candidates(before, anchor, call.detail or "", task)[:PROBES]:
+        peers = _candidates(before, anchor, call.detail or "", task)
+        for peer in peers[:PROBES]:
             trial = [c.model_copy(update={"arguments": swapped(c.arguments, anchor.record_id, peer.record_id)})
                      for c in plan[:n]]
             made, _, reasons = await replay_calls(trial, state, episodes)
@@ -108,11 +127,13 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
                     break
         if any(names_id(task, a.record_id) for a in takers):  # the task names a record the call takes: the
             return None  # plan picked the wrong one of its records, which a plan correction mends
+        others = [a for a in named if a.collection != anchor.collection]
         if takers:
-            text = f"call {n} {call.tool}({json.dumps(call.arguments, ensure_ascii=False)[:200]})"
-            return Misnamed(anchor, text, call.detail or "refused", takers,
-                            [a for a in named if a.collection != anchor.collection])
-    return None
+            return Misnamed(anchor, text, call.detail or "refused", takers, others)
+        if not by_id_only and peers and len(peers) <= PROBES and anchor in blamed:
+            locked = Misnamed(anchor, text, call.detail or "refused", [], others, [a.record_id for a in peers],
+                              call.tool)
+    return locked
 
 
 class Retargeted(Exception):
@@ -122,3 +143,20 @@ class Retargeted(Exception):
         super().__init__(wrong.reason())
         self.draft = draft  # the task and what was built on it
         self.wrong = wrong
+
+
+async def checked_plan(ctx: StepContext, episodes: EpisodeFactory, state: State, draft: Draft,
+                       solution: list[ToolCall], meter: UsageMeter) -> tuple[list[ToolCall], list[str]]:
+    """The plan, corrected when the environment refuses a call (`plan_fix.corrected_plan`), with the notes; or
+    Retargeted when the task is at fault (`misnamed`): at once when it names the refused record by id and the
+    call is accepted on other records, else once the plan's corrections were refused too (then also when no
+    other record takes the call)."""
+    changers = {t.name for t in ctx.skeleton.tools if t.kind == "state_change"}
+    notes: list[str] = []
+    wrong = await misnamed(draft.task, solution, state, episodes, changers, by_id_only=True)
+    if wrong is None:
+        solution, notes = await corrected_plan(ctx, episodes, state, draft.task, solution, meter)
+        wrong = await misnamed(draft.task, solution, state, episodes, changers, by_id_only=False)
+    if wrong is not None:
+        raise Retargeted(draft.model_copy(update={"solution": solution, "notes": notes}), wrong)
+    return solution, notes

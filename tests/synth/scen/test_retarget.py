@@ -111,6 +111,16 @@ async def test_misnamed_probes_peers_on_the_real_server(servers: dict[str, Launc
     assert await misnamed(task, missing, STATE, episodes, CHANGERS, by_id_only=False) is None
     alone = {"orders": {k: v for k, v in STATE["orders"].items() if v["status"] != "pending"}}
     assert await misnamed(task, plan, alone, episodes, CHANGERS, by_id_only=True) is None
+    # no order of that state can be cancelled: once the plan's corrections failed, the task is asked for another
+    # kind of change
+    locked = await misnamed(task, plan, alone, episodes, CHANGERS, by_id_only=False)
+    assert locked is not None and locked.takers == [] and sorted(locked.tried) == ["O-2004", "O-2005"]
+    assert locked.reason().startswith("the task asks for a change no record of this state allows: call 2 "
+                                      "cancel_order(") and locked.anchors() is None
+    assert "another kind of change" in locked.feedback() and "not cancel_order on orders" in locked.feedback()
+    bigger = {"orders": {**alone["orders"], **{f"O-3{i:03d}": {**STATE["orders"]["O-2004"], "order_id": f"O-3{i:03d}"}
+                                               for i in range(6)}}}
+    assert await misnamed(task, plan, bigger, episodes, CHANGERS, by_id_only=False) is None  # not every peer tried
 
 
 def test_ids_named_as_words_and_swapped_in_arguments() -> None:

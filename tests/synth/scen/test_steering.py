@@ -216,7 +216,9 @@ async def test_a_copied_refused_answer_is_not_shown_again(vary: bool) -> None:
     third = provider.requests[2][0]
     assert [m.role for m in third] == [m.role for m in provider.requests[0][0]]  # no assistant turn to copy
     assert "# Answer" not in third[-1].content.split("could not be used")[1]  # the answer itself not shown
-    error = str(pytest.raises(AnswerFormatError, parse_judge, "# Answer\nmaybe").value)
+    with pytest.raises(AnswerFormatError) as refused:
+        parse_judge("# Answer\nmaybe")
+    error = str(refused.value)
     assert f"could not be used: {error}" in third[-1].content and "given 2 times word for word" in third[-1].content
     assert (provider.requests[2][2].temperature, provider.requests[2][2].seed) == (REPEAT_TEMPERATURE, 1)
 
