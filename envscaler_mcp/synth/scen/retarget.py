@@ -43,7 +43,7 @@ class Misnamed:
     takers: list[Anchor]  # none: every other record of the collection refused the call too
     others: list[Anchor] = field(default_factory=list)  # the call's other records (accepted with the takers)
     tried: list[str] = field(default_factory=list)  # the peers that refused it too (when no peer takes it)
-    tool: str = ""
+    tool: str = ""  # the refused call's tool
 
     def reason(self) -> str:
         """What is wrong with the task, as a drop reason and a repair's feedback say it."""
@@ -58,13 +58,17 @@ class Misnamed:
 
     def feedback(self) -> str:
         """The task step's feedback: the refusal, and the records to write the task about instead (or, when no
-        record takes the change, to ask for another kind of change)."""
+        record takes the change, to ask for another kind of change). The call itself is not shown: the 1.5B model
+        copied it into its next task ("Call book_appointment({'patient_id': …})")."""
+        kind, rid, refusal = self.record.collection, self.record.record_id, self.refusal[:200]
         if not self.takers:
-            return (f"- {self.reason()}\n- write a task that asks for another kind of change, one the rules allow "
-                    f"on this state's records as they are (not {self.tool} on {self.record.collection})")
-        lines = [f"- {self.reason()}",
-                 f"- write the task about one of these {self.record.collection} instead (its status allows the "
-                 f"change), naming it by its id, not {self.record.record_id}:"]
+            return (f"- the task asked for a change ({self.tool}) that no record of this state allows: {kind} {rid} "
+                    f"refused it ({refusal}), and so did every other {kind} ({', '.join(self.tried)})\n"
+                    f"- write a task that asks for a change of another kind, made with another tool than "
+                    f"{self.tool}, that the rules allow on the records below as they are")
+        lines = [f"- the task names {kind} {rid}, which the rules do not let change: {refusal}",
+                 f"- write the task about one of these {kind} instead (the same change is allowed on them), "
+                 f"naming it by its id, not {rid}:"]
         return "\n".join(lines + [f"  - {a.line()}" for a in self.takers])
 
     def anchors(self) -> list[Anchor] | None:
@@ -129,7 +133,7 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
             return None  # plan picked the wrong one of its records, which a plan correction mends
         others = [a for a in named if a.collection != anchor.collection]
         if takers:
-            return Misnamed(anchor, text, call.detail or "refused", takers, others)
+            return Misnamed(anchor, text, call.detail or "refused", takers, others, tool=call.tool)
         if not by_id_only and peers and len(peers) <= PROBES and anchor in blamed:
             locked = Misnamed(anchor, text, call.detail or "refused", [], others, [a.record_id for a in peers],
                               call.tool)

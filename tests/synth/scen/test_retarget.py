@@ -70,7 +70,8 @@ async def test_a_task_about_a_record_the_rules_lock_is_asked_again_about_one_the
         assert len(prompts) == 2
         assert "orders O-2003, which the rules do not let change" in prompts[1]
         assert "only pending orders can be cancelled" in prompts[1]  # the refusal, as the reason
-        assert "- orders O-2001: " in prompts[1] and "accepted on orders O-2001, O-2002" in prompts[1]
+        assert "- orders O-2001: " in prompts[1] and "  - orders O-2002: " in prompts[1]  # the takers
+        assert '{"order_id": "O-2003"' not in prompts[1]  # the refused call is not shown to be copied
         assert router.calls["solution"] == 2  # the misnamed task's plan was not corrected: its task was
         assert any("task rewritten after: task: the task names orders O-2003" in n for n in sc.provenance.notes)
     else:  # never asked again: every plan cancels O-2003, refused, and the item is dropped at the gate
@@ -117,7 +118,8 @@ async def test_misnamed_probes_peers_on_the_real_server(servers: dict[str, Launc
     assert locked is not None and locked.takers == [] and sorted(locked.tried) == ["O-2004", "O-2005"]
     assert locked.reason().startswith("the task asks for a change no record of this state allows: call 2 "
                                       "cancel_order(") and locked.anchors() is None
-    assert "another kind of change" in locked.feedback() and "not cancel_order on orders" in locked.feedback()
+    assert "a change of another kind, made with another tool than cancel_order" in locked.feedback()
+    assert "orders O-2003 refused it" in locked.feedback() and "cancel_order(" not in locked.feedback()
     bigger = {"orders": {**alone["orders"], **{f"O-3{i:03d}": {**STATE["orders"]["O-2004"], "order_id": f"O-3{i:03d}"}
                                                for i in range(6)}}}
     assert await misnamed(task, plan, bigger, episodes, CHANGERS, by_id_only=False) is None  # not every peer tried
