@@ -240,7 +240,8 @@ class ScenarioBuilder:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":  # the failed task is shown, so a second round asks something new
-            feedback = f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
+            feedback = verdict.feedback if verdict.retarget else \
+                f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
             repaired = await self.first_draft(state, meter, feedback, index, verdict.anchors)
             repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300],
                               *repaired.notes]

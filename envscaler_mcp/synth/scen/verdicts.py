@@ -28,6 +28,8 @@ class Verdict:
     report: GateReport | None = None
     items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
     anchors: list[Anchor] | None = None  # a task repair: the records the new task is asked about
+    retarget: bool = False  # a task repair after `retarget.misnamed`: the failed task is not shown (the 1.5B
+    # model, shown it beside "ask for a change of another kind", wrote it again nearly word for word)
 
 
 def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
@@ -49,7 +51,7 @@ def retargeted(wrong: Misnamed) -> Verdict:
     """The verdict on a task about a record the rules do not let change (`retarget.misnamed`): the task is asked
     again about a record the same change is accepted on."""
     return Verdict(reasons=[f"task: {wrong.reason()}"], part="task", feedback=wrong.feedback(),
-                   anchors=wrong.anchors())
+                   anchors=wrong.anchors(), retarget=True)
 
 
 def _bullets(lines: list[str]) -> str:

@@ -72,6 +72,7 @@ async def test_a_task_about_a_record_the_rules_lock_is_asked_again_about_one_the
         assert "only pending orders can be cancelled" in prompts[1]  # the refusal, as the reason
         assert "- orders O-2001: " in prompts[1] and "  - orders O-2002: " in prompts[1]  # the takers
         assert '{"order_id": "O-2003"' not in prompts[1]  # the refused call is not shown to be copied
+        assert "the task that failed" not in prompts[1] and BAD_TASK not in prompts[1]  # nor the task
         assert router.calls["solution"] == 2  # the misnamed task's plan was not corrected: its task was
         assert any("task rewritten after: task: the task names orders O-2003" in n for n in sc.provenance.notes)
     else:  # never asked again: every plan cancels O-2003, refused, and the item is dropped at the gate
