@@ -105,9 +105,9 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
                    by_id_only: bool) -> Misnamed | None:
     """The task's record that a refused state-changing call of `plan` acts on, when the same call is accepted on
     some of its peers; None when every call is accepted, the refused call only reads, or no peer takes it.
-    `by_id_only`: only a record whose id the task text has. Otherwise, when no peer takes it, the record the
-    refusal names by id (or the call's only record), if every other record of its collection (at most PROBES) refused the call too: a task
-    asking for a change no record allows (with no takers)."""
+    `by_id_only`: only a record whose id the task text has. When no peer takes it, the record the refusal names
+    by id (or the call's only record, not `by_id_only`), if every other record of its collection (at most
+    PROBES) refused the call too: a task asking for a change no record allows (with no takers)."""
     found = await first_refused(plan, state, episodes)
     if found is None or found[1].tool not in changers:
         return None
@@ -134,7 +134,8 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
         others = [a for a in named if a.collection != anchor.collection]
         if takers:
             return Misnamed(anchor, text, call.detail or "refused", takers, others, tool=call.tool)
-        if not by_id_only and peers and len(peers) <= PROBES and anchor in blamed:
+        at_once = names_id(call.detail or "", anchor.record_id)  # the task and the refusal both name it by id
+        if (at_once or not by_id_only) and peers and len(peers) <= PROBES and anchor in blamed:
             locked = Misnamed(anchor, text, call.detail or "refused", [], others, [a.record_id for a in peers],
                               call.tool)
     return locked

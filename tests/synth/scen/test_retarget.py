@@ -112,9 +112,12 @@ async def test_misnamed_probes_peers_on_the_real_server(servers: dict[str, Launc
     missing = [ToolCall(tool="get_order", arguments={"order_id": "O-9999"})]
     assert await misnamed(task, missing, STATE, episodes, CHANGERS, by_id_only=False) is None
     alone = {"orders": {k: v for k, v in STATE["orders"].items() if v["status"] != "pending"}}
-    assert await misnamed(task, plan, alone, episodes, CHANGERS, by_id_only=True) is None
-    # no order of that state can be cancelled: once the plan's corrections failed, the task is asked for another
-    # kind of change
+    # no order of that state can be cancelled: the task is asked for another kind of change, at once when the
+    # task and the refusal both name the order by id, else once the plan's corrections failed
+    unnamed = "Please cancel my latest order and record the reason."
+    assert await misnamed(unnamed, plan, alone, episodes, CHANGERS, by_id_only=True) is None
+    assert await misnamed(unnamed, plan, alone, episodes, CHANGERS, by_id_only=False) is not None
+    assert await misnamed(task, plan, alone, episodes, CHANGERS, by_id_only=True) is not None
     locked = await misnamed(task, plan, alone, episodes, CHANGERS, by_id_only=False)
     assert locked is not None and locked.takers == [] and sorted(locked.tried) == ["O-2004", "O-2005"]
     assert locked.reason().startswith("the task asks for a change no record of this state allows: call 2 "
