@@ -240,7 +240,7 @@ class ScenarioBuilder:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":  # the failed task is shown, so a second round asks something new
-            feedback = verdict.feedback if verdict.retarget else \
+            feedback = verdict.feedback if not verdict.show_failed else \
                 f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
             repaired = await self.first_draft(state, meter, feedback, index, verdict.anchors)
             repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300],

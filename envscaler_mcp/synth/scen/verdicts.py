@@ -28,8 +28,8 @@ class Verdict:
     report: GateReport | None = None
     items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
     anchors: list[Anchor] | None = None  # a task repair: the records the new task is asked about
-    retarget: bool = False  # a task repair after `retarget.misnamed`: the failed task is not shown (the 1.5B
-    # model, shown it beside "ask for a change of another kind", wrote it again nearly word for word)
+    show_failed: bool = True  # a task repair: the failed task is shown (not after `retarget.misnamed`, nor to a
+    # task that named none of the records offered: the 1.5B model, shown it, wrote it again nearly word for word)
 
 
 def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
@@ -44,14 +44,14 @@ def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
         ids = ", ".join(f'"{a.record_id}"' for a in anchors)
         feedback += (f"\n- name {named} by id: write {ids} in the task text, and ask for a change to "
                      f"{'it' if len(anchors) == 1 else 'them'}")
-    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=feedback)
+    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=feedback, show_failed=not anchors)
 
 
 def retargeted(wrong: Misnamed) -> Verdict:
     """The verdict on a task about a record the rules do not let change (`retarget.misnamed`): the task is asked
     again about a record the same change is accepted on."""
     return Verdict(reasons=[f"task: {wrong.reason()}"], part="task", feedback=wrong.feedback(),
-                   anchors=wrong.anchors(), retarget=True)
+                   anchors=wrong.anchors(), show_failed=False)
 
 
 def _bullets(lines: list[str]) -> str:

@@ -155,3 +155,4 @@ async def test_a_task_naming_no_record_is_told_the_ids_it_was_offered(run: Any) 
     assert "O-2001" in sc.task and len(prompts) == 2
     assert "the task names no record" in prompts[1]
     assert 'name orders O-2001 by id: write "O-2001" in the task text, and ask for a change to it' in prompts[1]
+    assert "the task that failed" not in prompts[1]  # not shown to be copied
