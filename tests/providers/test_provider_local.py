@@ -367,3 +367,14 @@ async def test_a_json_schema_answer_is_constrained_by_the_schema(fake: FakeServe
     p.server = LocalServer(model_path=Path("/nonexistent.gguf"), runtime="llama-server")
     body = p.structured_body([Message(role="user", content="names?")], GenerationSettings(json_schema=schema))
     assert "grammar" not in body and sent_schema(body) == schema  # no llguidance: response_format
+
+
+@pytest.mark.anyio
+async def test_a_structured_answer_reaches_the_runtime_with_its_temperature_and_seed(fake: FakeServer) -> None:
+    # what a repeated request of synthesis sets (synth.llm.ask(vary_repeats=True)): the runtime is sent both, so
+    # identical answers to such requests are the model's own (it copies a refused answer shown to it)
+    fake.answers.append((200, llama_stream('{"names": []}')))
+    schema = {"type": "object", "properties": {"names": {"type": "array"}}, "required": ["names"]}
+    await _local(fake).complete([Message(role="user", content="names?")], None,
+                                GenerationSettings(max_tokens=50, json_schema=schema, temperature=0.8, seed=2))
+    assert (fake.requests[0]["temperature"], fake.requests[0]["seed"]) == (0.8, 2)

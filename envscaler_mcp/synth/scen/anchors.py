@@ -62,7 +62,7 @@ def _own_id(record: dict[str, Any]) -> str | None:
     return str(record[ids[0]]) if ids else None
 
 
-def _status(record: dict[str, Any]) -> str | None:
+def status_of(record: dict[str, Any]) -> str | None:
     value = record.get("status", record.get("state"))
     return value.strip().lower().replace(" ", "_").replace("-", "_") if isinstance(value, str) else None
 
@@ -95,7 +95,7 @@ def allowed(anchor: Anchor, rules: Mapping[str, str]) -> bool:
     """Whether a rule of the state-changing tools that take this record's id names its status without a
     negation ("Asset must be in_stock", "Only in_use assets can be returned": in_use is allowed a change, retired
     is not, since "The asset must not be in use" names it only to forbid)."""
-    status, field = _status(anchor.record), _id_field(anchor)
+    status, field = status_of(anchor.record), _id_field(anchor)
     if status is None or field is None or field not in rules:
         return False
     sentences = re.split(r"(?<=[.;:])\s+|\n", rules[field])
@@ -117,12 +117,12 @@ def task_anchors(state: State, index: int, changers: Sequence[Mapping[str, Any]]
     for anchor in records(state):
         by_collection.setdefault(anchor.collection, []).append(anchor)
     taken = _parameters(changers)
-    open_ = {c: [r for r in rs if _status(r.record) not in SETTLED] for c, rs in by_collection.items()}
+    open_ = {c: [r for r in rs if status_of(r.record) not in SETTLED] for c, rs in by_collection.items()}
 
     def score(collection: str) -> tuple[int, bool]:
         fields = {_id_field(r) for r in by_collection[collection]} - {None}
         return (max((taken[f] for f in fields if f), default=0),
-                any(_status(r.record) for r in by_collection[collection]))
+                any(status_of(r.record) for r in by_collection[collection]))
 
     ranked = sorted((c for c in by_collection if open_[c]), key=score, reverse=True)
     if not ranked:
@@ -189,10 +189,10 @@ def asked_for(state: State, anchor: Anchor, refusal: str, limit: int = 3) -> tup
     """Records of `anchor`'s collection whose status a refusal of a call on it names, other than its own
     ("Asset AST-2001 is in_use; only in-stock assets can be issued" -> in_stock: AST-2003, AST-2007), or None:
     (the status, at most `limit` record ids)."""
-    own = _status(anchor.record)
+    own = status_of(anchor.record)
     said = refusal.lower().replace("-", "_").replace(" ", "_")
     peers = [a for a in records(state) if a.collection == anchor.collection and a.record_id != anchor.record_id]
-    for status in dict.fromkeys(s for a in peers if (s := _status(a.record)) and s != own):
+    for status in dict.fromkeys(s for a in peers if (s := status_of(a.record)) and s != own):
         if re.search(rf"(?<![a-z0-9]){re.escape(status)}(?![a-z0-9])", said):
-            return status, [a.record_id for a in peers if _status(a.record) == status][:limit]
+            return status, [a.record_id for a in peers if status_of(a.record) == status][:limit]
     return None

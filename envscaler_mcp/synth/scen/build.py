@@ -36,10 +36,10 @@ from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
-from envscaler_mcp.synth.scen.anchors import parameter_rules, task_anchors
+from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
-from envscaler_mcp.synth.scen.plan_fix import corrected_plan
 from envscaler_mcp.synth.scen.records import Draft
+from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
@@ -47,6 +47,7 @@ from envscaler_mcp.synth.scen.verdicts import (
     describe,
     diagnose,
     disagreeing_items,
+    retargeted,
     ungrounded,
 )
 
@@ -58,9 +59,10 @@ class Ungrounded(Exception):
     """The task step's answer names no record of the initial state: it is rewritten before the checklist,
     validators and solution are asked for (they could only guess the record, and cost most of an item's time)."""
 
-    def __init__(self, draft: Draft) -> None:
+    def __init__(self, draft: Draft, anchors: list[Anchor]) -> None:
         super().__init__("the task names no record of the initial state")
         self.draft = draft  # the task alone
+        self.anchors = anchors  # the records its prompt asked it to be about
 
 
 class Dropped(Exception):
@@ -160,28 +162,33 @@ class ScenarioBuilder:
         final = await self.evaluate(state, candidate)
         return None if final.reasons else marked_by_evidence(candidate, final.report)
 
-    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "", index: int = 0) -> Draft:
+    async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "", index: int = 0,
+                          anchors: list[Anchor] | None = None) -> Draft:
         """Task, checklist, validators and solution for `state` (item number `index`). Steered (`ctx.steer`), the
-        task is asked about records chosen from the state (`anchors.task_anchors`) and a plan the environment
-        refuses is corrected with the refusal (`plan_fix`)."""
+        task is asked about records chosen from the state (`anchors.task_anchors`, or the given `anchors`) and a
+        plan the environment refuses is corrected with the refusal (`plan_fix`)."""
         ctx = self.ctx
         changing = [t for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
         rules = parameter_rules([(t.input_schema, t.description) for t in changing])
-        anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules) if ctx.steer else []
+        if anchors is None:
+            anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules) if ctx.steer else []
         title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
-            raise Ungrounded(Draft(title=title, task=task))
+            raise Ungrounded(Draft(title=title, task=task), anchors)
         checklist = await gen_checklist(ctx, task, meter, state)
         checklist = await gen_validators(ctx, state, task, checklist, meter)
-        solution, notes = await self.plan(state, task, await gen_solution(ctx, state, task, meter), meter)
-        return Draft(title=title, task=task, checklist=checklist, solution=solution, notes=notes)
+        draft = Draft(title=title, task=task, checklist=checklist)
+        solution, notes = await self.plan(state, draft, await gen_solution(ctx, state, task, meter), meter)
+        return draft.model_copy(update={"solution": solution, "notes": notes})
 
-    async def plan(self, state: State, task: str, solution: list[ToolCall], meter: UsageMeter
+    async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
-        """The reference plan, corrected when steered and the environment refuses a call; with the notes."""
+        """The reference plan, corrected when steered and the environment refuses a call; with the notes.
+        Steered, a plan refused on a record the task should not have asked to change raises Retargeted
+        (`retarget.checked_plan`)."""
         if not self.ctx.steer:
             return solution, []
-        return await corrected_plan(self.ctx, self.episode_factory, state, task, solution, meter)
+        return await checked_plan(self.ctx, self.episode_factory, state, draft, solution, meter)
 
     def true_before(self, draft: Draft, verdict: Verdict) -> Verdict:
         """Steered: when the reference plan was refused (so the last try cannot re-mark items by what the plan
@@ -211,7 +218,7 @@ class ScenarioBuilder:
         fresh = [c for c in checklist if c.validator is None]
         written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
         update: dict[str, Any] = {"checklist": [written.get(c.id, c) for c in checklist]}
-        update["solution"], update["notes"] = await self.plan(state, draft.task, await gen_solution(
+        update["solution"], update["notes"] = await self.plan(state, draft, await gen_solution(
             self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
         return update
 
@@ -233,8 +240,9 @@ class ScenarioBuilder:
         """Regenerate the failing part with the failure as feedback."""
         ctx, part = self.ctx, verdict.part
         if part == "task":  # the failed task is shown, so a second round asks something new
-            feedback = f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
-            repaired = await self.first_draft(state, meter, feedback, index)
+            feedback = verdict.feedback if not verdict.show_failed else \
+                f"{verdict.feedback}\n- the task that failed: {' '.join(draft.task.split())[:600]}"
+            repaired = await self.first_draft(state, meter, feedback, index, verdict.anchors)
             repaired.notes = [*draft.notes, "task rewritten after: " + "; ".join(verdict.reasons)[:300],
                               *repaired.notes]
             return repaired
@@ -251,7 +259,7 @@ class ScenarioBuilder:
                                                        verdict.feedback)
         plan_notes: list[str] = []
         if part in ("solution", "validators+solution"):
-            update["solution"], plan_notes = await self.plan(state, draft.task, await gen_solution(
+            update["solution"], plan_notes = await self.plan(state, draft, await gen_solution(
                 ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
         update["notes"] = [*draft.notes, f"{describe(verdict)} regenerated after: " + "; ".join(verdict.reasons)[:300],
                            *plan_notes, *update.get("notes", [])]
@@ -266,7 +274,9 @@ class ScenarioBuilder:
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
         except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
-            draft, verdict, task_only = exc.draft, ungrounded(), True
+            draft, verdict, task_only = exc.draft, ungrounded(exc.anchors), True
+        except Retargeted as exc:  # a task about a record the rules do not let change: asked again
+            draft, verdict, task_only = exc.draft, retargeted(exc.wrong), True
         else:
             task_only = False
             draft = without_repeats(draft)
@@ -294,7 +304,11 @@ class ScenarioBuilder:
                 raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
                               f"({'task check' if task_only else 'gate'}: {'; '.join(verdict.reasons)})") from exc
             except Ungrounded as exc:
-                draft, verdict, task_only = exc.draft.model_copy(update={"notes": draft.notes}), ungrounded(), True
+                draft, verdict = exc.draft.model_copy(update={"notes": draft.notes}), ungrounded(exc.anchors)
+                task_only = True
+                continue
+            except Retargeted as exc:
+                draft, verdict, task_only = exc.draft, retargeted(exc.wrong), True
                 continue
             task_only = False
             verdict = await self.evaluate(state, draft)
@@ -302,7 +316,7 @@ class ScenarioBuilder:
                 return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
             if (pruned := await self.pruned(state, draft, verdict)) is not None:
                 return await self.judged(state, pruned, None, meter)
-        if task_only:  # the last task named no record: no checklist, validators or plan were asked for
+        if task_only:  # the last task named no record, or one its plan's change is refused on
             raise Dropped("task", "; ".join(verdict.reasons).removeprefix("task: ")
                           + f" (after {rounds} repair round(s))")
         raise Dropped("gate", f"failed after repairing the {repaired}: " + "; ".join(verdict.reasons))

@@ -4,12 +4,15 @@ regenerate and the feedback to send) and the items whose validators disagree wit
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.gate import GateReport
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.synth.scen.anchors import Anchor
+from envscaler_mcp.synth.scen.retarget import Misnamed
 
 Part = Literal["task", "checklist", "validators", "solution", "validators+solution"]
 _MAX_FEEDBACK = 15
@@ -24,14 +27,31 @@ class Verdict:
     feedback: str = ""
     report: GateReport | None = None
     items: list[str] | None = None  # a validators repair: only these items' validators (None: every item)
+    anchors: list[Anchor] | None = None  # a task repair: the records the new task is asked about
+    show_failed: bool = True  # a task repair: the failed task is shown (not after `retarget.misnamed`, nor to a
+    # task that named none of the records offered: the 1.5B model, shown it, wrote it again nearly word for word)
 
 
-def ungrounded() -> Verdict:
-    """The verdict on a task that names no record of its initial state (`qa.grounding.names_a_record`)."""
+def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
+    """The verdict on a task that names no record of its initial state (`qa.grounding.names_a_record`); with the
+    `anchors` its prompt offered, the feedback names them (the 1.5B model, shown member M-2001 and copy C-30001,
+    wrote three tasks about "the overdue members" when told only to name the records)."""
     reason = ("the task names no record of the initial state (no id, and no name or other value that only "
               "one record has), so an assistant cannot tell which records to change")
-    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=f"- {reason}; name the records "
-                   "(by id, or by a name or other value of theirs)")
+    feedback = f"- {reason}; name the records (by id, or by a name or other value of theirs)"
+    if anchors:
+        named = " and ".join(f"{a.collection} {a.record_id}" for a in anchors)
+        ids = ", ".join(f'"{a.record_id}"' for a in anchors)
+        feedback += (f"\n- name {named} by id: write {ids} in the task text, and ask for a change to "
+                     f"{'it' if len(anchors) == 1 else 'them'}")
+    return Verdict(reasons=[f"task: {reason}"], part="task", feedback=feedback, show_failed=not anchors)
+
+
+def retargeted(wrong: Misnamed) -> Verdict:
+    """The verdict on a task about a record the rules do not let change (`retarget.misnamed`): the task is asked
+    again about a record the same change is accepted on."""
+    return Verdict(reasons=[f"task: {wrong.reason()}"], part="task", feedback=wrong.feedback(),
+                   anchors=wrong.anchors(), show_failed=False)
 
 
 def _bullets(lines: list[str]) -> str:

@@ -186,12 +186,41 @@ async def test_a_request_repeated_word_for_word_is_sampled_with_its_own_seed(var
                   settings=GenerationSettings(temperature=0.0, max_tokens=64))
     sent = [(s.temperature, s.seed) for _, _, s in provider.requests]
     keys = {request_key("mock", m, [], s) for m, _, s in provider.requests}
-    assert provider.requests[1][0] == provider.requests[2][0] == provider.requests[3][0]  # the same messages
-    if vary:  # the first retry is new; its repeats go warm, each with a seed of its own, so no cache serves them
+    if vary:  # the first retry is new; once the answer is a copy, the retries go warm, each with a seed of its own
         assert sent == [(0.0, None), (0.0, None), (REPEAT_TEMPERATURE, 1), (REPEAT_TEMPERATURE, 2)]
         assert len(keys) == 4
     else:
+        assert provider.requests[1][0] == provider.requests[2][0] == provider.requests[3][0]  # the same messages
         assert sent == [(0.0, None)] * 4 and len(keys) == 2
+
+
+def copying_model(messages: list[Message], tools: list[ToolDef]) -> str:
+    """Hand-written: copies a refused answer it is shown; told of the refusal without it, it writes a new one."""
+    if len(messages) > 1 and messages[-2].role == "assistant":
+        return messages[-2].content
+    return "# Answer\nYES" if "could not be used" in messages[-1].content else "# Answer\nmaybe"
+
+
+@pytest.mark.parametrize("vary", [True, False])
+async def test_a_copied_refused_answer_is_not_shown_again(vary: bool) -> None:
+    provider = MockProvider([copying_model], repeat_last=True)
+    meter = UsageMeter()
+    call = ask(provider, "skel/judge", {"task": "x"}, parse_judge, meter=meter, retries=2, vary_repeats=vary,
+               settings=GenerationSettings(temperature=0.7, max_tokens=64))
+    if not vary:  # the refused answer shown in every retry: copied each time, and the step fails
+        with pytest.raises(StepFailed):
+            await call
+        assert [m[-2].content for m, _, _ in provider.requests[1:]] == ["# Answer\nmaybe"] * 2
+        return
+    assert (await call).stateful
+    third = provider.requests[2][0]
+    assert [m.role for m in third] == [m.role for m in provider.requests[0][0]]  # no assistant turn to copy
+    assert "# Answer" not in third[-1].content.split("could not be used")[1]  # the answer itself not shown
+    with pytest.raises(AnswerFormatError) as refused:
+        parse_judge("# Answer\nmaybe")
+    error = str(refused.value)
+    assert f"could not be used: {error}" in third[-1].content and "given 2 times word for word" in third[-1].content
+    assert (provider.requests[2][2].temperature, provider.requests[2][2].seed) == (REPEAT_TEMPERATURE, 1)
 
 
 async def test_a_repeat_across_calls_of_one_item_is_varied_too() -> None:
