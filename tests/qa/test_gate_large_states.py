@@ -1,0 +1,92 @@
+"""The gate on large states: one validator worker process, and the command's freed state buffers given back."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import pytest
+
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES
+from envscaler_mcp.catalog.store import ScenarioLine, load_scenarios
+from envscaler_mcp.qa.batch import GateSettings, StoredScenario, _SandboxOnDemand, is_large
+from tests.harness.shop import MINI_SHOP
+
+
+def _item(length: int) -> StoredScenario:
+    header = load_scenarios(MINI_SHOP / "scenarios.jsonl")[0]
+    return StoredScenario(Path("s.jsonl"), header, ScenarioLine(0, length, "d"))
+
+
+def test_a_line_over_half_the_bytes_in_flight_is_large() -> None:
+    assert is_large(_item(IN_FLIGHT_BYTES // 2 + 1)) and not is_large(_item(IN_FLIGHT_BYTES // 2))
+    assert not is_large(load_scenarios(MINI_SHOP / "scenarios.jsonl")[0])  # held in full: nothing to bound
+
+
+def _descendants() -> int:
+    """Processes under this one (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    mine, found = {os.getpid()}, True
+    while found:
+        found = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                found = True
+    return len(mine) - 1
+
+
+def _sandbox_processes(items: list[StoredScenario], workers: int) -> tuple[int, int]:
+    """(worker processes started, processes under this one while the sandbox is up) for a gate of `items`."""
+    async def main() -> tuple[int, int]:
+        async with AsyncExitStack() as stack:
+            sandboxes = _SandboxOnDemand(GateSettings(workers=workers), stack)
+            sandbox = await sandboxes.get(items)
+            assert await sandboxes.get([_item(100)]) is sandbox  # started once, by the first listing
+            return len(sandbox.worker_pids()), _descendants()
+    return anyio.run(main)
+
+
+def test_large_scenarios_are_gated_with_one_validator_process() -> None:
+    small = _sandbox_processes([_item(100_000), _item(900_000)], workers=2)
+    large = _sandbox_processes([_item(100_000), _item(3_000_000)], workers=2)
+    assert small[0] == 2 and large[0] == 1, (small, large)
+    assert large[1] < small[1], (small, large)  # the second worker's processes were never started
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_gating_a_large_scenario_gives_its_buffers_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envscaler_mcp.qa import batch
+
+    calls: list[str] = []
+    monkeypatch.setattr(batch, "give_back_large_buffers", lambda: calls.append("set") or True)
+    monkeypatch.setattr(batch, "trim", lambda: calls.append("trim"))
+
+    @asynccontextmanager
+    async def server(*_args: Any, **_kwargs: Any) -> AsyncIterator[Any]:
+        yield SimpleNamespace(episode=None)
+
+    async def judge(*_args: Any, **_kwargs: Any) -> Any:
+        calls.append("judge")
+        return SimpleNamespace()
+
+    monkeypatch.setattr(batch, "launch_server", server)
+    monkeypatch.setattr(batch, "judge", judge)
+    anyio.run(lambda: batch.check_groups([("mini_shop", [_item(3_000_000)])], GateSettings(), keep=False))
+    assert calls == ["set", "judge", "trim"], calls  # set before its states are read, trimmed before the next
+    calls.clear()
+    anyio.run(lambda: batch.check_groups([("mini_shop", [_item(10_000)])], GateSettings(), keep=False))
+    assert calls == ["judge"], calls
