@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -13,10 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
+from envscaler_mcp._json import ParsedState
 from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES
 from envscaler_mcp.catalog.store import ScenarioLine, load_scenarios
 from envscaler_mcp.qa.batch import GateSettings, StoredScenario, _SandboxOnDemand, is_large
+from envscaler_mcp.qa.gate import check_scenario
+from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from tests.harness.shop import MINI_SHOP
+from tests.qa.fake_episode import FakeShopEpisode
 
 
 def _item(length: int) -> StoredScenario:
@@ -90,3 +95,50 @@ def test_gating_a_large_scenario_gives_its_buffers_back(monkeypatch: pytest.Monk
     calls.clear()
     anyio.run(lambda: batch.check_groups([("mini_shop", [_item(10_000)])], GateSettings(), keep=False))
     assert calls == ["judge"], calls
+
+
+class _LargeShopEpisode(FakeShopEpisode):
+    """The fake shop whose states come back as a server's do: parsed, with their JSON text."""
+
+    async def get_state(self) -> dict[str, Any]:
+        state = await super().get_state()
+        return ParsedState(state, json.dumps(state).encode())
+
+
+@asynccontextmanager
+async def _large_episode(initial_state: dict[str, Any]) -> AsyncIterator[FakeShopEpisode]:
+    yield _LargeShopEpisode(initial_state)
+
+
+def test_large_wrong_states_go_in_a_request_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envscaler_mcp.sandbox import process
+    from tests.qa.test_gate import calls, scenario
+
+    sizes: list[list[int]] = []
+    real = process.Worker.ask
+
+    async def ask(worker: process.Worker, header: dict[str, Any], *args: Any) -> Any:
+        sizes.append(list(header["sizes"]))
+        return await real(worker, header, *args)
+
+    monkeypatch.setattr(process.Worker, "ask", ask)
+    forgot_note = calls(("cancel_order", {"order_id": "O1"}))
+    wrong_order = calls(("cancel_order", {"order_id": "O2"}), ("add_note", {"order_id": "O1", "text": "refund requested"}))
+    base = scenario().model_copy(update={"wrong_solutions": [forgot_note, wrong_order]})
+
+    async def gate(filler: int) -> Any:
+        sc = base.model_copy(update={"initial_state": {**base.initial_state, "filler": ["x" * 1000] * filler}})
+        async with ValidatorSandbox(timeout_s=5.0, memory_mb=256) as sb:
+            return await check_scenario(sc.with_id(), _large_episode, sb)
+
+    small = anyio.run(gate, 10)
+    assert len(sizes) == 1  # small states: the scenario's one request
+    sizes.clear()
+    large = anyio.run(gate, 1200)  # 1.2 MB states
+    # the initial state (and it again as the initial-false probe's) with the reference's final state; then the
+    # initial state with the two wrong solutions' final states: never the reference's and a wrong one's together
+    assert [len(s) for s in sizes] == [3, 3], sizes
+    assert large.passed and small.passed, (large.reasons(), small.reasons())
+    assert [(w.label, w.failing) for w in large.wrong_solutions] == [(w.label, w.failing) for w in small.wrong_solutions] \
+        == [("wrong solution 1", ["c2"]), ("wrong solution 2", ["c1", "c3"])]
+    assert [r.passed for r in large.initial_results] == [r.passed for r in small.initial_results] == [False, False, True]
