@@ -213,7 +213,7 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     if report.final_state is not None and items:
         report.transcript = reference_transcript(scenario, report.replay, convention)
         finals = _final_probes(scenario, reference, report.final_state, report.transcript)
-    judged = [(result, final) for result, final, _ in wrong]
+    judged = [(result, final is not None) for result, final, _ in wrong]
     wrong_runs: list[ProbeRun] = [(items, final, transcript) for _, final, transcript in wrong if final is not None]
     if wrong_runs and _large(report.final_state):
         # Megabyte states: the wrong solutions' states in a request of their own, so that no batch process
@@ -222,6 +222,9 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
         results += await sandbox.run_probes(scenario.initial_state, wrong_runs)
     else:
         results = await sandbox.run_probes(scenario.initial_state, [*probes, *finals, *wrong_runs])
+    # The wrong solutions' states are judged: dropped before the consistency step indexes the reference's records
+    # (3 MB states: each about 13 MB parsed with its text, held through that step's own peak).
+    del wrong, wrong_runs
 
     # 1. validators (collected along the way) and 2. initial-false
     initial_reasons: list[str] = []
@@ -258,10 +261,10 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="consistency", status="fail" if consistency else "pass", reasons=consistency))
 
     # 5. wrong solutions (only when there are any)
-    if wrong:
+    if judged:
         checks = iter(results[len(probes) + len(finals):])
-        report.wrong_solutions = [result if final is None else judge_wrong(result, next(checks))
-                                  for result, final in judged]
+        report.wrong_solutions = [judge_wrong(result, next(checks)) if replayed else result
+                                  for result, replayed in judged]
         wrong_reasons = [r for r in (w.reason() for w in report.wrong_solutions) if r is not None]
         add(GateStep(name="wrong_solutions", status="fail" if wrong_reasons else "pass", reasons=wrong_reasons))
 

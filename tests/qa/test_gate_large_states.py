@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -142,3 +144,51 @@ def test_large_wrong_states_go_in_a_request_of_their_own(monkeypatch: pytest.Mon
     assert [(w.label, w.failing) for w in large.wrong_solutions] == [(w.label, w.failing) for w in small.wrong_solutions] \
         == [("wrong solution 1", ["c2"]), ("wrong solution 2", ["c1", "c3"])]
     assert [r.passed for r in large.initial_results] == [r.passed for r in small.initial_results] == [False, False, True]
+
+
+class _Tracked(ParsedState):
+    __slots__ = ("__weakref__",)
+
+
+def test_wrong_states_are_dropped_before_the_consistency_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consistency step indexes the reference's records (its own peak): the wrong solutions' states, judged
+    by then, are no longer held."""
+    from envscaler_mcp.qa import gate as gate_module
+    from tests.qa.test_gate import calls, scenario
+
+    returned: list[weakref.ref[_Tracked]] = []
+    alive_then: list[list[bool]] = []
+
+    class Episode(FakeShopEpisode):
+        async def get_state(self) -> dict[str, Any]:
+            state = await super().get_state()
+            tracked = _Tracked(state, json.dumps(state).encode())
+            returned.append(weakref.ref(tracked))
+            return tracked
+
+    @asynccontextmanager
+    async def episode(initial_state: dict[str, Any]) -> AsyncIterator[FakeShopEpisode]:
+        yield Episode(initial_state)
+
+    real = gate_module.consistency_problems
+
+    def consistency(*args: Any) -> list[str]:
+        gc.collect()
+        alive_then.append([ref() is not None for ref in returned])
+        return real(*args)
+
+    monkeypatch.setattr(gate_module, "consistency_problems", consistency)
+    wrong = [calls(("cancel_order", {"order_id": "O1"})), calls(("cancel_order", {"order_id": "O2"}))]
+    sc = scenario().model_copy(update={"wrong_solutions": wrong}).with_id()
+
+    async def run() -> Any:
+        async with ValidatorSandbox(timeout_s=5.0, memory_mb=256) as sb:
+            return await check_scenario(sc, episode, sb)
+
+    report = anyio.run(run)
+    # the reference's two replays, then the two wrong solutions'
+    assert len(returned) == 4 and len(alive_then) == 1, (len(returned), alive_then)
+    assert alive_then[0][2:] == [False, False], alive_then  # the wrong solutions' states: gone
+    assert any(alive_then[0][:2]), alive_then  # the reference's: still there for the step
+    assert [(w.label, w.failing) for w in report.wrong_solutions] == [
+        ("wrong solution 1", ["c2"]), ("wrong solution 2", ["c1", "c2", "c3"])]
