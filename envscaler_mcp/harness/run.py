@@ -19,7 +19,7 @@ from rich.console import Console
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
-from envscaler_mcp.harness.allocator import give_back_large_buffers, trim
+from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
@@ -199,7 +199,7 @@ async def _run_prepared(
     try:
         async with AsyncExitStack() as stack:
             if large_states(plans):
-                give_back_large_buffers()  # harness/allocator.py: their texts unmapped when freed
+                give_back_large_buffers()  # _allocator.py: their texts unmapped when freed
             if checker is None and uses:
                 workers = validator_workers(config.concurrency, plans)
                 checker = await stack.enter_async_context(
@@ -264,7 +264,7 @@ async def _run_prepared(
                     # Its states go before its line's bytes are given back, not after its result is written: the
                     # next scenario's state is read as soon as they are (3 MB states: 20 MB parsed, each).
                     del full, reference
-                    trim()  # with large states (harness/allocator.py), what their parse freed goes back now
+                    trim()  # with large states (_allocator.py), what their parse freed goes back now
                 # Before the result: a run killed at any point says which layers each finished episode ran under.
                 # Only this episode's environment is looked at (looking at every server the run started, and
                 # comparing with all run.json held, grew with the catalog). A finished episode is written even

@@ -24,7 +24,7 @@ _PKG_PARENT = str(Path(__file__).resolve().parents[2])
 # The only variables a server process sees, whatever the caller's environment holds.
 _PASSED_THROUGH = ("LANG", "LC_ALL", "TZ")
 # glibc's malloc in a server process, and in the zygotes and episode processes it forks: a buffer of 256 kB or
-# more in a mapping of its own, unmapped when freed (as harness/allocator.py does in eval's own process). Left
+# more in a mapping of its own, unmapped when freed (as _allocator.py does in eval's own process). Left
 # to itself glibc raises that threshold to the largest buffer freed, and the heap keeps what later ones leave:
 # after relaying a 3 MB final state a server kept 13 MB more resident, its episode zygote 6 MB
 # (benchmarks/README.md). Ignored where the C library is not glibc.

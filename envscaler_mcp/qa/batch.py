@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import gc
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
@@ -47,6 +48,12 @@ class StoredScenario:
 
 
 Item = Scenario | StoredScenario
+
+
+def is_large(item: Item) -> bool:
+    """Whether a scenario's line is over half the bytes in flight (catalog.inflight): such scenarios are gated
+    one at a time, as eval runs their episodes (harness/run.py large_states)."""
+    return isinstance(item, StoredScenario) and item.line.length > IN_FLIGHT_BYTES // 2
 # (server target: env id, path or EnvSkeleton; its scenarios, or a function that lists them when its turn comes)
 Group = tuple[Any, Sequence[Item] | Callable[[], Sequence[Item]]]
 
@@ -121,6 +128,30 @@ class GateSettings:
 _DEFAULT = GateSettings()
 
 
+class _SandboxOnDemand:
+    """The gate's validator sandbox, started when the first environment's scenarios are listed (a lazily listed
+    catalog is listed an environment at a time): with one worker process when some of them are large, else
+    `settings.workers`. Large scenarios are gated one at a time (catalog.inflight) and their requests go one
+    after the other, so a second worker would only start a second zygote and keep a batch process's parse of
+    their states of its own (about 20 MB beside the first for 3 MB states), as eval does (harness/run.py
+    validator_workers)."""
+
+    def __init__(self, settings: GateSettings, stack: AsyncExitStack) -> None:
+        self._settings = settings
+        self._stack = stack
+        self._lock = anyio.Lock()
+        self._sandbox: ValidatorSandbox | None = None
+
+    async def get(self, items: Sequence[Item]) -> ValidatorSandbox:
+        """The sandbox, started now if it is not yet, its workers chosen by `items`."""
+        async with self._lock:
+            if self._sandbox is None:
+                workers = 1 if any(is_large(item) for item in items) else self._settings.workers
+                self._sandbox = await self._stack.enter_async_context(
+                    ValidatorSandbox(timeout_s=self._settings.timeout_s, workers=workers))
+            return self._sandbox
+
+
 def failing_factory(error: Exception) -> EpisodeFactory:
     """An episode factory that raises `error`: the scenarios of a server that did not start fail with it."""
 
@@ -156,10 +187,15 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
 
     async def gate_one(key: tuple[int, int], item: Item, factory: EpisodeFactory, sandbox: ValidatorSandbox,
                        target: Target) -> None:
+        large = is_large(item)
+        if large:  # _allocator.py: the states' texts and parses unmapped when freed, as in eval
+            give_back_large_buffers()
         async with limiter, budget.hold(item.line.length if isinstance(item, StoredScenario) else 0):
             report = await judge(item, factory, sandbox, target, references,
                                  require_reference=settings.require_reference, mutation=settings.mutation,
                                  wrong_solutions=wrong_solutions)
+            if large:
+                trim()  # what its parses freed goes back before the next scenario's are read
         done[key] = report if keep else None
         if on_report:
             on_report(report)
@@ -173,11 +209,17 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
                 tg.start_soon(gate_one, key, item, factory, sandbox, gating)
 
     async def gate_group(g: int, target: Any, scenarios: Sequence[Item] | Callable[[], Sequence[Item]],
-                         sandbox: ValidatorSandbox, scope: anyio.CancelScope) -> None:
+                         sandboxes: _SandboxOnDemand, scope: anyio.CancelScope) -> None:
         async with server_slots:
             listed = scenarios() if callable(scenarios) else scenarios
             numbered = [((g, n), item) for n, item in enumerate(listed)]
             if not numbered:
+                return
+            try:
+                sandbox = await sandboxes.get(listed)
+            except Exception as exc:  # no validator sandbox: nothing can be gated
+                fatal.append(exc)
+                scope.cancel()
                 return
             try:
                 # Rendered without scenarios, as eval's servers: every episode opens at the state handed to it,
@@ -200,10 +242,11 @@ async def check_groups(groups: list[Group], settings: GateSettings = _DEFAULT, *
     # collector skips it, so that its full passes walk only what the scenarios being judged hold.
     gc.freeze()
     try:
-        async with ValidatorSandbox(timeout_s=settings.timeout_s, workers=settings.workers) as sandbox:
+        async with AsyncExitStack() as stack:
+            sandboxes = _SandboxOnDemand(settings, stack)
             async with anyio.create_task_group() as tg:
                 for g, (target, scenarios) in enumerate(groups):
-                    tg.start_soon(gate_group, g, target, scenarios, sandbox, tg.cancel_scope)
+                    tg.start_soon(gate_group, g, target, scenarios, sandboxes, tg.cancel_scope)
     finally:
         gc.unfreeze()
     if fatal:

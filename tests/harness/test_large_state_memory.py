@@ -19,7 +19,7 @@ from envscaler_mcp.launch.target import ServerDir
 
 _PROBE = """
 import sys
-from envscaler_mcp.harness.allocator import give_back_large_buffers
+from envscaler_mcp._allocator import give_back_large_buffers
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096

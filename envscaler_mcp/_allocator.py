@@ -1,4 +1,5 @@
-"""The C allocator of a run with large states: their buffers given back to the system when freed.
+"""The C allocator of a command with large states (eval, the gate): their buffers given back to the system
+when freed.
 
 glibc's malloc serves a buffer of 128 kB or more with its own mapping, unmapped when freed, but raises that
 threshold to the size of each such buffer freed (up to 32 MB): after the first 3 MB state text, every later one
