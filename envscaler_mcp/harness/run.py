@@ -16,10 +16,10 @@ from typing import Protocol
 import anyio
 from rich.console import Console
 
+from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp._io import atomic_write_text
 from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
-from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
 from envscaler_mcp.harness.episode import run_episode
