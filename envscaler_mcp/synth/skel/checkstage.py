@@ -27,6 +27,7 @@ from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
 from envscaler_mcp.synth.skel.assemble import without_methods
 from envscaler_mcp.synth.skel.codecheck import accept_method
 from envscaler_mcp.synth.skel.coverage import dropped, failing_checks, judge_tools, working
+from envscaler_mcp.synth.skel.dangling import dangling_references
 from envscaler_mcp.synth.skel.parsers import parse_initial_state, parse_method
 from envscaler_mcp.synth.skel.quality import (
     EpisodeFactory,
@@ -61,12 +62,16 @@ def _rebuild(skeleton: EnvSkeleton, source: str, state: State, *, strict: bool) 
 
 def accept_initial_state(skeleton: EnvSkeleton, text: str) -> State:
     """Parse a model's initial-state answer; raise AnswerFormatError (sent back to the model) when it does not
-    fit the skeleton's state schema or leaves a state attribute out."""
+    fit the skeleton's state schema, leaves a state attribute out, or has a record naming a record it does not have
+    (dangling.py)."""
     state = parse_initial_state(text).state
     problems = validate_state(skeleton, state)
     missing = [a.name for a in skeleton.state if a.name not in state]
     if missing:
         problems.append(f"state: missing attribute(s) {missing}; give every state attribute a value")
+    if not problems and (dangling := dangling_references(state)):  # every call about such a record would fail
+        raise AnswerFormatError("the initial state names records it does not have:\n  - " + "\n  - ".join(
+            f"{line}: add that record or name one the state has" for line in dangling))
     if problems:
         raise AnswerFormatError("the initial state does not fit the state schema:\n  - "
                                 + "\n  - ".join(problems[:12]))

@@ -1,0 +1,74 @@
+"""Records of a model's initial state that point at a record the state does not have.
+
+The embedded model wrote a `cloud_storage` state whose user U01 has plan "business" while the state's plans are
+"free" and "standard": every call about U01 then crashed (`KeyError: 'business'`), and the scenario was dropped
+at the gate, forty minutes later, for what the state step can see. A field is read as pointing into a keyed
+collection (a dict of records) when its name says so ("plan" or "plan_id" into "plans", "owner" into "owners")
+and at least one of its values is a key there, or, whatever its name, when at least two distinct values are keys
+there. A value of such a field (or an item of a list of them) is dangling when it is a key of no collection of
+the state at all: an item that may point into two collections (a share's `item_id`: a folder or a file) is never
+reported. Through a field whose name does not say so, only a value shaped like the collection's keys is (a
+comment's author "system" beside employees E1001-E1006 is a sentinel, "E1009" would be a missing employee).
+Values that are no text, empty or None ("no parent") are not references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_LIMIT = 8  # dangling values reported per answer
+
+
+def dangling_references(state: Mapping[str, Any]) -> list[str]:
+    """One line per record field that names a record no collection of `state` has ([] when none)."""
+    collections = {name: value for name, value in state.items()
+                   if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values())}
+    every_key = {str(key) for records in collections.values() for key in records}
+    found: list[str] = []
+    for name, records in collections.items():
+        fields: dict[str, list[tuple[str, str]]] = {}
+        for key, record in records.items():
+            for field, value in record.items():
+                fields.setdefault(field, []).extend((str(key), v) for v in _texts(value))
+        for field, pairs in fields.items():
+            target = _target(field, {v for _, v in pairs}, collections, own=name)
+            if target is None:
+                continue
+            shapes = None if _names(field, target) else {_shape(str(k)) for k in collections[target]}
+            for key, value in pairs:
+                if value not in every_key and (shapes is None or _shape(value) in shapes):
+                    found.append(f"{name}[{key!r}].{field} is {value!r}, but {target} has no record {value!r} "
+                                 f"(its keys: {', '.join(sorted(map(str, collections[target]))[:6])})")
+    return found[:_LIMIT]
+
+
+def _texts(value: Any) -> Iterator[str]:
+    for item in value if isinstance(value, list) else (value,):
+        if isinstance(item, str) and item.strip():
+            yield item
+
+
+def _target(field: str, values: set[str], collections: Mapping[str, Mapping[str, Any]], own: str) -> str | None:
+    """The collection a field's values point into, or None when they are not read as references."""
+    for name, records in collections.items():
+        keys = {str(k) for k in records}
+        hits = len(values & keys)
+        if hits and _names(field, name):
+            return name
+        if hits >= 2 and name != own:
+            return name
+    return None
+
+
+def _shape(key: str) -> str:
+    """A key with its digits left out: "E1001" -> "E", "FLD-004" -> "FLD-"; a word stays itself."""
+    return re.sub(r"\d+", "", key)
+
+
+def _names(field: str, collection: str) -> bool:
+    """Whether a field's name says it holds keys of `collection` ("plan", "plan_id", "plans" into "plans")."""
+    stem = field.lower().removesuffix("_ids").removesuffix("_id")
+    plural = collection.lower()
+    return stem in (plural, plural.removesuffix("s"), plural.removesuffix("es"))

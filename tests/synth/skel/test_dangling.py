@@ -1,0 +1,75 @@
+"""A model's initial state whose records name records it does not have (synth/skel/dangling.py) is sent back
+at the state step: the embedded model's cloud_storage state gave user U01 plan "business" beside plans "free" and
+"standard", and every call about U01 crashed at the gate forty minutes later."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.catalog.store import get_skeleton
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.skel.checkstage import accept_initial_state
+from envscaler_mcp.synth.skel.dangling import dangling_references
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _cloud(plan: str) -> dict:
+    state = json.loads((ROOT / "environments" / "cloud_storage" / "default_state.json").read_text())
+    user = next(iter(state["users"]))
+    state["users"][user]["plan"] = plan
+    return state
+
+
+def test_a_user_on_a_plan_the_state_lacks_is_sent_back_with_the_record_and_the_keys() -> None:
+    skeleton = get_skeleton("cloud_storage")
+    kept = accept_initial_state(skeleton, json.dumps(_cloud(next(iter(_cloud("x")["plans"])))))
+    assert kept["users"]
+    with pytest.raises(AnswerFormatError) as refused:
+        accept_initial_state(skeleton, json.dumps(_cloud("enterprise")))
+    text = str(refused.value)
+    assert "names records it does not have" in text and ".plan is 'enterprise'" in text and "plans has no record" in text
+
+
+def test_what_is_not_a_missing_record_is_not_reported() -> None:
+    state = {
+        "employees": {"E1": {"name": "Ada"}, "E2": {"name": "Bo"}},
+        "folders": {"F-1": {"parent_id": None}, "F-2": {"parent_id": "F-1"}},
+        "files": {"D-1": {"folder_id": "F-2"}},
+        # an author that is a sentinel, not an employee; an item that is a folder or a file
+        "comments": {"C1": {"author_id": "E1"}, "C2": {"author_id": "E2"}, "C3": {"author_id": "system"}},
+        "shares": {"S1": {"item_id": "F-1"}, "S2": {"item_id": "D-1"}, "S3": {"item_id": "F-2"}},
+        "tickets": {"T1": {"status": "open", "tags": ["urgent", ""]}},
+    }
+    assert dangling_references(state) == []
+
+
+def test_missing_records_named_by_field_name_by_key_shape_and_in_lists() -> None:
+    state = {
+        "plans": {"free": {}, "standard": {}},
+        "employees": {"E1001": {}, "E1002": {}},
+        "users": {"U1": {"plan": "business"}, "U2": {"plan": "free"}},
+        "comments": {"C1": {"author_id": "E1001"}, "C2": {"author_id": "E1002"}, "C3": {"author_id": "E1009"}},
+        "teams": {"TM1": {"employee_ids": ["E1001", "E1003"]}},
+    }
+    found = dangling_references(state)
+    assert any("users['U1'].plan is 'business'" in line for line in found)
+    assert any("comments['C3'].author_id is 'E1009'" in line for line in found)
+    assert any("teams['TM1'].employee_ids is 'E1003'" in line for line in found)
+    assert len(found) == 3
+
+
+def test_no_bundled_state_or_scenario_is_refused() -> None:
+    checked = 0
+    for path in sorted((ROOT / "environments").glob("*/default_state.json")):
+        assert dangling_references(json.loads(path.read_text())) == [], path
+        checked += 1
+    for path in sorted((ROOT / "scenarios").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                assert dangling_references(json.loads(line)["initial_state"]) == [], path
+                checked += 1
+    assert checked > 80
