@@ -18,6 +18,12 @@ import anyio
 IN_FLIGHT_BYTES = 2 << 20
 
 
+def is_large_line(length: int) -> bool:
+    """Whether a scenario line of `length` bytes is over half the bytes in flight: eval runs such episodes, and the
+    gate such scenarios, one at a time, with one validator process."""
+    return length > IN_FLIGHT_BYTES // 2
+
+
 class LineBudget:
     """Bytes of scenario lines in flight, at most `max_bytes` of them unless a single one is larger.
 

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp._io import atomic_write_text
-from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
+from envscaler_mcp.catalog.inflight import LineBudget, is_large_line
 from envscaler_mcp.errors import EnvScalerError, HarnessError, UsageError
 from envscaler_mcp.harness.checks import Checker, SandboxChecker
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, RunManifest, build_plan, versions
@@ -330,7 +330,7 @@ async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[Env
 def large_states(plans: list[EnvPlan]) -> bool:
     """Whether a scenario's line is over half the bytes in flight (catalog.inflight): such episodes run one at a
     time."""
-    return max((line.length for p in plans for line in p.lines.values()), default=0) > IN_FLIGHT_BYTES // 2
+    return is_large_line(max((line.length for p in plans for line in p.lines.values()), default=0))
 
 
 def validator_workers(concurrency: int, plans: list[EnvPlan]) -> int:

@@ -21,7 +21,7 @@ import anyio
 from envscaler_mcp._allocator import give_back_large_buffers, trim
 from envscaler_mcp._json import State
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
-from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget
+from envscaler_mcp.catalog.inflight import IN_FLIGHT_BYTES, LineBudget, is_large_line
 from envscaler_mcp.catalog.store import ScenarioLine, load_scenario_line
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import Transport, launch_server
@@ -53,7 +53,7 @@ Item = Scenario | StoredScenario
 def is_large(item: Item) -> bool:
     """Whether a scenario's line is over half the bytes in flight (catalog.inflight): such scenarios are gated
     one at a time, as eval runs their episodes (harness/run.py large_states)."""
-    return isinstance(item, StoredScenario) and item.line.length > IN_FLIGHT_BYTES // 2
+    return isinstance(item, StoredScenario) and is_large_line(item.line.length)
 # (server target: env id, path or EnvSkeleton; its scenarios, or a function that lists them when its turn comes)
 Group = tuple[Any, Sequence[Item] | Callable[[], Sequence[Item]]]
 

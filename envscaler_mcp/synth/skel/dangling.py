@@ -18,13 +18,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from envscaler_mcp.qa.record_index import keyed
+
 _LIMIT = 8  # dangling values reported per answer
 
 
 def dangling_references(state: Mapping[str, Any]) -> list[str]:
     """One line per record field that names a record no collection of `state` has ([] when none)."""
-    collections = {name: value for name, value in state.items()
-                   if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values())}
+    collections = keyed(state)
     every_key = {str(key) for records in collections.values() for key in records}
     found: list[str] = []
     for name, records in collections.items():
