@@ -49,11 +49,11 @@ class _Connection:
         fd = self.socket.fileno()  # -1 once the event loop closed it; never a number another socket reused
         return fd < 0 or bool(select.select((fd,), (), (), 0)[0])
 
-    async def exchange(self, request: httpx2.Request, body: bytes) -> tuple[h11.Response, bytes]:
+    async def exchange(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]],
+                       body: bytes) -> tuple[h11.Response, bytes]:
         """Send one request in one write and read its whole answer (any failure raises: never sent again)."""
         conn = self.h11
-        head = conn.send(h11.Request(method=request.method, target=request.url.raw_path,
-                                     headers=request.headers.raw)) or b""
+        head = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
         data = conn.send(h11.Data(data=body)) if body else b""
         tail = conn.send(h11.EndOfMessage()) or b""
         await self.stream.send(head + (data or b"") + tail)
@@ -95,11 +95,24 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         timeouts: dict[str, Any] = request.extensions.get("timeout", {})
         body = await request.aread()
+        response, content = await self.exchange(request, request.method.encode("ascii"), request.url.raw_path,
+                                                request.headers.raw, body, timeouts.get("connect"),
+                                                timeouts.get("read"))
+        return httpx2.Response(response.status_code, headers=response.headers.raw_items(),
+                               stream=httpx2.ByteStream(content),
+                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason})
+
+    async def exchange(self, request: httpx2.Request, method: bytes, target: bytes,
+                       headers: list[tuple[bytes, bytes]], body: bytes, connect_timeout: float | None,
+                       read_timeout: float | None) -> tuple[h11.Response, bytes]:
+        """One request and its whole answer, without building httpx objects for either (`request` names the
+        server and goes into the errors; its own headers and body are not sent: `headers` and `body` are,
+        `headers` with a Host header). Failures raise httpx's errors, as `handle_async_request`'s."""
         async with self._slots:
-            conn = await self._idle_connection() or await self._connect(request, timeouts.get("connect"))
+            conn = await self._idle_connection() or await self._connect(request, connect_timeout)
             try:
-                with anyio.fail_after(timeouts.get("read")):
-                    response, content = await conn.exchange(request, body)
+                with anyio.fail_after(read_timeout):
+                    response, content = await conn.exchange(method, target, headers, body)
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await conn.stream.aclose()
@@ -111,9 +124,7 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
                 self._idle.append(conn)
             else:
                 await conn.stream.aclose()
-            return httpx2.Response(response.status_code, headers=response.headers.raw_items(),
-                                   stream=httpx2.ByteStream(content),
-                                   extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason})
+            return response, content
 
     async def _idle_connection(self) -> _Connection | None:
         """The most recently used idle connection the server has not closed (those it closed are dropped on the
