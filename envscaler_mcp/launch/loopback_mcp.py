@@ -129,6 +129,10 @@ async def loopback_mcp_client(transport: LoopbackTransport, url: str, headers: d
             response, content = await transport.exchange(
                 endpoint.request, b"POST", endpoint.target, endpoint.headers(stamped, len(body)), body,
                 connect_timeout, read_timeout)
+        except ValueError as exc:  # a header no HTTP head can carry: nothing was sent
+            if isinstance(message, JSONRPCRequest):
+                await read_send.send(_error(message.id, INVALID_REQUEST, f"the request was not sent: {exc}"))
+            return
         except httpx2.TransportError as exc:
             if isinstance(message, JSONRPCRequest):
                 code = REQUEST_TIMEOUT if isinstance(exc, httpx2.TimeoutException) else CONNECTION_CLOSED
