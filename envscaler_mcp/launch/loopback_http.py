@@ -12,15 +12,14 @@ just before it is used: readable means the server closed it while idle (its keep
 and it is dropped for another or a new one. Once a request's bytes are written it is never sent again: a
 server may have read and run it (a tool call that changed the state) and then closed the connection without an
 answer (environment code closing the socket, a crash mid-request), and sending it again would run it twice.
-Such a failure reaches the caller as an error (`McpLoopbackTransport`, the MCP client's, turns it into a
-JSON-RPC error answer). Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`, `RemoteProtocolError`),
+Such a failure reaches the caller as an error (the MCP client's transport, launch/loopback_mcp.py, answers
+the request with a JSON-RPC error). Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`, `RemoteProtocolError`),
 so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the whole exchange (httpx's
 bounds each read), and a request waits for a free connection without a limit.
 """
 
 from __future__ import annotations
 
-import json
 import select
 from typing import Any
 
@@ -28,7 +27,6 @@ import anyio
 import anyio.abc
 import httptools
 import httpx2
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 _CHUNK = 1 << 16
 
@@ -188,27 +186,6 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.stream.aclose()
-
-
-class McpLoopbackTransport(LoopbackTransport):
-    """The transport of the harness's MCP client: a POST that failed (the connection closed before an answer, no
-    answer in time, no connection) is answered here with a JSON-RPC error (502), which the SDK hands to the
-    request's caller as an `MCPError` (CONNECTION_CLOSED, or REQUEST_TIMEOUT): that call fails and its episode
-    takes the infra-error path (the run's pool restarts the server). Raised, the error would end the SDK's
-    transport task group, that is the shared client of every episode of the server, and the run with it."""
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            return await super().handle_async_request(request)
-        except httpx2.TransportError as exc:
-            if request.method != "POST":
-                raise
-            code = REQUEST_TIMEOUT if isinstance(exc, httpx2.TimeoutException) else CONNECTION_CLOSED
-            error = {"code": code, "message": f"no answer from the server ({type(exc).__name__}: {exc}); the "
-                                              "request was not sent again, as the server may have run it"}
-            return httpx2.Response(502, headers={"Content-Type": "application/json"},
-                                   content=json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(),
-                                   request=request)
 
 
 def _as_httpx(exc: BaseException, request: httpx2.Request) -> BaseException:

@@ -34,7 +34,7 @@ from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
-from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport
 from envscaler_mcp.launch.loopback_mcp import loopback_mcp_client
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
@@ -95,23 +95,18 @@ class HttpServer(LaunchedServer):
                                         timeout=client_timeout, transport=self._admin_connections)
         self._admin_base = httpx2.Request("GET", url)  # the server's address, and the request errors name
         self._admin_heads = [(b"host", self._admin_base.url.netloc), (b"authorization", f"Bearer {token}".encode())]
-        # One pooled client for every episode's MCP traffic: building an httpx client per episode
-        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy.
-        # Requests wait for a free connection without a limit of their own (the harness's per-call deadline
-        # applies). It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
-        self._mcp_connections = McpLoopbackTransport(max_connections=MCP_CONNECTIONS)
-        self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                           timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
-                                           transport=self._mcp_connections)
+        # One pool of connections for every episode's MCP traffic: a few dozen keep one server busy. Requests wait
+        # for a free connection without a limit of their own (the harness's per-call deadline applies). They carry
+        # the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
+        self.mcp_connections = LoopbackTransport(max_connections=MCP_CONNECTIONS)
+        self._mcp_read_timeout = max(300.0, client_timeout)
         self.on_post: Callable[[JSONRPCMessage], None] | None = None  # sees each MCP message as it is POSTed
 
     def _mcp_transport(self, path: str) -> Any:
         """The MCP client transport to one of the server's endpoints (launch/loopback_mcp.py: Streamable HTTP
-        POSTs over `mcp_http`'s kept connections, without httpx's request objects)."""
-        timeout = self.mcp_http.timeout
-        return loopback_mcp_client(self._mcp_connections, self.url + path, {"Authorization": f"Bearer {self.token}"},
-                                   connect_timeout=timeout.connect or 30.0, read_timeout=timeout.read,
-                                   on_post=self._posted)
+        POSTs over `mcp_connections`, without httpx's request objects)."""
+        return loopback_mcp_client(self.mcp_connections, self.url + path, {"Authorization": f"Bearer {self.token}"},
+                                   connect_timeout=30.0, read_timeout=self._mcp_read_timeout, on_post=self._posted)
 
     def _posted(self, message: JSONRPCMessage) -> None:
         if self.on_post is not None:
@@ -250,7 +245,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     except BaseException:
         with anyio.CancelScope(shield=True):
             await http.admin.aclose()
-            await http.mcp_http.aclose()
+            await http.mcp_connections.aclose()
             await _stop(process)
         raise
     http.isolation = read_report(report, limits)
@@ -350,7 +345,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                     yield http
             finally:
                 await http.admin.aclose()
-                await http.mcp_http.aclose()
+                await http.mcp_connections.aclose()
                 await _stop(process)
         else:
             raise UsageError(f"unknown transport '{transport}': use pipe, http, stdio or memory")

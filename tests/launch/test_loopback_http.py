@@ -11,9 +11,8 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp.types import CONNECTION_CLOSED
 
-from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport
 
 
 class _Server:
@@ -74,9 +73,9 @@ class _Server:
         self.server.close()
 
 
-async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any], mcp: bool = False,
+async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any],
                        **timeout: Any) -> Any:
-    transport = McpLoopbackTransport() if mcp else LoopbackTransport()
+    transport = LoopbackTransport()
     async with server as url, httpx2.AsyncClient(base_url=url, transport=transport,
                                                  timeout=httpx2.Timeout(10.0, **timeout)) as client:
         return await body(client)
@@ -154,29 +153,6 @@ def test_a_request_the_server_ran_then_dropped_is_never_sent_again(reused: bool)
         anyio.run(_with_client, server, body)
     assert server.calls == 1
     assert server.connections == 1  # not sent again on a new connection either
-
-
-def test_the_mcp_transport_answers_a_dropped_post_with_a_jsonrpc_error() -> None:
-    """The MCP client's transport: the same call, run once, comes back as a JSON-RPC error the SDK gives its
-    caller (an exception would end the SDK's transport, shared by every episode of the server)."""
-    server = _Server("run-and-drop")
-
-    async def body(client: httpx2.AsyncClient) -> httpx2.Response:
-        assert (await client.post("/warm", content=b"warm")).status_code == 200
-        return await client.post("/call", content=b"call")
-
-    response = anyio.run(lambda: _with_client(server, body, mcp=True))
-    assert response.status_code == 502 and response.headers["content-type"] == "application/json"
-    assert response.json()["error"]["code"] == CONNECTION_CLOSED
-    assert server.calls == 1 and server.connections == 1
-
-
-def test_a_slow_answer_is_a_read_timeout() -> None:
-    async def body(client: httpx2.AsyncClient) -> None:
-        await client.post("/x", content=b"1")
-
-    with pytest.raises(httpx2.ReadTimeout):
-        anyio.run(lambda: _with_client(_Server("slow"), body, read=0.3))
 
 
 @pytest.mark.parametrize(("mode", "error"), [("mute", httpx2.HTTPError), ("garbage", httpx2.RemoteProtocolError)])
