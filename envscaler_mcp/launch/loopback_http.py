@@ -5,42 +5,87 @@ plain HTTP/1.1 with keep-alive. httpx's default transport (httpcore) is built fo
 request its pool asks every idle connection whether the peer has closed it, and a request goes out as two
 writes (head, then body). For the harness's many small requests that was a third of its CPU over HTTP
 (py-spy, benchmarks/README.md). This transport keeps only what a loopback peer needs: idle connections in a
-list, each request sent in one write, the response parsed by `h11` (the HTTP/1.1 state machine httpcore
-and the server's uvicorn use), the body read whole. An idle connection is checked alone, without blocking,
+list, each request's head written out directly (the callers' headers: a header holding a line break is
+refused) and sent with its body in one write, the answer parsed by `httptools` (the C parser of llhttp that
+uvicorn uses; `h11`, the pure-Python state machine, was half of this transport's CPU), the body read whole. An idle connection is checked alone, without blocking,
 just before it is used: readable means the server closed it while idle (its keep-alive is 300 s, or it ended),
 and it is dropped for another or a new one. Once a request's bytes are written it is never sent again: a
 server may have read and run it (a tool call that changed the state) and then closed the connection without an
 answer (environment code closing the socket, a crash mid-request), and sending it again would run it twice.
-Such a failure reaches the caller as an error (`McpLoopbackTransport`, the MCP client's, turns it into a
-JSON-RPC error answer). Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`, `RemoteProtocolError`),
+Such a failure reaches the caller as an error (the MCP client's transport, launch/loopback_mcp.py, answers
+the request with a JSON-RPC error). Timeouts and errors are httpx's (`ReadTimeout`, `ConnectError`, `RemoteProtocolError`),
 so callers catching `httpx2.HTTPError` see no difference; the read timeout bounds the whole exchange (httpx's
 bounds each read), and a request waits for a free connection without a limit.
 """
 
 from __future__ import annotations
 
-import json
 import select
 from typing import Any
 
 import anyio
 import anyio.abc
-import h11
+import httptools
 import httpx2
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 _CHUNK = 1 << 16
+
+
+class Answer:
+    """One HTTP answer as httptools parsed it: the status, the headers (names in lower case), the whole body."""
+
+    __slots__ = ("body", "complete", "headers", "keep_alive", "parser", "reason", "status_code")
+
+    def __init__(self) -> None:
+        self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+        self.keep_alive = False
+        self.status_code = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.complete = False
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_headers_complete(self) -> None:
+        assert self.parser is not None
+        self.status_code = self.parser.get_status_code()
+        self.keep_alive = self.parser.should_keep_alive()  # read while parsing (the parser resets at the end)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header (`name` in lower case), or None."""
+        return next((value for key, value in self.headers if key == name), None)
+
+
+def _head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """A request's head; a header name or value holding a line break is refused (it would end the head)."""
+    lines = [method + b" " + target + b" HTTP/1.1"]
+    for name, value in headers:
+        if b"\n" in name or b"\r" in name or b"\n" in value or b"\r" in value or b":" in name:
+            raise ValueError(f"invalid header {name!r}")
+        lines.append(name + b": " + value)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 class _Connection:
     """One keep-alive HTTP/1.1 connection."""
 
-    __slots__ = ("h11", "socket", "stream")
+    __slots__ = ("keep", "socket", "stream")
 
     def __init__(self, stream: anyio.abc.SocketStream) -> None:
         self.stream = stream
         self.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.keep = False
 
     def closed_while_idle(self) -> bool:
         """Whether the server closed this idle connection: its socket is readable (end of stream, a reset) or
@@ -49,40 +94,27 @@ class _Connection:
         fd = self.socket.fileno()  # -1 once the event loop closed it; never a number another socket reused
         return fd < 0 or bool(select.select((fd,), (), (), 0)[0])
 
-    async def exchange(self, request: httpx2.Request, body: bytes) -> tuple[h11.Response, bytes]:
-        """Send one request in one write and read its whole answer (any failure raises: never sent again)."""
-        conn = self.h11
-        head = conn.send(h11.Request(method=request.method, target=request.url.raw_path,
-                                     headers=request.headers.raw)) or b""
-        data = conn.send(h11.Data(data=body)) if body else b""
-        tail = conn.send(h11.EndOfMessage()) or b""
-        await self.stream.send(head + (data or b"") + tail)
-        response: h11.Response | None = None
-        chunks: list[bytes] = []
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                try:
-                    received = await self.stream.receive(_CHUNK)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
-                    received = b""  # h11 then says the connection closed
-                conn.receive_data(received)
-            elif isinstance(event, h11.Response):
-                response = event
-            elif isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                assert response is not None
-                return response, b"".join(chunks)
-            elif isinstance(event, h11.ConnectionClosed):
-                raise h11.RemoteProtocolError("the server closed the connection without a complete answer")
+    async def exchange(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]],
+                       body: bytes) -> tuple[Answer, bytes]:
+        """Send one request in one write and read its whole answer (any failure raises: never sent again).
+        The request carries a Content-Length when it has a body (callers put it in `headers`)."""
+        await self.stream.send(_head(method, target, headers) + body)
+        answer = Answer()
+        parser = answer.parser
+        assert parser is not None
+        while not answer.complete:
+            try:
+                received = await self.stream.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, ConnectionError):
+                raise httpx2.RemoteProtocolError("the server closed the connection without a complete answer") from None
+            parser.feed_data(received)
+        self.keep = answer.keep_alive
+        content, answer.body, answer.parser = b"".join(answer.body), [], None  # no cycle left to collect
+        return answer, content
 
     def reusable(self) -> bool:
-        """True when both sides finished the exchange and keep the connection (then ready for the next one)."""
-        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
-            self.h11.start_next_cycle()
-            return True
-        return False
+        """True when the server keeps the connection after the exchange (then ready for the next one)."""
+        return self.keep
 
 
 class LoopbackTransport(httpx2.AsyncBaseTransport):
@@ -95,11 +127,26 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         timeouts: dict[str, Any] = request.extensions.get("timeout", {})
         body = await request.aread()
+        heads = request.headers.raw
+        if body and not any(name.lower() == b"content-length" for name, _ in heads):
+            heads = [*heads, (b"content-length", str(len(body)).encode("ascii"))]
+        response, content = await self.exchange(request, request.method.encode("ascii"), request.url.raw_path,
+                                                heads, body, timeouts.get("connect"), timeouts.get("read"))
+        return httpx2.Response(response.status_code, headers=response.headers,
+                               stream=httpx2.ByteStream(content),
+                               extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason})
+
+    async def exchange(self, request: httpx2.Request, method: bytes, target: bytes,
+                       headers: list[tuple[bytes, bytes]], body: bytes, connect_timeout: float | None,
+                       read_timeout: float | None) -> tuple[Answer, bytes]:
+        """One request and its whole answer, without building httpx objects for either (`request` names the
+        server and goes into the errors; its own headers and body are not sent: `headers` and `body` are,
+        `headers` with a Host header). Failures raise httpx's errors, as `handle_async_request`'s."""
         async with self._slots:
-            conn = await self._idle_connection() or await self._connect(request, timeouts.get("connect"))
+            conn = await self._idle_connection() or await self._connect(request, connect_timeout)
             try:
-                with anyio.fail_after(timeouts.get("read")):
-                    response, content = await conn.exchange(request, body)
+                with anyio.fail_after(read_timeout):
+                    response, content = await conn.exchange(method, target, headers, body)
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await conn.stream.aclose()
@@ -111,9 +158,7 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
                 self._idle.append(conn)
             else:
                 await conn.stream.aclose()
-            return httpx2.Response(response.status_code, headers=response.headers.raw_items(),
-                                   stream=httpx2.ByteStream(content),
-                                   extensions={"http_version": b"HTTP/1.1", "reason_phrase": response.reason})
+            return response, content
 
     async def _idle_connection(self) -> _Connection | None:
         """The most recently used idle connection the server has not closed (those it closed are dropped on the
@@ -143,32 +188,13 @@ class LoopbackTransport(httpx2.AsyncBaseTransport):
             await conn.stream.aclose()
 
 
-class McpLoopbackTransport(LoopbackTransport):
-    """The transport of the harness's MCP client: a POST that failed (the connection closed before an answer, no
-    answer in time, no connection) is answered here with a JSON-RPC error (502), which the SDK hands to the
-    request's caller as an `MCPError` (CONNECTION_CLOSED, or REQUEST_TIMEOUT): that call fails and its episode
-    takes the infra-error path (the run's pool restarts the server). Raised, the error would end the SDK's
-    transport task group, that is the shared client of every episode of the server, and the run with it."""
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            return await super().handle_async_request(request)
-        except httpx2.TransportError as exc:
-            if request.method != "POST":
-                raise
-            code = REQUEST_TIMEOUT if isinstance(exc, httpx2.TimeoutException) else CONNECTION_CLOSED
-            error = {"code": code, "message": f"no answer from the server ({type(exc).__name__}: {exc}); the "
-                                              "request was not sent again, as the server may have run it"}
-            return httpx2.Response(502, headers={"Content-Type": "application/json"},
-                                   content=json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode(),
-                                   request=request)
-
-
 def _as_httpx(exc: BaseException, request: httpx2.Request) -> BaseException:
     """httpx's exception for a failed exchange (cancellation and other exceptions pass unchanged)."""
     if isinstance(exc, TimeoutError):
         return httpx2.ReadTimeout("the server did not answer in time", request=request)
-    if isinstance(exc, h11.ProtocolError):
+    if isinstance(exc, httptools.HttpParserError):
+        return httpx2.RemoteProtocolError(f"the server's answer is not HTTP/1.1: {exc}", request=request)
+    if isinstance(exc, httpx2.RemoteProtocolError):
         return httpx2.RemoteProtocolError(str(exc), request=request)
     if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)):
         return httpx2.ReadError(f"the connection failed: {exc!r}", request=request)

@@ -51,7 +51,7 @@ _READY_S = 120.0  # a loaded machine may take a minute to import the libraries
 # preloaded too, or every server would import them after its fork.
 _LAZY = ("anyio._backends._asyncio", "anyio._core._resources", "anyio._core._sockets", "anyio._core._streams",
          "anyio.streams.stapled", "anyio.streams.tls", "uvicorn.lifespan.on", "uvicorn.protocols.http.auto",
-         "uvicorn.protocols.http.h11_impl", "uvicorn.protocols.websockets.auto",
+         "uvicorn.protocols.http.h11_impl", "uvicorn.protocols.http.httptools_impl", "uvicorn.protocols.websockets.auto",
          "uvicorn.protocols.websockets.websockets_sansio_impl")
 
 

@@ -18,24 +18,24 @@ import json
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import anyio
 import httpx2
 from anyio.abc import Process
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import Tool
+from mcp.types import JSONRPCMessage, Tool
 
 from envscaler_mcp._choices import EpisodeProcess, Transport
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
-from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport
+from envscaler_mcp.launch.loopback_mcp import loopback_mcp_client
 from envscaler_mcp.launch.memory import MemoryServer
 from envscaler_mcp.launch.pipe import PipeServer
 from envscaler_mcp.launch.requirements import check_requirements
@@ -90,15 +90,27 @@ class HttpServer(LaunchedServer):
         self.client_timeout = client_timeout
         # Both clients reach the server through LoopbackTransport (launch/loopback_http.py): keep-alive connections
         # to one local server without the pool's per-request checks, each request one write.
+        self._admin_connections = LoopbackTransport()
         self.admin = httpx2.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                                        timeout=client_timeout, transport=LoopbackTransport())
-        # One pooled client for every episode's MCP traffic: building an httpx client per episode
-        # (TLS context included) costs tens of milliseconds. A few dozen connections keep one server busy.
-        # Requests wait for a free connection without a limit of their own (the harness's per-call deadline
-        # applies). It carries the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
-        self.mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                           timeout=httpx2.Timeout(30.0, read=max(300.0, client_timeout), pool=None),
-                                           transport=McpLoopbackTransport(max_connections=MCP_CONNECTIONS))
+                                        timeout=client_timeout, transport=self._admin_connections)
+        self._admin_base = httpx2.Request("GET", url)  # the server's address, and the request errors name
+        self._admin_heads = [(b"host", self._admin_base.url.netloc), (b"authorization", f"Bearer {token}".encode())]
+        # One pool of connections for every episode's MCP traffic: a few dozen keep one server busy. Requests wait
+        # for a free connection without a limit of their own (the harness's per-call deadline applies). They carry
+        # the admin token: the shared endpoint (/admin/mcp) belongs to the admin plane.
+        self.mcp_connections = LoopbackTransport(max_connections=MCP_CONNECTIONS)
+        self._mcp_read_timeout = max(300.0, client_timeout)
+        self.on_post: Callable[[JSONRPCMessage], None] | None = None  # sees each MCP message as it is POSTed
+
+    def _mcp_transport(self, path: str) -> Any:
+        """The MCP client transport to one of the server's endpoints (launch/loopback_mcp.py: Streamable HTTP
+        POSTs over `mcp_connections`, without httpx's request objects)."""
+        return loopback_mcp_client(self.mcp_connections, self.url + path, {"Authorization": f"Bearer {self.token}"},
+                                   connect_timeout=30.0, read_timeout=self._mcp_read_timeout, on_post=self._posted)
+
+    def _posted(self, message: JSONRPCMessage) -> None:
+        if self.on_post is not None:
+            self.on_post(message)
 
     @asynccontextmanager
     async def connect_shared(self) -> AsyncIterator[None]:
@@ -107,7 +119,7 @@ class HttpServer(LaunchedServer):
         if not self.warm.enabled:
             yield
             return
-        transport = streamable_http_client(self.url + "/admin/mcp", http_client=self.mcp_http, terminate_on_close=False)
+        transport = self._mcp_transport("/admin/mcp")
         # One client for the server's lifetime, listing the tools once and keeping the list (RoutedClient): the
         # SDK's response cache would only deep-copy it into a store nothing reads.
         async with Client(transport, read_timeout_seconds=self.client_timeout, cache=None) as client:
@@ -116,6 +128,16 @@ class HttpServer(LaunchedServer):
                 yield
             finally:
                 self.shared = None
+
+    async def _admin_request(self, method: bytes, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        """(status, body) of one admin request, through the admin client's connections without httpx's request
+        and response objects (the harness makes two per episode); failures raise httpx's errors."""
+        heads = [*self._admin_heads, (b"content-length", str(len(body)).encode("ascii"))]
+        if body:
+            heads.append((b"content-type", b"application/json"))
+        response, content = await self._admin_connections.exchange(
+            self._admin_base, method, path.encode("ascii"), heads, body, self.client_timeout, self.client_timeout)
+        return response.status_code, content
 
     async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}. A state goes as a state file the server reads
@@ -126,27 +148,28 @@ class HttpServer(LaunchedServer):
         elif state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
             body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
-            response = await self.admin.post("/admin/episodes", content=body,
-                                             headers={"Content-Type": "application/json"})
+            status, answer = await self._admin_request(b"POST", "/admin/episodes", body)
         except httpx2.HTTPError as exc:
             tail = log_tail(self.log_path) if self.log_path else ""
             raise ServerStartError(f"the HTTP server at {self.url} did not answer ({type(exc).__name__}: {exc}); "
                                    f"it may have crashed:\n{tail}") from exc
-        if response.status_code != 201:
-            raise ServerStartError(f"creating an episode failed ({response.status_code}): {response.text}")
-        data = response.json()
+        if status != 201:
+            raise ServerStartError(f"creating an episode failed ({status}): {answer.decode('utf-8', 'replace')}")
+        data = json.loads(answer)
         return CreatedEpisode(episode_id=str(data["episode_id"]), path=str(data["path"]))
 
     async def read_state(self, episode_id: str) -> State:
         """GET /admin/episodes/{id}/state. The server answers `{"state": <the state's JSON>}`; the state comes
         back as a ParsedState holding that JSON's bytes, which the validators then get as they are."""
-        return self._state_answer(await self.admin.get(f"/admin/episodes/{episode_id}/state"), episode_id)
+        return self._state_answer(await self._admin_request(b"GET", f"/admin/episodes/{episode_id}/state"),
+                                  episode_id)
 
     @staticmethod
-    def _state_answer(response: httpx2.Response, episode_id: str, like: State | None = None) -> State:
-        if response.status_code != 200:
-            raise ServerStartError(f"reading episode {episode_id} failed ({response.status_code}): {response.text}")
-        body = response.content
+    def _state_answer(answer: tuple[int, bytes], episode_id: str, like: State | None = None) -> State:
+        status, body = answer
+        if status != 200:
+            raise ServerStartError(f"reading episode {episode_id} failed ({status}): "
+                                   f"{body.decode('utf-8', 'replace')}")
         if body.startswith(_STATE_PREFIX) and body.endswith(b"}"):
             try:
                 state = parse_state(body[len(_STATE_PREFIX):-1], like)
@@ -154,12 +177,12 @@ class HttpServer(LaunchedServer):
                 state = None
             if state is not None:
                 return state
-        return dict(response.json()["state"])
+        return dict(json.loads(body)["state"])
 
     async def close_with_state(self, episode_id: str, like: State | None = None) -> State:
         """DELETE /admin/episodes/{id}?state=1: the final state and the close in one round trip."""
-        response = await self.admin.delete(f"/admin/episodes/{episode_id}", params={"state": "1"})
-        return self._state_answer(response, episode_id, like)
+        answer = await self._admin_request(b"DELETE", f"/admin/episodes/{episode_id}?state=1")
+        return self._state_answer(answer, episode_id, like)
 
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None, *,
@@ -180,8 +203,7 @@ class HttpServer(LaunchedServer):
                               transport="http", state_reader=lambda: self.read_state(episode_id),
                               final_reader=read_and_close)
                 return
-            transport = streamable_http_client(self.url + created["path"], http_client=self.mcp_http,
-                                               terminate_on_close=False)
+            transport = self._mcp_transport(created["path"])
             async with Client(transport, read_timeout_seconds=self.client_timeout,
                               **self.warm.client_options()) as client:
                 yield ClientEpisode(client, episode_id=episode_id, transport="http",
@@ -190,7 +212,7 @@ class HttpServer(LaunchedServer):
             if not closed and not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)
                 with anyio.CancelScope(shield=True):
                     try:
-                        await self.admin.delete(f"/admin/episodes/{episode_id}")
+                        await self._admin_request(b"DELETE", f"/admin/episodes/{episode_id}")
                     except httpx2.HTTPError:
                         pass
 
@@ -223,7 +245,7 @@ async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], s
     except BaseException:
         with anyio.CancelScope(shield=True):
             await http.admin.aclose()
-            await http.mcp_http.aclose()
+            await http.mcp_connections.aclose()
             await _stop(process)
         raise
     http.isolation = read_report(report, limits)
@@ -323,7 +345,7 @@ async def launch_server(target: Target, transport: Transport = "http", *,
                     yield http
             finally:
                 await http.admin.aclose()
-                await http.mcp_http.aclose()
+                await http.mcp_connections.aclose()
                 await _stop(process)
         else:
             raise UsageError(f"unknown transport '{transport}': use pipe, http, stdio or memory")

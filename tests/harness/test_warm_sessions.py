@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
+from mcp.types import JSONRPCMessage
 
 from envscaler_mcp.catalog.store import get_skeleton, scenarios_for
 from envscaler_mcp.harness.config import EnvPlan, RunConfig, scenario_hashes
@@ -47,9 +47,8 @@ async def _run(out: Path, env: str, scenarios: list[Scenario], agent: Seat, warm
     """One run; returns how many MCP requests of each method reached the server (HTTP only)."""
     sent: Counter[str] = Counter()
 
-    async def count(request: httpx2.Request) -> None:
-        if request.method == "POST":
-            sent[json.loads(request.content).get("method", "")] += 1
+    def count(message: JSONRPCMessage) -> None:
+        sent[getattr(message, "method", "")] += 1
 
     sk = skeleton or get_skeleton(env)
     plan = EnvPlan(env_id=env, env_info=EnvInfo(name=sk.name), scenarios=scenarios,
@@ -59,7 +58,7 @@ async def _run(out: Path, env: str, scenarios: list[Scenario], agent: Seat, warm
     async def source(plan: EnvPlan, config: RunConfig) -> AsyncIterator[Any]:
         async with launch_server(sk, transport=transport, scenarios=scenarios, warm=warm) as server:  # type: ignore[arg-type]
             if isinstance(server, HttpServer):
-                server.mcp_http.event_hooks["request"].append(count)
+                server.on_post = count
             yield server
 
     config = RunConfig(envs=[env], agent="mock", trials=trials, concurrency=4, transport=transport,  # type: ignore[arg-type]

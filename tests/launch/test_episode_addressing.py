@@ -129,3 +129,22 @@ async def test_the_final_state_keeps_the_bytes_the_server_sent(http: HttpServer)
         raw = (await http.admin.get(f"/admin/episodes/{ep.episode_id}/state")).content
     assert isinstance(state, ParsedState) and raw == b'{"state": ' + state.encoded + b"}"
     assert state.encoded == json.dumps(state, ensure_ascii=False).encode("utf-8")
+
+
+async def test_the_sdks_own_client_and_the_harness_transport_get_the_same_answers(http: HttpServer) -> None:
+    """Any Streamable HTTP client still works: the SDK's `streamable_http_client` on an episode's endpoint sees the
+    tools, the call's result and the final state that the harness's transport (launch/loopback_mcp.py) sees on
+    another episode of the same state."""
+    other = await http.create_episode(_state(), None)
+    async with httpx2.AsyncClient() as raw, \
+            Client(streamable_http_client(http.url + other["path"], http_client=raw, terminate_on_close=False)) as sdk:
+        sdk_tools = (await sdk.list_tools()).tools
+        sdk_result = await sdk.call_tool("place_order", ORDER)
+    sdk_state = await http.close_with_state(other["episode_id"])
+    async with http.episode(_state()) as ep:
+        tools = await ep.list_tools()
+        result = await ep.call_tool("place_order", ORDER)
+        state = await ep.get_state()
+    assert [t.model_dump() for t in tools] == [t.model_dump() for t in sdk_tools]
+    assert result.model_dump() == sdk_result.model_dump() and not result.is_error
+    assert dict(state) == dict(sdk_state) != _state()  # the call changed each episode's state the same way

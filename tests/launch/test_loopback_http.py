@@ -11,16 +11,16 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp.types import CONNECTION_CLOSED
 
-from envscaler_mcp.launch.loopback_http import LoopbackTransport, McpLoopbackTransport
+from envscaler_mcp.launch.loopback_http import LoopbackTransport
 
 
 class _Server:
     """A local HTTP/1.1 server: answers each request with its method, path and body; `mode` changes that."""
 
     def __init__(self, mode: str = "keep") -> None:
-        # keep | close-after (closes each connection once it answered) | mute | slow | run-and-drop (a request
+        # keep | close-after (closes each connection once it answered) | mute | slow | garbage (answers with
+        # bytes that are no HTTP) | run-and-drop (a request
         # whose body is b"call" is run, counted in `calls`, and its connection closed without an answer)
         self.mode = mode
         self.connections = 0
@@ -49,6 +49,10 @@ class _Server:
                     return
                 if self.mode == "slow":
                     await asyncio.sleep(30)
+                if self.mode == "garbage":
+                    writer.write(b"NOT HTTP AT ALL\r\n\r\n")
+                    await writer.drain()
+                    continue
                 answer = f"{lines[0].split()[0]} {lines[0].split()[1]} ".encode() + body
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
                              + str(len(answer)).encode() + b"\r\n\r\n" + answer)
@@ -69,9 +73,9 @@ class _Server:
         self.server.close()
 
 
-async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any], mcp: bool = False,
+async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any],
                        **timeout: Any) -> Any:
-    transport = McpLoopbackTransport() if mcp else LoopbackTransport()
+    transport = LoopbackTransport()
     async with server as url, httpx2.AsyncClient(base_url=url, transport=transport,
                                                  timeout=httpx2.Timeout(10.0, **timeout)) as client:
         return await body(client)
@@ -151,32 +155,27 @@ def test_a_request_the_server_ran_then_dropped_is_never_sent_again(reused: bool)
     assert server.connections == 1  # not sent again on a new connection either
 
 
-def test_the_mcp_transport_answers_a_dropped_post_with_a_jsonrpc_error() -> None:
-    """The MCP client's transport: the same call, run once, comes back as a JSON-RPC error the SDK gives its
-    caller (an exception would end the SDK's transport, shared by every episode of the server)."""
-    server = _Server("run-and-drop")
-
-    async def body(client: httpx2.AsyncClient) -> httpx2.Response:
-        assert (await client.post("/warm", content=b"warm")).status_code == 200
-        return await client.post("/call", content=b"call")
-
-    response = anyio.run(lambda: _with_client(server, body, mcp=True))
-    assert response.status_code == 502 and response.headers["content-type"] == "application/json"
-    assert response.json()["error"]["code"] == CONNECTION_CLOSED
-    assert server.calls == 1 and server.connections == 1
-
-
-def test_a_server_that_answers_nothing_is_an_httpx_error() -> None:
+@pytest.mark.parametrize(("mode", "error"), [("mute", httpx2.HTTPError), ("garbage", httpx2.RemoteProtocolError)])
+def test_a_server_that_answers_nothing_or_no_http_is_an_httpx_error(mode: str, error: type[Exception]) -> None:
     async def body(client: httpx2.AsyncClient) -> None:
         await client.post("/x", content=b"1")
 
-    with pytest.raises(httpx2.HTTPError):
-        anyio.run(_with_client, _Server("mute"), body)
+    with pytest.raises(error):
+        anyio.run(_with_client, _Server(mode), body)
 
 
-def test_a_slow_answer_is_a_read_timeout() -> None:
+def test_a_header_holding_a_line_break_is_refused_before_anything_is_sent() -> None:
+    server = _Server()
+
     async def body(client: httpx2.AsyncClient) -> None:
-        await client.post("/x", content=b"1")
+        transport = LoopbackTransport()
+        request = httpx2.Request("POST", str(client.base_url))
+        try:
+            await transport.exchange(request, b"POST", b"/x", [(b"host", b"h"), (b"x-a", b"1\r\nx-b: 2")], b"",
+                                     5.0, 5.0)
+        finally:
+            await transport.aclose()
 
-    with pytest.raises(httpx2.ReadTimeout):
-        anyio.run(lambda: _with_client(_Server("slow"), body, read=0.3))
+    with pytest.raises(ValueError, match="invalid header"):
+        anyio.run(_with_client, server, body)
+    assert server.requests == []
