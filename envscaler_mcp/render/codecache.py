@@ -47,25 +47,27 @@ def code_file(folder: Path, package: str) -> Path:
     return Path(folder) / package / "__pycache__" / str(_runtime_codecache().CODE_FILE)
 
 
-def write_code_cache(folder: Path, package: str) -> bool:
+def write_code_cache(folder: Path, package: str, served_from: Path | None = None) -> bool:
     """Compile `folder`'s environment module into its cache file unless a usable one is there (True when one is
-    there now). The file name compiled in is the module's path in `folder`, which is the path the server
-    imports it from (the launcher passes the resolved folder). A module that does not compile or a folder that
-    cannot be written is left alone: the server compiles it, and reports what is wrong, as before."""
+    there now). The file name compiled in is the module's path in the folder the server runs from: `folder`
+    (the launcher passes the resolved folder), or `served_from` when `folder` is a staging folder renamed there
+    once written (render/cache.py). A module that does not compile or a folder that cannot be written is left
+    alone: the server compiles it, and reports what is wrong, as before."""
     runtime = _runtime_codecache()
     module = Path(folder) / package / "environment.py"
+    served = str(Path(served_from) / package / "environment.py") if served_from is not None else str(module)
     target = code_file(folder, package)
     try:
         source = module.read_bytes()
     except OSError:
         return False
     try:
-        if runtime.current(target.read_bytes(), source, str(module)):
+        if runtime.current(target.read_bytes(), source, served):
             return True
     except OSError:
         pass
     try:
-        data = runtime.dump(source, str(module))
+        data = runtime.dump(source, served)
     except (SyntaxError, ValueError):
         return False
     try:

@@ -104,3 +104,20 @@ def test_a_missing_module_or_unwritable_folder_is_left_alone(tmp_path: Path, fol
     assert not write_code_cache(tmp_path / "nowhere", "pkg_mcp")
     (folder / "pkg_mcp" / "__pycache__").write_text("a file where the folder would be")
     assert not write_code_cache(folder, "pkg_mcp")
+
+
+def test_a_rendering_into_the_cache_comes_with_its_file_for_the_folder_it_becomes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written in the staging folder, compiled for the folder's final path: in place, the folder is complete (the
+    cache's size accounting relies on a folder never changing once in place) and the launcher keeps the file."""
+    from envscaler_mcp.render.cache import rendered
+    from tests.render.fixture_env import scenarios, skeleton
+
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path / "cache"))
+    out, _files = rendered(skeleton(), scenarios())
+    [package] = [p.name for p in out.glob("*_mcp")]
+    module = out.resolve() / package / "environment.py"
+    written = code_file(out, package).read_bytes()
+    assert _runtime_codecache().load(written, module.read_bytes(), str(module)) is not None
+    assert write_code_cache(out.resolve(), package)
+    assert code_file(out, package).read_bytes() == written  # current: not written again
