@@ -14,6 +14,7 @@ from pathlib import Path
 from stat import S_ISDIR
 
 from envscaler_mcp.errors import RenderError
+from envscaler_mcp.render.codecache import write_code_cache
 from envscaler_mcp.render.engine import (
     Fingerprint,
     build_files,
@@ -23,7 +24,7 @@ from envscaler_mcp.render.engine import (
     verified_files,
     write_files,
 )
-from envscaler_mcp.render.naming import safe_env_id
+from envscaler_mcp.render.naming import package_name, safe_env_id
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -70,6 +71,8 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
     try:
         write_files(build_files(skeleton, scenarios, expected=expected), staging)
+        # its environment module compiled for the folder it becomes, so that the folder never changes once in place
+        write_code_cache(staging, package_name(skeleton.id), served_from=out.parent.resolve() / out.name)
         try:
             staging.rename(out)  # atomic when nobody rendered it meanwhile
         except OSError:

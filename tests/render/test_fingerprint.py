@@ -124,3 +124,21 @@ def test_the_code_hash_covers_every_file_a_replay_reads(tmp_path: Path) -> None:
     assert server_dir_info(out).code_hash() not in (base, after_spec)
     (package / "environment.py").write_text("# edited\n", encoding="utf-8")
     assert server_dir_info(out).code_hash() not in (base, after_spec)
+
+
+def test_a_template_edited_while_the_process_runs_is_rendered_anew(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The templates' Jinja environment is kept per process (each template compiled once), yet a template edited
+    meanwhile gives the edited output, and the same output as a fresh environment's."""
+    copy = tmp_path / "server"
+    shutil.copytree(engine.server_templates(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(engine, "server_templates", lambda: copy)
+    first = engine.build_files(skeleton(), scenarios())
+    assert engine._jinja() is engine._jinja()  # kept
+    assert engine.build_files(skeleton(), scenarios())["README.md"] == first["README.md"]
+    readme = copy / "README.md.j2"
+    readme.write_text(readme.read_text(encoding="utf-8") + "\nEdited {{ name }}.\n", encoding="utf-8")
+    edited = engine.build_files(skeleton(), scenarios())["README.md"]
+    assert isinstance(edited, bytes) and edited.endswith(f"\nEdited {skeleton().name}.\n".encode())
+    engine._jinja_for.cache_clear()
+    assert engine.build_files(skeleton(), scenarios())["README.md"] == edited

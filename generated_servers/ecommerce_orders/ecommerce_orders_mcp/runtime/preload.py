@@ -1,5 +1,6 @@
 """What the episode zygote imports before it forks episodes: the standard library modules the environment's
-source names, from Python's own library only (zygote.py runs none of the environment's code)."""
+source names (found here, or kept with its compiled code: codecache.py), from Python's own library only (zygote.py
+runs none of the environment's code)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import sys
 from collections.abc import Iterator
 
 
-def import_stdlib_named(source: str) -> None:
-    """Import the standard library modules `source` names, from Python's own library (`_stdlib_only`); one
-    that fails is left to the episode's own import, which will say what is wrong."""
+def import_stdlib(names: list[str]) -> None:
+    """Import these modules when they are standard library ones (any other name is skipped), from Python's own
+    library (`_stdlib_only`); one that fails is left to the episode's own import."""
     with _stdlib_only():
-        for name in _stdlib_imports(source):
+        for name in (n for n in names if n in sys.stdlib_module_names):
             try:
                 importlib.import_module(name)
             except Exception:
@@ -44,7 +45,7 @@ def _in_stdlib(path: str) -> bool:
         not {"site-packages", "dist-packages"} & set(path.split(os.sep))
 
 
-def _stdlib_imports(source: str) -> list[str]:
+def stdlib_imports(source: str) -> list[str]:
     """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
     try:
         tree = ast.parse(source)

@@ -27,9 +27,10 @@ import threading
 from typing import Any
 
 from . import journal
+from .codecache import prepared
 from .episode import Episode
 from .forked import GRACE_S, ForkRefused, Zygote, receive, send
-from .preload import import_stdlib_named
+from .preload import import_stdlib
 from .states import StateFiles
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
@@ -111,10 +112,11 @@ class _Zygote:
         if module_spec is None or module_spec.loader is None:
             raise ImportError(f"no module {self.module_name}")
         self.module_spec = module_spec
-        loader: Any = module_spec.loader
-        source = loader.get_source(self.module_name)
-        self.code = compile(source, module_spec.origin or self.module_name, "exec")  # compiling runs nothing
-        import_stdlib_named(source)
+        if module_spec.origin is None:
+            raise ImportError(f"no file for the module {self.module_name}")
+        # compiled (which runs nothing), or taken from the launcher's cache of this very source (codecache.py)
+        self.code, names = prepared(module_spec.origin)
+        import_stdlib(names)
         gc.freeze()
 
     def _state(self, request: dict[str, Any]) -> dict[str, Any]:
