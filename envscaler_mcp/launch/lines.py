@@ -10,7 +10,7 @@ grace period, then SIGKILL.
 
 Unlike the SDK's, it runs no task of its own: the session's receive loop reads the server's lines itself, and
 each sender writes its own line (whole, one at a time, whatever cancels the sender). Two task switches fewer
-per message, which was about a tenth of the harness's CPU per tool call over the pipe (benchmarks/README.md).
+per message: 10-60 us of the harness's 450 us or so of CPU per tool call over the pipe (benchmarks/README.md).
 """
 
 from __future__ import annotations
