@@ -112,6 +112,8 @@ def valid_text(value: JSON) -> JSON:
     no UTF-8 writer accepts; model output is made valid text where it enters, so it can be checked, stored
     and scored like any other answer."""
     if isinstance(value, str):
+        if value.isascii():  # no surrogate is ASCII: checked without a copy of the text
+            return value
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from envscaler_mcp._json import JSONObject, State, encode_json
+from envscaler_mcp._json import JSONObject, State, encode_json, initial_states
 from envscaler_mcp._outcome import DEFAULT_CONVENTION
 from envscaler_mcp.harness.models import CheckOutcome, CheckStatus
 from envscaler_mcp.harness.readings import values_read
@@ -154,8 +154,10 @@ class SandboxChecker(AbstractAsyncContextManager["SandboxChecker"]):
         without a final state, transcript items without a transcript."""
         if final_state is None or final_state is not initial_state:
             return await self._check(items, initial_state, final_state, transcript)
+        # The initial state's text from the process's cache (the sandbox encodes it from there too): one
+        # encoding per scenario, not one per episode.
         key = (tuple((i.id, i.kind, i.description, i.validator) for i in items),
-               hashlib.blake2b(encode_json(initial_state)).digest(),
+               hashlib.blake2b(initial_states().encode(initial_state)).digest(),
                None if transcript is None else encode_json(transcript))
         while True:
             kept = self._at_start.get(key)

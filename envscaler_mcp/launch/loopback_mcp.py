@@ -22,12 +22,13 @@ takes the infra-error path; it is never sent again, as the server may have run i
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.abc import ObjectSendStream
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
@@ -109,6 +110,23 @@ def _answer(message: JSONRPCRequest, status: int, content_type: str, body: bytes
         return _error(message.id, PARSE_ERROR, f"Failed to parse JSON response: {exc}")
 
 
+class _Sender(ObjectSendStream[SessionMessage]):
+    """The client's write stream: each message handed on in the task that sends it (a request's POST then
+    runs in a task of its own), with no task between the session and the transport."""
+
+    def __init__(self, write: Callable[[SessionMessage], Awaitable[None]]) -> None:
+        self._write = write
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await self._write(item)
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+
 @asynccontextmanager
 async def loopback_mcp_client(transport: LoopbackTransport, url: str, headers: dict[str, str], *,
                               connect_timeout: float = 30.0, read_timeout: float | None = None,
@@ -118,7 +136,6 @@ async def loopback_mcp_client(transport: LoopbackTransport, url: str, headers: d
     `on_post` sees each message as it is POSTed."""
     endpoint = _Endpoint(url, headers)
     read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     in_flight: dict[RequestId, tuple[anyio.CancelScope, bool]] = {}
 
     async def post(message: JSONRPCMessage, stamped: dict[str, str] | None) -> None:
@@ -176,30 +193,28 @@ async def loopback_mcp_client(transport: LoopbackTransport, url: str, headers: d
             return flight[1]
         return endpoint.version in MODERN_PROTOCOL_VERSIONS
 
-    async def write(tg: anyio.abc.TaskGroup) -> None:
-        async with write_receive:
-            async for session_message in write_receive:
-                message = session_message.message
-                metadata = session_message.metadata
-                stamped = metadata.headers if isinstance(metadata, ClientMessageMetadata) else None
-                if isinstance(message, JSONRPCRequest) and message.method == "initialize":
-                    endpoint.version = None  # the negotiation carries no version of an earlier probe
-                elif stamped and (version := stamped.get(MCP_PROTOCOL_VERSION_HEADER)) is not None:
-                    endpoint.version = version
-                if cancelled_here(message):
-                    continue
-                if isinstance(message, JSONRPCRequest):
-                    superseded = in_flight.get(message.id)
-                    if superseded is not None:  # a reused id: the old POST must not answer the new request
-                        superseded[0].cancel()
-                    scope = anyio.CancelScope()
-                    in_flight[message.id] = (scope, endpoint.version in MODERN_PROTOCOL_VERSIONS)
-                    tg.start_soon(request, message, stamped, scope)
-                else:
-                    await post(message, stamped)
+    async def write(session_message: SessionMessage) -> None:
+        message = session_message.message
+        metadata = session_message.metadata
+        stamped = metadata.headers if isinstance(metadata, ClientMessageMetadata) else None
+        if isinstance(message, JSONRPCRequest) and message.method == "initialize":
+            endpoint.version = None  # the negotiation carries no version of an earlier probe
+        elif stamped and (version := stamped.get(MCP_PROTOCOL_VERSION_HEADER)) is not None:
+            endpoint.version = version
+        if cancelled_here(message):
+            return
+        if isinstance(message, JSONRPCRequest):
+            superseded = in_flight.get(message.id)
+            if superseded is not None:  # a reused id: the old POST must not answer the new request
+                superseded[0].cancel()
+            scope = anyio.CancelScope()
+            in_flight[message.id] = (scope, endpoint.version in MODERN_PROTOCOL_VERSIONS)
+            tg.start_soon(request, message, stamped, scope)
+        else:
+            await post(message, stamped)
 
     async with read_send, anyio.create_task_group() as tg:
-        tg.start_soon(write, tg)
+        write_stream = _Sender(write)
         try:
             yield read_stream, write_stream
         finally:

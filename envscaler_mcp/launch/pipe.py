@@ -146,8 +146,8 @@ class PipeServer(LaunchedServer):
             try:
                 # The one client of every episode lists the tools once and keeps the list (RoutedClient): the
                 # SDK's response cache would only deep-copy it into a store nothing reads.
-                client = Client(line_client(params, errlog, start), read_timeout_seconds=self.client_timeout,
-                                cache=None)
+                client = Client(line_client(params, errlog, start, write_timeout_s=self.client_timeout),
+                                read_timeout_seconds=self.client_timeout, cache=None)
                 await client.__aenter__()
             except Exception as exc:
                 raise ServerStartError(f"the server did not start: {exc}\n{log_tail(log_path)}") from exc

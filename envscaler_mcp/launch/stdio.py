@@ -106,8 +106,8 @@ class StdioServer(LaunchedServer):
             async with AsyncExitStack() as stack:
                 try:
                     client = await stack.enter_async_context(
-                        Client(line_client(params, errlog, start), read_timeout_seconds=self.client_timeout,
-                               **self.warm.client_options()))
+                        Client(line_client(params, errlog, start, write_timeout_s=self.client_timeout),
+                               read_timeout_seconds=self.client_timeout, **self.warm.client_options()))
                 except Exception as exc:
                     raise ServerStartError(f"the stdio server did not start: {exc}\n{log_tail(log_path)}") from exc
                 self.isolation = read_report(report, self.limits) or self.isolation

@@ -61,6 +61,13 @@ class ObservationTurn:
 
 def normalise(value: Any) -> Any:
     """A hashable canonical form of a JSON value: object key order ignored, integral floats as ints."""
+    kind = type(value)  # parsed JSON's own types first: a type test costs less than an isinstance of an ABC
+    if kind is str or kind is int:
+        return value
+    if kind is dict:
+        return ("{}", tuple(sorted((str(k), normalise(v)) for k, v in value.items())))
+    if kind is list:
+        return ("[]", tuple(normalise(v) for v in value))
     if isinstance(value, bool):
         return ("bool", value)  # True == 1 in Python: kept apart
     if value is None or isinstance(value, str):
@@ -96,7 +103,10 @@ def units(info: Any) -> list[Any]:
 def _indexed(value: Any, objects: set[Any]) -> Any:
     """`normalise(value)`, adding the normalised form of every object inside the JSON value (itself included) to
     `objects`. One walk: each nested object is normalised once, and its form reused by the objects around it."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is str or kind is int:
+        return value
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         form = ("{}", tuple(sorted((str(k), _indexed(v, objects)) for k, v in value.items())))
         objects.add(form)
         return form
