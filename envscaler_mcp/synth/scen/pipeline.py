@@ -18,6 +18,7 @@ from typing import Any
 from envscaler_mcp._choices import MutationGuard
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.catalog.store import scenarios_for
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
@@ -27,6 +28,7 @@ from envscaler_mcp.synth._common_progress import item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
+from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.steps import StepContext, gen_state, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
@@ -147,6 +149,8 @@ class EnvRun:
                                        judge=options.judge,
                                        validators_only=options.guard == "validators")
         self.total = options.n
+        self.known = known_for(ctx, scenarios_for(skeleton.id))  # calls to probe a generated state with
+        self.changers = {t.name for t in skeleton.tools if t.kind == "state_change"}
 
     def drop(self, item_id: str, step: str, reason: str, usage: dict[str, Usage]) -> None:
         """Record an item as given up."""
@@ -164,7 +168,7 @@ class EnvRun:
             return StateRecord.model_validate(self.work.states.read(item_id))
         meter = UsageMeter()
         try:
-            state = await gen_state(self.ctx, index, self.total, meter)
+            state = await gen_state(self.ctx, index, self.total, meter, self.leaves_work)
         except StepFailed as exc:
             self.drop(item_id, "states", exc.reason, _usage_dict(meter))
             return None
@@ -175,6 +179,13 @@ class EnvRun:
         record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, usage=meter.total)
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
+
+    async def leaves_work(self, state: State) -> str:
+        """Why `state` leaves no work to do, "" when it does (feasible.py: probed on the real server)."""
+        judged = await judge_state(state, self.known, self.changers, self.server.episode)
+        if judged.refused:
+            self.report("", f"state refused: {', '.join(c.collection for c in judged.closed)} allow no change")
+        return closed_reason(judged, state)
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""

@@ -8,7 +8,7 @@ repair round); the template then shows what failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
-from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.anchors import Anchor, example_items
 from envscaler_mcp.synth.scen.checklist_fix import Collector
 from envscaler_mcp.synth.scen.excerpt import (
@@ -88,13 +88,13 @@ class StepContext:
         if quality is None or not (quality.tools or any(c.outcome for c in quality.checks)):
             return None
         ok = {p.tool for p in quality.tools if p.status == "works"} if quality.tools else \
-            {c.tool for c in self._succeeded()}
+            {c.tool for c in self.succeeded()}
         tools = [t.name for t in self.skeleton.tools if t.name in ok]
         if not any(t.kind == "state_change" for t in self.skeleton.tools if t.name in ok):
             return None
         return tools
 
-    def _succeeded(self) -> list[QualityCheck]:
+    def succeeded(self) -> list[QualityCheck]:
         """The dual-agent check's calls that succeeded and that the checker did not fail."""
         quality = self.skeleton.quality
         return [] if quality is None else [c for c in quality.checks
@@ -131,7 +131,7 @@ class StepContext:
     def observed(self, limit: int = 8) -> list[str]:
         """Calls the environment's dual-agent check saw succeed, as `tool(arguments)` (none for an environment
         without that report): what is known to work, to build tasks and plans on."""
-        calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self._succeeded()]
+        calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self.succeeded()]
         return list(dict.fromkeys(calls))[:limit]
 
     def settings(self, temperature: float | None = None, answer: int = ANSWER_TOKENS["states"],
@@ -143,18 +143,21 @@ class StepContext:
                                   max_tokens=answer if window else 8192, timeout_s=self.timeout_s)
 
 
-async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> State:
+async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
+                    check: Callable[[State], Awaitable[str]] | None = None) -> State:
     """Stage 1: one initial state, checked against the state schema; one repair round with the errors.
 
     An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
     (`salvage.py`): the next call asks only for the attributes still missing, shown the kept ones, and the
     merge is checked as a whole answer is. An answer that salvages something costs no retry; one that salvages
-    nothing is retried as before."""
+    nothing is retried as before. `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
+    does); such a state is asked again with that reason, within the same budget, else the step fails."""
     skeleton = ctx.skeleton
     answer = ANSWER_TOKENS["states"]
     records = records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator) else None)
     kept: State = {}
     failures = 0
+    feedback = ""
     while True:
         pending = [a.name for a in skeleton.state if a.name not in kept]
 
@@ -179,15 +182,22 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
 
         context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
-                   "kept": dump_state(kept, limit=10**6), "missing": pending}
+                   "kept": dump_state(kept, limit=10**6), "missing": pending, "feedback": feedback}
         got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
                         vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
                         template="scen/state_rest" if kept else "scen/state",
                         schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
                         ladder=state_step_ladder(skeleton, pending if kept else None))
-        if not isinstance(got, Salvaged):
+        if isinstance(got, Salvaged):
+            kept.update(got.parts)
+            continue
+        feedback = await check(got) if check is not None else ""
+        if not feedback:
             return got
-        kept.update(got.parts)
+        failures += 1
+        if failures > 1:
+            raise StepFailed("states", feedback, failures)
+        kept.clear()
 
 
 @dataclass
