@@ -32,7 +32,7 @@ from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
-from envscaler_mcp.scenario.models import Scenario, ToolCall
+from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
@@ -40,6 +40,7 @@ from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_ancho
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
+from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_note, spared, unchecked
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
@@ -129,6 +130,10 @@ class ScenarioBuilder:
         report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
                                       free_fields=self.ctx.skeleton.free_fields,
                                       validators_only=self.validators_only)
+        if draft.spared is not None and (unchecked_changes := unchecked(report)):  # a dropped item was needed
+            step, reason = draft.spared
+            raise Dropped(step, f"{reason} (without the dropped item(s), no validator checks what the reference "
+                          f"solution changed at {', '.join(unchecked_changes)[:300]})")
         return diagnose(report, scenario, self.require_mutation)
 
     async def pruned(self, state: State, draft: Draft, verdict: Verdict) -> Draft | None:
@@ -176,10 +181,24 @@ class ScenarioBuilder:
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task), anchors)
         checklist = await gen_checklist(ctx, task, meter, state)
-        checklist = await gen_validators(ctx, state, task, checklist, meter)
-        draft = Draft(title=title, task=task, checklist=checklist)
+        draft = Draft(title=title, task=task)
+        try:
+            draft.checklist = await gen_validators(ctx, state, task, checklist, meter)
+        except PartlyWritten as exc:
+            draft = self.spare(draft, exc.written, exc.missing, exc)
         solution, notes = await self.plan(state, draft, await gen_solution(ctx, state, task, meter), meter)
-        return draft.model_copy(update={"solution": solution, "notes": notes})
+        return draft.model_copy(update={"solution": solution, "notes": [*draft.notes, *notes]})
+
+    def spare(self, draft: Draft, checklist: list[ChecklistItem], missing: list[str], failed: StepFailed,
+              reason: str = "") -> Draft:
+        """The draft with `checklist` (the `missing` items left out) when the rest may still check the task
+        (`spare.spared`: the gate's mutation test then decides), else `failed` is raised as before."""
+        kept = spared(checklist, missing) if self.require_mutation and self.validators_only else None
+        if kept is None:
+            raise failed
+        why = reason or failed.reason
+        return draft.model_copy(update={"checklist": kept, "spared": (failed.step, why),
+                                        "notes": [*draft.notes, spare_note(missing, failed.step, why)]})
 
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
@@ -213,13 +232,21 @@ class ScenarioBuilder:
         held = set(verdict.items or [])
         refused = [f"{c.description[:80]!r}: its check already holds on the initial state, so it is no change the "
                    "task makes" for c in draft.checklist if c.id in held]
-        checklist = await gen_checklist(self.ctx, draft.task, meter, state,
-                                        kept=[c for c in draft.checklist if c.id not in held], refused=refused)
-        fresh = [c for c in checklist if c.validator is None]
-        written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
-        update: dict[str, Any] = {"checklist": [written.get(c.id, c) for c in checklist]}
-        update["solution"], update["notes"] = await self.plan(state, draft, await gen_solution(
+        update: dict[str, Any] = {}
+        try:
+            checklist = await gen_checklist(self.ctx, draft.task, meter, state,
+                                            kept=[c for c in draft.checklist if c.id not in held], refused=refused)
+            fresh = [c for c in checklist if c.validator is None]
+            written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
+            update["checklist"] = [written.get(c.id, c) for c in checklist]
+        except StepFailed as exc:  # no usable replacement: the held items are left out, if the rest may do
+            why = (f"repair of the {describe(verdict)} failed (gate: {'; '.join(verdict.reasons)}): "
+                   f"{exc.reason}")
+            spare = self.spare(draft, draft.checklist, sorted(held), exc, why)
+            update.update(checklist=spare.checklist, spared=spare.spared, notes=spare.notes[len(draft.notes):])
+        update["solution"], notes = await self.plan(state, draft, await gen_solution(
             self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        update["notes"] = [*update.get("notes", []), *notes]
         return update
 
     def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:

@@ -168,7 +168,8 @@ class EnvRun:
             return StateRecord.model_validate(self.work.states.read(item_id))
         meter = UsageMeter()
         try:
-            state = await gen_state(self.ctx, index, self.total, meter, self.leaves_work)
+            state = await gen_state(self.ctx, index, self.total, meter,
+                                    lambda state: self.leaves_work(item_id, state))
         except StepFailed as exc:
             self.drop(item_id, "states", exc.reason, _usage_dict(meter))
             return None
@@ -180,11 +181,12 @@ class EnvRun:
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
 
-    async def leaves_work(self, state: State) -> str:
+    async def leaves_work(self, item_id: str, state: State) -> str:
         """Why `state` leaves no work to do, "" when it does (feasible.py: probed on the real server)."""
         judged = await judge_state(state, self.known, self.changers, self.server.episode)
         if judged.refused:
-            self.report("", f"state refused: {', '.join(c.collection for c in judged.closed)} allow no change")
+            self.report(item_id, f"state refused: {', '.join(c.collection for c in judged.closed)} allow no "
+                        "change; asked again")
         return closed_reason(judged, state)
 
     async def item(self, index: int) -> None:
@@ -220,7 +222,9 @@ class EnvRun:
         scenario = draft_scenario(self.skeleton.id, record.state, draft, provenance)
         self.work.items.write(item_id, ItemRecord(item_id=item_id, scenario=scenario, usage=_usage_dict(meter))
                               .model_dump(mode="json"))
-        self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)")
+        spared = next((n for n in draft.notes if n.startswith("checklist item(s) ") and " dropped at the " in n), "")
+        self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)"
+                    + (f"; {spared.split(':')[0]}" if draft.spared is not None and spared else ""))
 
     async def run(self) -> MergeResult:
         """Every item of this environment, then de-duplication and the merge into OUT/<env>.jsonl."""

@@ -39,6 +39,7 @@ from envscaler_mcp.synth.scen.parsers import (
     validator_sections,
 )
 from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_state
+from envscaler_mcp.synth.scen.spare import PartlyWritten
 from envscaler_mcp.synth.scen.state_prompt import records_per_entity, state_step_ladder
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
 from envscaler_mcp.synth.skel.parsers import parse_initial_state
@@ -279,11 +280,17 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         context = {"summary": ctx.skeleton.summary, "task": task, "checklist": pending, "feedback": feedback,
                    "previous": previous, "written": list(kept), "refused": refused,
                    "fields": named_fields(state, [c.description for c in pending]) if ctx.steer else []}
-        sources, found, problems = await ask(
-            ctx.generator, "validators", context, accept, meter=meter, seat="validators",
-            vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
-            settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
-            template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+        try:
+            sources, found, problems = await ask(
+                ctx.generator, "validators", context, accept, meter=meter, seat="validators",
+                vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
+                settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+                template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+        except StepFailed as exc:
+            if not kept:
+                raise
+            written = [c for c in checklist if c.id in kept]
+            raise PartlyWritten(exc, _with_validators(written, kept, marks if feedback else {}), ids) from exc
         kept.update(sources)
         marks.update(found)
         if not problems:
@@ -291,6 +298,11 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         refused = [p for p in problems if not p.startswith("#")]
     if not feedback:
         marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
+    return _with_validators(checklist, kept, marks)
+
+
+def _with_validators(checklist: list[ChecklistItem], kept: dict[str, str], marks: dict[str, bool]
+                     ) -> list[ChecklistItem]:
     return [c.model_copy(update={"validator": kept[c.id], "claims_change": marks.get(c.id, c.claims_change)})
             for c in checklist]
 
