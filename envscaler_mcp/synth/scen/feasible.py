@@ -18,6 +18,7 @@ is refused only on evidence.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -48,13 +49,44 @@ class Closed:
     statuses: list[str]
     refusals: dict[str, str] = field(default_factory=dict)  # tool -> the first refusal's message
     tried: list[str] = field(default_factory=list)  # the record ids tried
+    accepted: list[str] = field(default_factory=list)  # statuses of the records the known calls succeeded on
+    later: list[str] = field(default_factory=list)  # date fields after `today` there, on or before it here
+    today: str = ""
 
     def line(self) -> str:
         tools = "; ".join(f"{tool}: {why[:160]}" for tool, why in self.refusals.items())
-        return (f"every {self.collection} record tried ({', '.join(self.tried)}; status "
-                f"{', '.join(self.statuses)}) refused every change asked of it ({tools}): give some "
-                f"{self.collection} records a status and dates those changes accept, so that a task can "
-                f"change them")
+        kind = self.collection
+        text = (f"every {kind} record tried ({', '.join(self.tried)}; status {', '.join(self.statuses)}) refused "
+                f"every change asked of it ({tools})")
+        wanted = [f"status {' or '.join(repr(s) for s in self.accepted)}"] if self.accepted else []
+        wanted += [f"{name} after today ({self.today})" for name in self.later]
+        if not wanted:
+            return f"{text}: give some {kind} records a status and dates those changes accept"
+        return (f"{text}: give some {kind} records {' and '.join(wanted)} (the same changes were accepted on "
+                f"such records)")
+
+
+def _hints(found: Closed, tools: dict[str, list[tuple[Known, Anchor]]], mine: list[Anchor], state: State) -> None:
+    """What the records the known calls were accepted on had that this state's lack: their statuses, and date
+    fields after their state's `today` where every record here has that field on or before this `today`."""
+    found.accepted = sorted({s for calls in tools.values() for _, target in calls
+                             if (s := status_of(target.record)) is not None} - set(found.statuses))
+    today = state.get("today")
+    if not isinstance(today, str):
+        return
+    found.today = today
+    later: set[str] = set()
+    for calls in tools.values():
+        for item, target in calls:
+            then = item.state.get("today")
+            later |= {name for name, value in target.record.items() if isinstance(then, str)
+                      and _date(value) and _date(then) and str(value)[:10] > then[:10]}
+    found.later = sorted(name for name in later
+                         if all(_date(a.record.get(name)) and str(a.record[name])[:10] <= today[:10] for a in mine))
+
+
+def _date(value: object) -> bool:
+    return isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value) is not None
 
 
 def _targets(known: Iterable[Known], changers: set[str]) -> dict[str, dict[str, list[tuple[Known, Anchor]]]]:
@@ -120,6 +152,7 @@ async def judge_state(state: State, known: Sequence[Known], changers: set[str], 
         if await _accepted_somewhere(found, tools, peers, state, episodes):
             judgement.open.append(collection)
         else:
+            _hints(found, tools, mine, state)
             judgement.closed.append(found)
     return judgement
 

@@ -24,7 +24,7 @@ from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
-from envscaler_mcp.synth._common_progress import item_scope
+from envscaler_mcp.synth._common_progress import RunLog, item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
@@ -184,9 +184,10 @@ class EnvRun:
     async def leaves_work(self, item_id: str, state: State) -> str:
         """Why `state` leaves no work to do, "" when it does (feasible.py: probed on the real server)."""
         judged = await judge_state(state, self.known, self.changers, self.server.episode)
-        if judged.refused:
-            self.report(item_id, f"state refused: {', '.join(c.collection for c in judged.closed)} allow no "
-                        "change; asked again")
+        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
+        if judged.refused and isinstance(log, RunLog):  # a line, not an item's outcome (that counts items)
+            log.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
+                     "change; asking again")
         return closed_reason(judged, state)
 
     async def item(self, index: int) -> None:

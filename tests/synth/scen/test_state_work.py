@@ -18,6 +18,7 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.feasible import (
     MIN_TOOLS,
@@ -81,6 +82,7 @@ async def test_the_recorded_clinic_state_is_refused_every_slot_booked_every_visi
     assert "the state's today is 2026-04-07" in reason
     assert "Slot D01-2026-04-07-1030 is booked, not open" in reason
     assert "only scheduled appointments can be cancelled" in reason
+    assert "give some slots records status 'open'" in reason and "appointments records status 'scheduled'" in reason
     assert all(len(c.refusals) >= MIN_TOOLS for c in judgement.closed)
 
 
@@ -92,6 +94,9 @@ async def test_the_recorded_flight_state_is_refused_both_flights_departed_before
     reason = closed_reason(judgement, state)
     assert "the state's today is 2026-06-15" in reason and "Flight FL-1001 is departed" in reason
     assert "every flights record tried (FL-1001, FL-1002; status departed)" in reason
+    # what the records the known calls were accepted on had: a status and a departure after their `today`
+    assert "give some flights records status 'scheduled' and arrival after today (2026-06-15) and departure after " \
+        "today (2026-06-15)" in reason
 
 
 async def test_the_same_state_with_one_open_slot_and_one_scheduled_visit_is_kept() -> None:
@@ -128,7 +133,9 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
     bad, good = consistent_clinic(), skeleton.default_state or {}
     assert (await judged("clinic_appointments", bad)).refused
     provider = MockProvider([json.dumps(bad), json.dumps(good)], context_tokens=8192)
-    ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
+    lines: list[str] = []
+    log = RunLog(tmp_path / "synth.log", echo=lines.append)
+    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, log), solver=provider)  # type: ignore[arg-type]
     async with launch_server(skeleton, "memory") as server:
         run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=tmp_path))  # type: ignore[arg-type]
         assert run.known == known_for(ctx, scenarios_for("clinic_appointments")) and run.known
@@ -137,6 +144,8 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
     again = provider.requests[1][0][-1].content
     assert "An earlier state was refused" in again and "only scheduled appointments can be cancelled" in again
     assert "An earlier state was refused" not in provider.requests[0][0][-1].content
+    assert "  s001 states: refused, appointments, slots allow no change; asking again" in lines  # not an outcome
+    assert not any(line.startswith("[") for line in lines)  # no item counted as finished by it
 
 
 async def test_a_state_refused_twice_drops_the_item_at_the_state_step_with_the_reason(tmp_path: Path) -> None:
