@@ -199,7 +199,8 @@ def closed_reason(judgement: Judgement, state: State) -> str:
         return ""
     today = state.get("today")
     when = f" (the state's today is {today})" if isinstance(today, str) else ""
-    return ("the initial state leaves no work to do" + when + ":\n  - "
+    return ("the initial state leaves no work to do" + when + ": no task could change its records, the system's "
+            "rules refused every change tried on them. Write a state in which these records allow changes:\n  - "
             + "\n  - ".join(c.line() for c in judgement.closed))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envscaler_mcp._json import State
@@ -42,6 +42,7 @@ from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_s
 from envscaler_mcp.synth.scen.spare import PartlyWritten
 from envscaler_mcp.synth.scen.state_prompt import records_per_entity, state_step_ladder
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
+from envscaler_mcp.synth.skel.dangling import dangling_references
 from envscaler_mcp.synth.skel.parsers import parse_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
@@ -151,7 +152,9 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
     An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
     (`salvage.py`): the next call asks only for the attributes still missing, shown the kept ones, and the
     merge is checked as a whole answer is. An answer that salvages something costs no retry; one that salvages
-    nothing is retried as before. `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
+    nothing is retried as before. A merge refused because kept records name records the state lacks (the 1.5B
+    model's clinic appointments on slots it never wrote) asks for those attributes again, with the refusal, once.
+    `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
     does); such a state is asked again with that reason, within the same budget, else the step fails."""
     skeleton = ctx.skeleton
     answer = ANSWER_TOKENS["states"]
@@ -165,8 +168,8 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
         def accept(text: str, pending: list[str] = pending) -> State | Salvaged:
             nonlocal failures
             try:
-                parsed = parse_initial_state(text).state
-                whole = json.dumps(merge_state(skeleton, kept, parsed)) if kept else text
+                got = parse_initial_state(text).state
+                whole = json.dumps(merge_state(skeleton, kept, got)) if kept else text
             except AnswerFormatError:
                 got = salvage_state(skeleton, text, pending, records)
                 if not got:
@@ -177,9 +180,13 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
                 whole = json.dumps(merge_state(skeleton, kept, got))
             try:
                 return accept_initial_state(skeleton, whole)  # a whole first answer: as it always was
-            except AnswerFormatError:
+            except AnswerFormatError as exc:
                 failures += 1
-                raise
+                stale = dangling_in(kept, json.loads(whole))
+                if failures > 1 or not stale:
+                    raise
+                # kept records that name records the state lacks: no answer for the rest can mend them
+                return Salvaged({k: v for k, v in got.items() if k in pending}, stale, str(exc))
 
         context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
@@ -191,6 +198,9 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
                         ladder=state_step_ladder(skeleton, pending if kept else None))
         if isinstance(got, Salvaged):
             kept.update(got.parts)
+            for name in got.stale:  # asked for again, told why
+                kept.pop(name, None)
+            feedback = got.why or feedback
             continue
         feedback = await check(got) if check is not None else ""
         if not feedback:
@@ -203,9 +213,18 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
 
 @dataclass
 class Salvaged:
-    """The part of a state answer that was usable although the whole was not (the attributes it completed)."""
+    """The part of a state answer that was usable although the whole was not (the attributes it completed);
+    `stale`: kept attributes to ask for again (their records name records the merged state lacks), and why."""
 
     parts: State
+    stale: list[str] = field(default_factory=list)
+    why: str = ""
+
+
+def dangling_in(kept: State, merged: State) -> list[str]:
+    """The kept attributes whose records name a record the merged state does not have (`dangling.py`)."""
+    named = {line.split("[", 1)[0] for line in dangling_references(merged)}
+    return [name for name in kept if name in named]
 
 
 async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = "",

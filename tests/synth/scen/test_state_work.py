@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp._usage import Usage
 from envscaler_mcp.catalog.store import get_skeleton, list_env_ids, scenarios_for
 from envscaler_mcp.launch import launch_server
+from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.synth._common_parse import AnswerFormatError
@@ -30,7 +32,7 @@ from envscaler_mcp.synth.scen.feasible import (
     known_for,
 )
 from envscaler_mcp.synth.scen.pipeline import EnvRun, ScenOptions
-from envscaler_mcp.synth.scen.steps import StepContext
+from envscaler_mcp.synth.scen.steps import StepContext, gen_state
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 
 pytestmark = pytest.mark.anyio
@@ -142,8 +144,8 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
         record = await run.state_for("s001", 0)
     assert record is not None and record.state == good and record.repaired
     again = provider.requests[1][0][-1].content
-    assert "An earlier state was refused" in again and "only scheduled appointments can be cancelled" in again
-    assert "An earlier state was refused" not in provider.requests[0][0][-1].content
+    assert "An earlier answer was refused: the initial state leaves no work to do" in again and "only scheduled appointments can be cancelled" in again
+    assert "An earlier answer was refused" not in provider.requests[0][0][-1].content
     assert "  s001 states: refused, appointments, slots allow no change; asking again" in lines  # not an outcome
     assert not any(line.startswith("[") for line in lines)  # no item counted as finished by it
 
@@ -162,8 +164,6 @@ async def test_a_state_refused_twice_drops_the_item_at_the_state_step_with_the_r
 
 
 async def test_gen_state_without_a_check_keeps_the_state_as_before() -> None:
-    from envscaler_mcp.synth.scen.steps import gen_state
-
     skeleton = get_skeleton("flight_bookings")
     provider = MockProvider([json.dumps(recorded("flight_bookings"))], context_tokens=8192, repeat_last=True)
     ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
@@ -174,3 +174,41 @@ async def test_gen_state_without_a_check_keeps_the_state_as_before() -> None:
 
 async def _always(state: dict[str, Any]) -> str:
     return "nothing to do"
+
+
+async def test_kept_records_naming_records_the_state_lacks_are_asked_for_again() -> None:
+    """The recorded clinic run: the first answer was cut off after the appointments (kept), the follow-up wrote the
+    three empty collections still missing, and the merge was refused for appointments on slots the state lacks;
+    asking for the rest again could not mend kept records (the 1.5B model wrote the three empty ones again, and
+    the item was dropped at the state step). The appointments are asked for again, with the refusal."""
+    skeleton = get_skeleton("clinic_appointments")
+    state, fixed = recorded("clinic_appointments"), consistent_clinic()
+    text = json.dumps(state)
+    cut = text[:text.index('"referrals"')]  # today, patients, doctors, slots, appointments complete
+    rest = {"referrals": {}, "medications": {}, "prescriptions": {}}  # the recorded follow-up, word for word
+    provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=cut), finish_reason="length",
+                                           usage=Usage(output_tokens=4096)),
+                             json.dumps(rest), json.dumps({"appointments": fixed["appointments"]})],
+                            context_tokens=8192)
+    ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
+    got = await gen_state(ctx, 0, 1, UsageMeter())
+    assert got["appointments"] == fixed["appointments"] and got["slots"] == state["slots"]
+    third = provider.requests[2][0][-1].content
+    assert "Write only the state attributes still missing: appointments." in third
+    assert "appointments['A-5002'].slot_id is 'D02-2026-04-07-1100', but slots has no record" in third
+    assert '"A-5002"' not in third.split("Part of this state is written already")[1].split("Write only")[0]
+
+
+async def test_kept_records_still_naming_missing_records_after_asking_again_drop_the_item() -> None:
+    skeleton = get_skeleton("clinic_appointments")
+    state = recorded("clinic_appointments")
+    text = json.dumps(state)
+    cut = text[:text.index('"referrals"')]
+    provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=cut), finish_reason="length",
+                                           usage=Usage(output_tokens=4096)),
+                             json.dumps({"referrals": {}, "medications": {}, "prescriptions": {}}),
+                             json.dumps({"appointments": state["appointments"]})], context_tokens=8192)
+    ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
+    with pytest.raises(StepFailed) as failed:
+        await gen_state(ctx, 0, 1, UsageMeter())
+    assert "names records it does not have" in failed.value.reason and len(provider.requests) == 3
