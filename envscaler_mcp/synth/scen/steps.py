@@ -182,7 +182,7 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
                 return accept_initial_state(skeleton, whole)  # a whole first answer: as it always was
             except AnswerFormatError as exc:
                 failures += 1
-                stale = dangling_in(kept, json.loads(whole))
+                stale = dangling_in(kept, json.loads(whole)) if kept else []  # (a merge is JSON text)
                 if failures > 1 or not stale:
                     raise
                 # kept records that name records the state lacks: no answer for the rest can mend them
