@@ -9,11 +9,16 @@ reference call of the environment's scenarios, or a call its dual-agent check sa
 its record's id swapped for each record of that collection in the new state (the call's other records, when
 the new state lacks them, for one it has), each on a fresh episode.
 
-The rule: a collection whose records carry a status is *closed* when at least `MIN_TOOLS` state-changing tools
-were tried on it and every call was refused, on every record tried (at most `PROBES` of them, or all when fewer).
-A state with a closed collection is refused, with the refusals' messages, so the model can give some records a
-status those calls accept. A collection no known call names, or one without status, is never judged: a state
-is refused only on evidence.
+The rule. A collection is judged when its records carry a status and at least `MIN_TOOLS` state-changing tools
+have a known call naming one of its records (a call accepted alone on the state it came from, at most
+`TEMPLATES_PER_TOOL` per tool). It is *open* when some of those calls is accepted on some of its records (one of
+each status first, at most `PROBES`), else *closed*. **A state is refused when more of its judged collections are
+closed than open**, with a line per closed collection built from the refusals' messages and from what the
+records the calls were accepted on had (their status, dates after their state's `today`), so the model can give
+some records a status and dates those calls accept. One closed collection beside open ones (every fine paid,
+every return settled) is a normal state; a collection no known call names, or one without status, is never
+judged: a state is refused only on evidence. On the catalog's 89 states and the recorded runs' 44, none is
+refused (`benchmarks/state_work.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from envscaler_mcp.synth.scen.anchors import SETTLED, Anchor, named_records, rec
 from envscaler_mcp.synth.scen.retarget import PROBES, tried
 from envscaler_mcp.synth.scen.steps import StepContext
 
-MIN_TOOLS = 2  # state-changing tools refused on every record tried before a collection counts as closed
+MIN_TOOLS = 2  # state-changing tools with a known call on a collection's records before it is judged
 TEMPLATES_PER_TOOL = 2  # known calls tried per (tool, collection)
 
 
