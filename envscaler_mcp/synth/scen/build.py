@@ -32,7 +32,7 @@ from envscaler_mcp.qa.gate import GateReport, check_scenario
 from envscaler_mcp.qa.grounding import names_a_record
 from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
-from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
+from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
@@ -40,7 +40,7 @@ from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_ancho
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
-from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_note, spared, unchecked
+from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_draft, unchecked
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
@@ -96,6 +96,7 @@ class ScenarioBuilder:
         self.validators_only = validators_only  # False: the catalog's gate (the state check catches probes too)
         self.kinds = {t.name: t.kind for t in ctx.skeleton.tools}
         self.judge = judge  # the checker model's judgement (synth/scen/judge.py) after the gate
+        self.sparing = require_mutation and validators_only  # items may be dropped in place of the item (spare.py)
 
     async def judged(self, state: State, draft: Draft, report: GateReport | None, meter: UsageMeter) -> Draft:
         """A draft that passed the gate, judged by the checker model when asked: a "no" drops it, a "yes" is noted."""
@@ -185,20 +186,9 @@ class ScenarioBuilder:
         try:
             draft.checklist = await gen_validators(ctx, state, task, checklist, meter)
         except PartlyWritten as exc:
-            draft = self.spare(draft, exc.written, exc.missing, exc)
+            draft = spare_draft(draft, exc.written, exc.missing, exc, allowed=self.sparing)
         solution, notes = await self.plan(state, draft, await gen_solution(ctx, state, task, meter), meter)
         return draft.model_copy(update={"solution": solution, "notes": [*draft.notes, *notes]})
-
-    def spare(self, draft: Draft, checklist: list[ChecklistItem], missing: list[str], failed: StepFailed,
-              reason: str = "") -> Draft:
-        """The draft with `checklist` (the `missing` items left out) when the rest may still check the task
-        (`spare.spared`: the gate's mutation test then decides), else `failed` is raised as before."""
-        kept = spared(checklist, missing) if self.require_mutation and self.validators_only else None
-        if kept is None:
-            raise failed
-        why = reason or failed.reason
-        return draft.model_copy(update={"checklist": kept, "spared": (failed.step, why),
-                                        "notes": [*draft.notes, spare_note(missing, failed.step, why)]})
 
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
@@ -242,7 +232,7 @@ class ScenarioBuilder:
         except StepFailed as exc:  # no usable replacement: the held items are left out, if the rest may do
             why = (f"repair of the {describe(verdict)} failed (gate: {'; '.join(verdict.reasons)}): "
                    f"{exc.reason}")
-            spare = self.spare(draft, draft.checklist, sorted(held), exc, why)
+            spare = spare_draft(draft, draft.checklist, sorted(held), exc, why, allowed=self.sparing)
             update.update(checklist=spare.checklist, spared=spare.spared, notes=spare.notes[len(draft.notes):])
         update["solution"], notes = await self.plan(state, draft, await gen_solution(
             self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)

@@ -21,6 +21,7 @@ from envscaler_mcp.qa.gate import GateReport
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth.llm import StepFailed
 from envscaler_mcp.synth.scen.marks import item_code
+from envscaler_mcp.synth.scen.records import Draft
 
 MIN_ITEMS = 2  # items with different validators a spared checklist keeps
 
@@ -43,6 +44,19 @@ def spared(checklist: Sequence[ChecklistItem], missing: Sequence[str]) -> list[C
     if not any(c.claims_change for c in kept) or any(not c.validator for c in kept):
         return None
     return kept
+
+
+def spare_draft(draft: Draft, checklist: list[ChecklistItem], missing: list[str], failed: StepFailed,
+                reason: str = "", *, allowed: bool) -> Draft:
+    """The draft with `checklist` (the `missing` items left out) when the rest may still check the task
+    (`spared`; the gate then decides), else `failed` is raised as before. `allowed`: the gate's mutation test runs
+    on the validators alone."""
+    kept = spared(checklist, missing) if allowed else None
+    if kept is None:
+        raise failed
+    why = reason or failed.reason
+    return draft.model_copy(update={"checklist": kept, "spared": (failed.step, why),
+                                    "notes": [*draft.notes, spare_note(missing, failed.step, why)]})
 
 
 def spare_note(missing: Sequence[str], step: str, reason: str) -> str:
