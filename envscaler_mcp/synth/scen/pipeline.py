@@ -181,14 +181,15 @@ class EnvRun:
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
 
-    async def leaves_work(self, item_id: str, state: State) -> str:
-        """Why `state` leaves no work to do, "" when it does (feasible.py: probed on the real server)."""
+    async def leaves_work(self, item_id: str, state: State) -> tuple[str, list[str]]:
+        """Why `state` leaves no work to do ("" when it does; feasible.py: probed on the real server), and the
+        collections to write again (the closed ones)."""
         judged = await judge_state(state, self.known, self.changers, self.server.episode)
         log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
         if judged.refused and isinstance(log, RunLog):  # a line, not an item's outcome (that counts items)
             log.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
                      "change; asking again")
-        return closed_reason(judged, state)
+        return closed_reason(judged, state), [c.collection for c in judged.closed]
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""

@@ -146,7 +146,7 @@ class StepContext:
 
 
 async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
-                    check: Callable[[State], Awaitable[str]] | None = None) -> State:
+                    check: Callable[[State], Awaitable[tuple[str, list[str]]]] | None = None) -> State:
     """Stage 1: one initial state, checked against the state schema; one repair round with the errors.
 
     An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
@@ -155,13 +155,15 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
     nothing is retried as before. A merge refused because kept records name records the state lacks (the 1.5B
     model's clinic appointments on slots it never wrote) asks for those attributes again, with the refusal, once.
     `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
-    does); such a state is asked again with that reason, within the same budget, else the step fails."""
+    does) and the attributes to write again; such a state is asked again with that reason, within the same
+    budget (only those attributes, the others kept, when there are some), else the step fails."""
     skeleton = ctx.skeleton
     answer = ANSWER_TOKENS["states"]
     records = records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator) else None)
     kept: State = {}
     failures = 0
     feedback = ""
+    rewrite = False  # kept attributes are those of a refused state, not of a cut-off answer
     while True:
         pending = [a.name for a in skeleton.state if a.name not in kept]
 
@@ -190,7 +192,8 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
 
         context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
-                   "kept": dump_state(kept, limit=10**6), "missing": pending, "feedback": feedback}
+                   "kept": dump_state(kept, limit=10**6), "missing": pending, "feedback": feedback,
+                   "rewrite": rewrite}
         got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
                         vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
                         template="scen/state_rest" if kept else "scen/state",
@@ -202,13 +205,15 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
                 kept.pop(name, None)
             feedback = got.why or feedback
             continue
-        feedback = await check(got) if check is not None else ""
+        feedback, again = await check(got) if check is not None else ("", [])
         if not feedback:
             return got
         failures += 1
         if failures > 1:
             raise StepFailed("states", feedback, failures)
         kept.clear()
+        kept.update({name: value for name, value in got.items() if again and name not in again})
+        rewrite = bool(kept)
 
 
 @dataclass

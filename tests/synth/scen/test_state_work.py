@@ -101,12 +101,16 @@ async def test_the_recorded_flight_state_is_refused_both_flights_departed_before
         "today (2026-06-15)" in reason
 
 
+def workable_clinic() -> dict[str, Any]:
+    """The recorded clinic state (its appointments on its own slots) with one slot open and one visit scheduled."""
+    state = consistent_clinic()
+    state["slots"]["D02-2026-04-07-1200"]["status"] = "open"  # a slot left open: a booking can succeed
+    state["appointments"]["A-5003"].update(status="scheduled", notes=None)  # a visit still to come
+    return state
+
+
 async def test_the_same_state_with_one_open_slot_and_one_scheduled_visit_is_kept() -> None:
-    state = recorded("clinic_appointments")
-    state["slots"]["D02-2026-04-07-1200"]["status"] = "open"  # a later slot left open: a booking can succeed
-    visit = state["appointments"]["A-5004"]
-    visit.update(status="scheduled", slot_id="D02-2026-04-07-1200", doctor_id="D04", notes=None)
-    state["slots"]["D02-2026-04-07-1200"]["doctor_id"] = "D04"
+    state = workable_clinic()
     judgement = await judged("clinic_appointments", state)
     assert not judgement.refused and closed_reason(judgement, state) == ""
     assert "appointments" in judgement.open
@@ -132,9 +136,10 @@ async def test_no_bundled_default_state_or_scenario_state_is_refused() -> None:
 
 async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_kept(tmp_path: Path) -> None:
     skeleton = get_skeleton("clinic_appointments")
-    bad, good = consistent_clinic(), skeleton.default_state or {}
+    bad, good = consistent_clinic(), workable_clinic()
     assert (await judged("clinic_appointments", bad)).refused
-    provider = MockProvider([json.dumps(bad), json.dumps(good)], context_tokens=8192)
+    rewritten = {"slots": good["slots"], "appointments": good["appointments"]}  # only the closed collections
+    provider = MockProvider([json.dumps(bad), json.dumps(rewritten)], context_tokens=8192)
     lines: list[str] = []
     log = RunLog(tmp_path / "synth.log", echo=lines.append)
     ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, log), solver=provider)  # type: ignore[arg-type]
@@ -146,6 +151,8 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
     again = provider.requests[1][0][-1].content
     assert "An earlier answer was refused: the initial state leaves no work to do" in again and "only scheduled appointments can be cancelled" in again
     assert "An earlier answer was refused" not in provider.requests[0][0][-1].content
+    assert "Part of this state is kept, exactly as it is" in again  # the open collections, as they were
+    assert "Write only the state attributes still missing: slots, appointments." in again
     assert "  s001 states: refused, appointments, slots allow no change; asking again" in lines  # not an outcome
     assert not any(line.startswith("[") for line in lines)  # no item counted as finished by it
 
@@ -172,8 +179,8 @@ async def test_gen_state_without_a_check_keeps_the_state_as_before() -> None:
         await gen_state(ctx, 0, 1, UsageMeter(), check=_always)
 
 
-async def _always(state: dict[str, Any]) -> str:
-    return "nothing to do"
+async def _always(state: dict[str, Any]) -> tuple[str, list[str]]:
+    return "nothing to do", []
 
 
 async def test_kept_records_naming_records_the_state_lacks_are_asked_for_again() -> None:
