@@ -24,6 +24,7 @@ from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.feasible import (
     MIN_TOOLS,
+    Closed,
     Judgement,
     Known,
     closed_reason,
@@ -219,3 +220,14 @@ async def test_kept_records_still_naming_missing_records_after_asking_again_drop
     with pytest.raises(StepFailed) as failed:
         await gen_state(ctx, 0, 1, UsageMeter())
     assert "names records it does not have" in failed.value.reason and len(provider.requests) == 3
+
+
+def test_the_rule_more_closed_collections_than_open_ones() -> None:
+    def closed(name: str) -> Closed:
+        return Closed(name, ["paid"])
+
+    assert not Judgement(closed=[closed("fines")], open=["loans"]).refused  # one settled beside an open one
+    assert not Judgement().refused  # nothing judged: no evidence
+    assert Judgement(closed=[closed("fines")]).refused
+    assert Judgement(closed=[closed("slots"), closed("appointments")], open=["patients"]).refused
+    assert not Judgement(closed=[closed("a"), closed("b")], open=["c", "d"]).refused
