@@ -40,6 +40,7 @@ from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_ancho
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
+from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_draft, unchecked
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
@@ -95,6 +96,7 @@ class ScenarioBuilder:
         self.validators_only = validators_only  # False: the catalog's gate (the state check catches probes too)
         self.kinds = {t.name: t.kind for t in ctx.skeleton.tools}
         self.judge = judge  # the checker model's judgement (synth/scen/judge.py) after the gate
+        self.sparing = require_mutation and validators_only  # items may be dropped in place of the item (spare.py)
 
     async def judged(self, state: State, draft: Draft, report: GateReport | None, meter: UsageMeter) -> Draft:
         """A draft that passed the gate, judged by the checker model when asked: a "no" drops it, a "yes" is noted."""
@@ -129,6 +131,10 @@ class ScenarioBuilder:
         report = await check_scenario(scenario, self.episode_factory, self.sandbox, mutation=self.require_mutation,
                                       free_fields=self.ctx.skeleton.free_fields,
                                       validators_only=self.validators_only)
+        if draft.spared is not None and (unchecked_changes := unchecked(report)):  # a dropped item was needed
+            step, reason = draft.spared
+            raise Dropped(step, f"{reason} (without the dropped item(s), no validator checks what the reference "
+                          f"solution changed at {', '.join(unchecked_changes)[:300]})")
         return diagnose(report, scenario, self.require_mutation)
 
     async def pruned(self, state: State, draft: Draft, verdict: Verdict) -> Draft | None:
@@ -176,10 +182,13 @@ class ScenarioBuilder:
         if not names_a_record(state, task):
             raise Ungrounded(Draft(title=title, task=task), anchors)
         checklist = await gen_checklist(ctx, task, meter, state)
-        checklist = await gen_validators(ctx, state, task, checklist, meter)
-        draft = Draft(title=title, task=task, checklist=checklist)
+        draft = Draft(title=title, task=task)
+        try:
+            draft.checklist = await gen_validators(ctx, state, task, checklist, meter)
+        except PartlyWritten as exc:
+            draft = spare_draft(draft, exc.written, exc.missing, exc, allowed=self.sparing)
         solution, notes = await self.plan(state, draft, await gen_solution(ctx, state, task, meter), meter)
-        return draft.model_copy(update={"solution": solution, "notes": notes})
+        return draft.model_copy(update={"solution": solution, "notes": [*draft.notes, *notes]})
 
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
@@ -213,13 +222,21 @@ class ScenarioBuilder:
         held = set(verdict.items or [])
         refused = [f"{c.description[:80]!r}: its check already holds on the initial state, so it is no change the "
                    "task makes" for c in draft.checklist if c.id in held]
-        checklist = await gen_checklist(self.ctx, draft.task, meter, state,
-                                        kept=[c for c in draft.checklist if c.id not in held], refused=refused)
-        fresh = [c for c in checklist if c.validator is None]
-        written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
-        update: dict[str, Any] = {"checklist": [written.get(c.id, c) for c in checklist]}
-        update["solution"], update["notes"] = await self.plan(state, draft, await gen_solution(
+        update: dict[str, Any] = {}
+        try:
+            checklist = await gen_checklist(self.ctx, draft.task, meter, state,
+                                            kept=[c for c in draft.checklist if c.id not in held], refused=refused)
+            fresh = [c for c in checklist if c.validator is None]
+            written = {c.id: c for c in await gen_validators(self.ctx, state, draft.task, fresh, meter)}
+            update["checklist"] = [written.get(c.id, c) for c in checklist]
+        except StepFailed as exc:  # no usable replacement: the held items are left out, if the rest may do
+            why = (f"repair of the {describe(verdict)} failed (gate: {'; '.join(verdict.reasons)}): "
+                   f"{exc.reason}")
+            spare = spare_draft(draft, draft.checklist, sorted(held), exc, why, allowed=self.sparing)
+            update.update(checklist=spare.checklist, spared=spare.spared, notes=spare.notes[len(draft.notes):])
+        update["solution"], notes = await self.plan(state, draft, await gen_solution(
             self.ctx, state, draft.task, meter, verdict.feedback, draft.solution), meter)
+        update["notes"] = [*update.get("notes", []), *notes]
         return update
 
     def plan_stands(self, state: State, draft: Draft, verdict: Verdict) -> Verdict:

@@ -18,15 +18,17 @@ from typing import Any
 from envscaler_mcp._choices import MutationGuard
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
+from envscaler_mcp.catalog.store import scenarios_for
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.providers.base import Provider
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.skeleton.models import EnvSkeleton, Provenance
-from envscaler_mcp.synth._common_progress import item_scope
+from envscaler_mcp.synth._common_progress import RunLog, item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
+from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.steps import StepContext, gen_state, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
@@ -147,6 +149,8 @@ class EnvRun:
                                        judge=options.judge,
                                        validators_only=options.guard == "validators")
         self.total = options.n
+        self.known = known_for(ctx, scenarios_for(skeleton.id))  # calls to probe a generated state with
+        self.changers = {t.name for t in skeleton.tools if t.kind == "state_change"}
 
     def drop(self, item_id: str, step: str, reason: str, usage: dict[str, Usage]) -> None:
         """Record an item as given up."""
@@ -164,7 +168,8 @@ class EnvRun:
             return StateRecord.model_validate(self.work.states.read(item_id))
         meter = UsageMeter()
         try:
-            state = await gen_state(self.ctx, index, self.total, meter)
+            state = await gen_state(self.ctx, index, self.total, meter,
+                                    lambda state: self.leaves_work(item_id, state))
         except StepFailed as exc:
             self.drop(item_id, "states", exc.reason, _usage_dict(meter))
             return None
@@ -175,6 +180,16 @@ class EnvRun:
         record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, usage=meter.total)
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
+
+    async def leaves_work(self, item_id: str, state: State) -> tuple[str, list[str]]:
+        """Why `state` leaves no work to do ("" when it does; feasible.py: probed on the real server), and the
+        collections to write again (the closed ones)."""
+        judged = await judge_state(state, self.known, self.changers, self.server.episode)
+        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
+        if judged.refused and isinstance(log, RunLog):  # a line, not an item's outcome (that counts items)
+            log.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
+                     "change; asking again")
+        return closed_reason(judged, state), [c.collection for c in judged.closed]
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""
@@ -209,7 +224,9 @@ class EnvRun:
         scenario = draft_scenario(self.skeleton.id, record.state, draft, provenance)
         self.work.items.write(item_id, ItemRecord(item_id=item_id, scenario=scenario, usage=_usage_dict(meter))
                               .model_dump(mode="json"))
-        self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)")
+        spared = next((n for n in draft.notes if n.startswith("checklist item(s) ") and " dropped at the " in n), "")
+        self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)"
+                    + (f"; {spared.split(':')[0]}" if draft.spared is not None and spared else ""))
 
     async def run(self) -> MergeResult:
         """Every item of this environment, then de-duplication and the merge into OUT/<env>.jsonl."""

@@ -29,6 +29,9 @@ class Draft(BaseModel):
     solution: list[ToolCall] = Field(default_factory=list, description="The planned reference solution.")
     answer: str | None = Field(None, description="For a question (read-only item): the reference answer.")
     notes: list[str] = Field(default_factory=list, description="Repairs made (kept in provenance).")
+    spared: tuple[str, str] | None = Field(
+        None, description="Checklist items were dropped instead of the item (synth/scen/spare.py): the step and "
+        "the failure that drops the item after all when the gate finds a change no remaining item checks.")
 
 
 class ItemRecord(BaseModel):

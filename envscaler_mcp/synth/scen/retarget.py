@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,11 +85,27 @@ def names_id(task: str, record_id: str) -> bool:
 
 def swapped(value: Any, old: str, new: str) -> Any:
     """`value` (arguments) with every string equal to `old` replaced by `new`."""
+    return swapped_all(value, {old: new})
+
+
+def swapped_all(value: Any, ids: Mapping[str, str]) -> Any:
+    """`value` (arguments) with every string that is a key of `ids` replaced by its value (all at once)."""
     if isinstance(value, dict):
-        return {k: swapped(v, old, new) for k, v in value.items()}
+        return {k: swapped_all(v, ids) for k, v in value.items()}
     if isinstance(value, list):
-        return [swapped(v, old, new) for v in value]
-    return new if value == old else value
+        return [swapped_all(v, ids) for v in value]
+    return ids[value] if isinstance(value, str) and value in ids else value
+
+
+async def tried(plan: Sequence[ToolCall], ids: Mapping[str, str], state: State, episodes: EpisodeFactory
+                ) -> str | None:
+    """Replay `plan` with the record ids of `ids` swapped (each on a fresh episode of the real server at
+    `state`): None when every call is accepted, else the refusal of the first refused call."""
+    trial = [c.model_copy(update={"arguments": swapped_all(c.arguments, ids)}) for c in plan]
+    made, _, reasons = await replay_calls(trial, state, episodes)
+    if not reasons and len(made) == len(trial):
+        return None
+    return (made[-1].detail if made and not made[-1].ok else None) or (reasons[0] if reasons else "refused")
 
 
 def _candidates(before: State, anchor: Anchor, refusal: str, task: str) -> list[Anchor]:
@@ -122,10 +139,7 @@ async def misnamed(task: str, plan: list[ToolCall], state: State, episodes: Epis
         takers: list[Anchor] = []
         peers = _candidates(before, anchor, call.detail or "", task)
         for peer in peers[:PROBES]:
-            trial = [c.model_copy(update={"arguments": swapped(c.arguments, anchor.record_id, peer.record_id)})
-                     for c in plan[:n]]
-            made, _, reasons = await replay_calls(trial, state, episodes)
-            if not reasons and len(made) == n:
+            if (await tried(plan[:n], {anchor.record_id: peer.record_id}, state, episodes)) is None:
                 takers.append(peer)
                 if len(takers) == TAKERS:
                     break

@@ -8,8 +8,8 @@ repair round); the template then shows what failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from envscaler_mcp._json import State
@@ -18,7 +18,7 @@ from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.models import EnvSkeleton, QualityCheck
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
-from envscaler_mcp.synth.llm import UsageMeter, ask, templates_digest
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask, templates_digest
 from envscaler_mcp.synth.scen.anchors import Anchor, example_items
 from envscaler_mcp.synth.scen.checklist_fix import Collector
 from envscaler_mcp.synth.scen.excerpt import (
@@ -39,8 +39,10 @@ from envscaler_mcp.synth.scen.parsers import (
     validator_sections,
 )
 from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_state
+from envscaler_mcp.synth.scen.spare import PartlyWritten
 from envscaler_mcp.synth.scen.state_prompt import records_per_entity, state_step_ladder
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
+from envscaler_mcp.synth.skel.dangling import dangling_references
 from envscaler_mcp.synth.skel.parsers import parse_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
@@ -88,13 +90,13 @@ class StepContext:
         if quality is None or not (quality.tools or any(c.outcome for c in quality.checks)):
             return None
         ok = {p.tool for p in quality.tools if p.status == "works"} if quality.tools else \
-            {c.tool for c in self._succeeded()}
+            {c.tool for c in self.succeeded()}
         tools = [t.name for t in self.skeleton.tools if t.name in ok]
         if not any(t.kind == "state_change" for t in self.skeleton.tools if t.name in ok):
             return None
         return tools
 
-    def _succeeded(self) -> list[QualityCheck]:
+    def succeeded(self) -> list[QualityCheck]:
         """The dual-agent check's calls that succeeded and that the checker did not fail."""
         quality = self.skeleton.quality
         return [] if quality is None else [c for c in quality.checks
@@ -131,7 +133,7 @@ class StepContext:
     def observed(self, limit: int = 8) -> list[str]:
         """Calls the environment's dual-agent check saw succeed, as `tool(arguments)` (none for an environment
         without that report): what is known to work, to build tasks and plans on."""
-        calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self._succeeded()]
+        calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:200]})" for c in self.succeeded()]
         return list(dict.fromkeys(calls))[:limit]
 
     def settings(self, temperature: float | None = None, answer: int = ANSWER_TOKENS["states"],
@@ -143,26 +145,33 @@ class StepContext:
                                   max_tokens=answer if window else 8192, timeout_s=self.timeout_s)
 
 
-async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter) -> State:
+async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
+                    check: Callable[[State], Awaitable[tuple[str, list[str]]]] | None = None) -> State:
     """Stage 1: one initial state, checked against the state schema; one repair round with the errors.
 
     An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
     (`salvage.py`): the next call asks only for the attributes still missing, shown the kept ones, and the
     merge is checked as a whole answer is. An answer that salvages something costs no retry; one that salvages
-    nothing is retried as before."""
+    nothing is retried as before. A merge refused because kept records name records the state lacks (the 1.5B
+    model's clinic appointments on slots it never wrote) asks for those attributes again, with the refusal, once.
+    `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
+    does) and the attributes to write again; such a state is asked again with that reason, within the same
+    budget (only those attributes, the others kept, when there are some), else the step fails."""
     skeleton = ctx.skeleton
     answer = ANSWER_TOKENS["states"]
     records = records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator) else None)
     kept: State = {}
     failures = 0
+    feedback = ""
+    rewrite = False  # kept attributes are those of a refused state, not of a cut-off answer
     while True:
         pending = [a.name for a in skeleton.state if a.name not in kept]
 
         def accept(text: str, pending: list[str] = pending) -> State | Salvaged:
             nonlocal failures
             try:
-                parsed = parse_initial_state(text).state
-                whole = json.dumps(merge_state(skeleton, kept, parsed)) if kept else text
+                got = parse_initial_state(text).state
+                whole = json.dumps(merge_state(skeleton, kept, got)) if kept else text
             except AnswerFormatError:
                 got = salvage_state(skeleton, text, pending, records)
                 if not got:
@@ -173,28 +182,54 @@ async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter)
                 whole = json.dumps(merge_state(skeleton, kept, got))
             try:
                 return accept_initial_state(skeleton, whole)  # a whole first answer: as it always was
-            except AnswerFormatError:
+            except AnswerFormatError as exc:
                 failures += 1
-                raise
+                stale = dangling_in(kept, json.loads(whole)) if kept else []  # (a merge is JSON text)
+                if failures > 1 or not stale:
+                    raise
+                # kept records that name records the state lacks: no answer for the rest can mend them
+                return Salvaged({k: v for k, v in got.items() if k in pending}, stale, str(exc))
 
         context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
                    "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
-                   "kept": dump_state(kept, limit=10**6), "missing": pending}
+                   "kept": dump_state(kept, limit=10**6), "missing": pending, "feedback": feedback,
+                   "rewrite": rewrite}
         got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
                         vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
                         template="scen/state_rest" if kept else "scen/state",
                         schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
                         ladder=state_step_ladder(skeleton, pending if kept else None))
-        if not isinstance(got, Salvaged):
+        if isinstance(got, Salvaged):
+            kept.update(got.parts)
+            for name in got.stale:  # asked for again, told why
+                kept.pop(name, None)
+            feedback = got.why or feedback
+            continue
+        feedback, again = await check(got) if check is not None else ("", [])
+        if not feedback:
             return got
-        kept.update(got.parts)
+        failures += 1
+        if failures > 1:
+            raise StepFailed("states", feedback, failures)
+        kept.clear()
+        kept.update({name: value for name, value in got.items() if again and name not in again})
+        rewrite = bool(kept)
 
 
 @dataclass
 class Salvaged:
-    """The part of a state answer that was usable although the whole was not (the attributes it completed)."""
+    """The part of a state answer that was usable although the whole was not (the attributes it completed);
+    `stale`: kept attributes to ask for again (their records name records the merged state lacks), and why."""
 
     parts: State
+    stale: list[str] = field(default_factory=list)
+    why: str = ""
+
+
+def dangling_in(kept: State, merged: State) -> list[str]:
+    """The kept attributes whose records name a record the merged state does not have (`dangling.py`)."""
+    named = {line.split("[", 1)[0] for line in dangling_references(merged)}
+    return [name for name in kept if name in named]
 
 
 async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = "",
@@ -269,11 +304,17 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         context = {"summary": ctx.skeleton.summary, "task": task, "checklist": pending, "feedback": feedback,
                    "previous": previous, "written": list(kept), "refused": refused,
                    "fields": named_fields(state, [c.description for c in pending]) if ctx.steer else []}
-        sources, found, problems = await ask(
-            ctx.generator, "validators", context, accept, meter=meter, seat="validators",
-            vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
-            settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
-            template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+        try:
+            sources, found, problems = await ask(
+                ctx.generator, "validators", context, accept, meter=meter, seat="validators",
+                vary_repeats=ctx.steer, retries=max(ctx.retries - failures, 0),
+                settings=ctx.settings(0.0, ANSWER_TOKENS["validators"]),
+                template="scen/validators", ladder=code_and_state_ladder(ctx.skeleton.class_source, state, task))
+        except StepFailed as exc:
+            if not kept:
+                raise
+            written = [c for c in checklist if c.id in kept]
+            raise PartlyWritten(exc, _with_validators(written, kept, marks if feedback else {}), ids) from exc
         kept.update(sources)
         marks.update(found)
         if not problems:
@@ -281,6 +322,11 @@ async def gen_validators(ctx: StepContext, state: State, task: str, checklist: l
         refused = [p for p in problems if not p.startswith("#")]
     if not feedback:
         marks = {}  # only a repair may re-mark an item (after the gate showed it already holds initially)
+    return _with_validators(checklist, kept, marks)
+
+
+def _with_validators(checklist: list[ChecklistItem], kept: dict[str, str], marks: dict[str, bool]
+                     ) -> list[ChecklistItem]:
     return [c.model_copy(update={"validator": kept[c.id], "claims_change": marks.get(c.id, c.claims_change)})
             for c in checklist]
 
