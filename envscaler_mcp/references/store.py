@@ -7,10 +7,10 @@ scenario.
 Two files per reference under <user cache>/references/ (`_io.user_cache_dir`), named by the hash of
 everything the replays depend on, the package version included (it fixes the server runtime): `<name>.state`
 holds the final state's JSON exactly as the server wrote it (so a run compares an agent's final state with it
-byte for byte first, `Reference.check`), then `<name>.json` the calls, the nondeterministic fields and the diff of the initial state to the final state, written
-last (a reference is there when that file is). Any change to the environment or the scenario changes the
-name, so a stale entry is never read; only references whose replays succeeded and agreed are written (a
-failure may be the machine's, not the scenario's).
+byte for byte first, `Reference.check`), then `<name>.json` the calls, the nondeterministic fields and the
+diff of the initial state to the final state, written last (a reference is there when that file is). Any
+change to the environment or the scenario changes the name, so a stale entry is never read; only references
+whose replays succeeded and agreed are written (a failure may be the machine's, not the scenario's).
 """
 
 from __future__ import annotations

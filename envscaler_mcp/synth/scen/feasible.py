@@ -189,9 +189,9 @@ async def _accepted_somewhere(found: Closed, tools: dict[str, list[tuple[Known, 
     """Whether some known call is accepted on some of `peers`; the refusals are noted in `found`."""
     for tool, calls in tools.items():
         for item, target in calls:
+            stand_ins = _stand_ins(item, target, state)  # the same for every peer
             for peer in peers:
-                ids = {**_stand_ins(item, target, state), target.record_id: peer.record_id}
-                refusal = await tried([item.call], ids, state, episodes)
+                refusal = await tried([item.call], {**stand_ins, target.record_id: peer.record_id}, state, episodes)
                 if refusal is None:
                     return True
                 found.refusals.setdefault(tool, refusal)
