@@ -161,10 +161,9 @@ async def loopback_mcp_client(transport: LoopbackTransport, url: str, headers: d
             return
         if not isinstance(message, JSONRPCRequest):
             return  # a notification's answer (202) carries nothing
-        heads = dict(response.headers)  # names in lower case
         if message.method == "initialize" and response.status_code < 400:
-            endpoint.session_id = heads.get(_SESSION.encode("ascii")) or endpoint.session_id
-        content_type = heads.get(b"content-type", b"").decode("latin-1").lower()
+            endpoint.session_id = response.header(_SESSION.encode("ascii")) or endpoint.session_id
+        content_type = (response.header(b"content-type") or b"").decode("latin-1").lower()
         answer = _answer(message, response.status_code, content_type, content, endpoint.session_id is not None)
         del content
         await read_send.send(answer)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from envscaler_mcp._io import atomic_write_bytes
 from envscaler_mcp.render.engine import server_templates
 
 _RUNTIME = "_envscaler_mcp_server_runtime"  # the templates' runtime package, under a name no server uses
@@ -71,16 +71,8 @@ def write_code_cache(folder: Path, package: str, served_from: Path | None = None
     except (SyntaxError, ValueError):
         return False
     try:
-        target.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(tmp, 0o644)  # as readable as the module itself (mkstemp makes it 0600)
-            os.replace(tmp, target)  # whole or not there: a reader never sees a file being written
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(target, data, durable=False)  # whole or not there: a reader never sees it being written
+        os.chmod(target, 0o644)  # as readable as the module itself, whatever the umask
     except OSError:
         return False
     return True

@@ -64,9 +64,9 @@ def normalise(value: Any) -> Any:
     kind = type(value)  # parsed JSON's own types first: a type test costs less than an isinstance of an ABC
     if kind is str or kind is int:
         return value
-    if kind is dict:
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         return ("{}", tuple(sorted((str(k), normalise(v)) for k, v in value.items())))
-    if kind is list:
+    if kind is list or isinstance(value, list | tuple):
         return ("[]", tuple(normalise(v) for v in value))
     if isinstance(value, bool):
         return ("bool", value)  # True == 1 in Python: kept apart
@@ -74,10 +74,6 @@ def normalise(value: Any) -> Any:
         return value
     if isinstance(value, int | float):
         return int(value) if isinstance(value, float) and value.is_integer() else value
-    if isinstance(value, Mapping):
-        return ("{}", tuple(sorted((str(k), normalise(v)) for k, v in value.items())))
-    if isinstance(value, list | tuple):
-        return ("[]", tuple(normalise(v) for v in value))
     return str(value)
 
 

@@ -13,9 +13,10 @@ import httpx2
 import pytest
 
 from envscaler_mcp.launch.loopback_http import LoopbackTransport
+from tests.launch.local_http import LocalServer
 
 
-class _Server:
+class _Server(LocalServer):
     """A local HTTP/1.1 server: answers each request with its method, path and body; `mode` changes that."""
 
     def __init__(self, mode: str = "keep") -> None:
@@ -27,7 +28,6 @@ class _Server:
         self.closed = 0  # connections this server has closed
         self.calls = 0
         self.requests: list[bytes] = []
-        self.server: asyncio.base_events.Server | None = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -63,14 +63,6 @@ class _Server:
             writer.close()
             await writer.wait_closed()
             self.closed += 1
-
-    async def __aenter__(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    async def __aexit__(self, *exc: Any) -> None:
-        assert self.server is not None
-        self.server.close()
 
 
 async def _with_client(server: _Server, body: Callable[[httpx2.AsyncClient], Any],

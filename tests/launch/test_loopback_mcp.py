@@ -24,6 +24,7 @@ from mcp.types import (
 
 from envscaler_mcp.launch.loopback_http import LoopbackTransport
 from envscaler_mcp.launch.loopback_mcp import loopback_mcp_client
+from tests.launch.local_http import LocalServer
 
 Answer = tuple[int, str, bytes, dict[str, str]] | None  # status, content type, body, headers; None: drop
 
@@ -33,14 +34,15 @@ def _ok(request: dict[str, Any]) -> Answer:
     return 200, "application/json", body, {}
 
 
-class _Server:
+class _Server(LocalServer):
     """Answers each POST with `answer(message)`; keeps each request's headers and message."""
+
+    path = "/admin/mcp"
 
     def __init__(self, answer: Callable[[dict[str, Any]], Answer | str]) -> None:
         self.answer = answer
         self.seen: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.closed_early = 0  # connections the client closed while the server held a request
-        self.server: asyncio.base_events.Server | None = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -66,14 +68,6 @@ class _Server:
                 await writer.drain()
         finally:
             writer.close()
-
-    async def __aenter__(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/admin/mcp"
-
-    async def __aexit__(self, *exc: Any) -> None:
-        assert self.server is not None
-        self.server.close()
 
 
 def _request(request_id: int, method: str, version: str | None = None) -> SessionMessage:
