@@ -135,11 +135,15 @@ MiniShop.add_note = _huge
 '''
 
 
-async def test_an_episode_announcing_a_huge_answer_loses_its_episode_not_the_server(tmp_path: Path,
-                                                                                   open_dir: Path) -> None:
+@pytest.mark.parametrize("transport", ["pipe", "http"])
+async def test_an_episode_announcing_a_huge_answer_loses_its_episode_not_the_server(tmp_path: Path, open_dir: Path,
+                                                                                   transport: str) -> None:
+    """Over HTTP too: the harness's own MCP client transport (launch/loopback_mcp.py) gets the error for that call
+    and the other episode goes on on the same connections."""
     server_dir = malicious_server(tmp_path, open_dir, 0, code=HUGE_HEADER)
     initial = _initial(server_dir)
-    async with launch_server(server_dir, transport="pipe", episode_process="fork", call_timeout=60) as server:
+    async with launch_server(server_dir, transport=transport, episode_process="fork",  # type: ignore[arg-type]
+                             call_timeout=60) as server:
         async with server.episode(initial) as other:
             async with server.episode(initial) as hostile:
                 started = time.monotonic()
