@@ -34,10 +34,12 @@ from envscaler_mcp.references.replay import EpisodeFactory
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
+from envscaler_mcp.synth._common_progress import RunLog, current_item
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
 from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_anchors
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
+from envscaler_mcp.synth.scen.recast import recast
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
 from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_draft, unchecked
@@ -190,6 +192,22 @@ class ScenarioBuilder:
         solution, notes = await self.plan(state, draft, await gen_solution(ctx, state, task, meter), meter)
         return draft.model_copy(update={"solution": solution, "notes": [*draft.notes, *notes]})
 
+    async def retarget(self, state: State, exc: Retargeted) -> tuple[Draft, Verdict, bool]:
+        """(draft, verdict, task_only) for a task about a record the rules do not let change: recast by code onto
+        a record that takes the change (`recast.py`) and gated, unless the gate then faults the task or its
+        consistency; else the task is asked again (`verdicts.retargeted`)."""
+        again = exc.draft, retargeted(exc.wrong), True
+        draft = recast(exc.draft, exc.wrong, state)
+        if draft is None:
+            return again
+        verdict = await self.evaluate(state, draft)
+        if verdict.reasons and verdict.part in (None, "task"):
+            return again
+        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
+        if isinstance(log, RunLog):
+            log.line(f"  {current_item.get()} task: {draft.notes[-1][:200]}")
+        return draft, verdict, False
+
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter
                    ) -> tuple[list[ToolCall], list[str]]:
         """The reference plan, corrected when steered and the environment refuses a call; with the notes.
@@ -292,14 +310,14 @@ class ScenarioBuilder:
             raise Dropped(exc.step, exc.reason) from exc
         except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
             draft, verdict, task_only = exc.draft, ungrounded(exc.anchors), True
-        except Retargeted as exc:  # a task about a record the rules do not let change: asked again
-            draft, verdict, task_only = exc.draft, retargeted(exc.wrong), True
+        except Retargeted as exc:  # a task about a record the rules do not let change: recast or asked again
+            draft, verdict, task_only = await self.retarget(state, exc)
         else:
             task_only = False
             draft = without_repeats(draft)
             verdict = await self.evaluate(state, draft)
-            if not verdict.reasons:
-                return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
+        if not verdict.reasons:
+            return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
         rounds = 1 if question else REPAIR_ROUNDS
         for round_ in range(rounds):
             if verdict.part is None:  # the gate's consistency step failed
@@ -325,7 +343,9 @@ class ScenarioBuilder:
                 task_only = True
                 continue
             except Retargeted as exc:
-                draft, verdict, task_only = exc.draft, retargeted(exc.wrong), True
+                draft, verdict, task_only = await self.retarget(state, exc)
+                if not verdict.reasons:
+                    return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
                 continue
             task_only = False
             verdict = await self.evaluate(state, draft)

@@ -57,7 +57,14 @@ def task_prompts(router: ScenRouter) -> list[str]:
     return [text for step, text in router.prompts if step == "task"]
 
 
+@pytest.fixture
+def no_recast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The path a task takes when no peer fits a recast by code (test_recast.py): it is asked again."""
+    monkeypatch.setattr("envscaler_mcp.synth.scen.build.recast", lambda *args: None)
+
+
 @pytest.mark.parametrize("steer", [True, False])
+@pytest.mark.usefixtures("no_recast")
 async def test_a_task_about_a_record_the_rules_lock_is_asked_again_about_one_they_allow(run: Any, steer: bool
                                                                                       ) -> None:
     router = MisnamingModel(corrects=True)
@@ -81,6 +88,7 @@ async def test_a_task_about_a_record_the_rules_lock_is_asked_again_about_one_the
         assert len(prompts) == 1
 
 
+@pytest.mark.usefixtures("no_recast")
 async def test_a_model_that_keeps_naming_the_locked_record_drops_with_that_reason(run: Any) -> None:
     router = MisnamingModel(corrects=False)
     _, _, out = await run("mini_shop", router=router)

@@ -1,0 +1,91 @@
+"""A task about a record the rules do not let change, recast by code onto a record that takes the change
+(synth/scen/recast.py). Every model answer here is hand-written (tests/synth/fixtures/scen_answers/mini_shop/
+retarget/: a task cancelling Marta's shipped order O-2003, while her O-2001 and Jonas's O-2002 are still
+pending)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
+from envscaler_mcp.synth.scen.anchors import Anchor
+from envscaler_mcp.synth.scen.recast import recast
+from envscaler_mcp.synth.scen.records import Draft
+from envscaler_mcp.synth.scen.retarget import Misnamed
+
+from .test_retarget import MisnamingModel, task_prompts
+from .test_steering import STATE
+
+TASK = ("Hi, this is Marta Lindqvist. I ordered the wrong size, so please cancel my shipped order O-2003 and "
+        "record the reason. Please don't change anything on Jonas Weber's orders.")
+
+
+def anchor(state: dict[str, Any], collection: str, rid: str) -> Anchor:
+    return Anchor(collection, rid, state[collection][rid])
+
+
+def draft(task: str = TASK) -> Draft:
+    check = 'def check_func(final_state):\n    return final_state["orders"]["O-2003"]["status"] == "cancelled"\n'
+    keep = 'def check_func(final_state):\n    return final_state["orders"].get("O-20031") is None\n'
+    return Draft(title="Cancel Marta's shipped order", task=task,
+                 checklist=[ChecklistItem(id="c1", description="Has order O-2003 been cancelled?", validator=check),
+                            ChecklistItem(id="c2", description="Has no order O-20031 appeared?", validator=keep,
+                                          claims_change=False)],
+                 solution=[ToolCall(tool="cancel_order", arguments={"order_id": "O-2003", "reason": "wrong size"})])
+
+
+def wrong(state: dict[str, Any], old: str, *takers: str) -> Misnamed:
+    return Misnamed(anchor(state, "orders", old), 'call 1 cancel_order({"order_id": "O-2003"})',
+                    "only pending orders can be cancelled", [anchor(state, "orders", t) for t in takers],
+                    tool="cancel_order")
+
+
+def test_the_draft_is_written_about_the_peer_everywhere_and_says_so() -> None:
+    got = recast(draft(), wrong(STATE, "O-2003", "O-2001", "O-2002"), STATE)
+    assert got is not None
+    assert "my pending order O-2001 and" in got.task and "O-2003" not in got.task  # the id, and its status word
+    assert got.title == "Cancel Marta's pending order"
+    assert got.checklist[0].description == "Has order O-2001 been cancelled?"
+    assert '["O-2001"]["status"] == "cancelled"' in (got.checklist[0].validator or "")
+    assert "O-20031" in (got.checklist[1].validator or "") and "O-20031" in got.checklist[1].description  # a word
+    assert got.solution[0].arguments == {"order_id": "O-2001", "reason": "wrong size"}
+    assert got.notes[-1].startswith("task recast from orders O-2003 to O-2001 by code ('O-2003' -> 'O-2001', "
+                                    "'shipped' -> 'pending'): the task names orders O-2003")
+
+
+def test_a_peer_of_someone_else_the_task_names_is_not_taken() -> None:
+    # Jonas's O-2002 takes the change, but the task speaks as Marta and names Jonas: "Marta Lindqvist" would
+    # become "Jonas Weber" in a task that already asks to leave Jonas's orders alone
+    assert recast(draft(), wrong(STATE, "O-2003", "O-2002"), STATE) is None
+    got = recast(draft(), wrong(STATE, "O-2003", "O-2002", "O-2001"), STATE)
+    assert got is not None and "O-2001" in got.task  # the next taker that fits
+    # a peer that differs from the record in a reference to a record the task names (the customer record)
+    state = {"customers": {"C1": {"name": "Marta Lindqvist"}, "C2": {"name": "Jonas Weber"}},
+             "orders": {"O-2003": {"customer_id": "C1", "status": "shipped"},
+                        "O-2002": {"customer_id": "C2", "status": "pending"},
+                        "O-2001": {"customer_id": "C1", "status": "pending"}}}
+    mine = "Hi, this is Marta Lindqvist: please cancel my order O-2003 and record the reason as wrong size."
+    assert recast(draft(mine), wrong(state, "O-2003", "O-2002"), state) is None
+    got = recast(draft(mine), wrong(state, "O-2003", "O-2002", "O-2001"), state)
+    assert got is not None and "my order O-2001 and" in got.task
+
+
+def test_nothing_is_recast_without_a_taker_or_an_id_in_the_task() -> None:
+    assert recast(draft(), wrong(STATE, "O-2003"), STATE) is None
+    assert recast(draft("Please cancel my latest shipped order and record why."),
+                  wrong(STATE, "O-2003", "O-2001"), STATE) is None
+
+
+@pytest.mark.anyio
+async def test_a_model_that_keeps_naming_the_locked_record_gets_its_item_kept_by_the_recast(run: Any) -> None:
+    router = MisnamingModel(corrects=False)  # never writes another task
+    _, _, out = await run("mini_shop", router=router)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "O-2001" in sc.task and "O-2003" not in sc.task
+    assert [c.arguments.get("order_id") for c in sc.reference_solution] == ["O-2001", "O-2001"]
+    assert all("O-2003" not in (c.validator or "") for c in sc.checklist)
+    assert any(n.startswith("task recast from orders O-2003 to O-2001 by code") for n in sc.provenance.notes)
+    assert len(task_prompts(router)) == 1  # no model call for the new task
