@@ -30,7 +30,8 @@ from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
 from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
-from envscaler_mcp.synth.scen.steps import StepContext, gen_state, prompt_version
+from envscaler_mcp.synth.scen.state_step import Checked, gen_state
+from envscaler_mcp.synth.scen.steps import StepContext, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
 from envscaler_mcp.synth.scen.summary import ScenSummary, collect_summary
 
@@ -167,9 +168,10 @@ class EnvRun:
         if self.work.states.done(item_id):
             return StateRecord.model_validate(self.work.states.read(item_id))
         meter = UsageMeter()
+        mends: list[str] = []
         try:
             state = await gen_state(self.ctx, index, self.total, meter,
-                                    lambda state: self.leaves_work(item_id, state))
+                                    lambda state: self.leaves_work(item_id, state), mends)
         except StepFailed as exc:
             self.drop(item_id, "states", exc.reason, _usage_dict(meter))
             return None
@@ -177,19 +179,28 @@ class EnvRun:
         if problem:
             self.drop(item_id, "states", problem, _usage_dict(meter))
             return None
-        record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, usage=meter.total)
+        if mends:
+            self.line(f"  {item_id} states: state mended: {'; '.join(mends)}")
+        record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, mends=mends,
+                             usage=meter.total)
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
 
-    async def leaves_work(self, item_id: str, state: State) -> tuple[str, list[str]]:
+    def line(self, text: str) -> None:
+        """A line of the run's progress log (synth/_common_progress.py), not an item's outcome (that counts
+        items)."""
+        log = getattr(self.ctx.generator, "log", None)
+        if isinstance(log, RunLog):
+            log.line(text)
+
+    async def leaves_work(self, item_id: str, state: State) -> Checked:
         """Why `state` leaves no work to do ("" when it does; feasible.py: probed on the real server), and the
         collections to write again (the closed ones)."""
         judged = await judge_state(state, self.known, self.changers, self.server.episode)
-        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
-        if judged.refused and isinstance(log, RunLog):  # a line, not an item's outcome (that counts items)
-            log.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
-                     "change; asking again")
-        return closed_reason(judged, state), [c.collection for c in judged.closed]
+        if judged.refused:
+            self.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
+                      "change; asking again")
+        return Checked(closed_reason(judged, state), [c.collection for c in judged.closed])
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""
@@ -210,6 +221,7 @@ class EnvRun:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
+        notes += [f"initial state mended: {mend}" for mend in record.mends]
         proven = self.ctx.proven()
         if proven is not None and len(proven) < len(self.skeleton.tools):
             notes.append("planned with the tools the environment's check saw succeed: " + ", ".join(proven))
