@@ -28,8 +28,9 @@ from envscaler_mcp.synth._common_progress import RunLog, item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
-from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
+from envscaler_mcp.synth.scen.feasible import Judgement, closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
+from envscaler_mcp.synth.scen.reopen import reopen_state
 from envscaler_mcp.synth.scen.state_step import Checked, gen_state
 from envscaler_mcp.synth.scen.steps import StepContext, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
@@ -195,12 +196,20 @@ class EnvRun:
 
     async def leaves_work(self, item_id: str, state: State) -> Checked:
         """Why `state` leaves no work to do ("" when it does; feasible.py: probed on the real server), and the
-        collections to write again (the closed ones)."""
-        judged = await judge_state(state, self.known, self.changers, self.server.episode)
-        if judged.refused:
-            self.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
-                      "change; asking again")
+        collections to write again (the closed ones); or the state with some closed records reopened, when that
+        makes it workable (reopen.py)."""
+        judged = await self.judge(state)
+        if not judged.refused:
+            return Checked()
+        if (mended := await reopen_state(self.skeleton, state, judged, self.judge)) is not None:
+            return Checked(mended=mended[0], mends=mended[1])  # reopen.py: mended by code, not asked again
+        self.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
+                  "change; asking again")
         return Checked(closed_reason(judged, state), [c.collection for c in judged.closed])
+
+    async def judge(self, state: State) -> Judgement:
+        """Which collections of `state` allow no change (feasible.py: probed on the real server)."""
+        return await judge_state(state, self.known, self.changers, self.server.episode)
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""

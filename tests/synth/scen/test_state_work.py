@@ -22,6 +22,7 @@ from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
+from envscaler_mcp.synth.scen import pipeline
 from envscaler_mcp.synth.scen.feasible import (
     MIN_TOOLS,
     Closed,
@@ -136,6 +137,17 @@ async def test_no_bundled_default_state_or_scenario_state_is_refused() -> None:
     assert checked == expected >= 89 and judged_collections > 2 * checked  # the rule had something to judge
 
 
+@pytest.fixture
+def no_reopening(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state step's mend by code (reopen.py, tests/synth/scen/test_reopen.py) finds nothing that makes the state
+    workable: the model is asked again, as these tests are about."""
+    async def nothing(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(pipeline, "reopen_state", nothing)
+
+
+@pytest.mark.usefixtures("no_reopening")
 async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_kept(tmp_path: Path) -> None:
     skeleton = get_skeleton("clinic_appointments")
     bad, good = consistent_clinic(), workable_clinic()
@@ -159,6 +171,7 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
     assert not any(line.startswith("[") for line in lines)  # no item counted as finished by it
 
 
+@pytest.mark.usefixtures("no_reopening")
 async def test_a_state_refused_twice_drops_the_item_at_the_state_step_with_the_reason(tmp_path: Path) -> None:
     skeleton = get_skeleton("flight_bookings")
     provider = MockProvider([json.dumps(recorded("flight_bookings"))], context_tokens=8192, repeat_last=True)
