@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp._usage import Usage
 from envscaler_mcp.catalog.store import get_skeleton
 from envscaler_mcp.launch import launch_server
+from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.scen.feasible import Closed
@@ -108,3 +110,28 @@ async def test_the_state_step_keeps_the_mended_state_without_asking_again(tmp_pa
     assert "  s001 states: state mended: reopened 1 of 2 flights (status 'scheduled', arrival and departure after " \
         "today)" in lines
     assert not any("asking again" in line for line in lines)
+
+
+async def test_the_recorded_clinic_answers_pass_the_state_step_mended_twice_without_a_third_call(
+        tmp_path: Path) -> None:
+    """The clinic run of codes K and L: the state cut off after its appointments (three on slots it lacks), then
+    the three empty collections still missing. Both mends make it a workable state, with no model call more."""
+    skeleton = get_skeleton("clinic_appointments")
+    text = json.dumps(recorded("clinic_appointments"))
+    provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=text[:text.index('"referrals"')]),
+                                           finish_reason="length", usage=Usage(output_tokens=4096)),
+                             json.dumps({"referrals": {}, "medications": {}, "prescriptions": {}})],
+                            context_tokens=8192)
+    lines: list[str] = []
+    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, RunLog(tmp_path / "synth.log",
+                                                                                      echo=lines.append)),
+                      solver=provider)  # type: ignore[arg-type]
+    async with launch_server(skeleton, "memory") as server:
+        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=tmp_path))  # type: ignore[arg-type]
+        record = await run.state_for("s001", 0)
+    assert record is not None and len(provider.requests) == 2
+    assert record.mends[0].startswith("dropped 3 of 4 appointments naming slots the state lacks")
+    assert record.mends[1:] == ["reopened 1 of 1 appointments (status 'scheduled', date after today)",
+                                "reopened 2 of 4 slots (status 'open', date after today)"]
+    assert any(line.startswith("  s001 states: state mended: dropped 3 of 4 appointments") for line in lines)
+    assert not (await judged("clinic_appointments", record.state)).refused
