@@ -15,18 +15,14 @@ import pytest
 
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.catalog.store import get_skeleton
-from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
-from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.scen.feasible import Closed
-from envscaler_mcp.synth.scen.pipeline import EnvRun, ScenOptions
 from envscaler_mcp.synth.scen.reopen import reopen_state, reopened
-from envscaler_mcp.synth.scen.steps import StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 from envscaler_mcp.synth.skel.dangling import dangling_references
 
-from .test_state_work import consistent_clinic, judged, recorded
+from .test_state_work import consistent_clinic, judged, recorded, state_step
 
 pytestmark = pytest.mark.anyio
 
@@ -98,12 +94,7 @@ async def test_the_state_step_keeps_the_mended_state_without_asking_again(tmp_pa
     skeleton = get_skeleton("flight_bookings")
     state = recorded("flight_bookings")
     provider = MockProvider([json.dumps(state)], context_tokens=8192)
-    lines: list[str] = []
-    log = RunLog(tmp_path / "synth.log", echo=lines.append)
-    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, log), solver=provider)  # type: ignore[arg-type]
-    async with launch_server(skeleton, "memory") as server:
-        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=tmp_path))  # type: ignore[arg-type]
-        record = await run.state_for("s001", 0)
+    record, lines = await state_step(skeleton, provider, tmp_path)
     assert record is not None and len(provider.requests) == 1 and not record.repaired
     assert record.state["flights"]["FL-1001"]["status"] == "scheduled"
     assert record.mends == ["reopened 1 of 2 flights (status 'scheduled', arrival and departure after today)"]
@@ -122,13 +113,7 @@ async def test_the_recorded_clinic_answers_pass_the_state_step_mended_twice_with
                                            finish_reason="length", usage=Usage(output_tokens=4096)),
                              json.dumps({"referrals": {}, "medications": {}, "prescriptions": {}})],
                             context_tokens=8192)
-    lines: list[str] = []
-    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, RunLog(tmp_path / "synth.log",
-                                                                                      echo=lines.append)),
-                      solver=provider)  # type: ignore[arg-type]
-    async with launch_server(skeleton, "memory") as server:
-        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=tmp_path))  # type: ignore[arg-type]
-        record = await run.state_for("s001", 0)
+    record, lines = await state_step(skeleton, provider, tmp_path)
     assert record is not None and len(provider.requests) == 2
     assert record.mends[0].startswith("dropped 3 of 4 appointments naming slots the state lacks")
     assert record.mends[1:] == ["reopened 1 of 1 appointments (status 'scheduled', date after today)",

@@ -19,6 +19,7 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
@@ -34,6 +35,7 @@ from envscaler_mcp.synth.scen.feasible import (
     known_for,
 )
 from envscaler_mcp.synth.scen.pipeline import EnvRun, ScenOptions
+from envscaler_mcp.synth.scen.records import StateRecord
 from envscaler_mcp.synth.scen.state_step import Checked, gen_state
 from envscaler_mcp.synth.scen.steps import StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
@@ -277,16 +279,22 @@ async def test_a_state_mended_by_code_says_so_in_its_record_and_the_progress_log
     state["appointments"]["A-5009"] = {**state["appointments"]["A-5001"], "appointment_id": "A-5009",
                                        "slot_id": "D01-2026-04-09-0900"}  # a slot the state lacks
     provider = MockProvider([json.dumps(state)], context_tokens=8192)
-    lines: list[str] = []
-    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, RunLog(tmp_path / "synth.log",
-                                                                                      echo=lines.append)),
-                      solver=provider)  # type: ignore[arg-type]
-    async with launch_server(skeleton, "memory") as server:
-        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=tmp_path))  # type: ignore[arg-type]
-        record = await run.state_for("s001", 0)
+    record, lines = await state_step(skeleton, provider, tmp_path)
     assert record is not None and "A-5009" not in record.state["appointments"] and len(provider.requests) == 1
     assert record.mends == ["dropped 1 of 5 appointments naming slots the state lacks (A-5009 on "
                             "D01-2026-04-09-0900)"]
     assert f"  s001 states: state mended: {record.mends[0]}" in lines
     saved = json.loads((tmp_path / "_work" / "clinic_appointments" / "states" / "s001.json").read_text())
     assert saved["mends"] == record.mends
+
+
+async def state_step(skeleton: EnvSkeleton, provider: MockProvider, out: Path) -> tuple[StateRecord | None,
+                                                                                       list[str]]:
+    """Item s001's state step of a run into `out` (memory transport), and the run's progress log lines."""
+    lines: list[str] = []
+    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, RunLog(out / "synth.log",
+                                                                                      echo=lines.append)),
+                      solver=provider)  # type: ignore[arg-type]
+    async with launch_server(skeleton, "memory") as server:
+        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=out))  # type: ignore[arg-type]
+        return await run.state_for("s001", 0), lines
