@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from envscaler_mcp._json import State
@@ -39,6 +40,7 @@ from envscaler_mcp.synth.scen.parsers import (
     validator_sections,
 )
 from envscaler_mcp.synth.scen.spare import PartlyWritten
+from envscaler_mcp.synth.scen.task_length import change_verbs, short_task_ok
 
 PROMPT_GROUP = "scen"
 PROMPT_VERSION = "scen-1"
@@ -136,7 +138,10 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
                "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers(),
                "records": [a.line() for a in anchors]}
-    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task",
+    verbs = change_verbs(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
+    # steered, a short task that is grounded and compositional is kept (task_length.py)
+    short = partial(short_task_ok, state, verbs) if ctx.steer else None
+    return await ask(ctx.generator, "task", context, lambda text: parse_task(text, short), meter=meter, seat="task",
                      vary_repeats=ctx.steer, retries=ctx.retries,
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 
