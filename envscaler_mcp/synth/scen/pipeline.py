@@ -31,7 +31,7 @@ from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scena
 from envscaler_mcp.synth.scen.feasible import Judgement, closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.reopen import reopen_state
-from envscaler_mcp.synth.scen.state_step import Checked, gen_state
+from envscaler_mcp.synth.scen.state_step import Checked, gen_state, load_state
 from envscaler_mcp.synth.scen.steps import StepContext, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
 from envscaler_mcp.synth.scen.summary import ScenSummary, collect_summary
@@ -123,18 +123,6 @@ def item_ids(n: int) -> list[str]:
 
 def _usage_dict(meter: UsageMeter) -> dict[str, Usage]:
     return dict(meter.by_seat)
-
-
-async def load_state(server: LaunchedServer, state: State) -> str | None:
-    """Load a state into a fresh episode of the real server; why it does not load, or None."""
-    try:
-        async with server.episode(state) as episode:
-            loaded = await episode.get_state()
-    except Exception as exc:  # the server refused the state: a property of the state, not of the run
-        return f"the server could not start an episode at this state: {type(exc).__name__}: {exc}"
-    normal = json.loads(json.dumps(state))
-    differs = [k for k in normal if loaded.get(k) != normal[k]]
-    return f"the server did not keep attribute(s) {differs} as given" if differs else None
 
 
 class EnvRun:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from envscaler_mcp._json import State
+from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_fit import context_window
 from envscaler_mcp.synth._common_parse import AnswerFormatError
@@ -157,3 +158,15 @@ def dangling_in(kept: State, merged: State) -> list[str]:
     """The kept attributes whose records name a record the merged state does not have (`dangling.py`)."""
     named = {line.split("[", 1)[0] for line in dangling_references(merged)}
     return [name for name in kept if name in named]
+
+
+async def load_state(server: LaunchedServer, state: State) -> str | None:
+    """Load a state into a fresh episode of the real server; why it does not load, or None."""
+    try:
+        async with server.episode(state) as episode:
+            loaded = await episode.get_state()
+    except Exception as exc:  # the server refused the state: a property of the state, not of the run
+        return f"the server could not start an episode at this state: {type(exc).__name__}: {exc}"
+    normal = json.loads(json.dumps(state))
+    differs = [k for k in normal if loaded.get(k) != normal[k]]
+    return f"the server did not keep attribute(s) {differs} as given" if differs else None
