@@ -8,7 +8,9 @@ onboard) and names, within its next few words, the kind of record a collection o
 `members`), is read against that collection. A record is already held when the sentence contains one of its
 own emails, phone numbers or codes (a value with a digit and no space, four characters or more, not a date), or
 two of its distinctive values (those, and its names and titles): values that are keys of records (the member a
-loan is for) are not its own. The feedback names the record ("the state already has member M-2002 with email
+loan is for) are not its own, and its own id counts only when the verb is followed by "a", "an", "new" or
+"another" ("create a new order O-2003"; "register the return of copy C-30001" names a copy it does not create).
+"open" is read as a verb only so ("open a ticket", not "book the open slot"). The feedback names the record ("the state already has member M-2002 with email
 …; ask to create a new one or to change an existing one"). None of the bundled hand-written scenarios' tasks
 is refused (`tests/synth/scen/test_existing.py`).
 """
@@ -22,8 +24,9 @@ from typing import Any
 from envscaler_mcp.qa.record_index import keyed, mentions
 
 # the verb, then the rest of its sentence (a dot inside an email or a number does not end it)
-_CREATE = re.compile(r"\b(?:create|register|add|open|enrol|enroll|sign\s+up|set\s+up|onboard)\b"
+_CREATE = re.compile(r"\b(?P<verb>create|register|add|open|enrol|enroll|sign\s+up|set\s+up|onboard)\b"
                      r"(?P<after>(?:[^.;!?\n]|[.!?](?=\S))*)", re.IGNORECASE)
+_NEW = re.compile(r"\s+(?:a|an|new|another)\b", re.IGNORECASE)  # "create a …", "open a new …": surely a creation
 _NOUN_WORDS = 4  # words after the verb in which the kind of record is looked for
 _SKIP = frozenset("a an the new another my our their his her this that".split())
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -37,11 +40,13 @@ def existing_record(state: Mapping[str, Any], task: str) -> str | None:
     keys = {str(key) for records in collections.values() for key in records}
     for match in _CREATE.finditer(task):
         sentence = match.group("after")
+        new = _NEW.match(sentence) is not None
         collection, noun = _kind(sentence, collections)
-        if collection is None:
+        if collection is None or (match.group("verb").lower() == "open" and not new):  # "book the open slot …"
             continue
         for key, record in collections[collection].items():
-            held = _held(sentence, record, keys - {str(key)})
+            # its own id counts only after "a"/"new": "register the return of copy C-30001" names the copy
+            held = _held(sentence, record, keys - {str(key)} if new else keys)
             if held:
                 what = " and ".join(f"{field} {value}" for field, value in held[:2])
                 return (f"the state already has {noun} {key} with {what}; ask to create a new one (values no "

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.catalog.store import get_skeleton, load_scenarios
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.qa.record_index import keyed
 from envscaler_mcp.synth.scen.existing import _CREATE, _kind, existing_record
@@ -45,9 +45,19 @@ def test_a_task_registering_a_member_the_state_has_is_refused_naming_the_record(
     "Please update member M-2002 (Joel Whitaker, joel.whitaker@post.example): his new phone is +1-555-000-1111.",
     "Create a loan for member M-2002 (joel.whitaker@post.example) on copy C-30001.",  # the member is named, not made
     "Register Joel Whitaker's returned copy; his email is joel.whitaker@post.example.",  # no kind after the verb
+    "Register the return of copy C-30001 for member M-2002 today.",  # a copy named by its id, not created
 ])
 def test_tasks_that_create_nothing_the_state_holds_are_kept(task: str) -> None:
     assert existing_record(library(), task) is None
+
+
+def test_open_as_an_adjective_and_a_record_named_by_its_id_create_nothing() -> None:
+    state = get_skeleton("clinic_appointments").default_state or {}
+    slot = next(key for key, record in state["slots"].items() if record["status"] == "open")
+    patient = next(iter(state["patients"]))
+    assert existing_record(state, f"Book the open slot {slot} for patient {patient}, please.") is None
+    assert existing_record(state, f"Register the booking of slot {slot} for patient {patient}.") is None
+    assert f"slot {slot} with slot_id {slot}" in (existing_record(state, f"Open a new slot {slot} for Dr. Lee.") or "")
 
 
 def test_a_name_alone_is_not_enough_but_a_code_is() -> None:
@@ -75,7 +85,7 @@ Marta wants her order again.
 Order again
 
 # Task
-Hi, this is Marta Lindqvist. Please create order O-2003 for me again, with a total of 112.0, and add a note to
+Hi, this is Marta Lindqvist. Please create a new order O-2003 for me, with a total of 112.0, and add a note to
 it saying "Leave the parcel with the neighbour at number 12".
 """
 
@@ -98,6 +108,6 @@ async def test_such_a_task_is_asked_again_before_its_checklist_with_the_record_n
     tasks = [text for step, text in router.prompts if step == "task"]
     assert len(tasks) == 2 and router.calls["checklist"] == 1  # no checklist for the first task
     assert "the state already has order O-2003 with order_id O-2003" in tasks[1]
-    assert "create order O-2003 for me again" not in tasks[1]  # the refused task is not shown
+    assert "create a new order O-2003 for me" not in tasks[1]  # the refused task is not shown
     assert any(n.startswith("task rewritten after: task: the state already has order O-2003")
                for n in scenario.provenance.notes)
