@@ -14,22 +14,20 @@ from typing import Any
 import pytest
 
 from envscaler_mcp._usage import Usage
-from envscaler_mcp.catalog.store import get_skeleton
+from envscaler_mcp.catalog.store import get_skeleton, load_scenarios
 from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.synth.scen.feasible import Closed
+from envscaler_mcp.synth.scen.records import StateRecord
 from envscaler_mcp.synth.scen.reopen import reopen_state, reopened
+from envscaler_mcp.synth.scen.store import EnvWork
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 from envscaler_mcp.synth.skel.dangling import dangling_references
 
 from .test_state_work import consistent_clinic, judged, recorded, state_step
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def mend(env_id: str, state: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -120,3 +118,17 @@ async def test_the_recorded_clinic_answers_pass_the_state_step_mended_twice_with
                                 "reopened 2 of 4 slots (status 'open', date after today)"]
     assert any(line.startswith("  s001 states: state mended: dropped 3 of 4 appointments") for line in lines)
     assert not (await judged("clinic_appointments", record.state)).refused
+
+
+async def test_the_mends_of_an_items_state_are_in_its_scenarios_provenance(run: Any, tmp_path: Path) -> None:
+    """The item's state record (as a mended state step wrote it) carries its mends to the kept scenario's notes."""
+    out = tmp_path / "out"
+    good = (ROOT / "tests" / "synth" / "fixtures" / "scen_answers" / "mini_shop" / "good" / "states.md").read_text()
+    state = json.loads(good.split("```json", 1)[1].split("```", 1)[0])
+    mends = ["reopened 1 of 5 orders (status 'pending')"]
+    EnvWork(out, "mini_shop").states.write("s001", StateRecord(item_id="s001", state=state, mends=mends)
+                                           .model_dump(mode="json"))
+    _, router, _ = await run("mini_shop", out=out, resume=True)
+    [scenario] = load_scenarios(out / "mini_shop.jsonl")
+    assert router.calls["states"] == 0 and scenario.initial_state == state
+    assert "initial state mended: reopened 1 of 5 orders (status 'pending')" in scenario.provenance.notes
