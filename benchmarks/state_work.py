@@ -7,7 +7,9 @@ the calls known in the environment (`feasible.known_for`: the reference calls of
 scenario's state is not judged by the calls written for it, and the calls its dual-agent check saw succeed); the
 initial states the recorded model runs of tests/fixtures/recorded/scen-*/ answered (each answer the state step
 accepts); then each STATE.json given (a `synth scenarios` state record, OUT/_work/<env>/states/sNNN.json, or a
-bare state; the environment read from the path). Prints one line per state and the counts.
+bare state; the environment read from the path). Prints one line per state and the counts; a refused state is
+also reopened as the state step does before asking the model again (synth/scen/reopen.py), and the line says
+whether that made it workable.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
+from envscaler_mcp.synth.scen.reopen import reopen_state
 from envscaler_mcp.synth.scen.steps import StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
+from envscaler_mcp.synth.skel.dangling import without_dangling
 
 ROOT = Path(__file__).resolve().parents[1]
 Named = tuple[str, dict[str, Any], int | None]  # (name, state, the scenario whose calls are left out)
@@ -57,13 +61,17 @@ async def judge_all(skeleton: EnvSkeleton, states: list[Named], counts: dict[str
             if judged.refused:
                 counts["refused"] += 1
                 print(f"REFUSED {skeleton.id} {name}: {closed_reason(judged, state)}")
+                mended = await reopen_state(skeleton, state, judged, lambda s, known=known: judge_state(
+                    s, known, changers, server.episode))
+                counts["mended"] += mended is not None
+                print(f"  {'MENDED: ' + '; '.join(mended[1]) if mended else 'not mended by reopening'}")
             else:
                 counts["kept"] += 1
                 print(f"kept {skeleton.id} {name} (open: {', '.join(judged.open) or 'none'}; closed: {closed})")
 
 
 async def main(extra: list[Path]) -> None:
-    counts = {"kept": 0, "refused": 0, "judged": 0}
+    counts = {"kept": 0, "refused": 0, "judged": 0, "mended": 0}
     for env_id in list_env_ids():
         skeleton = get_skeleton(env_id)
         states: list[Named] = [("default", skeleton.default_state or {}, None)]
@@ -78,8 +86,13 @@ async def main(extra: list[Path]) -> None:
             print(f"error: {path}: not a state file under a folder named after an environment", file=sys.stderr)
             continue
         data = read_json(path)
-        await judge_all(get_skeleton(env_id), [(str(path), data.get("state", data), None)], counts)
-    print(f"{counts['refused']} refused, {counts['kept']} kept ({counts['judged']} with some collection judged)")
+        state = data.get("state", data)
+        if (kept := without_dangling(state)) is not None:  # as the state step does first
+            print(f"{path}: {'; '.join(kept[1].values())}")
+            state = kept[0]
+        await judge_all(get_skeleton(env_id), [(str(path), state, None)], counts)
+    print(f"{counts['refused']} refused ({counts['mended']} of them workable once reopened), {counts['kept']} kept "
+          f"({counts['judged']} with some collection judged)")
 
 
 if __name__ == "__main__":

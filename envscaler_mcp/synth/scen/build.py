@@ -38,6 +38,7 @@ from envscaler_mcp.synth._common_progress import RunLog, current_item
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen import questions
 from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_anchors
+from envscaler_mcp.synth.scen.existing import existing_record
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.recast import recast
 from envscaler_mcp.synth.scen.records import Draft
@@ -46,6 +47,7 @@ from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_draft, unchecked
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
     Verdict,
+    already_held,
     changes,
     describe,
     diagnose,
@@ -58,14 +60,15 @@ _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this ma
 REPAIR_ROUNDS = 2
 
 
-class Ungrounded(Exception):
-    """The task step's answer names no record of the initial state: it is rewritten before the checklist,
-    validators and solution are asked for (they could only guess the record, and cost most of an item's time)."""
+class SentBack(Exception):
+    """The task step's answer is rewritten before the checklist, validators and solution are asked for (they cost
+    most of an item's time): it names no record of the initial state (they could only guess the record), or it
+    asks to create a record the state already holds (`existing.py`: every check would hold before the plan)."""
 
-    def __init__(self, draft: Draft, anchors: list[Anchor]) -> None:
-        super().__init__("the task names no record of the initial state")
+    def __init__(self, draft: Draft, verdict: Verdict) -> None:
+        super().__init__("; ".join(verdict.reasons))
         self.draft = draft  # the task alone
-        self.anchors = anchors  # the records its prompt asked it to be about
+        self.verdict = verdict  # why, and the records the new task is asked about
 
 
 class Dropped(Exception):
@@ -182,7 +185,9 @@ class ScenarioBuilder:
             anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules) if ctx.steer else []
         title, task = await gen_task(ctx, state, meter, feedback, anchors)
         if not names_a_record(state, task):
-            raise Ungrounded(Draft(title=title, task=task), anchors)
+            raise SentBack(Draft(title=title, task=task), ungrounded(anchors))
+        if (held := existing_record(state, task)) is not None:
+            raise SentBack(Draft(title=title, task=task), already_held(held))
         checklist = await gen_checklist(ctx, task, meter, state)
         draft = Draft(title=title, task=task)
         try:
@@ -308,8 +313,8 @@ class ScenarioBuilder:
                            else self.first_draft(state, meter, index=index))
         except StepFailed as exc:
             raise Dropped(exc.step, exc.reason) from exc
-        except Ungrounded as exc:  # a repair round rewrites the task before anything else is asked
-            draft, verdict, task_only = exc.draft, ungrounded(exc.anchors), True
+        except SentBack as exc:  # a repair round rewrites the task before anything else is asked
+            draft, verdict, task_only = exc.draft, exc.verdict, True
         except Retargeted as exc:  # a task about a record the rules do not let change: recast or asked again
             draft, verdict, task_only = await self.retarget(state, exc)
         else:
@@ -338,8 +343,8 @@ class ScenarioBuilder:
             except StepFailed as exc:
                 raise Dropped(exc.step, f"repair of the {repaired} failed: {exc.reason} "
                               f"({'task check' if task_only else 'gate'}: {'; '.join(verdict.reasons)})") from exc
-            except Ungrounded as exc:
-                draft, verdict = exc.draft.model_copy(update={"notes": draft.notes}), ungrounded(exc.anchors)
+            except SentBack as exc:
+                draft, verdict = exc.draft.model_copy(update={"notes": draft.notes}), exc.verdict
                 task_only = True
                 continue
             except Retargeted as exc:

@@ -24,8 +24,11 @@ refused (`benchmarks/state_work.py`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
+from statistics import median
 
 from envscaler_mcp._json import State
 from envscaler_mcp.references.replay import EpisodeFactory
@@ -57,6 +60,7 @@ class Closed:
     accepted: list[str] = field(default_factory=list)  # statuses of the records the known calls succeeded on
     later: list[str] = field(default_factory=list)  # date fields after `today` there, on or before it here
     today: str = ""
+    ahead: int = 7  # days after their state's `today` those fields were there (the median; 7 when unknown)
 
     def line(self) -> str:
         tools = "; ".join(f"{tool}: {why[:160]}" for tool, why in self.refusals.items())
@@ -74,24 +78,38 @@ class Closed:
 def _hints(found: Closed, tools: dict[str, list[tuple[Known, Anchor]]], mine: list[Anchor], state: State) -> None:
     """What the records the known calls were accepted on had that this state's lack: their statuses, and date
     fields after their state's `today` where every record here has that field on or before this `today`."""
-    found.accepted = sorted({s for calls in tools.values() for _, target in calls
-                             if (s := status_of(target.record)) is not None} - set(found.statuses))
+    seen = Counter(s for calls in tools.values() for _, target in calls if (s := status_of(target.record)) is not None)
+    found.accepted = sorted(set(seen) - set(found.statuses), key=lambda s: (-seen[s], s))  # the commonest first
     today = state.get("today")
     if not isinstance(today, str):
         return
     found.today = today
-    later: set[str] = set()
+    later: dict[str, list[int]] = {}  # field -> days after `today` there
     for calls in tools.values():
         for item, target in calls:
             then = item.state.get("today")
-            later |= {name for name, value in target.record.items() if isinstance(then, str)
-                      and _date(value) and _date(then) and str(value)[:10] > then[:10]}
+            for name, value in target.record.items():
+                if isinstance(then, str) and _date(value) and _date(then) and str(value)[:10] > then[:10]:
+                    later.setdefault(name, []).append((_day(str(value)) - _day(then)).days)
     found.later = sorted(name for name in later
                          if all(_date(a.record.get(name)) and str(a.record[name])[:10] <= today[:10] for a in mine))
+    if found.later:
+        found.ahead = int(median(days for name in found.later for days in later[name]))
+
+
+def _day(value: str) -> date:
+    return date.fromisoformat(value[:10])
 
 
 def _date(value: object) -> bool:
-    return isinstance(value, str) and re.match(r"\d{4}-\d{2}-\d{2}", value) is not None
+    """A text that begins with an ISO date (a date, or a date and time)."""
+    if not isinstance(value, str) or re.match(r"\d{4}-\d{2}-\d{2}", value) is None:
+        return False
+    try:
+        _day(value)
+    except ValueError:  # 2026-02-30
+        return False
+    return True
 
 
 def _targets(known: Iterable[Known], changers: set[str]) -> dict[str, dict[str, list[tuple[Known, Anchor]]]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import jsonschema
@@ -68,16 +68,17 @@ def _json_answer(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def parse_task(text: str) -> tuple[str, str]:
+def parse_task(text: str, short: Callable[[str], bool] | None = None) -> tuple[str, str]:
     """A JSON object {analysis, title, task} (structured output), or the sections '# Title' and '# Task' ->
-    (title, task). The task must be a real paragraph."""
+    (title, task). The task must be a real paragraph: MIN_TASK_WORDS words, or fewer when `short(task)` says
+    so (`task_length.short_task_ok`: grounded, and more than one change asked for)."""
     data = _json_answer(text)
     if data is not None:
         sections = {"Task": str(data.get("task") or ""), "Title": str(data.get("title") or "")}
     else:
         sections = require_sections(text, ["Task"], optional=("Title", "Analysis"))
     task = sections["Task"].strip().strip('"').strip()
-    if len(task.split()) < MIN_TASK_WORDS:
+    if len(task.split()) < MIN_TASK_WORDS and (short is None or not short(task)):
         raise AnswerFormatError(f"the task has {len(task.split())} words; write at least {MIN_TASK_WORDS} words "
                                 "with several sub-goals")
     title = sections.get("Title", "").strip().strip("#*\"' ").splitlines()[0] if sections.get("Title") else ""

@@ -28,9 +28,11 @@ from envscaler_mcp.synth._common_progress import RunLog, item_scope
 from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
-from envscaler_mcp.synth.scen.feasible import closed_reason, judge_state, known_for
+from envscaler_mcp.synth.scen.feasible import Judgement, closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
-from envscaler_mcp.synth.scen.steps import StepContext, gen_state, prompt_version
+from envscaler_mcp.synth.scen.reopen import reopen_state
+from envscaler_mcp.synth.scen.state_step import Checked, gen_state, load_state
+from envscaler_mcp.synth.scen.steps import StepContext, prompt_version
 from envscaler_mcp.synth.scen.store import DEFAULT_SIMILARITY, EnvWork, MergeResult, merge
 from envscaler_mcp.synth.scen.summary import ScenSummary, collect_summary
 
@@ -123,18 +125,6 @@ def _usage_dict(meter: UsageMeter) -> dict[str, Usage]:
     return dict(meter.by_seat)
 
 
-async def load_state(server: LaunchedServer, state: State) -> str | None:
-    """Load a state into a fresh episode of the real server; why it does not load, or None."""
-    try:
-        async with server.episode(state) as episode:
-            loaded = await episode.get_state()
-    except Exception as exc:  # the server refused the state: a property of the state, not of the run
-        return f"the server could not start an episode at this state: {type(exc).__name__}: {exc}"
-    normal = json.loads(json.dumps(state))
-    differs = [k for k in normal if loaded.get(k) != normal[k]]
-    return f"the server did not keep attribute(s) {differs} as given" if differs else None
-
-
 class EnvRun:
     """One environment's items against its launched server."""
 
@@ -167,9 +157,10 @@ class EnvRun:
         if self.work.states.done(item_id):
             return StateRecord.model_validate(self.work.states.read(item_id))
         meter = UsageMeter()
+        mends: list[str] = []
         try:
             state = await gen_state(self.ctx, index, self.total, meter,
-                                    lambda state: self.leaves_work(item_id, state))
+                                    lambda state: self.leaves_work(item_id, state), mends)
         except StepFailed as exc:
             self.drop(item_id, "states", exc.reason, _usage_dict(meter))
             return None
@@ -177,19 +168,36 @@ class EnvRun:
         if problem:
             self.drop(item_id, "states", problem, _usage_dict(meter))
             return None
-        record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, usage=meter.total)
+        if mends:
+            self.line(f"  {item_id} states: state mended: {'; '.join(mends)}")
+        record = StateRecord(item_id=item_id, state=state, repaired=meter.total.calls > 1, mends=mends,
+                             usage=meter.total)
         self.work.states.write(item_id, record.model_dump(mode="json"))
         return record
 
-    async def leaves_work(self, item_id: str, state: State) -> tuple[str, list[str]]:
+    def line(self, text: str) -> None:
+        """A line of the run's progress log (synth/_common_progress.py), not an item's outcome (that counts
+        items)."""
+        log = getattr(self.ctx.generator, "log", None)
+        if isinstance(log, RunLog):
+            log.line(text)
+
+    async def leaves_work(self, item_id: str, state: State) -> Checked:
         """Why `state` leaves no work to do ("" when it does; feasible.py: probed on the real server), and the
-        collections to write again (the closed ones)."""
-        judged = await judge_state(state, self.known, self.changers, self.server.episode)
-        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
-        if judged.refused and isinstance(log, RunLog):  # a line, not an item's outcome (that counts items)
-            log.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
-                     "change; asking again")
-        return closed_reason(judged, state), [c.collection for c in judged.closed]
+        collections to write again (the closed ones); or the state with some closed records reopened, when that
+        makes it workable (reopen.py)."""
+        judged = await self.judge(state)
+        if not judged.refused:
+            return Checked()
+        if (mended := await reopen_state(self.skeleton, state, judged, self.judge)) is not None:
+            return Checked(mended=mended[0], mends=mended[1])  # reopen.py: mended by code, not asked again
+        self.line(f"  {item_id} states: refused, {', '.join(c.collection for c in judged.closed)} allow no "
+                  "change; asking again")
+        return Checked(closed_reason(judged, state), [c.collection for c in judged.closed])
+
+    async def judge(self, state: State) -> Judgement:
+        """Which collections of `state` allow no change (feasible.py: probed on the real server)."""
+        return await judge_state(state, self.known, self.changers, self.server.episode)
 
     async def item(self, index: int) -> None:
         """Make (or skip) item number `index`."""
@@ -210,6 +218,7 @@ class EnvRun:
             self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
             return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
+        notes += [f"initial state mended: {mend}" for mend in record.mends]
         proven = self.ctx.proven()
         if proven is not None and len(proven) < len(self.skeleton.tools):
             notes.append("planned with the tools the environment's check saw succeed: " + ", ".join(proven))

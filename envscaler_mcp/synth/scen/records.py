@@ -17,6 +17,8 @@ class StateRecord(BaseModel):
     item_id: str = Field(description="Item id within the environment ('s001' …); one scenario per state.")
     state: State = Field(description="The initial state (keys are state attribute names).")
     repaired: bool = Field(False, description="True when the first answer was invalid and the repair was kept.")
+    mends: list[str] = Field(default_factory=list, description="What code changed in the model's state before it "
+                             "was kept (records naming missing records dropped, closed records reopened).")
     usage: Usage = Field(default_factory=Usage, description="Tokens and cost of making the state.")
 
 

@@ -8,8 +8,9 @@ repair round); the template then shows what failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from envscaler_mcp._json import State
@@ -38,13 +39,8 @@ from envscaler_mcp.synth.scen.parsers import (
     solution_schema,
     validator_sections,
 )
-from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_state
 from envscaler_mcp.synth.scen.spare import PartlyWritten
-from envscaler_mcp.synth.scen.state_prompt import records_per_entity, state_step_ladder
-from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
-from envscaler_mcp.synth.skel.dangling import dangling_references
-from envscaler_mcp.synth.skel.parsers import parse_initial_state
-from envscaler_mcp.synth.skel.quality import dump_state
+from envscaler_mcp.synth.scen.task_length import change_verbs, short_task_ok
 
 PROMPT_GROUP = "scen"
 PROMPT_VERSION = "scen-1"
@@ -52,16 +48,6 @@ PROMPT_VERSION = "scen-1"
 # the longest answer; a plan, a checklist or a task are a few hundred tokens.
 ANSWER_TOKENS = {"states": 4096, "task": 1024, "checklist": 1024, "validators": 2048, "solution": 1536,
                  "answer": 1024}
-
-THEMES = (
-    "an ordinary busy week with most records in progress",
-    "a quiet period with mostly settled records and a few open ones",
-    "a period with several problems to sort out (late, disputed or blocked records)",
-    "a new customer base with many recent records",
-    "a long history: records spread over many months, some old and closed",
-    "a peak season with many records competing for the same resources",
-)
-
 
 def prompt_version() -> str:
     """PROMPT_VERSION plus a digest of the templates, so an edited prompt shows up in provenance."""
@@ -145,93 +131,6 @@ class StepContext:
                                   max_tokens=answer if window else 8192, timeout_s=self.timeout_s)
 
 
-async def gen_state(ctx: StepContext, index: int, total: int, meter: UsageMeter,
-                    check: Callable[[State], Awaitable[tuple[str, list[str]]]] | None = None) -> State:
-    """Stage 1: one initial state, checked against the state schema; one repair round with the errors.
-
-    An answer that is no JSON because it was cut off (or breaks at its end) keeps what it completed
-    (`salvage.py`): the next call asks only for the attributes still missing, shown the kept ones, and the
-    merge is checked as a whole answer is. An answer that salvages something costs no retry; one that salvages
-    nothing is retried as before. A merge refused because kept records name records the state lacks (the 1.5B
-    model's clinic appointments on slots it never wrote) asks for those attributes again, with the refusal, once.
-    `check` (`feasible.py`): why a whole state leaves no work to do ("" when it
-    does) and the attributes to write again; such a state is asked again with that reason, within the same
-    budget (only those attributes, the others kept, when there are some), else the step fails."""
-    skeleton = ctx.skeleton
-    answer = ANSWER_TOKENS["states"]
-    records = records_per_entity(skeleton.default_state or {}, answer if context_window(ctx.generator) else None)
-    kept: State = {}
-    failures = 0
-    feedback = ""
-    rewrite = False  # kept attributes are those of a refused state, not of a cut-off answer
-    while True:
-        pending = [a.name for a in skeleton.state if a.name not in kept]
-
-        def accept(text: str, pending: list[str] = pending) -> State | Salvaged:
-            nonlocal failures
-            try:
-                got = parse_initial_state(text).state
-                whole = json.dumps(merge_state(skeleton, kept, got)) if kept else text
-            except AnswerFormatError:
-                got = salvage_state(skeleton, text, pending, records)
-                if not got:
-                    failures += 1
-                    raise
-                if len(got) < len(pending):
-                    return Salvaged(got)
-                whole = json.dumps(merge_state(skeleton, kept, got))
-            try:
-                return accept_initial_state(skeleton, whole)  # a whole first answer: as it always was
-            except AnswerFormatError as exc:
-                failures += 1
-                stale = dangling_in(kept, json.loads(whole)) if kept else []  # (a merge is JSON text)
-                if failures > 1 or not stale:
-                    raise
-                # kept records that name records the state lacks: no answer for the rest can mend them
-                return Salvaged({k: v for k, v in got.items() if k in pending}, stale, str(exc))
-
-        context = {"summary": skeleton.summary, "introduction": skeleton.introduction, "rules": skeleton.rules,
-                   "variant": index + 1, "total": total, "theme": THEMES[index % len(THEMES)], "records": records,
-                   "kept": dump_state(kept, limit=10**6), "missing": pending, "feedback": feedback,
-                   "rewrite": rewrite}
-        got = await ask(ctx.generator, "states", context, accept, meter=meter, seat="states",
-                        vary_repeats=ctx.steer, retries=max(1 - failures, 0), settings=ctx.settings(),
-                        template="scen/state_rest" if kept else "scen/state",
-                        schema=rest_schema(skeleton, pending) if kept else initial_state_schema(skeleton),
-                        ladder=state_step_ladder(skeleton, pending if kept else None))
-        if isinstance(got, Salvaged):
-            kept.update(got.parts)
-            for name in got.stale:  # asked for again, told why
-                kept.pop(name, None)
-            feedback = got.why or feedback
-            continue
-        feedback, again = await check(got) if check is not None else ("", [])
-        if not feedback:
-            return got
-        failures += 1
-        if failures > 1:
-            raise StepFailed("states", feedback, failures)
-        kept.clear()
-        kept.update({name: value for name, value in got.items() if again and name not in again})
-        rewrite = bool(kept)
-
-
-@dataclass
-class Salvaged:
-    """The part of a state answer that was usable although the whole was not (the attributes it completed);
-    `stale`: kept attributes to ask for again (their records name records the merged state lacks), and why."""
-
-    parts: State
-    stale: list[str] = field(default_factory=list)
-    why: str = ""
-
-
-def dangling_in(kept: State, merged: State) -> list[str]:
-    """The kept attributes whose records name a record the merged state does not have (`dangling.py`)."""
-    named = {line.split("[", 1)[0] for line in dangling_references(merged)}
-    return [name for name in kept if name in named]
-
-
 async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: str = "",
                    anchors: Sequence[Anchor] = ()) -> tuple[str, str]:
     """Stage 2: (title, task) grounded in `state`; with `anchors` (`anchors.task_anchors`), about those records."""
@@ -239,7 +138,10 @@ async def gen_task(ctx: StepContext, state: State, meter: UsageMeter, feedback: 
     context = {"summary": sk.summary, "introduction": sk.introduction, "rules": sk.rules, "tools": ctx.tools(),
                "feedback": feedback, "observed": ctx.observed(), "changers": ctx.changers(),
                "records": [a.line() for a in anchors]}
-    return await ask(ctx.generator, "task", context, parse_task, meter=meter, seat="task",
+    verbs = change_verbs(t.name for t in ctx.planning_skeleton().tools if t.kind == "state_change")
+    # steered, a short task that is grounded and compositional is kept (task_length.py)
+    short = partial(short_task_ok, state, verbs) if ctx.steer else None
+    return await ask(ctx.generator, "task", context, lambda text: parse_task(text, short), meter=meter, seat="task",
                      vary_repeats=ctx.steer, retries=ctx.retries,
                      settings=ctx.settings(answer=ANSWER_TOKENS["task"]), template="scen/task", schema=TASK_SCHEMA, ladder=state_ladder(state))
 

@@ -47,6 +47,12 @@ def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
     return Verdict(reasons=[f"task: {reason}"], part="task", feedback=feedback, show_failed=not anchors)
 
 
+def already_held(line: str) -> Verdict:
+    """The verdict on a task asking to create a record the state already holds (`existing.py`): asked again, told
+    which record (not shown the task: the 1.5B model, shown a refused answer, writes it again)."""
+    return Verdict(reasons=[f"task: {line}"], part="task", feedback=f"- {line}", show_failed=False)
+
+
 def retargeted(wrong: Misnamed) -> Verdict:
     """The verdict on a task about a record the rules do not let change (`retarget.misnamed`): the task is asked
     again about a record the same change is accepted on."""

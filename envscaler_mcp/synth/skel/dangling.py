@@ -10,12 +10,16 @@ the state at all: an item that may point into two collections (a share's `item_i
 reported. Through a field whose name does not say so, only a value shaped like the collection's keys is (a
 comment's author "system" beside employees E1001-E1006 is a sentinel, "E1009" would be a missing employee).
 Values that are no text, empty or None ("no parent") are not references.
+
+`without_dangling` is the mend the scenario pipeline's state step makes before asking the model again: the
+records naming missing records are dropped when each of their collections keeps one and nothing names them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from envscaler_mcp.qa.record_index import keyed
@@ -23,11 +27,30 @@ from envscaler_mcp.qa.record_index import keyed
 _LIMIT = 8  # dangling values reported per answer
 
 
+@dataclass(frozen=True)
+class Dangling:
+    """A record field naming a record the state lacks: `collection[key].field` is `value`, read as a key of
+    `target`."""
+
+    collection: str
+    key: str
+    field: str
+    value: str
+    target: str
+
+
 def dangling_references(state: Mapping[str, Any]) -> list[str]:
     """One line per record field that names a record no collection of `state` has ([] when none)."""
     collections = keyed(state)
+    return [f"{d.collection}[{d.key!r}].{d.field} is {d.value!r}, but {d.target} has no record {d.value!r} "
+            f"(its keys: {', '.join(sorted(map(str, collections[d.target]))[:6])})" for d in dangling(state)[:_LIMIT]]
+
+
+def dangling(state: Mapping[str, Any]) -> list[Dangling]:
+    """Every record field of `state` that names a record no collection of it has."""
+    collections = keyed(state)
     every_key = {str(key) for records in collections.values() for key in records}
-    found: list[str] = []
+    found: list[Dangling] = []
     for name, records in collections.items():
         fields: dict[str, list[tuple[str, str]]] = {}
         for key, record in records.items():
@@ -38,11 +61,40 @@ def dangling_references(state: Mapping[str, Any]) -> list[str]:
             if target is None:
                 continue
             shapes = None if _names(field, target) else {_shape(str(k)) for k in collections[target]}
-            for key, value in pairs:
-                if value not in every_key and (shapes is None or _shape(value) in shapes):
-                    found.append(f"{name}[{key!r}].{field} is {value!r}, but {target} has no record {value!r} "
-                                 f"(its keys: {', '.join(sorted(map(str, collections[target]))[:6])})")
-    return found[:_LIMIT]
+            found += [Dangling(name, key, field, value, target) for key, value in pairs
+                      if value not in every_key and (shapes is None or _shape(value) in shapes)]
+    return found
+
+
+def without_dangling(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """`state` without its records that name records it lacks, and what was dropped, by collection ("dropped 2
+    of 4 tickets naming bookings the state lacks (T-10003 on BK-2003, …)"); None when there are none, when a
+    collection would be left without records, or when some record then names a dropped one (the model is asked
+    instead)."""
+    found = dangling(state)
+    if not found:
+        return None
+    doomed: dict[str, dict[str, list[Dangling]]] = {}
+    for item in found:
+        doomed.setdefault(item.collection, {}).setdefault(item.key, []).append(item)
+    collections = keyed(state)
+    if any(len(keys) >= len(collections[name]) for name, keys in doomed.items()):
+        return None
+    mended = dict(state)
+    for name, keys in doomed.items():
+        mended[name] = {key: record for key, record in collections[name].items() if str(key) not in keys}
+    gone = {key for keys in doomed.values() for key in keys}
+    if dangling(mended) or any(value in gone for records in keyed(mended).values() for record in records.values()
+                               for item in record.values() for value in _texts(item)):
+        return None  # a record names a dropped one (a payment on a dropped ticket)
+    return mended, {name: _dropped(name, keys, len(collections[name])) for name, keys in doomed.items()}
+
+
+def _dropped(name: str, keys: Mapping[str, list[Dangling]], had: int) -> str:
+    targets = sorted({d.target for found in keys.values() for d in found})
+    named = ", ".join(f"{key} on {', '.join(d.value for d in found)}" for key, found in list(keys.items())[:6])
+    return (f"dropped {len(keys)} of {had} {name} naming {' and '.join(targets)} the state lacks ({named}"
+            + (", …)" if len(keys) > 6 else ")"))
 
 
 def _texts(value: Any) -> Iterator[str]:

@@ -18,7 +18,13 @@ from envscaler_mcp.skeleton.schema import state_schema
 from envscaler_mcp.synth._common_fit import estimate_text, estimate_tokens
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.excerpt import outline, sample_state, state_view
-from envscaler_mcp.synth.scen.steps import StepContext, gen_solution, gen_state, gen_task, gen_validators
+from envscaler_mcp.synth.scen.state_step import gen_state
+from envscaler_mcp.synth.scen.steps import (
+    StepContext,
+    gen_solution,
+    gen_task,
+    gen_validators,
+)
 
 WINDOW = 8192  # the embedded model's context (providers/local: LocalOptions.ctx)
 ENVS = list_env_ids()

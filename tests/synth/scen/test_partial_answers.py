@@ -20,7 +20,8 @@ from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_fit import cut_to_fit, estimate_text, estimate_tokens
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import REPAIR_ROUNDS, Dropped, ScenarioBuilder
-from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_state, gen_validators
+from envscaler_mcp.synth.scen.state_step import gen_state
+from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_validators
 
 pytestmark = pytest.mark.anyio
 MINI_SHOP = load_skeleton(Path(__file__).resolve().parents[2] / "fixtures" / "mini_shop" / "skeleton.json")

@@ -15,11 +15,11 @@ from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth.llm import UsageMeter
+from envscaler_mcp.synth.scen.state_step import gen_state
 from envscaler_mcp.synth.scen.steps import (
     StepContext,
     gen_checklist,
     gen_solution,
-    gen_state,
     gen_task,
     gen_validators,
     prompt_version,

@@ -21,7 +21,8 @@ from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.salvage import salvage_state
-from envscaler_mcp.synth.scen.steps import StepContext, gen_state
+from envscaler_mcp.synth.scen.state_step import gen_state
+from envscaler_mcp.synth.scen.steps import StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 
 pytestmark = pytest.mark.anyio

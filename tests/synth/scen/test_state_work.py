@@ -19,9 +19,11 @@ from envscaler_mcp.launch import launch_server
 from envscaler_mcp.providers.base import AssistantTurn, Message
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.scenario.models import Scenario
+from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
+from envscaler_mcp.synth.scen import pipeline
 from envscaler_mcp.synth.scen.feasible import (
     MIN_TOOLS,
     Closed,
@@ -33,7 +35,9 @@ from envscaler_mcp.synth.scen.feasible import (
     known_for,
 )
 from envscaler_mcp.synth.scen.pipeline import EnvRun, ScenOptions
-from envscaler_mcp.synth.scen.steps import StepContext, gen_state
+from envscaler_mcp.synth.scen.records import StateRecord
+from envscaler_mcp.synth.scen.state_step import Checked, gen_state
+from envscaler_mcp.synth.scen.steps import StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 
 pytestmark = pytest.mark.anyio
@@ -135,6 +139,17 @@ async def test_no_bundled_default_state_or_scenario_state_is_refused() -> None:
     assert checked == expected >= 89 and judged_collections > 2 * checked  # the rule had something to judge
 
 
+@pytest.fixture
+def no_reopening(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state step's mend by code (reopen.py, tests/synth/scen/test_reopen.py) finds nothing that makes the state
+    workable: the model is asked again, as these tests are about."""
+    async def nothing(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(pipeline, "reopen_state", nothing)
+
+
+@pytest.mark.usefixtures("no_reopening")
 async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_kept(tmp_path: Path) -> None:
     skeleton = get_skeleton("clinic_appointments")
     bad, good = consistent_clinic(), workable_clinic()
@@ -158,6 +173,7 @@ async def test_a_refused_state_is_asked_again_with_the_reason_and_the_new_one_ke
     assert not any(line.startswith("[") for line in lines)  # no item counted as finished by it
 
 
+@pytest.mark.usefixtures("no_reopening")
 async def test_a_state_refused_twice_drops_the_item_at_the_state_step_with_the_reason(tmp_path: Path) -> None:
     skeleton = get_skeleton("flight_bookings")
     provider = MockProvider([json.dumps(recorded("flight_bookings"))], context_tokens=8192, repeat_last=True)
@@ -180,27 +196,50 @@ async def test_gen_state_without_a_check_keeps_the_state_as_before() -> None:
         await gen_state(ctx, 0, 1, UsageMeter(), check=_always)
 
 
-async def _always(state: dict[str, Any]) -> tuple[str, list[str]]:
-    return "nothing to do", []
+async def _always(state: dict[str, Any]) -> Checked:
+    return Checked("nothing to do")
 
 
-async def test_kept_records_naming_records_the_state_lacks_are_asked_for_again() -> None:
+async def test_kept_records_naming_records_the_state_lacks_are_dropped_by_code_when_others_are_left() -> None:
     """The recorded clinic run: the first answer was cut off after the appointments (kept), the follow-up wrote the
     three empty collections still missing, and the merge was refused for appointments on slots the state lacks;
-    asking for the rest again could not mend kept records (the 1.5B model wrote the three empty ones again, and
-    the item was dropped at the state step). The appointments are asked for again, with the refusal."""
+    the 1.5B model, asked for them again, wrote the three empty ones again and the item was dropped at the state
+    step. The three appointments on missing slots are dropped by code (A-5001 is on a slot the state has)."""
     skeleton = get_skeleton("clinic_appointments")
-    state, fixed = recorded("clinic_appointments"), consistent_clinic()
+    state = recorded("clinic_appointments")
     text = json.dumps(state)
     cut = text[:text.index('"referrals"')]  # today, patients, doctors, slots, appointments complete
     rest = {"referrals": {}, "medications": {}, "prescriptions": {}}  # the recorded follow-up, word for word
+    provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=cut), finish_reason="length",
+                                           usage=Usage(output_tokens=4096)), json.dumps(rest)], context_tokens=8192)
+    ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
+    mends: list[str] = []
+    got = await gen_state(ctx, 0, 1, UsageMeter(), mends=mends)
+    assert list(got["appointments"]) == ["A-5001"] and got["slots"] == state["slots"]
+    assert len(provider.requests) == 2  # no model call to mend it
+    assert mends == ["dropped 3 of 4 appointments naming slots the state lacks (A-5002 on D02-2026-04-07-1100, "
+                     "A-5003 on D03-2026-04-07-1130, A-5004 on D04-2026-04-07-1200)"]
+    accept_initial_state(skeleton, json.dumps(got))
+
+
+async def test_kept_records_naming_records_the_state_lacks_are_asked_for_again_when_none_would_be_left() -> None:
+    """As above, the fourth appointment for a patient the state lacks: dropping them would leave none, so the
+    appointments are asked for again, with the refusal."""
+    skeleton = get_skeleton("clinic_appointments")
+    state, fixed = recorded("clinic_appointments"), consistent_clinic()
+    state["appointments"]["A-5001"]["patient_id"] = "PT-1009"  # on a slot the state has, for a missing patient
+    text = json.dumps(state)
+    cut = text[:text.index('"referrals"')]
+    rest = {"referrals": {}, "medications": {}, "prescriptions": {}}
     provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=cut), finish_reason="length",
                                            usage=Usage(output_tokens=4096)),
                              json.dumps(rest), json.dumps({"appointments": fixed["appointments"]})],
                             context_tokens=8192)
     ctx = StepContext(skeleton=skeleton, generator=provider, solver=provider)
-    got = await gen_state(ctx, 0, 1, UsageMeter())
-    assert got["appointments"] == fixed["appointments"] and got["slots"] == state["slots"]
+    mends: list[str] = []
+    got = await gen_state(ctx, 0, 1, UsageMeter(), mends=mends)
+    assert got["appointments"] == fixed["appointments"] and got["slots"] == state["slots"] and mends == []
+    assert "appointments['A-5001'].patient_id is 'PT-1009'" in provider.requests[2][0][-1].content
     third = provider.requests[2][0][-1].content
     assert "Write only the state attributes still missing: appointments." in third
     assert "appointments['A-5002'].slot_id is 'D02-2026-04-07-1100', but slots has no record" in third
@@ -210,6 +249,7 @@ async def test_kept_records_naming_records_the_state_lacks_are_asked_for_again()
 async def test_kept_records_still_naming_missing_records_after_asking_again_drop_the_item() -> None:
     skeleton = get_skeleton("clinic_appointments")
     state = recorded("clinic_appointments")
+    state["appointments"]["A-5001"]["patient_id"] = "PT-1009"  # every appointment names a missing record
     text = json.dumps(state)
     cut = text[:text.index('"referrals"')]
     provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=cut), finish_reason="length",
@@ -231,3 +271,30 @@ def test_the_rule_more_closed_collections_than_open_ones() -> None:
     assert Judgement(closed=[closed("fines")]).refused
     assert Judgement(closed=[closed("slots"), closed("appointments")], open=["patients"]).refused
     assert not Judgement(closed=[closed("a"), closed("b")], open=["c", "d"]).refused
+
+
+async def test_a_state_mended_by_code_says_so_in_its_record_and_the_progress_log(tmp_path: Path) -> None:
+    skeleton = get_skeleton("clinic_appointments")
+    state = workable_clinic()
+    state["appointments"]["A-5009"] = {**state["appointments"]["A-5001"], "appointment_id": "A-5009",
+                                       "slot_id": "D01-2026-04-09-0900"}  # a slot the state lacks
+    provider = MockProvider([json.dumps(state)], context_tokens=8192)
+    record, lines = await state_step(skeleton, provider, tmp_path)
+    assert record is not None and "A-5009" not in record.state["appointments"] and len(provider.requests) == 1
+    assert record.mends == ["dropped 1 of 5 appointments naming slots the state lacks (A-5009 on "
+                            "D01-2026-04-09-0900)"]
+    assert f"  s001 states: state mended: {record.mends[0]}" in lines
+    saved = json.loads((tmp_path / "_work" / "clinic_appointments" / "states" / "s001.json").read_text())
+    assert saved["mends"] == record.mends
+
+
+async def state_step(skeleton: EnvSkeleton, provider: MockProvider, out: Path) -> tuple[StateRecord | None,
+                                                                                       list[str]]:
+    """Item s001's state step of a run into `out` (memory transport), and the run's progress log lines."""
+    lines: list[str] = []
+    ctx = StepContext(skeleton=skeleton, generator=ReportingProvider(provider, RunLog(out / "synth.log",
+                                                                                      echo=lines.append)),
+                      solver=provider)  # type: ignore[arg-type]
+    async with launch_server(skeleton, "memory") as server:
+        run = EnvRun(skeleton, ctx, server, None, ScenOptions(n=1, out=out))  # type: ignore[arg-type]
+        return await run.state_for("s001", 0), lines

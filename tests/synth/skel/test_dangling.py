@@ -12,7 +12,7 @@ import pytest
 from envscaler_mcp.catalog.store import get_skeleton
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
-from envscaler_mcp.synth.skel.dangling import dangling_references
+from envscaler_mcp.synth.skel.dangling import dangling_references, without_dangling
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -73,3 +73,41 @@ def test_no_bundled_state_or_scenario_is_refused() -> None:
                 assert dangling_references(json.loads(line)["initial_state"]) == [], path
                 checked += 1
     assert checked > 80
+
+
+def _flights_with_tickets_on_missing_bookings() -> dict:
+    """The recorded flight_bookings state (tests/synth/fixtures/state_work/) with two more tickets on bookings
+    BK-2003 and BK-2004, which it lacks, as the embedded model wrote them at a5d2e2f."""
+    data = json.loads((ROOT / "tests" / "synth" / "fixtures" / "state_work" / "flight_bookings.json").read_text())
+    state = data["state"]
+    for number, booking in (("10003", "BK-2003"), ("10004", "BK-2004")):
+        state["tickets"][f"T-{number}"] = {**state["tickets"]["T-10001"], "ticket_id": f"T-{number}",
+                                           "booking_id": booking}
+    return state
+
+
+def test_records_naming_missing_records_are_dropped_when_the_rest_is_consistent() -> None:
+    state = _flights_with_tickets_on_missing_bookings()
+    skeleton = get_skeleton("flight_bookings")
+    with pytest.raises(AnswerFormatError, match="names records it does not have"):
+        accept_initial_state(skeleton, json.dumps(state))
+    found = without_dangling(state)
+    assert found is not None
+    mended, lines = found
+    assert sorted(mended["tickets"]) == ["T-10001", "T-10002"] and mended["bookings"] == state["bookings"]
+    assert lines == {"tickets": "dropped 2 of 4 tickets naming bookings the state lacks (T-10003 on BK-2003, "
+                                "T-10004 on BK-2004)"}
+    assert dangling_references(mended) == [] and accept_initial_state(skeleton, json.dumps(mended)) == mended
+    assert len(state["tickets"]) == 4  # the answer itself is left as it was
+
+
+def test_records_are_not_dropped_when_a_collection_would_be_empty_or_another_record_would_dangle() -> None:
+    state = _flights_with_tickets_on_missing_bookings()
+    state["payments"]["PAY-0003"] = {**state["payments"]["PAY-0001"], "payment_id": "PAY-0003",
+                                     "ticket_id": "T-10003"}  # names a ticket that would be dropped
+    assert without_dangling(state) is None
+    every = _flights_with_tickets_on_missing_bookings()
+    for ticket in every["tickets"].values():
+        ticket["booking_id"] = "BK-2009"  # no ticket would be left
+    assert without_dangling(every) is None
+    assert without_dangling(_cloud("free")) is None  # nothing dangles: nothing to mend
