@@ -229,8 +229,8 @@ def scenario_headers(
     With a current catalog index the selection and the scenarios come from it and no line is parsed (each
     selected line is only hashed); without one, the selected lines are parsed, their states dropped at once,
     or with `keep` (a run about to play them) each selected scenario is kept in full among those read lately,
-    as `load_scenario_line` keeps what it reads: its episodes then find it there instead of parsing its line a
-    second time."""
+    as `load_scenario_line` keeps what it reads, up to half of their bound (the rest stays for episodes still
+    running): its episodes then find it there instead of parsing its line a second time."""
     path = Path(path)
     if not path.exists():
         raise InputFileError(path, "file not found")
@@ -239,6 +239,7 @@ def scenario_headers(
     if ids is not None and not all(ids):
         ids = None  # scenarios without ids get theirs from their content: parse them
     out: list[tuple[Scenario, ScenarioLine]] = []
+    kept = 0  # bytes of lines kept in full by this call (`keep`)
     position = -1
     for number, offset, raw in _lines(path):
         position += 1
@@ -253,7 +254,8 @@ def scenario_headers(
             scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
                                       where=f"row {position + 1}")
         else:
-            full = _in_full(raw, path, number) if keep else None
+            # at most half the bound: the lines the previous environment's episodes still use stay kept
+            full = _in_full(raw, path, number) if keep and kept + len(raw) <= _RECENT.max_bytes // 2 else None
             if full is None:
                 try:
                     record = json.loads(raw)
@@ -269,6 +271,7 @@ def scenario_headers(
         line = ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())
         if full is not None:
             _RECENT.put((str(path), line.offset, line.digest), full, line.length)
+            kept += line.length
         out.append((scenario, line))
     return out
 
