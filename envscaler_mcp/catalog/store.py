@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -221,12 +222,15 @@ def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
 
 
 def scenario_headers(
-    path: Path, wanted: set[str] | None = None, limit: int | None = None
+    path: Path, wanted: set[str] | None = None, limit: int | None = None, *, keep: bool = False
 ) -> list[tuple[Scenario, ScenarioLine]]:
     """The scenarios of a JSONL file without their initial states (left empty), each with where its line is,
     for loading it in full later (`load_scenario_line`): `wanted` ids (in file order), then the first `limit`.
     With a current catalog index the selection and the scenarios come from it and no line is parsed (each
-    selected line is only hashed); without one, the selected lines are parsed, their states dropped at once."""
+    selected line is only hashed); without one, the selected lines are parsed, their states dropped at once,
+    or with `keep` (a run about to play them) each selected scenario is kept in full among those read lately,
+    as `load_scenario_line` keeps what it reads, up to half of their bound (the rest stays for episodes still
+    running): its episodes then find it there instead of parsing its line a second time."""
     path = Path(path)
     if not path.exists():
         raise InputFileError(path, "file not found")
@@ -235,6 +239,7 @@ def scenario_headers(
     if ids is not None and not all(ids):
         ids = None  # scenarios without ids get theirs from their content: parse them
     out: list[tuple[Scenario, ScenarioLine]] = []
+    kept = 0  # bytes of lines kept in full by this call (`keep`)
     position = -1
     for number, offset, raw in _lines(path):
         position += 1
@@ -244,46 +249,74 @@ def scenario_headers(
             continue
         row = rows[position] if ids is not None and rows is not None and position < len(rows) else None
         header = row.get("header") if row is not None else None
+        full: Scenario | None = None
         if isinstance(header, dict) and header.get("id"):  # the index has it: the line is not parsed
             scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
                                       where=f"row {position + 1}")
         else:
-            try:
-                record = json.loads(raw)
-            except ValueError as exc:
-                raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
-            scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
-            scenario = (scenario if scenario.id else scenario.with_id()).model_copy(update={"initial_state": {}})
+            # at most half the bound: the lines the previous environment's episodes still use stay kept
+            full = _in_full(raw, path, number) if keep and kept + len(raw) <= _RECENT.max_bytes // 2 else None
+            if full is None:
+                try:
+                    record = json.loads(raw)
+                except ValueError as exc:
+                    raise InputFileError(path, f"line {number} is not valid JSON: {exc}") from exc
+                scenario = validate_model(Scenario, record, path=path, where=f"line {number}")
+                scenario = scenario if scenario.id else scenario.with_id()
+            else:
+                scenario = full
+            scenario = scenario.model_copy(update={"initial_state": {}})
         if wanted is not None and scenario.id not in wanted:
             continue
-        out.append((scenario, ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())))
+        line = ScenarioLine(offset, len(raw), hashlib.sha256(raw).hexdigest())
+        if full is not None:
+            _RECENT.put((str(path), line.offset, line.digest), full, line.length)
+            kept += line.length
+        out.append((scenario, line))
     return out
 
 
+def _in_full(raw: bytes, path: Path, number: int) -> Scenario | None:
+    """The scenario of one line in full, as `load_scenario_line` reads it (its initial state keeping its text);
+    None when the line is no scenario (read again the usual way, which names the problem)."""
+    try:
+        scenario = scenario_keeping_state(raw.decode("utf-8"), path=path, where=f"line {number}")
+    except (ValueError, InputFileError):
+        return None
+    return scenario if scenario.id else scenario.with_id()
+
+
 class _Recent:
-    """Scenarios read in full lately, up to a total of line bytes (a run's trials of one scenario read it once;
-    a 154 MB import still never sits in memory whole). Kept scenarios are shared: nobody changes one."""
+    """Scenarios read in full lately, up to a total of line bytes (a run's trials of one scenario read it once,
+    and its first trial finds it as the run's listing of the environment read it; a 154 MB import still never
+    sits in memory whole). Kept scenarios are shared: nobody changes one."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._kept: OrderedDict[tuple[str, int, str], tuple[Scenario, int]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()  # a run reads the next environment's lines in a thread (scenario_headers)
 
     def get(self, key: tuple[str, int, str]) -> Scenario | None:
-        found = self._kept.get(key)
-        if found is None:
-            return None
-        self._kept.move_to_end(key)
-        return found[0]
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:
+                return None
+            self._kept.move_to_end(key)
+            return found[0]
 
     def put(self, key: tuple[str, int, str], scenario: Scenario, size: int) -> None:
         if size > self.max_bytes // 4:
             return
-        self._kept[key] = (scenario, size)
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, (_, dropped) = self._kept.popitem(last=False)
-            self._bytes -= dropped
+        with self._lock:
+            old = self._kept.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._kept[key] = (scenario, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._kept.popitem(last=False)
+                self._bytes -= dropped
 
 
 _RECENT = _Recent(4 << 20)

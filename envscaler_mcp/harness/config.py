@@ -142,11 +142,12 @@ class EnvPlan(BaseModel):
 
     def headers(self) -> list[Scenario]:
         """The plan's scenarios without their initial states: `scenarios`, or read back from `scenario_file`
-        (the lines the plan was made from: UsageError when the file changed since)."""
+        (the lines the plan was made from: UsageError when the file changed since). Lines parsed here are kept
+        in full for `full` (up to the bound of lines read lately): a run parses each line once."""
         if self.scenarios or self.scenario_file is None or not self.lines:
             return self.scenarios
         path = Path(self.scenario_file)
-        found = {s.id: (s, line) for s, line in scenario_headers(path, set(self.lines))}
+        found = {s.id: (s, line) for s, line in scenario_headers(path, set(self.lines), keep=True)}
         out = []
         for scenario_id, line in self.lines.items():
             scenario, now = found.get(scenario_id, (None, None))

@@ -120,7 +120,8 @@ class Zygote:
             for check in pending:
                 check["prepared"] = self.runner.prepare(check["source"])
             initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
-            request["states"] = _episode_states(initial, texts[1:], episodes, pending)
+            request["states"] = _episode_states(initial, texts[1:], episodes, pending,
+                                                share=not request.get("together"))
             try:
                 # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
                 # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
@@ -379,14 +380,27 @@ class Zygote:
                 return
 
 
-def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
-                    checks: list[dict[str, Any]]) -> list[tuple[Pristine, Pristine, Pristine | None]]:
+def _episode_states(initial: Pristine, texts: list[bytes], episodes: int, checks: list[dict[str, Any]], *,
+                    share: bool = True) -> list[tuple[Pristine, Pristine, Pristine | None]]:
     """(initial, final, transcript) of each episode of a request, parsed now (so that batch processes share
     them); a state more than one check gets also keeps its pristine image, unless every check of the episode
     reads only. A final state of the initial state's text (the guards' episode: the checklist on the untouched
     initial state) shares the initial state's image instead: loaded from it in its batch process (about half
-    the cost of a parse), not parsed in the zygote."""
+    the cost of a parse), not parsed in the zygote. With `share` (each episode in batch processes of its own,
+    which only read what the zygote parsed), episodes whose final states (or transcripts) are the same text
+    share one parse: trials that ended in the same state are not parsed once each."""
     per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
+    parsed: dict[tuple[str, bytes, bool], Pristine] = {}
+
+    def shared(what: str, text: bytes, pristine_copy: bool) -> Pristine:
+        if not share:
+            return _shared(text, pristine_copy)
+        key = (what, text, pristine_copy)  # a final state never shares with a transcript (one batch gets both)
+        found = parsed.get(key)
+        if found is None:
+            found = parsed[key] = _shared(text, pristine_copy)
+        return found
+
     states = []
     for e in range(episodes):
         mine = [c for c in checks if c.get("e", 0) == e]
@@ -396,8 +410,8 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int,
         if initial.imaged and (text is initial.text or text == initial.text):  # the guards' episode
             final = initial.twin()
         else:
-            final = _shared(text, imaged and len(mine) - on_transcript > 1)
-        transcript = _shared(texts[per * e + 1], imaged and on_transcript > 1) if per > 1 else None
+            final = shared("final", text, imaged and len(mine) - on_transcript > 1)
+        transcript = shared("transcript", texts[per * e + 1], imaged and on_transcript > 1) if per > 1 else None
         states.append((initial, final, transcript))
     return states
 

@@ -116,6 +116,36 @@ def test_trials_of_a_scenario_read_its_line_once(skeleton_dir: Path, monkeypatch
         plan.full(headers[0])
 
 
+def test_a_line_parsed_for_the_listing_is_not_parsed_again_for_its_episode(
+        skeleton_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an index the run's listing of an environment parses its lines; each scenario is kept in full
+    then (within the bound of lines read lately), so its episode neither reads nor parses the line again, and
+    gets what reading it would give."""
+    from envscaler_mcp._json import ParsedState
+    from envscaler_mcp.catalog import store
+
+    path = skeleton_dir / "scenarios.jsonl"
+    index_path(path).unlink()
+    expected = {s.id: s for s in load_scenarios(path)}
+    monkeypatch.setattr(store, "_RECENT", store._Recent(4 << 20))
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    headers = plan.headers()
+    assert all(h.initial_state == {} for h in headers)
+    path.unlink()  # a read would fail now
+    for header in headers:
+        full = plan.full(header)
+        assert isinstance(full.initial_state, ParsedState)
+        assert full == expected[header.id] and full.model_copy(update={"initial_state": {}}) == header
+
+    monkeypatch.setattr(store, "_RECENT", store._Recent(0))  # nothing kept: the episode reads its line
+    shutil.copy(scenarios_dir() / f"{ENV}.jsonl", path)
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=3))
+    headers = plan.headers()
+    path.unlink()
+    with pytest.raises(InputFileError):
+        plan.full(headers[0])
+
+
 def test_kept_lines_stay_within_their_byte_bound() -> None:
     from envscaler_mcp.catalog import store
 

@@ -394,3 +394,27 @@ async def test_a_validator_that_misbehaves_is_charged_and_its_neighbours_get_a_c
         assert "changed the limits of the sandbox's worker (RLIMIT_NOFILE)" in str(hostile_first[1])
     else:
         assert restarts == 0 and hostile_second == (True, None)
+
+
+def test_trials_that_ended_in_the_same_state_share_the_zygotes_parse_of_it() -> None:
+    """Each trial still runs in batch processes of its own (the test above), on what the zygote parsed: a final
+    state (or transcript) of the same text as another trial's of the request is parsed once for both. A request of
+    probe states run together in one batch process ("together") parses each apart."""
+    import json
+
+    from envscaler_mcp.sandbox.relay import _episode_states
+    from envscaler_mcp.sandbox.runner import Pristine
+
+    shipped, pending = (json.dumps(_final(s)).encode() for s in ("shipped", "pending"))
+    told = json.dumps(_transcript("$10")).encode()
+    checks = [{"i": i + 3 * e, "e": e, "kind": kind, "prepared": (None, "", False, False)}
+              for e in range(3) for i, kind in enumerate(("state", "state", "transcript"))]
+    texts = [shipped, told, pending, told, shipped, told]
+    initial = Pristine(json.dumps(INITIAL).encode())
+    states = _episode_states(initial, texts, 3, checks)
+    finals = [final for _, final, _ in states]
+    assert finals[0] is finals[2] and finals[0] is not finals[1]
+    assert states[0][2] is states[1][2] is states[2][2] and states[0][2] is not finals[0]
+    assert [final.lend(keep=True) for final in finals] == [_final("shipped"), _final("pending"), _final("shipped")]
+    apart = _episode_states(initial, texts, 3, checks, share=False)
+    assert apart[0][1] is not apart[2][1] and apart[0][2] is not apart[1][2]
