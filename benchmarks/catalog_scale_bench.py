@@ -17,7 +17,8 @@ each command in its own process (niced with --nice), against the imported home:
 * `import envscaler --trajectories` (only when asked for by --only: a rollout record of each scenario's
   reference solution, replayed and attached, into a home of its own).
 
-For each: wall time, CPU time (user + system of the process and everything it waited for), memory
+For each: wall time, CPU time (user + system of the process and everything it waited for; with root and a
+cgroup-v1 cpuacct controller also the whole tree's, benchmarks/cpuacct.py, and per scenario or episode), memory
 (tree_memory.py: the peak PSS summed over the process tree, what the command costs the machine; the peak
 RSS summed, which counts pages shared by forked processes once per process; the command's own peak RSS; the
 largest peak RSS of any one process and which), the most processes alive at once in the tree (servers
@@ -50,6 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cpuacct import Tree
 from scale_plot import write_svg
 from tree_memory import TreeSampler
 
@@ -180,10 +182,12 @@ def attach_references(home: Path, refs: dict[str, dict[str, Any]]) -> int:
 
 def run_cli(args: list[str], env: dict[str, str], nice: int, out: Path | None = None) -> dict[str, Any]:
     """Run one CLI command; its wall and CPU seconds, exit code, peak memory and most processes."""
+    tree = Tree.create("catalog-scale")  # the whole tree's CPU (cpuacct), zygotes' children and namespaces' too
     start = time.perf_counter()
     stdout = out.open("wb") if out else subprocess.DEVNULL
     proc = subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-m", "envscaler_mcp", *args],
-                            stdout=stdout, stderr=subprocess.PIPE, env=env)
+                            stdout=stdout, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=tree.enter if tree else None)
     sampler = TreeSampler(proc.pid)
     sampler.start()
     assert proc.stderr is not None
@@ -194,7 +198,13 @@ def run_cli(args: list[str], env: dict[str, str], nice: int, out: Path | None = 
     sampler.join()
     if out:
         stdout.close()  # type: ignore[union-attr]
-    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+    tree_cpu: dict[str, float] = {}
+    if tree:
+        tree.settle()
+        used = tree.read()
+        tree_cpu = {"tree_cpu_s": round((used.user[""] + used.system[""]) / 1e9, 2)}
+        tree.remove()
+    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), **tree_cpu,
             "exit": os.waitstatus_to_exitcode(status), **sampler.measures(),
             "stderr_tail": err[-600:]}
 
@@ -285,6 +295,8 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         if name in ("check", "eval"):
             row["per_s"] = round(len(refs) / row["wall_s"], 1)
             row["per_cpu_s"] = round(len(refs) / max(row["cpu_s"], 0.01), 1)  # what the load does not change
+            if "tree_cpu_s" in row:  # CPU ms per scenario or episode, the whole tree
+                row["tree_cpu_ms_each"] = round(1000 * row["tree_cpu_s"] / len(refs), 1)
         if name == "eval":
             row["run_mb"] = size_mb(run)
         row["home_mb"], row["cache_mb"] = size_mb(folder / "home_t" if name == "trajectories" else home), size_mb(cache)
@@ -305,7 +317,9 @@ HEADER = ("| N envs | command | wall | CPU | peak PSS (tree) | peak RSS summed (
 
 def _line(row: dict[str, Any]) -> str:
     rate = f" | {row['per_s']}/s ({row.get('per_cpu_s', '?')} per CPU s)" if "per_s" in row else " |"
-    return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s | {row['peak_tree_pss_mb']} MB "
+    tree = (f" (tree {row['tree_cpu_s']} s" + (f", {row['tree_cpu_ms_each']} ms each)" if "tree_cpu_ms_each" in row
+                                               else ")")) if "tree_cpu_s" in row else ""
+    return (f"| {row['n']} | {row['command']} | {row['wall_s']} s | {row['cpu_s']} s{tree} | {row['peak_tree_pss_mb']} MB "
             f"| {row['peak_tree_mb']} MB | {row['peak_main_mb']} MB | {row['peak_largest_mb']} MB ({row['largest']}) "
             f"| {row['most_processes']} | {row['home_mb']} MB | {row['cache_mb']} MB"
             f"{rate} {row['note']} | {row['load']} | {row['exit']} |")

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp.compare.diff import StateChange
 from envscaler_mcp.compare.matching import strings_in
 from envscaler_mcp.qa.grounding import contradicting_names, keyed_collections, keys_named, records_named
 from envscaler_mcp.qa.record_index import StateIndex, index_of
@@ -176,13 +177,15 @@ def mismatched_records(scenario: Scenario, reference_final: State, index: StateI
     return problems
 
 
-def consistency_problems(scenario: Scenario, reference_final: State | None) -> list[str]:
-    """Every way the task and its reference solution or checklist disagree ([] = consistent)."""
+def consistency_problems(scenario: Scenario, reference_final: State | None,
+                         changes: list[StateChange] | None = None) -> list[str]:
+    """Every way the task and its reference solution or checklist disagree ([] = consistent). `changes`: the diff
+    of the initial state to `reference_final` (Reference.diff_from_initial), when the caller has it."""
     problems = unseen_state([scenario.task, *(t.user for t in scenario.turns)])
     problems += vacuous_items(scenario.checklist)
     if reference_final is not None:
         index = StateIndex(scenario.initial_state)  # one listing of the records for every question below
         problems += mismatched_records(scenario, reference_final, index)
         problems += unasked_changes(scenario, reference_final, " ".join([scenario.task, *(t.user for t in scenario.turns)]),
-                                    index)
+                                    index, changes)
     return problems

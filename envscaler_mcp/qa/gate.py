@@ -257,7 +257,8 @@ async def check_scenario(scenario: Scenario, episode_factory: EpisodeFactory, sa
     add(GateStep(name="initial_false", status="fail" if initial_reasons else "pass", reasons=initial_reasons))
     add(GateStep(name="replay", status=replay_status, reasons=replay_reasons))
     add(GateStep(name="final_true", status=final_status, reasons=final_reasons))
-    consistency = consistency_problems(scenario, report.final_state)
+    consistency = consistency_problems(scenario, report.final_state, reference.diff_from_initial()
+                                       if reference is not None and report.final_state is not None else None)
     add(GateStep(name="consistency", status="fail" if consistency else "pass", reasons=consistency))
 
     # 5. wrong solutions (only when there are any)

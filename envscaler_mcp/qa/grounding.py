@@ -29,16 +29,20 @@ def _mentions_key(text: Text, collection: str, key: str) -> bool:
                      text.text) is not None
 
 
-def _keys_named(text: Text, name: str, collection: Mapping[str, Any]) -> set[str]:
-    return {key for key in collection if _mentions_key(text, name, key)}
+def _keys_named(text: Text, name: str, index: StateIndex) -> set[str]:
+    """The keys of `name`'s records that the text states (worked out once per index and text: every question below
+    asks it)."""
+    found = index.keys_named.get((text.text, name))
+    if found is None:
+        found = index.keys_named[text.text, name] = {key for key in index.names[name] if _mentions_key(text, name, key)}
+    return found
 
 
 def named_records(state: Mapping[str, Any] | StateIndex, task: str) -> set[tuple[str, str]]:
     """(collection, key) of every record the task names: by its key, or by a value (or a word of one) that only
     this record of its collection has. `state` may be given as its StateIndex."""
     text, index = text_of(task), index_of(state)
-    return {(name, key) for name, collection in index.names.items()
-            for key in _keys_named(text, name, collection) | index[name].named(text, "own")}
+    return {(name, key) for name in index.names for key in _keys_named(text, name, index) | index[name].named(text, "own")}
 
 
 def names_a_record(state: Mapping[str, Any], task: str) -> bool:
@@ -51,16 +55,15 @@ def records_named(state: Mapping[str, Any] | StateIndex, task: str) -> dict[str,
     """{collection: keys of the records the task names}: by key, or by a whole value that only that record of
     its collection has (a date, a name, a title; single words of longer values are not enough here)."""
     text, index = text_of(task), index_of(state)
-    named = {name: _keys_named(text, name, collection) | index[name].named(text, "whole")
-             for name, collection in index.names.items()}
+    named = {name: _keys_named(text, name, index) | index[name].named(text, "whole") for name in index.names}
     return {name: keys for name, keys in named.items() if keys}
 
 
 def keys_named(state: Mapping[str, Any] | StateIndex, task: str) -> dict[str, set[str]]:
     """{collection: keys of its records the task states literally (as ids)}."""
-    text = text_of(task)
-    named = {name: _keys_named(text, name, collection) for name, collection in index_of(state).names.items()}
-    return {name: keys for name, keys in named.items() if keys}
+    text, index = text_of(task), index_of(state)
+    named = {name: _keys_named(text, name, index) for name in index.names}
+    return {name: set(keys) for name, keys in named.items() if keys}
 
 
 def contradicting_names(state: Mapping[str, Any] | StateIndex, task: str) -> list[tuple[str, str, str, str]]:
@@ -70,7 +73,7 @@ def contradicting_names(state: Mapping[str, Any] | StateIndex, task: str) -> lis
     text, index = text_of(task), index_of(state)
     found: list[tuple[str, str, str, str]] = []
     for name, collection in index.names.items():
-        ids = [(span, key) for key in collection if any(ch.isdigit() for ch in key)
+        ids = [(span, key) for key in collection if text.mentions(key) and any(ch.isdigit() for ch in key)
                for span in positions(text.text, key)]
         if not ids:
             continue

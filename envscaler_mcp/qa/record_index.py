@@ -3,7 +3,11 @@
 * `StateIndex`: a state's keyed collections, each record's values listed once, with the values (and words) that
   only one record of its collection holds. The consistency step asks several questions of one initial state
   (records named by value, by key, two names side by side, calls the task did not ask for), and each used to
-  list and count every record's values again.
+  list and count every record's values again. The scenarios the gate takes one after the other mostly share
+  their records (an environment's scenarios differ in a few), so a collection's index is built like the last one
+  of that name (`Records(records, like)`): the records equal byte for byte (marshal) are not listed again and
+  the maps are patched with the ones that differ, with the answers of an index built afresh
+  (tests/qa/test_record_index.py). The last few such indexes are kept, up to `_KEPT_RECORDS` records in all.
 * `Text`: a lower-cased task with every span `mentions` could find in it, so that the thousands of values of a
   state are each looked up in a set instead of searched for in the text.
 
@@ -14,16 +18,20 @@ up to `_SPAN_MAX` characters long is mentioned exactly when its lower-cased form
 
 from __future__ import annotations
 
+import marshal
 import re
 from bisect import bisect_right
-from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
+from itertools import chain
+from operator import itemgetter
+from typing import Any, TypeVar
 
 MIN_VALUE = 3  # shorter values ("A", "12") are not taken as naming a record
 _SPAN_MAX = 64  # values up to this long are looked up among a Text's spans; longer ones are searched for
 _WORD = re.compile(r"[^\W\d_]{4,}")
+_T = TypeVar("_T")
 _CACHED_VALUE = 128  # longer values are split into words each time (the cache holds at most 16,384 short ones)
 
 
@@ -100,33 +108,93 @@ def text_of(task: str) -> Text:
     return Text(task)
 
 
-class Records:
-    """One keyed collection with each record's values listed once, and the values only one record holds."""
+def _dumped(records: Mapping[str, Any]) -> dict[str, bytes]:
+    """Each record's bytes (marshal: 1, 1.0 and True, which are equal in Python but listed as "1", "1.0" and not at
+    all, differ, as do the orders of fields); {} when a record cannot be written (nothing is then reused)."""
+    try:
+        return dict(zip(records, map(marshal.dumps, records.values()), strict=True))
+    except (ValueError, TypeError):
+        return {}
 
-    def __init__(self, records: Mapping[str, Any]) -> None:
+
+def _patched(index: dict[str, list[_T]], gone: set[str], drop: Iterable[str], add: Iterable[tuple[str, _T]],
+             key: Callable[[_T], str]) -> dict[str, list[_T]]:
+    """A copy of `index` (name -> entries) without the entries of the `gone` records under the names in `drop`, and
+    with `add` appended. The lists of `index` are never changed: the Records it came from still reads them."""
+    out = dict(index)
+    for name in drop:
+        left = [entry for entry in out.get(name, ()) if key(entry) not in gone]
+        if left:
+            out[name] = left
+        else:
+            out.pop(name, None)
+    for name, entry in add:
+        out[name] = [*out.get(name, ()), entry]
+    return out
+
+
+class Records:
+    """One keyed collection with each record's values listed once, and the values only one record holds.
+
+    Built `like` the index of another state's collection (the scenarios of an environment share most of their
+    records), what it listed of the records both hold unchanged (byte for byte: `_dumped`) is taken from it, and its maps
+    are patched with the records that differ; the answers are those of an index built afresh."""
+
+    def __init__(self, records: Mapping[str, Any], like: Records | None = None) -> None:
         self.records = records
-        pairs = {key: strings_of(record) for key, record in records.items()}
-        counts = Counter(pair for held in pairs.values() for pair in set(held))
-        self.values = {key: {value for _, value in held} for key, held in pairs.items()}
+        self._bytes = _dumped(records)
+        old = like.records if like is not None else {}
+        kept = {key for key, _ in self._bytes.items() & like._bytes.items()} if like is not None else set()
+        if like is None or 2 * len(kept) < len(records):
+            like, kept = None, set()
+        # (field, value) pairs and values of each record: a kept record's are the other index's
+        self._held: dict[str, frozenset[tuple[str, str]]] = {
+            key: like._held[key] if like is not None and key in kept else frozenset(strings_of(record))
+            for key, record in records.items()}
+        self.values: dict[str, set[str]] = {
+            key: like.values[key] if like is not None and key in kept else {value for _, value in held}
+            for key, held in self._held.items()}
+        if like is None:
+            self._counts = Counter(chain.from_iterable(self._held.values()))
+        else:
+            self._counts = like._counts.copy()
+            gone = [like._held[key] for key in old if key not in kept]
+            for held in gone:
+                self._counts.subtract(held)
+            for key in records.keys() - kept:
+                self._counts.update(self._held[key])
+            for held in gone:
+                for pair in held:
+                    if not self._counts[pair]:
+                        del self._counts[pair]
         # the whole values that only one record has in their field (a date, a name, a title)
-        self.whole = {value for (_, value), n in counts.items() if n == 1 and len(value) >= MIN_VALUE}
+        self.whole = {value for (_, value), n in self._counts.items() if n == 1 and len(value) >= MIN_VALUE}
         self._words: dict[str, set[str]] | None = None
         self._distinct: set[str] | None = None
         self._by_lowered: tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]] | None = None
         self._word_keys: tuple[dict[str, list[str]], list[str]] | None = None
+        # what the lazy maps below take from `like` (not `like` itself: no chain of indexes is kept alive)
+        self._like = None if like is None else _Like(old.keys() - kept, records.keys() - kept, like.values,
+                                                     like._words, like._by_lowered, like._word_keys)
 
     def words(self, key: str) -> set[str]:
         """The words (4 letters or more) of the record's values."""
+        return self._word_map()[key]
+
+    def _word_map(self) -> dict[str, set[str]]:
         if self._words is None:
-            self._words = {k: {w for value in values for w in words_of(value)} for k, values in self.values.items()}
-        return self._words[key]
+            like = self._like
+            known, new = (like.words, like.new) if like is not None and like.words is not None else ({}, set())
+            self._words = {k: known[k] if k in known and k not in new else {w for v in values for w in words_of(v)}
+                           for k, values in self.values.items()}
+        return self._words
 
     @property
     def distinct(self) -> set[str]:
         """The whole values only one record has, and the words (4 letters or more) that only one record's values
         contain ("Moreno" of "Dr. Elena Moreno")."""
         if self._distinct is None:
-            words = Counter(word for key in self.values for word in self.words(key))
+            words = Counter(chain.from_iterable(self._word_map().values()))
             self._distinct = self.whole | {word for word, n in words.items() if n == 1}
         return self._distinct
 
@@ -153,40 +221,86 @@ class Records:
     def _lowered(self) -> tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]]:
         """Each record's values by their lower-cased form (value, key), and the values too long to be spans."""
         if self._by_lowered is None:
-            short: dict[str, list[tuple[str, str]]] = {}
-            long: list[tuple[str, str]] = []
-            for key, values in self.values.items():
-                for value in values:
-                    lowered = value.lower()
-                    if 0 < len(lowered) <= _SPAN_MAX:
-                        short.setdefault(lowered, []).append((value, key))
-                    else:
-                        long.append((value, key))
+            like = self._like
+            if like is not None and like.lowered is not None:  # patched: only the records that differ are listed
+                gone = like.gone
+                old_short, old_long = like.lowered
+                short = _patched(old_short, gone, (v.lower() for k in gone for v in like.values[k]),
+                                 ((v.lower(), (v, k)) for k in like.new for v in self.values[k]
+                                  if 0 < len(v.lower()) <= _SPAN_MAX), key=itemgetter(1))
+                long = [entry for entry in old_long if entry[1] not in gone]
+                long += [(v, k) for k in like.new for v in self.values[k] if not 0 < len(v.lower()) <= _SPAN_MAX]
+            else:
+                short, long = {}, []
+                for key, values in self.values.items():
+                    for value in values:
+                        lowered = value.lower()
+                        if 0 < len(lowered) <= _SPAN_MAX:
+                            short.setdefault(lowered, []).append((value, key))
+                        else:
+                            long.append((value, key))
             self._by_lowered = short, long
         return self._by_lowered
 
     def _by_word(self) -> tuple[dict[str, list[str]], list[str]]:
         """The keys of the records whose values contain each word, and the words too long to be spans."""
         if self._word_keys is None:
-            by_word: dict[str, list[str]] = {}
-            for key in self.values:
-                for word in self.words(key):
-                    by_word.setdefault(word, []).append(key)
-            self._word_keys = by_word, [word for word in by_word if len(word) > _SPAN_MAX]
+            like = self._like
+            if like is not None and like.word_keys is not None and like.words is not None:
+                gone = like.gone
+                by_word = _patched(like.word_keys[0], gone, (w for k in gone for w in like.words[k]),
+                                   ((w, k) for k in like.new for w in self.words(k)), key=lambda k: k)
+                long_words = {w for w in like.word_keys[1] if w in by_word}
+                long_words.update(w for k in like.new for w in self.words(k) if len(w) > _SPAN_MAX)
+                self._word_keys = by_word, list(long_words)
+            else:
+                by_word = {}
+                for key in self.values:
+                    for word in self.words(key):
+                        by_word.setdefault(word, []).append(key)
+                self._word_keys = by_word, [word for word in by_word if len(word) > _SPAN_MAX]
         return self._word_keys
 
 
+class _Like:
+    """What a Records takes from the index it was built like: the keys of the records that differ (`gone`: the
+    other's, `new`: its own) and the other's maps as they were then."""
+
+    def __init__(self, gone: set[str], new: set[str], values: dict[str, set[str]], words: dict[str, set[str]] | None,
+                 lowered: tuple[dict[str, list[tuple[str, str]]], list[tuple[str, str]]] | None,
+                 word_keys: tuple[dict[str, list[str]], list[str]] | None) -> None:
+        self.gone, self.new, self.values, self.words, self.lowered, self.word_keys = (
+            gone, new, values, words, lowered, word_keys)
+
+
+_KEPT = 8  # collections whose index the next state's index of that name is built like
+_KEPT_RECORDS = 5_000  # and their records in all (they are the states of scenarios already done: memory)
+_recent: OrderedDict[str, Records] = OrderedDict()
+
+
+def _built(name: str, records: Mapping[str, Any]) -> Records:
+    """The index of a collection, built like the last one of that name; kept for the next while it is small."""
+    index = Records(records, _recent.pop(name, None))
+    if len(records) <= _KEPT_RECORDS:
+        _recent[name] = index
+        while len(_recent) > _KEPT or sum(len(r.records) for r in _recent.values()) > _KEPT_RECORDS:
+            _recent.popitem(last=False)
+    return index
+
+
 class StateIndex:
-    """A state's keyed collections, each indexed (`Records`) when first asked for."""
+    """A state's keyed collections, each indexed (`Records`) when first asked for, and the keys a text names
+    (qa/grounding.py asks that of every collection several times)."""
 
     def __init__(self, state: Mapping[str, Any]) -> None:
         self.state = state
         self.names = keyed(state)
         self._indexed: dict[str, Records] = {}
+        self.keys_named: dict[tuple[str, str], set[str]] = {}  # (lower-cased text, collection) -> keys
 
     def __getitem__(self, name: str) -> Records:
         if name not in self._indexed:
-            self._indexed[name] = Records(self.names[name])
+            self._indexed[name] = _built(name, self.names[name])
         return self._indexed[name]
 
 

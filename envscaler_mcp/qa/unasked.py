@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from envscaler_mcp._json import State
-from envscaler_mcp.compare.diff import diff_states
+from envscaler_mcp.compare.diff import StateChange, diff_states
 from envscaler_mcp.compare.matching import strings_in
 from envscaler_mcp.qa.grounding import keyed_collections, named_records
 from envscaler_mcp.qa.record_index import StateIndex, index_of, mentions
@@ -32,9 +32,10 @@ from envscaler_mcp.scenario.models import Scenario
 _Target = tuple[int, str, str, str, str]
 
 
-def _acted_on(scenario: Scenario, final: State, index: StateIndex) -> list[_Target]:
+def _acted_on(scenario: Scenario, final: State, index: StateIndex, changes: list[StateChange] | None = None
+              ) -> list[_Target]:
     """Every (call, record) where a call's argument is a record's key and the replay changed that record or wrote
-    its key into the state."""
+    its key into the state. `changes`: the diff of the initial state to `final`, when the caller has it."""
     initial = scenario.initial_state
     collections = keyed_collections(index)
     owners: dict[str, list[str]] = {}
@@ -48,7 +49,7 @@ def _acted_on(scenario: Scenario, final: State, index: StateIndex) -> list[_Targ
     changed: set[tuple[str, str]] = set()
     written: dict[str, str] = {}  # key -> the first path a value holding it was written to
     held: dict[str, str] = {}  # key -> the first changed record that held it
-    for change in diff_states(initial, final):
+    for change in changes if changes is not None else diff_states(initial, final):
         if len(change.path) > 1 and str(change.path[0]) in collections:
             record = (str(change.path[0]), str(change.path[1]))
             if record not in changed:
@@ -86,14 +87,15 @@ def _implied(initial: State, final: State, named: set[tuple[str, str]], name: st
     return (bool(holds & named_keys) and not holds & others) or any(key in strings((initial,), c, k) for c, k in named)
 
 
-def unasked_changes(scenario: Scenario, final: State, text: str | None = None, index: StateIndex | None = None
-                    ) -> list[str]:
+def unasked_changes(scenario: Scenario, final: State, text: str | None = None, index: StateIndex | None = None,
+                    changes: list[StateChange] | None = None) -> list[str]:
     """Reference calls acting on a record the task neither names nor implies and no checklist item is about
     (see the module docstring); `text` is the task with every turn's message (the task alone by default);
-    `index`: the initial state's StateIndex, when the caller has one."""
+    `index`: the initial state's StateIndex, `changes`: the diff of the initial state to `final` (the
+    reference's, worked out once), when the caller has them."""
     index = index if index is not None else index_of(scenario.initial_state)
     checklist = " ".join(f"{c.description} {c.validator or ''}" for c in scenario.checklist).lower()
-    targets = [t for t in _acted_on(scenario, final, index) if not mentions(checklist, t[3])]
+    targets = [t for t in _acted_on(scenario, final, index, changes) if not mentions(checklist, t[3])]
     if not targets:
         return []
     named = named_records(index, text if text is not None else scenario.task)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from envscaler_mcp.compare.diff import diff_states
 from envscaler_mcp.qa.consistency import consistency_problems
 from envscaler_mcp.qa.unasked import unasked_changes
 from envscaler_mcp.scenario.models import ChecklistItem, Scenario, ToolCall
@@ -117,3 +118,13 @@ def test_a_record_a_named_one_points_at_is_implied() -> None:
     assert unasked_changes(scenario(task, replace("P1")), taken("P1")) == []  # O-1 holds P1
     assert [p.split(",")[0] for p in unasked_changes(scenario(task, replace("P2")), taken("P2"))] == [
         "call 1 send_replacement changes products P2"]
+
+
+def test_the_diff_a_caller_has_is_read_instead_of_worked_out_again() -> None:
+    sc = scenario("Please cancel order O-1.", cancel("O-1"), cancel("O-2"))
+    final = after("O-1", "O-2")
+    changes = diff_states(STATE, final)
+    assert consistency_problems(sc, final, changes) == consistency_problems(sc, final) != []
+    # the diff given is what is read: without the change to O-2 in it, call 2 acts on nothing
+    without_o2 = [c for c in changes if c.path[:2] != ["orders", "O-2"]]
+    assert unasked_changes(sc, final, changes=without_o2) == []
