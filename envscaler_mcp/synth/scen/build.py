@@ -120,7 +120,19 @@ class ScenarioBuilder:
                           f"what the task asks: {judgement.reason}")
         return draft.model_copy(update={"notes": [*draft.notes, judgement.note()]})
 
+    def say(self, text: str) -> None:
+        """One line of the run's progress log (synth/_common_progress.py) about the current item, if there is one."""
+        log = getattr(self.ctx.generator, "log", None)
+        if isinstance(log, RunLog):
+            log.line(f"  {current_item.get()} {text}")
+
     async def evaluate(self, state: State, draft: Draft) -> Verdict:
+        """Gate a draft, the verdict said in the progress log."""
+        verdict = await self._evaluate(state, draft)
+        self.say("gate: " + ("; ".join(verdict.reasons)[:300] if verdict.reasons else "passed"))
+        return verdict
+
+    async def _evaluate(self, state: State, draft: Draft) -> Verdict:
         """Gate a draft (the solution must also call at least one state-changing tool)."""
         scenario = draft_scenario(self.ctx.skeleton.id, state, draft)
         changes = [c.tool for c in draft.solution if self.kinds.get(c.tool) == "state_change"]
@@ -205,12 +217,11 @@ class ScenarioBuilder:
         draft = recast(exc.draft, exc.wrong, state)
         if draft is None:
             return again
+        self.say(f"task: {draft.notes[-1][:300]}")
         verdict = await self.evaluate(state, draft)
         if verdict.reasons and verdict.part in (None, "task"):
+            self.say("task: the recast task is asked again")
             return again
-        log = getattr(self.ctx.generator, "log", None)  # the run's progress log (synth/_common_progress.py)
-        if isinstance(log, RunLog):
-            log.line(f"  {current_item.get()} task: {draft.notes[-1][:200]}")
         return draft, verdict, False
 
     async def plan(self, state: State, draft: Draft, solution: list[ToolCall], meter: UsageMeter

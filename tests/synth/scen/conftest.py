@@ -15,6 +15,7 @@ from envscaler_mcp.launch import LaunchedServer, launch_server
 from envscaler_mcp.providers.mock import MockProvider
 from envscaler_mcp.skeleton.build import build_skeleton_from_dir
 from envscaler_mcp.skeleton.models import EnvSkeleton
+from envscaler_mcp.synth._common_progress import ReportingProvider, RunLog
 from envscaler_mcp.synth.scen.pipeline import ScenOptions, run_scenarios
 from envscaler_mcp.synth.scen.summary import ScenSummary
 from tests.synth.fixtures.scen_router import ScenRouter
@@ -45,7 +46,8 @@ Runner = Callable[..., Any]
 
 @pytest.fixture
 def run(skeletons: dict[str, EnvSkeleton], servers: dict[str, LaunchedServer], tmp_path: Path) -> Runner:
-    """run(env, case, n=1, **options) -> (summary, router, out folder); the pipeline on the shared server."""
+    """run(env, case, n=1, **options) -> (summary, router, out folder); the pipeline on the shared server; with
+    `logged`, the model calls reported to OUT/_work/synth.log as the command line's runs report them."""
 
     def opener(skeleton: EnvSkeleton) -> AbstractAsyncContextManager[LaunchedServer]:
         @asynccontextmanager
@@ -55,10 +57,12 @@ def run(skeletons: dict[str, EnvSkeleton], servers: dict[str, LaunchedServer], t
         return shared()
 
     async def runner(env: str, case: str = "good", n: int = 1, router: ScenRouter | None = None,
-                     **options: Any) -> tuple[ScenSummary, ScenRouter, Path]:
+                     logged: bool = False, **options: Any) -> tuple[ScenSummary, ScenRouter, Path]:
         router = router or ScenRouter(env, case)
-        provider = MockProvider([router], repeat_last=True, spec="mock/scen")
+        provider: Any = MockProvider([router], repeat_last=True, spec="mock/scen")
         options.setdefault("out", tmp_path / "out")
+        if logged:
+            provider = ReportingProvider(provider, RunLog(options["out"] / "_work" / "synth.log", echo=lambda _: None))
         summary = await run_scenarios([skeletons[env]], provider, None, ScenOptions(n=n, **options), opener)
         return summary, router, options["out"]
 

@@ -82,10 +82,14 @@ def test_nothing_is_recast_without_a_taker_or_an_id_in_the_task() -> None:
 @pytest.mark.anyio
 async def test_a_model_that_keeps_naming_the_locked_record_gets_its_item_kept_by_the_recast(run: Any) -> None:
     router = MisnamingModel(corrects=False)  # never writes another task
-    _, _, out = await run("mini_shop", router=router)
+    _, _, out = await run("mini_shop", router=router, logged=True)
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert "O-2001" in sc.task and "O-2003" not in sc.task
     assert [c.arguments.get("order_id") for c in sc.reference_solution] == ["O-2001", "O-2001"]
     assert all("O-2003" not in (c.validator or "") for c in sc.checklist)
     assert any(n.startswith("task recast from orders O-2003 to O-2001 by code") for n in sc.provenance.notes)
     assert len(task_prompts(router)) == 1  # no model call for the new task
+    log = (out / "_work" / "synth.log").read_text()  # the progress log says what happened, in order
+    said = [line.split(" ", 1)[1] for line in log.splitlines() if " s001 task: " in line or " s001 gate: " in line]
+    assert said[-2].startswith("  s001 task: task recast from orders O-2003 to O-2001 by code")
+    assert said[-1] == "  s001 gate: passed"
