@@ -42,7 +42,7 @@ from envscaler_mcp.synth.scen.existing import existing_record
 from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.recast import recast
 from envscaler_mcp.synth.scen.records import Draft
-from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan
+from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan, misnamed
 from envscaler_mcp.synth.scen.spare import PartlyWritten, spare_draft, unchecked
 from envscaler_mcp.synth.scen.steps import StepContext, gen_checklist, gen_solution, gen_task, gen_validators
 from envscaler_mcp.synth.scen.verdicts import (
@@ -58,6 +58,7 @@ from envscaler_mcp.synth.scen.verdicts import (
 
 _MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
+RECASTS = 3  # records a task is recast from, at most (recast.py)
 
 
 class SentBack(Exception):
@@ -214,10 +215,20 @@ class ScenarioBuilder:
         a record that takes the change (`recast.py`) and gated, unless the gate then faults the task or its
         consistency; else the task is asked again (`verdicts.retargeted`)."""
         again = exc.draft, retargeted(exc.wrong), True
-        draft = recast(exc.draft, exc.wrong, state)
-        if draft is None:
+        changers = {t.name for t in self.ctx.skeleton.tools if t.kind == "state_change"}
+        draft, wrong = exc.draft, exc.wrong
+        for _ in range(RECASTS):  # a later call of the recast plan may be refused on another record the task names
+            moved = recast(draft, wrong, state)
+            if moved is None:
+                break
+            draft = moved
+            self.say(f"task: {draft.notes[-1][:300]}")
+            if (found := await misnamed(draft.task, draft.solution, state, self.episode_factory, changers,
+                                        by_id_only=True)) is None:
+                break
+            wrong = found
+        if draft is exc.draft:
             return again
-        self.say(f"task: {draft.notes[-1][:300]}")
         verdict = await self.evaluate(state, draft)
         if verdict.reasons and verdict.part in (None, "task"):
             self.say("task: the recast task is asked again")

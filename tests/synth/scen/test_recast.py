@@ -16,6 +16,7 @@ from envscaler_mcp.synth.scen.recast import recast
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Misnamed
 
+from ..fixtures.scen_router import ScenRouter
 from .test_retarget import MisnamingModel, task_prompts
 from .test_steering import STATE
 
@@ -93,3 +94,18 @@ async def test_a_model_that_keeps_naming_the_locked_record_gets_its_item_kept_by
     said = [line.split(" ", 1)[1] for line in log.splitlines() if " s001 task: " in line or " s001 gate: " in line]
     assert said[-2].startswith("  s001 task: task recast from orders O-2003 to O-2001 by code")
     assert said[-1] == "  s001 gate: passed"
+
+
+@pytest.mark.anyio
+async def test_a_plan_refused_on_two_records_the_task_names_is_recast_onto_two_peers(run: Any) -> None:
+    router = ScenRouter("mini_shop", "retarget_two")  # every answer about shipped O-2003 and delivered O-2004
+    _, _, out = await run("mini_shop", router=router, logged=True)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "orders O-2001 and O-2002" in sc.task
+    assert [c.arguments["order_id"] for c in sc.reference_solution] == ["O-2001", "O-2002"]
+    assert ['"O-2001"' in (c.validator or "") for c in sc.checklist] == [True, False]
+    assert ['"O-2002"' in (c.validator or "") for c in sc.checklist] == [False, True]
+    notes = [n for n in sc.provenance.notes if n.startswith("task recast")]
+    assert [n.split(" by code")[0] for n in notes] == ["task recast from orders O-2003 to O-2001",
+                                                       "task recast from orders O-2004 to O-2002"]
+    assert router.calls["task"] == 1
