@@ -11,7 +11,11 @@ whole gate like any other; a note in its provenance says what was swapped and wh
 
 A peer is not chosen when it differs from the refused record in a reference to another record that the task
 names (the refused order is Marta's, the task says "this is Marta", the peer is Jonas's order): the task would then
-ask one person to change another person's record. No peer left: the task is asked again, as before.
+ask one person to change another person's record. Nor when the recast texts would still name a value of the
+refused record that the peer does not share, in a form the swap of whole values does not see (`said.py`: "this
+is Marta" for "Marta Lindqvist", "April 7" or "9:15" for "2026-04-07T09:15:00", "112.00" for 112.0): the task
+would then be about the peer and the refused record at once. No recast either when the refused id is a number
+("order 3, all 3 of its items"). No peer left: the task is asked again, as before.
 """
 
 from __future__ import annotations
@@ -23,29 +27,23 @@ from envscaler_mcp._json import State
 from envscaler_mcp.synth.scen.anchors import Anchor, records
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Misnamed, names_id, swapped_all
-
-_MIN_VALUE = 4  # a record's own value shorter than this is never swapped in text ("P2", "yes")
-
-
-def _word(value: str) -> re.Pattern[str]:
-    """`value` as a word of its own (`O-2003`, not `O-20031`; `Bob Chen`, not `Bob Chenko`)."""
-    return re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
+from envscaler_mcp.synth.scen.said import MIN_VALUE, mentions, still_named, word
 
 
 def _mentions(text: str, anchor: Anchor) -> bool:
-    """Whether `text` names the record: by its id, or by a string value of its own of `_MIN_VALUE`+ characters."""
-    return names_id(text, anchor.record_id) or any(
-        isinstance(v, str) and len(v) >= _MIN_VALUE and _word(v).search(text) for v in anchor.record.values())
+    """Whether `text` names the record: by its id, or by a text value of its own in some form (`said.forms`: a
+    whole value, a part of a name, a date written out)."""
+    return names_id(text, anchor.record_id) or mentions(text, anchor.record)
 
 
 def _text_swaps(old: Anchor, peer: Anchor, text: str, ids: set[str]) -> dict[str, str]:
-    """The record's own values named in `text` (its id, and string fields of `_MIN_VALUE`+ characters that are not
+    """The record's own values named in `text` (its id, and string fields of `said.MIN_VALUE`+ characters that are not
     record ids) -> the peer's value of the same field."""
     swaps = {old.record_id: peer.record_id}
     for key, value in old.record.items():
         new = peer.record.get(key)
-        if (isinstance(value, str) and isinstance(new, str) and value != new and len(value) >= _MIN_VALUE
-                and value not in ids and _word(value).search(text)):
+        if (isinstance(value, str) and isinstance(new, str) and value != new and len(value) >= MIN_VALUE
+                and value not in ids and word(value).search(text)):
             swaps[value] = new
     return swaps
 
@@ -54,7 +52,7 @@ def _fits(old: Anchor, peer: Anchor, text: str, swaps: Mapping[str, str], by_id:
     """Whether the task may be about `peer` instead of `old`: no value swapped in is one the text already has
     ("this is Marta … cancel my order" made about Jonas's order, in a task that also names Jonas), and no field in
     which the two differ refers to another record that the text names (the refused order's customer record)."""
-    if any(_word(new).search(text) for value, new in swaps.items() if value != old.record_id):
+    if any(word(new).search(text) for value, new in swaps.items() if value != old.record_id):
         return False
     for key, value in old.record.items():
         if peer.record.get(key) == value or not isinstance(value, str):
@@ -73,15 +71,16 @@ def _swap_text(text: str, swaps: Mapping[str, str]) -> str:
 
 
 def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
-    """The draft about a peer that takes the refused change, a provenance note saying so; None when no peer fits
-    or the task does not name the refused record by id."""
+    """The draft about a peer that takes the refused change, a provenance note saying so; None when no peer fits,
+    or the task does not name the refused record by id, or that id is a number."""
     old = wrong.record
-    if not wrong.takers or not names_id(draft.task, old.record_id):
-        return None
+    if not wrong.takers or not names_id(draft.task, old.record_id) or old.record_id.isdigit():
+        return None  # an id that is a number: a count or an amount beside it would be swapped too
     by_id = {a.record_id: a for a in records(state)}
     words = " ".join([draft.title, draft.task, *(c.description for c in draft.checklist)])
     fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in wrong.takers)
-    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, words, sw, by_id)), (None, {}))
+    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, words, sw, by_id)
+                        and still_named(old.record, t.record, _swap_text(words, sw)) is None), (None, {}))
     if peer is None:
         return None
     ids = {old.record_id: peer.record_id}

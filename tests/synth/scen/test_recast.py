@@ -93,3 +93,46 @@ async def test_a_model_that_keeps_naming_the_locked_record_gets_its_item_kept_by
     said = [line.split(" ", 1)[1] for line in log.splitlines() if " s001 task: " in line or " s001 gate: " in line]
     assert said[-2].startswith("  s001 task: task recast from orders O-2003 to O-2001 by code")
     assert said[-1] == "  s001 gate: passed"
+
+
+def test_a_recast_that_would_leave_a_value_of_the_refused_record_in_the_text_is_not_made() -> None:
+    # the task names O-2003 also by its total, in a form the exact-value swap does not see (112.0 as "112.00")
+    total = ("Hi, this is Marta Lindqvist. Please cancel my shipped order O-2003 of 112.00 EUR and record the "
+             "reason as wrong size.")
+    assert recast(draft(total), wrong(STATE, "O-2003", "O-2001"), STATE) is None
+    # by a part of its customer's name: "this is Marta" would ask about Jonas Weber's order
+    first = "Hi, this is Marta. Please cancel my order O-2003 and record the reason as wrong size, thanks."
+    assert recast(draft(first), wrong(STATE, "O-2003", "O-2002"), STATE) is None
+    assert recast(draft(first), wrong(STATE, "O-2003", "O-2002", "O-2001"), STATE) is not None  # hers: kept
+    # by its date, written out: "placed on April 7" would stay about the refused order's day
+    state = {"orders": {"O-2003": {"status": "shipped", "placed_on": "2026-04-07T09:15:00"},
+                        "O-2001": {"status": "pending", "placed_on": "2026-04-09T16:40:00"}}}
+    for said in ("placed on April 7", "placed on 7 April 2026", "placed on Apr. 7th", "placed at 09:15"):
+        task = f"Please cancel my order O-2003 {said} and record the reason as wrong size, thank you very much."
+        assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is None, said
+    state = {"orders": {"O-2003": {"status": "shipped", "placed_on": "2026-04-07"},
+                        "O-2001": {"status": "pending", "placed_on": "2026-04-09"}}}
+    task = "Please cancel my order O-2003 placed on 2026-04-07 and record the reason as wrong size."
+    got = recast(draft(task), wrong(state, "O-2003", "O-2001"), state)  # the whole value is swapped: kept
+    assert got is not None and "placed on 2026-04-09 and" in got.task
+
+
+def test_a_customer_named_by_part_of_a_name_keeps_the_peer_of_another_customer_out() -> None:
+    state = {"customers": {"C1": {"name": "Marta Lindqvist"}, "C2": {"name": "Jonas Weber"}},
+             "orders": {"O-2003": {"customer_id": "C1", "status": "shipped"},
+                        "O-2002": {"customer_id": "C2", "status": "pending"}}}
+    mine = "Hi, this is Marta: please cancel my order O-2003 and record the reason as wrong size."
+    assert recast(draft(mine), wrong(state, "O-2003", "O-2002"), state) is None
+
+
+def test_an_id_that_is_a_number_is_not_swapped() -> None:
+    state = {"orders": {"3": {"status": "shipped", "items": 3}, "1": {"status": "pending", "items": 3}}}
+    task = "Please cancel my shipped order 3, all 3 of its items, and record the reason as wrong size."
+    odd = draft(task).model_copy(update={"solution": [ToolCall(tool="cancel_order", arguments={"order_id": "3"})]})
+    # "3" is also the count of items: "order 1, all 1 of its items" would be a task about something else
+    assert recast(odd, wrong(state, "3", "1"), state) is None
+    # nor in a validator: `len(final_state["orders"]) == 3` would become `== 1`
+    check = 'def check_func(final_state):\n    return len(final_state["orders"]) == 3\n'
+    odd.checklist[1].validator = check
+    assert recast(odd.model_copy(update={"task": "Please cancel my shipped order 3 and record the reason as "
+                                                 "wrong size, thank you."}), wrong(state, "3", "1"), state) is None
