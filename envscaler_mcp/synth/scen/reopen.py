@@ -5,8 +5,10 @@ wrote both flights departed on the same dates again, and told to give some appoi
 wrote them all `completed`: the feedback names a mechanical change, which code can make. For each closed
 collection whose refusal says what the known calls were accepted on (`Closed.accepted`, the commonest status
 first; `Closed.later`, the date fields after their state's `today`), half of its records (at least one) are
-reopened: records no other record names first, so that none becomes inconsistent with them (a ticket on a
-flight, an appointment on a slot), then the rest. A reopened record takes that status, and those date fields
+reopened, of those whose dates to move are held nowhere else (in the record's id, slot `D01-2026-04-07-1030`;
+in a record it names, an appointment's slot of that day; in a record naming it, the completed appointment of
+that day on a slot): records no other record names first, so that none becomes inconsistent with them (a ticket
+on a flight), then the rest. A collection with no such record is not reopened. A reopened record takes that status, and those date fields
 move by one number of days so that the earliest is as far after the state's `today` as the calls' records were
 (`Closed.ahead`, the median; a day more for each record reopened before it), keeping each value's time of day
 and format. The mended state is kept only when
@@ -41,11 +43,29 @@ def reopened(state: State, closed: Sequence[Closed]) -> tuple[State, list[str]] 
             continue
         mine = [a for a in every if a.collection == found.collection]
         named = {value for a in every if a.collection != found.collection for _, value in strings_of(a.record)}
-        chosen = sorted(mine, key=lambda a: a.record_id in named)[:max(1, len(mine) // 2)]
+        free = [a for a in mine if not _dates_held(a, found, every)]
+        chosen = sorted(free, key=lambda a: a.record_id in named)[:max(1, len(mine) // 2)]
+        if not chosen:
+            continue
         for order, anchor in enumerate(chosen):
             _reopen(anchor, found, order)
         lines.append(_line(found, len(chosen), len(mine)))
     return (mended, lines) if lines else None
+
+
+def _dates_held(anchor: Anchor, found: Closed, every: Sequence[Anchor]) -> bool:
+    """Whether a date the reopening would move is also held elsewhere, where it would then be wrong: in the
+    record's id (slot `D01-2026-04-07-1030`), in a record it names (an appointment's slot of that day) or in a
+    record naming it (the completed appointment of that day on a slot)."""
+    days = {record[:10] for name in found.later if isinstance(record := anchor.record.get(name), str)}
+    if not found.today or not days:
+        return False
+    if any(day in anchor.record_id or day.replace("-", "") in anchor.record_id for day in days):
+        return True
+    refs = {value for _, value in strings_of(anchor.record)} - {anchor.record_id}
+    linked = [other for other in every if other is not anchor and (
+        other.record_id in refs or anchor.record_id in {value for _, value in strings_of(other.record)})]
+    return any(value[:10] in days for other in linked for _, value in strings_of(other.record))
 
 
 def _reopen(anchor: Anchor, found: Closed, order: int) -> None:
