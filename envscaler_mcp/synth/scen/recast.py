@@ -15,7 +15,8 @@ ask one person to change another person's record. Nor when the recast texts woul
 refused record that the peer does not share, in a form the swap of whole values does not see (`said.py`: "this
 is Marta" for "Marta Lindqvist", "April 7" or "9:15" for "2026-04-07T09:15:00", "112.00" for 112.0): the task
 would then be about the peer and the refused record at once. No recast either when the refused id is a number
-("order 3, all 3 of its items"). No peer left: the task is asked again, as before.
+("order 3, all 3 of its items"), nor onto a peer the draft already names (in its texts, a validator or its
+plan: "is order O-2001 left as it was?"). No peer left: the task is asked again, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 from collections.abc import Mapping
 
 from envscaler_mcp._json import State
+from envscaler_mcp.qa.record_index import every_text
 from envscaler_mcp.synth.scen.anchors import Anchor, records
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Misnamed, names_id, swapped_all
@@ -78,7 +80,13 @@ def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
         return None  # an id that is a number: a count or an amount beside it would be swapped too
     by_id = {a.record_id: a for a in records(state)}
     words = " ".join([draft.title, draft.task, *(c.description for c in draft.checklist)])
-    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in wrong.takers)
+    code = "\n".join(c.validator or "" for c in draft.checklist)
+    planned = set(every_text([c.arguments for c in draft.solution]))
+    # a peer the draft already names (a checklist item asking that it be left alone) would be asked to change
+    # and to stay as it was at once
+    named = [t for t in wrong.takers
+             if not (names_id(words, t.record_id) or names_id(code, t.record_id) or t.record_id in planned)]
+    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in named)
     peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, words, sw, by_id)
                         and still_named(old.record, t.record, _swap_text(words, sw)) is None), (None, {}))
     if peer is None:

@@ -136,3 +136,18 @@ def test_an_id_that_is_a_number_is_not_swapped() -> None:
     odd.checklist[1].validator = check
     assert recast(odd.model_copy(update={"task": "Please cancel my shipped order 3 and record the reason as "
                                                  "wrong size, thank you."}), wrong(state, "3", "1"), state) is None
+
+
+def test_a_peer_the_checklist_or_a_validator_already_names_is_not_taken() -> None:
+    # the checklist asks that O-2001 be left alone: recast onto O-2001, it would ask to cancel it and to keep it
+    keep = 'def check_func(final_state):\n    return final_state["orders"]["O-2001"]["notes"] == []\n'
+    mine = draft()
+    mine.checklist[1] = ChecklistItem(id="c2", description="Is order O-2001 left as it was?", validator=keep,
+                                      claims_change=False)
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None
+    mine.checklist[1] = mine.checklist[1].model_copy(update={"description": "Is the other order left as it was?"})
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None  # the validator alone names it
+    mine.checklist[1] = mine.checklist[1].model_copy(update={"validator": keep.replace("O-2001", "O-2005")})
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is not None  # another order: kept
+    mine.solution.append(ToolCall(tool="add_note", arguments={"order_id": "O-2001", "note": "kept"}))
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None  # the plan alone names it
