@@ -177,3 +177,18 @@ def test_a_record_sharing_its_date_with_a_record_it_names_is_not_reopened() -> N
         visit["slot_id"] = None  # on no slot: nothing else holds its date
     assert (reopened(state, [VISITS]) or ({}, []))[1] == ["reopened 2 of 4 appointments (status 'scheduled', "
                                                           "date after today)"]
+
+
+def test_a_record_that_keeps_a_trace_of_its_closing_is_not_reopened() -> None:
+    # an `active` loan with a return date, a `scheduled` visit with a cancellation reason: open and closed at once
+    loans = {"L-1": {"loan_id": "L-1", "status": "returned", "due_date": "2026-03-20", "returned_on": "2026-03-18"},
+             "L-2": {"loan_id": "L-2", "status": "returned", "due_date": "2026-03-22", "returned_on": "2026-03-21"}}
+    closed = Closed("loans", ["returned"], accepted=["active"], later=["due_date"], today="2026-04-07")
+    assert reopened({"today": "2026-04-07", "loans": loans}, [closed]) is None
+    loans["L-2"]["returned_on"] = None  # (no return date: the trace is empty)
+    mended, lines = reopened({"today": "2026-04-07", "loans": loans}, [closed]) or ({}, [])
+    assert lines == ["reopened 1 of 2 loans (status 'active', due_date after today)"]
+    assert mended["loans"]["L-2"]["status"] == "active" and mended["loans"]["L-1"] == loans["L-1"]
+    visits = {"A-1": {"status": "cancelled", "date": "2026-04-01", "cancel_reason": "patient ill"}}
+    closed = Closed("appointments", ["cancelled"], accepted=["scheduled"], later=["date"], today="2026-04-07")
+    assert reopened({"today": "2026-04-07", "appointments": visits}, [closed]) is None
