@@ -1,19 +1,19 @@
 """A state refused for leaving no work to do (`feasible.py`) is mended by code before the model is asked again.
 
-The 1.5B model, told "give some flights records status 'scheduled' and … departure after today (2026-06-15)",
-wrote both flights departed on the same dates again, and told to give some appointments status 'scheduled' it
-wrote them all `completed`: the feedback names a mechanical change, which code can make. For each closed
-collection whose refusal says what the known calls were accepted on (`Closed.accepted`, the commonest status
-first; `Closed.later`, the date fields after their state's `today`), half of its records (at least one) are
-reopened, of those whose dates to move are held nowhere else (in the record's id, slot `D01-2026-04-07-1030`;
-in a record it names, an appointment's slot of that day; in a record naming it, the completed appointment of
-that day on a slot) and that keep no value of their closing (a returned loan's `returned_on`, a cancelled
-visit's `cancel_reason`): records no other record names first, so that none becomes inconsistent with them (a ticket
-on a flight), then the rest. A collection with no such record is not reopened. A reopened record takes that status, and those date fields
-move by one number of days so that the earliest is as far after the state's `today` as the calls' records were
-(`Closed.ahead`, the median; a day more for each record reopened before it), keeping each value's time of day
-and format. The mended state is kept only when
-it still fits the schema, names no missing record, and is judged again on the real server and not refused.
+The 1.5B model, told "give some flights records status 'scheduled' and … departure after today (2026-06-15)", wrote
+both flights departed on the same dates again, and told to give some appointments status 'scheduled' it wrote them
+all `completed`: the feedback names a mechanical change, which code can make. For each closed collection whose
+refusal says what the known calls were accepted on (`Closed.accepted`, the commonest status first; `Closed.later`,
+the date fields after their state's `today`), half of its records (at least one) are reopened, of those whose dates
+to move are held nowhere else (in the record's id, slot `D01-2026-04-07-1030`; in a record it names, an
+appointment's slot of that day; in a record naming it, the completed appointment of that day on a slot) and that
+keep no value of their closing (a returned loan's `returned_on`, a cancelled visit's `cancel_reason`): records no
+other record names first, so that none becomes inconsistent with them (a ticket on a flight), then the rest. A
+collection with no such record is not reopened. A reopened record takes that status, and those date fields move by
+one number of days so that the earliest is as far after the state's `today` as the calls' records were
+(`Closed.ahead`, the median; a day more for each record reopened before it), keeping each value's time of day and
+format. The mended state is kept only when it still fits the schema, names no missing record, and is judged again on
+the real server and not refused.
 """
 
 from __future__ import annotations
