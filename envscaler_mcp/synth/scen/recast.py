@@ -16,13 +16,14 @@ refused record that the peer does not share, in a form the swap of whole values 
 is Marta" for "Marta Lindqvist", "April 7" or "9:15" for "2026-04-07T09:15:00", "112.00" for 112.0): the task
 would then be about the peer and the refused record at once. No recast either when the refused id is a number
 ("order 3, all 3 of its items"), nor onto a peer the draft already names (in its texts, a validator or its
-plan: "is order O-2001 left as it was?"). No peer left: the task is asked again, as before.
+plan: "is order O-2001 left as it was?"), nor when a value to swap is said twice in one text (O-2003's status
+"shipped" also said of another parcel). No peer left: the task is asked again, as before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from envscaler_mcp._json import State
 from envscaler_mcp.qa.record_index import every_text
@@ -50,11 +51,16 @@ def _text_swaps(old: Anchor, peer: Anchor, text: str, ids: set[str]) -> dict[str
     return swaps
 
 
-def _fits(old: Anchor, peer: Anchor, text: str, swaps: Mapping[str, str], by_id: Mapping[str, Anchor]) -> bool:
-    """Whether the task may be about `peer` instead of `old`: no value swapped in is one the text already has
-    ("this is Marta … cancel my order" made about Jonas's order, in a task that also names Jonas), and no field in
-    which the two differ refers to another record that the text names (the refused order's customer record)."""
-    if any(word(new).search(text) for value, new in swaps.items() if value != old.record_id):
+def _fits(old: Anchor, peer: Anchor, texts: Sequence[str], swaps: Mapping[str, str], by_id: Mapping[str, Anchor]
+          ) -> bool:
+    """Whether the task may be about `peer` instead of `old`: no value swapped in is one the texts already have
+    ("this is Marta … cancel my order" made about Jonas's order, in a task that also names Jonas), no value swapped
+    out is said twice in one text (a status word also said of another parcel), and no field in which the two
+    differ refers to another record that the texts name (the refused order's customer record)."""
+    text = " ".join(texts)
+    values = [value for value in swaps if value != old.record_id]
+    if any(word(swaps[value]).search(text) for value in values) or any(
+            len(word(value).findall(one)) > 1 for value in values for one in texts):
         return False
     for key, value in old.record.items():
         if peer.record.get(key) == value or not isinstance(value, str):
@@ -79,7 +85,8 @@ def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
     if not wrong.takers or not names_id(draft.task, old.record_id) or old.record_id.isdigit():
         return None  # an id that is a number: a count or an amount beside it would be swapped too
     by_id = {a.record_id: a for a in records(state)}
-    words = " ".join([draft.title, draft.task, *(c.description for c in draft.checklist)])
+    texts = [draft.title, draft.task, *(c.description for c in draft.checklist)]
+    words = " ".join(texts)
     code = "\n".join(c.validator or "" for c in draft.checklist)
     planned = set(every_text([c.arguments for c in draft.solution]))
     # a peer the draft already names (a checklist item asking that it be left alone) would be asked to change
@@ -87,7 +94,7 @@ def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
     named = [t for t in wrong.takers
              if not (names_id(words, t.record_id) or names_id(code, t.record_id) or t.record_id in planned)]
     fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in named)
-    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, words, sw, by_id)
+    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, texts, sw, by_id)
                         and still_named(old.record, t.record, _swap_text(words, sw)) is None), (None, {}))
     if peer is None:
         return None

@@ -151,3 +151,10 @@ def test_a_peer_the_checklist_or_a_validator_already_names_is_not_taken() -> Non
     assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is not None  # another order: kept
     mine.solution.append(ToolCall(tool="add_note", arguments={"order_id": "O-2001", "note": "kept"}))
     assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None  # the plan alone names it
+
+
+def test_a_value_the_task_also_says_of_something_else_is_not_swapped() -> None:
+    # "shipped" is O-2003's status and also what the task says of another parcel: swapped, both would be "pending"
+    task = ("Hi, this is Marta Lindqvist. Please cancel my shipped order O-2003 and record the reason as wrong "
+            "size; the parcel shipped to my sister last week was fine.")
+    assert recast(draft(task), wrong(STATE, "O-2003", "O-2001"), STATE) is None
