@@ -54,6 +54,18 @@ def every_text(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values of `value`, at any depth (not the keys of its dicts)."""
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from leaves(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from leaves(inner)
+    else:
+        yield value
+
+
 def strings_of(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(field, value) for the record's string and number values, nested lists of them included."""
     found = []

@@ -13,6 +13,8 @@ import calendar
 import re
 from typing import Any
 
+from envscaler_mcp.qa.record_index import leaves
+
 MIN_VALUE = 4  # a whole value shorter than this is never looked for in text ("P2", "yes")
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _TIME = re.compile(r"(?<!\d)(\d{2}):(\d{2})")
@@ -62,13 +64,14 @@ def _dates(month: int, day: int) -> dict[str, re.Pattern[str]]:
 
 
 def still_named(old: dict[str, Any], new: dict[str, Any], text: str) -> str | None:
-    """A form of a value of `old` that `text` has and `new`'s value of that field has not (what a text made about
-    `new` would still say of `old`), or None."""
+    """A form of a value of `old` (nested ones included: an item's name in a list of items) that `text` has and
+    `new`'s value of that field has not (what a text made about `new` would still say of `old`), or None."""
     for key, value in old.items():
-        theirs = forms(new.get(key))
-        for canonical, pattern in forms(value).items():
-            if canonical not in theirs and pattern.search(text):
-                return f"{key} {value!r}"
+        theirs = {canonical for leaf in leaves(new.get(key)) for canonical in forms(leaf)}
+        for leaf in leaves(value):
+            for canonical, pattern in forms(leaf).items():
+                if canonical not in theirs and pattern.search(text):
+                    return f"{key} {leaf!r}"
     return None
 
 

@@ -158,3 +158,12 @@ def test_a_value_the_task_also_says_of_something_else_is_not_swapped() -> None:
     task = ("Hi, this is Marta Lindqvist. Please cancel my shipped order O-2003 and record the reason as wrong "
             "size; the parcel shipped to my sister last week was fine.")
     assert recast(draft(task), wrong(STATE, "O-2003", "O-2001"), STATE) is None
+
+
+def test_a_value_nested_in_the_refused_record_left_in_the_text_keeps_it_from_the_recast() -> None:
+    state = {"orders": {"O-2003": {"status": "shipped", "items": [{"name": "Blue Hoodie", "qty": 1}]},
+                        "O-2001": {"status": "pending", "items": [{"name": "Red Scarf", "qty": 1}]}}}
+    task = "Please cancel my shipped order O-2003 with the Blue Hoodie and record the reason as wrong size."
+    assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is None
+    task = "Please cancel my shipped order O-2003 and record the reason as wrong size, thank you."
+    assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is not None
