@@ -41,6 +41,31 @@ def keyed(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values())}
 
 
+def every_text(value: Any) -> Iterator[str]:
+    """Every key and scalar value of a state (or any part of one), at any depth, as text."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield str(key)
+            yield from every_text(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from every_text(inner)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values of `value`, at any depth (not the keys of its dicts)."""
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from leaves(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from leaves(inner)
+    else:
+        yield value
+
+
 def strings_of(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(field, value) for the record's string and number values, nested lists of them included."""
     found = []

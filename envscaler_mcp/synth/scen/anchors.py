@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp.qa.record_index import leaves
 
 # Status values after which most systems allow no further change of the record.
 SETTLED = frozenset(
@@ -169,14 +170,7 @@ def _example(collection: str, anchors: list[Anchor], statuses: bool) -> str | No
 
 
 def _values(arguments: Any) -> Iterable[str]:
-    if isinstance(arguments, dict):
-        for value in arguments.values():
-            yield from _values(value)
-    elif isinstance(arguments, list):
-        for value in arguments:
-            yield from _values(value)
-    elif isinstance(arguments, str | int) and not isinstance(arguments, bool):
-        yield str(arguments)
+    return (str(v) for v in leaves(arguments) if isinstance(v, str | int) and not isinstance(v, bool))
 
 
 def named_records(state: State, arguments: Any, limit: int = 4) -> list[Anchor]:

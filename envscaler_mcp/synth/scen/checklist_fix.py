@@ -14,10 +14,9 @@ collection the state lacks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 from envscaler_mcp._json import State
+from envscaler_mcp.qa.record_index import every_text
 from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.scen.anchors import Anchor, records
@@ -53,19 +52,6 @@ def already_true(item: ChecklistItem, state_records: list[Anchor]) -> str | None
     return None
 
 
-def _words(value: Any) -> Iterator[str]:
-    """Every key and scalar value of a state, as text."""
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            yield str(key)
-            yield from _words(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _words(inner)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
-
-
 def unknown_ids(item: ChecklistItem, known: str, task: str) -> str | None:
     """Why an item names a record that is nowhere, or None: an id (quoted or not: a value the task sets is in the
     task) that is a word of no key or value of the state (`known`: them all, one a line) and of the task ("Q1" is
@@ -98,7 +84,7 @@ class Collector:
 
     def __init__(self, state: State, kept: list[ChecklistItem] | None = None, task: str = "") -> None:
         self.records = records(state)
-        self.known = "\n".join(dict.fromkeys(_words(state)))
+        self.known = "\n".join(dict.fromkeys(every_text(state)))
         self.task = task
         self.kept: list[ChecklistItem] = list(kept or [])  # a repair keeps a checklist's good items (validators too)
         self.needed = max(2, len(self.kept) + 1) if kept else 2  # a repair adds at least one item

@@ -4,8 +4,8 @@ The 1.5B model, shown member M-2002 (Joel Whitaker, joel.whitaker@…), wrote "r
 with that email: every validator already held on the initial state and the reference's `register_member` was
 refused ("Email … already belongs to member M-2002"), at the gate half an hour later. Here, at the task step: a
 sentence of the task that asks to create something (create, register, add, open, enrol, sign up, set up,
-onboard) and names, within its next few words, the kind of record a collection of the state holds ("member":
-`members`), is read against that collection. A record is already held when the sentence contains one of its
+onboard) and names, within its next few words and before any preposition, the kind of record a collection of the state
+holds ("member": `members`; "add a note to member …" creates a note), is read against that collection. A record is already held when the sentence contains one of its
 own emails, phone numbers or codes (a value with a digit and no space, four characters or more, not a date), or
 two of its distinctive values (those, and its names and titles): values that are keys of records (the member a
 loan is for) are not its own, and its own id counts only when the verb is followed by "a", "an", "new" or
@@ -29,6 +29,7 @@ _CREATE = re.compile(r"\b(?P<verb>create|register|add|open|enrol|enroll|sign\s+u
 _NEW = re.compile(r"\s+(?:a|an|new|another)\b", re.IGNORECASE)  # "create a …", "open a new …": surely a creation
 _NOUN_WORDS = 4  # words after the verb in which the kind of record is looked for
 _SKIP = frozenset("a an the new another my our their his her this that".split())
+_PREPOSITIONS = frozenset("to for of with on about from in at by into under".split())
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _NAMES = ("name", "title", "full_name", "first_name", "last_name")
@@ -55,8 +56,15 @@ def existing_record(state: Mapping[str, Any], task: str) -> str | None:
 
 
 def _kind(sentence: str, collections: Mapping[str, Any]) -> tuple[str | None, str]:
-    """The collection whose kind of record is named in the first words after the verb, and the word."""
-    words = [w for w in re.findall(r"[a-z]+", sentence.lower()) if w not in _SKIP][:_NOUN_WORDS]
+    """The collection whose kind of record is named in the first words after the verb, before any preposition
+    ("add a note to member …" creates a note, not a member), and the word."""
+    words = []
+    for w in re.findall(r"[a-z]+", sentence.lower())[:_NOUN_WORDS * 2]:
+        if w in _PREPOSITIONS:
+            break
+        if w not in _SKIP:
+            words.append(w)
+    words = words[:_NOUN_WORDS]
     for word in words:
         for name in collections:
             plural = name.lower()

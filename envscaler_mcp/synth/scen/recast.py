@@ -11,50 +11,56 @@ whole gate like any other; a note in its provenance says what was swapped and wh
 
 A peer is not chosen when it differs from the refused record in a reference to another record that the task
 names (the refused order is Marta's, the task says "this is Marta", the peer is Jonas's order): the task would then
-ask one person to change another person's record. No peer left: the task is asked again, as before.
+ask one person to change another person's record. Nor when the recast texts would still name a value of the
+refused record that the peer does not share, in a form the swap of whole values does not see (`said.py`: "this
+is Marta" for "Marta Lindqvist", "April 7" or "9:15" for "2026-04-07T09:15:00", "112.00" for 112.0): the task
+would then be about the peer and the refused record at once. No recast either when the refused id is a number
+("order 3, all 3 of its items"), nor onto a peer the draft already names (in its texts, a validator or its
+plan: "is order O-2001 left as it was?"), nor when a value to swap is said twice in one text (O-2003's status
+"shipped" also said of another parcel). No peer left: the task is asked again, as before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from envscaler_mcp._json import State
+from envscaler_mcp.qa.record_index import every_text
 from envscaler_mcp.synth.scen.anchors import Anchor, records
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Misnamed, names_id, swapped_all
-
-_MIN_VALUE = 4  # a record's own value shorter than this is never swapped in text ("P2", "yes")
-
-
-def _word(value: str) -> re.Pattern[str]:
-    """`value` as a word of its own (`O-2003`, not `O-20031`; `Bob Chen`, not `Bob Chenko`)."""
-    return re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
+from envscaler_mcp.synth.scen.said import MIN_VALUE, mentions, still_named, word
 
 
 def _mentions(text: str, anchor: Anchor) -> bool:
-    """Whether `text` names the record: by its id, or by a string value of its own of `_MIN_VALUE`+ characters."""
-    return names_id(text, anchor.record_id) or any(
-        isinstance(v, str) and len(v) >= _MIN_VALUE and _word(v).search(text) for v in anchor.record.values())
+    """Whether `text` names the record: by its id, or by a text value of its own in some form (`said.forms`: a
+    whole value, a part of a name, a date written out)."""
+    return names_id(text, anchor.record_id) or mentions(text, anchor.record)
 
 
 def _text_swaps(old: Anchor, peer: Anchor, text: str, ids: set[str]) -> dict[str, str]:
-    """The record's own values named in `text` (its id, and string fields of `_MIN_VALUE`+ characters that are not
+    """The record's own values named in `text` (its id, and string fields of `said.MIN_VALUE`+ characters that are not
     record ids) -> the peer's value of the same field."""
     swaps = {old.record_id: peer.record_id}
     for key, value in old.record.items():
         new = peer.record.get(key)
-        if (isinstance(value, str) and isinstance(new, str) and value != new and len(value) >= _MIN_VALUE
-                and value not in ids and _word(value).search(text)):
+        if (isinstance(value, str) and isinstance(new, str) and value != new and len(value) >= MIN_VALUE
+                and value not in ids and word(value).search(text)):
             swaps[value] = new
     return swaps
 
 
-def _fits(old: Anchor, peer: Anchor, text: str, swaps: Mapping[str, str], by_id: Mapping[str, Anchor]) -> bool:
-    """Whether the task may be about `peer` instead of `old`: no value swapped in is one the text already has
-    ("this is Marta … cancel my order" made about Jonas's order, in a task that also names Jonas), and no field in
-    which the two differ refers to another record that the text names (the refused order's customer record)."""
-    if any(_word(new).search(text) for value, new in swaps.items() if value != old.record_id):
+def _fits(old: Anchor, peer: Anchor, texts: Sequence[str], swaps: Mapping[str, str], by_id: Mapping[str, Anchor]
+          ) -> bool:
+    """Whether the task may be about `peer` instead of `old`: no value swapped in is one the texts already have
+    ("this is Marta … cancel my order" made about Jonas's order, in a task that also names Jonas), no value swapped
+    out is said twice in one text (a status word also said of another parcel), and no field in which the two
+    differ refers to another record that the texts name (the refused order's customer record)."""
+    text = " ".join(texts)
+    values = [value for value in swaps if value != old.record_id]
+    if any(word(swaps[value]).search(text) for value in values) or any(
+            len(word(value).findall(one)) > 1 for value in values for one in texts):
         return False
     for key, value in old.record.items():
         if peer.record.get(key) == value or not isinstance(value, str):
@@ -73,15 +79,23 @@ def _swap_text(text: str, swaps: Mapping[str, str]) -> str:
 
 
 def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
-    """The draft about a peer that takes the refused change, a provenance note saying so; None when no peer fits
-    or the task does not name the refused record by id."""
+    """The draft about a peer that takes the refused change, a provenance note saying so; None when no peer fits,
+    or the task does not name the refused record by id, or that id is a number."""
     old = wrong.record
-    if not wrong.takers or not names_id(draft.task, old.record_id):
-        return None
+    if not wrong.takers or not names_id(draft.task, old.record_id) or old.record_id.isdigit():
+        return None  # an id that is a number: a count or an amount beside it would be swapped too
     by_id = {a.record_id: a for a in records(state)}
-    words = " ".join([draft.title, draft.task, *(c.description for c in draft.checklist)])
-    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in wrong.takers)
-    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, words, sw, by_id)), (None, {}))
+    texts = [draft.title, draft.task, *(c.description for c in draft.checklist)]
+    words = " ".join(texts)
+    code = "\n".join(c.validator or "" for c in draft.checklist)
+    planned = set(every_text([c.arguments for c in draft.solution]))
+    # a peer the draft already names (a checklist item asking that it be left alone) would be asked to change
+    # and to stay as it was at once
+    named = [t for t in wrong.takers
+             if not (names_id(words, t.record_id) or names_id(code, t.record_id) or t.record_id in planned)]
+    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in named)
+    peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, texts, sw, by_id)
+                        and still_named(old.record, t.record, _swap_text(words, sw)) is None), (None, {}))
     if peer is None:
         return None
     ids = {old.record_id: peer.record_id}

@@ -1,16 +1,19 @@
 """A state refused for leaving no work to do (`feasible.py`) is mended by code before the model is asked again.
 
-The 1.5B model, told "give some flights records status 'scheduled' and … departure after today (2026-06-15)",
-wrote both flights departed on the same dates again, and told to give some appointments status 'scheduled' it
-wrote them all `completed`: the feedback names a mechanical change, which code can make. For each closed
-collection whose refusal says what the known calls were accepted on (`Closed.accepted`, the commonest status
-first; `Closed.later`, the date fields after their state's `today`), half of its records (at least one) are
-reopened: records no other record names first, so that none becomes inconsistent with them (a ticket on a
-flight, an appointment on a slot), then the rest. A reopened record takes that status, and those date fields
-move by one number of days so that the earliest is as far after the state's `today` as the calls' records were
-(`Closed.ahead`, the median; a day more for each record reopened before it), keeping each value's time of day
-and format. The mended state is kept only when
-it still fits the schema, names no missing record, and is judged again on the real server and not refused.
+The 1.5B model, told "give some flights records status 'scheduled' and … departure after today (2026-06-15)", wrote
+both flights departed on the same dates again, and told to give some appointments status 'scheduled' it wrote them
+all `completed`: the feedback names a mechanical change, which code can make. For each closed collection whose
+refusal says what the known calls were accepted on (`Closed.accepted`, the commonest status first; `Closed.later`,
+the date fields after their state's `today`), half of its records (at least one) are reopened, of those whose dates
+to move are held nowhere else (in the record's id, slot `D01-2026-04-07-1030`; in a record it names, an
+appointment's slot of that day; in a record naming it, the completed appointment of that day on a slot) and that
+keep no value of their closing (a returned loan's `returned_on`, a cancelled visit's `cancel_reason`): records no
+other record names first, so that none becomes inconsistent with them (a ticket on a flight), then the rest. A
+collection with no such record is not reopened. A reopened record takes that status, and those date fields move by
+one number of days so that the earliest is as far after the state's `today` as the calls' records were
+(`Closed.ahead`, the median; a day more for each record reopened before it), keeping each value's time of day and
+format. The mended state is kept only when it still fits the schema, names no missing record, and is judged again on
+the real server and not refused.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from envscaler_mcp._json import State
 from envscaler_mcp.qa.record_index import strings_of
 from envscaler_mcp.skeleton.models import EnvSkeleton
 from envscaler_mcp.synth._common_parse import AnswerFormatError
-from envscaler_mcp.synth.scen.anchors import Anchor, records
+from envscaler_mcp.synth.scen.anchors import Anchor, records, status_of
 from envscaler_mcp.synth.scen.feasible import Closed, Judgement
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
 
@@ -41,11 +44,39 @@ def reopened(state: State, closed: Sequence[Closed]) -> tuple[State, list[str]] 
             continue
         mine = [a for a in every if a.collection == found.collection]
         named = {value for a in every if a.collection != found.collection for _, value in strings_of(a.record)}
-        chosen = sorted(mine, key=lambda a: a.record_id in named)[:max(1, len(mine) // 2)]
+        free = [a for a in mine if not _dates_held(a, found, every) and not _closing_kept(a, found)]
+        chosen = sorted(free, key=lambda a: a.record_id in named)[:max(1, len(mine) // 2)]
+        if not chosen:
+            continue
         for order, anchor in enumerate(chosen):
             _reopen(anchor, found, order)
         lines.append(_line(found, len(chosen), len(mine)))
     return (mended, lines) if lines else None
+
+
+def _dates_held(anchor: Anchor, found: Closed, every: Sequence[Anchor]) -> bool:
+    """Whether a date the reopening would move is also held elsewhere, where it would then be wrong: in the
+    record's id (slot `D01-2026-04-07-1030`), in a record it names (an appointment's slot of that day) or in a
+    record naming it (the completed appointment of that day on a slot)."""
+    days = {record[:10] for name in found.later if isinstance(record := anchor.record.get(name), str)}
+    if not found.today or not days:
+        return False
+    if any(day in anchor.record_id or day.replace("-", "") in anchor.record_id for day in days):
+        return True
+    refs = {value for _, value in strings_of(anchor.record)} - {anchor.record_id}
+    linked = [other for other in every if other is not anchor and (
+        other.record_id in refs or anchor.record_id in {value for _, value in strings_of(other.record)})]
+    return any(value[:10] in days for other in linked for _, value in strings_of(other.record))
+
+
+def _closing_kept(anchor: Anchor, found: Closed) -> bool:
+    """Whether the record keeps a value its closing gave it, in a field named after its status (a returned loan's
+    `returned_on`, a cancelled visit's `cancel_reason`): reopened, it would be open and closed at once."""
+    status = status_of(anchor.record) or ""
+    return bool(status) and any(
+        value not in (None, "", [], {}, False, 0) and name not in found.later
+        and any(word == status or (len(word) >= 5 and status.startswith(word)) for word in name.lower().split("_"))
+        for name, value in anchor.record.items() if name not in ("status", "state"))
 
 
 def _reopen(anchor: Anchor, found: Closed, order: int) -> None:

@@ -8,7 +8,8 @@ are as short at times: 10 of their 82 tasks have fewer than 20 words (6-17). So 
 `MIN_SHORT_TASK_WORDS` words is kept when it names a record of its initial state (`qa.grounding`) and at least
 two of the environment's kinds of change (the verbs its state-changing tools are named after: `assign_ticket`,
 `resolve_ticket`), each as a word of the task in its base form or its -ing form ("resolve", "resolving"; not
-"placed it by mistake" or "a checked bag", which tell what happened). Of the 10 short bundled tasks none asks
+"placed it by mistake" or "a checked bag", which tell what happened), and not after a negation in its sentence
+("do not close it"). Of the 10 short bundled tasks none asks
 for two kinds of change: none would be kept by this rule; the 14-word task above is.
 """
 
@@ -22,6 +23,8 @@ from envscaler_mcp.qa.grounding import names_a_record
 
 MIN_SHORT_TASK_WORDS = 10
 _WORD = re.compile(r"[a-z]+")
+_SENTENCE = re.compile(r"[.;!?]\s")
+_NEGATIONS = frozenset({"not", "never", "nor", "without"})
 
 
 def change_verbs(tools: Iterable[str]) -> set[str]:
@@ -36,9 +39,15 @@ def _forms(verb: str) -> set[str]:
 
 
 def changes_asked(task: str, verbs: Iterable[str]) -> set[str]:
-    """The verbs of `verbs` that `task` uses, in some form."""
-    words = set(_WORD.findall(task.lower()))
-    return {verb for verb in verbs if words & _forms(verb)}
+    """The verbs of `verbs` that `task` uses, in some form, and does not decline: a verb after a negation in its
+    sentence ("do not close it", "don't assign … or resolve it") asks for no change."""
+    asked: set[str] = set()
+    for sentence in _SENTENCE.split(task.lower()):
+        words = _WORD.findall(sentence.replace("n't", " not"))
+        if _NEGATIONS & set(words):
+            words = words[:min(words.index(n) for n in _NEGATIONS if n in words)]
+        asked |= {verb for verb in verbs if set(words) & _forms(verb)}
+    return asked
 
 
 def short_task_ok(state: State, verbs: Iterable[str], task: str) -> bool:

@@ -12,7 +12,8 @@ comment's author "system" beside employees E1001-E1006 is a sentinel, "E1009" wo
 Values that are no text, empty or None ("no parent") are not references.
 
 `without_dangling` is the mend the scenario pipeline's state step makes before asking the model again: the
-records naming missing records are dropped when each of their collections keeps one and nothing names them.
+records naming missing records are dropped when each of their collections keeps one and nothing names them
+(no string of the rest of the state, at any depth, is a dropped record's key).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envscaler_mcp.qa.record_index import keyed
+from envscaler_mcp.qa.record_index import every_text, keyed
 
 _LIMIT = 8  # dangling values reported per answer
 
@@ -84,9 +85,8 @@ def without_dangling(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     for name, keys in doomed.items():
         mended[name] = {key: record for key, record in collections[name].items() if str(key) not in keys}
     gone = {key for keys in doomed.values() for key in keys}
-    if dangling(mended) or any(value in gone for records in keyed(mended).values() for record in records.values()
-                               for item in record.values() for value in _texts(item)):
-        return None  # a record names a dropped one (a payment on a dropped ticket)
+    if dangling(mended) or any(value in gone for value in every_text(mended)):
+        return None  # something names a dropped record (a payment on a dropped ticket, a booking's history)
     return mended, {name: _dropped(name, keys, len(collections[name])) for name, keys in doomed.items()}
 
 

@@ -46,6 +46,8 @@ def test_a_task_registering_a_member_the_state_has_is_refused_naming_the_record(
     "Create a loan for member M-2002 (joel.whitaker@post.example) on copy C-30001.",  # the member is named, not made
     "Register Joel Whitaker's returned copy; his email is joel.whitaker@post.example.",  # no kind after the verb
     "Register the return of copy C-30001 for member M-2002 today.",  # a copy named by its id, not created
+    "Add a note to member M-2002 saying his card was replaced, and renew his loans.",  # a note, for a member
+    "Open a dispute for member M-2002 (joel.whitaker@post.example) about the fine.",  # the kind: no collection
 ])
 def test_tasks_that_create_nothing_the_state_holds_are_kept(task: str) -> None:
     assert existing_record(library(), task) is None

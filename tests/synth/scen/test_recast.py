@@ -109,3 +109,77 @@ async def test_a_plan_refused_on_two_records_the_task_names_is_recast_onto_two_p
     assert [n.split(" by code")[0] for n in notes] == ["task recast from orders O-2003 to O-2001",
                                                        "task recast from orders O-2004 to O-2002"]
     assert router.calls["task"] == 1
+
+
+def test_a_recast_that_would_leave_a_value_of_the_refused_record_in_the_text_is_not_made() -> None:
+    # the task names O-2003 also by its total, in a form the exact-value swap does not see (112.0 as "112.00")
+    total = ("Hi, this is Marta Lindqvist. Please cancel my shipped order O-2003 of 112.00 EUR and record the "
+             "reason as wrong size.")
+    assert recast(draft(total), wrong(STATE, "O-2003", "O-2001"), STATE) is None
+    # by a part of its customer's name: "this is Marta" would ask about Jonas Weber's order
+    first = "Hi, this is Marta. Please cancel my order O-2003 and record the reason as wrong size, thanks."
+    assert recast(draft(first), wrong(STATE, "O-2003", "O-2002"), STATE) is None
+    assert recast(draft(first), wrong(STATE, "O-2003", "O-2002", "O-2001"), STATE) is not None  # hers: kept
+    # by its date, written out: "placed on April 7" would stay about the refused order's day
+    state = {"orders": {"O-2003": {"status": "shipped", "placed_on": "2026-04-07T09:15:00"},
+                        "O-2001": {"status": "pending", "placed_on": "2026-04-09T16:40:00"}}}
+    for said in ("placed on April 7", "placed on 7 April 2026", "placed on Apr. 7th", "placed at 09:15"):
+        task = f"Please cancel my order O-2003 {said} and record the reason as wrong size, thank you very much."
+        assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is None, said
+    state = {"orders": {"O-2003": {"status": "shipped", "placed_on": "2026-04-07"},
+                        "O-2001": {"status": "pending", "placed_on": "2026-04-09"}}}
+    task = "Please cancel my order O-2003 placed on 2026-04-07 and record the reason as wrong size."
+    got = recast(draft(task), wrong(state, "O-2003", "O-2001"), state)  # the whole value is swapped: kept
+    assert got is not None and "placed on 2026-04-09 and" in got.task
+
+
+def test_a_customer_named_by_part_of_a_name_keeps_the_peer_of_another_customer_out() -> None:
+    state = {"customers": {"C1": {"name": "Marta Lindqvist"}, "C2": {"name": "Jonas Weber"}},
+             "orders": {"O-2003": {"customer_id": "C1", "status": "shipped"},
+                        "O-2002": {"customer_id": "C2", "status": "pending"}}}
+    mine = "Hi, this is Marta: please cancel my order O-2003 and record the reason as wrong size."
+    assert recast(draft(mine), wrong(state, "O-2003", "O-2002"), state) is None
+
+
+def test_an_id_that_is_a_number_is_not_swapped() -> None:
+    state = {"orders": {"3": {"status": "shipped", "items": 3}, "1": {"status": "pending", "items": 3}}}
+    task = "Please cancel my shipped order 3, all 3 of its items, and record the reason as wrong size."
+    odd = draft(task).model_copy(update={"solution": [ToolCall(tool="cancel_order", arguments={"order_id": "3"})]})
+    # "3" is also the count of items: "order 1, all 1 of its items" would be a task about something else
+    assert recast(odd, wrong(state, "3", "1"), state) is None
+    # nor in a validator: `len(final_state["orders"]) == 3` would become `== 1`
+    check = 'def check_func(final_state):\n    return len(final_state["orders"]) == 3\n'
+    odd.checklist[1].validator = check
+    assert recast(odd.model_copy(update={"task": "Please cancel my shipped order 3 and record the reason as "
+                                                 "wrong size, thank you."}), wrong(state, "3", "1"), state) is None
+
+
+def test_a_peer_the_checklist_or_a_validator_already_names_is_not_taken() -> None:
+    # the checklist asks that O-2001 be left alone: recast onto O-2001, it would ask to cancel it and to keep it
+    keep = 'def check_func(final_state):\n    return final_state["orders"]["O-2001"]["notes"] == []\n'
+    mine = draft()
+    mine.checklist[1] = ChecklistItem(id="c2", description="Is order O-2001 left as it was?", validator=keep,
+                                      claims_change=False)
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None
+    mine.checklist[1] = mine.checklist[1].model_copy(update={"description": "Is the other order left as it was?"})
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None  # the validator alone names it
+    mine.checklist[1] = mine.checklist[1].model_copy(update={"validator": keep.replace("O-2001", "O-2005")})
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is not None  # another order: kept
+    mine.solution.append(ToolCall(tool="add_note", arguments={"order_id": "O-2001", "note": "kept"}))
+    assert recast(mine, wrong(STATE, "O-2003", "O-2001"), STATE) is None  # the plan alone names it
+
+
+def test_a_value_the_task_also_says_of_something_else_is_not_swapped() -> None:
+    # "shipped" is O-2003's status and also what the task says of another parcel: swapped, both would be "pending"
+    task = ("Hi, this is Marta Lindqvist. Please cancel my shipped order O-2003 and record the reason as wrong "
+            "size; the parcel shipped to my sister last week was fine.")
+    assert recast(draft(task), wrong(STATE, "O-2003", "O-2001"), STATE) is None
+
+
+def test_a_value_nested_in_the_refused_record_left_in_the_text_keeps_it_from_the_recast() -> None:
+    state = {"orders": {"O-2003": {"status": "shipped", "items": [{"name": "Blue Hoodie", "qty": 1}]},
+                        "O-2001": {"status": "pending", "items": [{"name": "Red Scarf", "qty": 1}]}}}
+    task = "Please cancel my shipped order O-2003 with the Blue Hoodie and record the reason as wrong size."
+    assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is None
+    task = "Please cancel my shipped order O-2003 and record the reason as wrong size, thank you."
+    assert recast(draft(task), wrong(state, "O-2003", "O-2001"), state) is not None

@@ -55,11 +55,11 @@ async def test_the_recorded_flight_state_reopens_a_flight_and_is_then_workable()
 
 
 async def test_the_recorded_clinic_state_reopens_slots_no_appointment_names_first() -> None:
-    state = consistent_clinic()
+    state = undated_slots(consistent_clinic())  # (slot ids holding their date are not reopened: below)
     del state["appointments"]["A-5002"], state["appointments"]["A-5003"]  # two slots no appointment names
     mended, lines = await mend("clinic_appointments", state)
-    assert lines == ["reopened 1 of 2 appointments (status 'scheduled', date after today)",
-                     "reopened 2 of 4 slots (status 'open', date after today)"]
+    # the appointments are not reopened: each is on a slot of its day, which would not move with it
+    assert lines == ["reopened 2 of 4 slots (status 'open', date after today)"]
     opened = sorted(key for key, slot in mended["slots"].items() if slot["status"] == "open")
     named = {visit["slot_id"] for visit in state["appointments"].values()}
     assert len(opened) == 2 and not named & set(opened)  # the slots no appointment is on
@@ -101,22 +101,26 @@ async def test_the_state_step_keeps_the_mended_state_without_asking_again(tmp_pa
     assert not any("asking again" in line for line in lines)
 
 
-async def test_the_recorded_clinic_answers_pass_the_state_step_mended_twice_without_a_third_call(
-        tmp_path: Path) -> None:
+async def test_the_recorded_clinic_answers_are_not_reopened_where_slot_ids_hold_their_dates(tmp_path: Path) -> None:
     """The clinic run of codes K and L: the state cut off after its appointments (three on slots it lacks), then
-    the three empty collections still missing. Both mends make it a workable state, with no model call more."""
+    the three empty collections still missing. The dangling records are dropped by code; the state left is not
+    reopened (its slots' ids hold their dates, its appointment is on a slot of its day): the model is asked
+    again, and its next answer, workable, is kept."""
     skeleton = get_skeleton("clinic_appointments")
     text = json.dumps(recorded("clinic_appointments"))
+    workable = undated_slots(consistent_clinic())
+    del workable["appointments"]["A-5002"], workable["appointments"]["A-5003"]
+    workable = (reopened(workable, [SLOTS]) or ({}, []))[0]
     provider = MockProvider([AssistantTurn(message=Message(role="assistant", content=text[:text.index('"referrals"')]),
                                            finish_reason="length", usage=Usage(output_tokens=4096)),
-                             json.dumps({"referrals": {}, "medications": {}, "prescriptions": {}})],
-                            context_tokens=8192)
+                             json.dumps({"referrals": {}, "medications": {}, "prescriptions": {}}),
+                             json.dumps(workable)], context_tokens=8192)
     record, lines = await state_step(skeleton, provider, tmp_path)
-    assert record is not None and len(provider.requests) == 2
-    assert record.mends[0].startswith("dropped 3 of 4 appointments naming slots the state lacks")
-    assert record.mends[1:] == ["reopened 1 of 1 appointments (status 'scheduled', date after today)",
-                                "reopened 2 of 4 slots (status 'open', date after today)"]
-    assert any(line.startswith("  s001 states: state mended: dropped 3 of 4 appointments") for line in lines)
+    assert record is not None and len(provider.requests) == 3
+    assert record.mends == []  # the dropped appointments were of the refused state, written again
+    assert not any("reopened" in line for line in lines)
+    assert any(line.startswith("  s001 states: refused") and line.endswith("asking again") for line in lines)
+    assert record.state["slots"] == workable["slots"]
     assert not (await judged("clinic_appointments", record.state)).refused
 
 
@@ -132,3 +136,59 @@ async def test_the_mends_of_an_items_state_are_in_its_scenarios_provenance(run: 
     [scenario] = load_scenarios(out / "mini_shop.jsonl")
     assert router.calls["states"] == 0 and scenario.initial_state == state
     assert "initial state mended: reopened 1 of 5 orders (status 'pending')" in scenario.provenance.notes
+
+
+def undated_slots(state: dict[str, Any]) -> dict[str, Any]:
+    """`state` with its slots keyed SL-1, SL-2, … (ids that do not hold their date), the appointments following."""
+    keys = {old: f"SL-{n}" for n, old in enumerate(state["slots"], 1)}
+    state["slots"] = {keys[old]: {**slot, "slot_id": keys[old]} for old, slot in state["slots"].items()}
+    for visit in state["appointments"].values():
+        visit["slot_id"] = keys.get(visit["slot_id"], visit["slot_id"])
+    return state
+
+
+SLOTS = Closed("slots", ["booked"], accepted=["open"], later=["date"], today="2026-04-07")
+VISITS = Closed("appointments", ["completed"], accepted=["scheduled"], later=["date"], today="2026-04-07")
+
+
+def test_a_record_named_by_a_record_holding_its_date_is_not_reopened() -> None:
+    # every slot is the slot of a completed appointment of its day: an open slot after today under a visit made
+    state = undated_slots(consistent_clinic())
+    assert reopened(state, [SLOTS]) is None
+    del state["appointments"]["A-5002"], state["appointments"]["A-5003"]  # two slots no appointment names
+    mended, lines = reopened(state, [SLOTS]) or ({}, [])
+    assert lines == ["reopened 2 of 4 slots (status 'open', date after today)"]
+    named = {visit["slot_id"] for visit in state["appointments"].values()}
+    assert all(mended["slots"][key] == state["slots"][key] for key in named)
+
+
+def test_a_record_whose_id_holds_the_date_to_move_is_not_reopened() -> None:
+    # slot D01-2026-04-07-1030 dated a week later would say one day in its id and another in its date
+    state = consistent_clinic()
+    del state["appointments"]["A-5002"], state["appointments"]["A-5003"]
+    assert reopened(state, [SLOTS]) is None
+
+
+def test_a_record_sharing_its_date_with_a_record_it_names_is_not_reopened() -> None:
+    # appointment A-5001 on its slot of 2026-04-07: moved after today alone, it would no longer be on its slot's day
+    state = undated_slots(consistent_clinic())
+    assert reopened(state, [VISITS]) is None
+    for visit in state["appointments"].values():
+        visit["slot_id"] = None  # on no slot: nothing else holds its date
+    assert (reopened(state, [VISITS]) or ({}, []))[1] == ["reopened 2 of 4 appointments (status 'scheduled', "
+                                                          "date after today)"]
+
+
+def test_a_record_that_keeps_a_trace_of_its_closing_is_not_reopened() -> None:
+    # an `active` loan with a return date, a `scheduled` visit with a cancellation reason: open and closed at once
+    loans = {"L-1": {"loan_id": "L-1", "status": "returned", "due_date": "2026-03-20", "returned_on": "2026-03-18"},
+             "L-2": {"loan_id": "L-2", "status": "returned", "due_date": "2026-03-22", "returned_on": "2026-03-21"}}
+    closed = Closed("loans", ["returned"], accepted=["active"], later=["due_date"], today="2026-04-07")
+    assert reopened({"today": "2026-04-07", "loans": loans}, [closed]) is None
+    loans["L-2"]["returned_on"] = None  # (no return date: the trace is empty)
+    mended, lines = reopened({"today": "2026-04-07", "loans": loans}, [closed]) or ({}, [])
+    assert lines == ["reopened 1 of 2 loans (status 'active', due_date after today)"]
+    assert mended["loans"]["L-2"]["status"] == "active" and mended["loans"]["L-1"] == loans["L-1"]
+    visits = {"A-1": {"status": "cancelled", "date": "2026-04-01", "cancel_reason": "patient ill"}}
+    closed = Closed("appointments", ["cancelled"], accepted=["scheduled"], later=["date"], today="2026-04-07")
+    assert reopened({"today": "2026-04-07", "appointments": visits}, [closed]) is None

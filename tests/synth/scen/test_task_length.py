@@ -41,9 +41,16 @@ def test_the_recorded_short_task_is_kept_for_naming_its_records_and_asking_two_c
     "Assign the laptop ticket to an agent and resolve it with a comment, please.",  # names no record
     "Assign ticket 'INC-3001' to 'AG03' and resolve it.",  # 9 words
     "Ticket 'INC-3001' was assigned to 'AG03' and resolved last week by the night shift.",  # what happened
+    "Do not assign ticket 'INC-3001' to 'AG03' or resolve it; only tell me who has it.",  # no change asked
+    "Please don't assign 'INC-3001' to 'AG03', and never resolve it without a comment from me.",
 ])
 def test_short_tasks_that_are_not_grounded_and_compositional_are_still_refused(task: str) -> None:
     assert len(task.split()) < MIN_TASK_WORDS and not short_task_ok(STATE, VERBS, task)
+
+
+def test_a_change_asked_beside_one_declined_is_still_asked() -> None:
+    task = "Assign ticket 'INC-3001' to 'AG03' and resolve it, but do not close it yet."
+    assert changes_asked(task, VERBS) == {"assign", "resolve"}
 
 
 def test_no_short_bundled_task_asks_for_two_kinds_of_change() -> None:

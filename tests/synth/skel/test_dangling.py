@@ -111,3 +111,14 @@ def test_records_are_not_dropped_when_a_collection_would_be_empty_or_another_rec
         ticket["booking_id"] = "BK-2009"  # no ticket would be left
     assert without_dangling(every) is None
     assert without_dangling(_cloud("free")) is None  # nothing dangles: nothing to mend
+
+
+def test_records_are_not_dropped_when_something_deeper_in_the_state_names_them() -> None:
+    # a dropped ticket named inside a list of dicts of another record, or by an attribute that is no collection
+    nested = _flights_with_tickets_on_missing_bookings()
+    booking = next(iter(nested["bookings"].values()))
+    booking["history"] = [{"event": "seat change", "ticket_id": "T-10003"}]
+    assert without_dangling(nested) is None
+    loose = _flights_with_tickets_on_missing_bookings()
+    loose["waitlist"] = ["T-10004"]
+    assert without_dangling(loose) is None
