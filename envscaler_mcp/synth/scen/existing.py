@@ -6,7 +6,9 @@ refused ("Email … already belongs to member M-2002"), at the gate half an hour
 sentence of the task that asks to create something (create, register, add, open, enrol, sign up, set up,
 onboard) and names, within its next few words and before any preposition, the kind of record a collection of the state
 holds ("member": `members`; "add a note to member …" creates a note), is read against that collection. A record is already held when the sentence contains one of its
-own emails, phone numbers or codes (a value with a digit and no space, four characters or more, not a date), or
+own emails, phone numbers or codes (a value with a digit and no space, four characters or more, not a date), its
+full name of two words or more after "a"/"new" ("register a new patient named John Doe", whom the state has as
+PT-1003: the 1.5B model's `clinic_appointments` task, dropped at the gate after two repair rounds), or
 two of its distinctive values (those, and its names and titles): values that are keys of records (the member a
 loan is for) are not its own, and its own id counts only when the verb is followed by "a", "an", "new" or
 "another" ("create a new order O-2003"; "register the return of copy C-30001" names a copy it does not create).
@@ -33,6 +35,7 @@ _PREPOSITIONS = frozenset("to for of with on about from in at by into under".spl
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _NAMES = ("name", "title", "full_name", "first_name", "last_name")
+_FULL_NAMES = ("name", "full_name")  # a person's or a thing's whole name: "register a new patient named John Doe"
 
 
 def existing_record(state: Mapping[str, Any], task: str) -> str | None:
@@ -47,7 +50,7 @@ def existing_record(state: Mapping[str, Any], task: str) -> str | None:
             continue
         for key, record in collections[collection].items():
             # its own id counts only after "a"/"new": "register the return of copy C-30001" names the copy
-            held = _held(sentence, record, keys - {str(key)} if new else keys)
+            held = _held(sentence, record, keys - {str(key)} if new else keys, new)
             if held:
                 what = " and ".join(f"{field} {value}" for field, value in held[:2])
                 return (f"the state already has {noun} {key} with {what}; ask to create a new one (values no "
@@ -74,17 +77,21 @@ def _kind(sentence: str, collections: Mapping[str, Any]) -> tuple[str | None, st
     return None, ""
 
 
-def _held(sentence: str, record: Mapping[str, Any], others: set[str]) -> list[tuple[str, str]]:
+def _held(sentence: str, record: Mapping[str, Any], others: set[str], new: bool) -> list[tuple[str, str]]:
     """The record's own distinctive values in `sentence`, if they show it is the record asked for: one email,
-    phone number or code, or two values (names and titles included); [] otherwise."""
+    phone number or code, or, after "a"/"new" (a sure creation), a full name of two words or more; or two
+    values (names and titles included); [] otherwise."""
     strong: list[tuple[str, str]] = []
     weak: list[tuple[str, str]] = []
+    whole = False  # a full name was named, after "a"/"new"
     for field, value in record.items():
         if not isinstance(value, str) or value in others or len(value) < 4 or _DATE.match(value):
             continue
         code = _EMAIL.match(value) is not None or (" " not in value and any(c.isdigit() for c in value))
+        named = new and field.lower() in _FULL_NAMES and len(value.split()) >= 2
         if not code and field.lower() not in _NAMES:
             continue
         if mentions(sentence.lower(), value):
             (strong if code else weak).append((field, value))
-    return strong + weak if strong or len(weak) >= 2 else []
+            whole = whole or named
+    return strong + weak if strong or whole or len(weak) >= 2 else []

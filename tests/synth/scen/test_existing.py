@@ -62,9 +62,12 @@ def test_open_as_an_adjective_and_a_record_named_by_its_id_create_nothing() -> N
     assert f"slot {slot} with slot_id {slot}" in (existing_record(state, f"Open a new slot {slot} for Dr. Lee.") or "")
 
 
-def test_a_name_alone_is_not_enough_but_a_code_is() -> None:
+def test_a_name_alone_is_not_enough_but_a_code_or_a_full_name_after_new_is() -> None:
     state = library()
-    assert existing_record(state, "Register a new member called Joel Whitaker, please.") is None  # one value
+    assert existing_record(state, "Register the member called Joel Whitaker, please.") is None  # one value
+    assert existing_record(state, "Register a new member called Joel, please.") is None  # not a full name
+    assert "member M-2002 with name Joel Whitaker" in (existing_record(state, "Register a new member called Joel "
+                                                                               "Whitaker, please.") or "")
     phone = state["members"]["M-2002"]["phone"]
     assert "member M-2002 with phone" in (existing_record(state, f"Sign up a member with phone {phone}.") or "")
 
@@ -113,3 +116,14 @@ async def test_such_a_task_is_asked_again_before_its_checklist_with_the_record_n
     assert "create a new order O-2003 for me" not in tasks[1]  # the refused task is not shown
     assert any(n.startswith("task rewritten after: task: the state already has order O-2003")
                for n in scenario.provenance.notes)
+
+
+def test_the_recorded_clinic_task_registering_a_patient_the_state_has_is_refused() -> None:
+    # the task as local/qwen2.5-coder-1.5b wrote it (29 November 2026), its state's patient cut to what matters
+    state = {"patients": {"PT-1003": {"patient_id": "PT-1003", "name": "John Doe", "date_of_birth": "1990-03-15",
+                                      "email": "john.doe@example.com", "status": "active"},
+                          "PT-1001": {"patient_id": "PT-1001", "name": "Margaret Ellison", "status": "active"}}}
+    task = ("As a front desk staff member, I need to register a new patient named 'John Doe' with the clinic. "
+            "Additionally, I want to update their allergies to include 'allergen3' and 'allergen4'. ")
+    assert (existing_record(state, task) or "").startswith("the state already has patient PT-1003 with name John Doe")
+    assert existing_record(state, task.replace("John Doe", "Jane Roe")) is None
