@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -25,6 +26,10 @@ from envscaler_mcp._io import atomic_write_bytes
 from envscaler_mcp.render.engine import server_templates
 
 _RUNTIME = "_envscaler_mcp_server_runtime"  # the templates' runtime package, under a name no server uses
+# One compile at a time: CPython 3.11 keeps the AST converter's recursion depth per interpreter, not per thread, so
+# two threads parsing at once may fail with "SystemError: AST constructor recursion depth mismatch" (renders
+# made ready from several threads hit it, seen once in the suite).
+_COMPILING = threading.Lock()
 
 
 @cache
@@ -67,7 +72,8 @@ def write_code_cache(folder: Path, package: str, served_from: Path | None = None
     except OSError:
         pass
     try:
-        data = runtime.dump(source, served)
+        with _COMPILING:
+            data = runtime.dump(source, served)
     except (SyntaxError, ValueError):
         return False
     try:
