@@ -39,19 +39,33 @@ def reopened(state: State, closed: Sequence[Closed]) -> tuple[State, list[str]] 
     mended = copy.deepcopy(state)
     every = records(mended)
     lines: list[str] = []
+    changed: set[str] = set()  # the ids of the records reopened so far
     for found in closed:
         if not found.accepted and not (found.later and found.today):
             continue
         mine = [a for a in every if a.collection == found.collection]
         named = {value for a in every if a.collection != found.collection for _, value in strings_of(a.record)}
-        free = [a for a in mine if not _dates_held(a, found, every) and not _closing_kept(a, found)]
+        free = [a for a in mine if not _dates_held(a, found, every) and not _closing_kept(a, found)
+                and not _linked_to(a, changed, every)]
         chosen = sorted(free, key=lambda a: a.record_id in named)[:max(1, len(mine) // 2)]
         if not chosen:
             continue
         for order, anchor in enumerate(chosen):
             _reopen(anchor, found, order)
+        changed |= {a.record_id for a in chosen}
         lines.append(_line(found, len(chosen), len(mine)))
     return (mended, lines) if lines else None
+
+
+def _linked_to(anchor: Anchor, changed: set[str], every: Sequence[Anchor]) -> bool:
+    """Whether the record names, or is named by, a record already reopened: of two linked records only one takes
+    a new status (a copy made `available` under a loan made `active` on it would be lent and free at once)."""
+    if not changed:
+        return False
+    own = {value for _, value in strings_of(anchor.record)} - {anchor.record_id}
+    return bool(own & changed) or any(
+        other.record_id in changed and anchor.record_id in {value for _, value in strings_of(other.record)}
+        for other in every if other is not anchor)
 
 
 def _dates_held(anchor: Anchor, found: Closed, every: Sequence[Anchor]) -> bool:

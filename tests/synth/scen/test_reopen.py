@@ -192,3 +192,20 @@ def test_a_record_that_keeps_a_trace_of_its_closing_is_not_reopened() -> None:
     visits = {"A-1": {"status": "cancelled", "date": "2026-04-01", "cancel_reason": "patient ill"}}
     closed = Closed("appointments", ["cancelled"], accepted=["scheduled"], later=["date"], today="2026-04-07")
     assert reopened({"today": "2026-04-07", "appointments": visits}, [closed]) is None
+
+
+def test_of_two_linked_records_only_one_is_reopened() -> None:
+    # the 1.5B model's library_loans state of 29 November, cut down: its only copy lost, its only loan on it
+    # returned; reopened both, the copy would be `available` under an `active` loan on it
+    state = {"today": "2026-04-07",
+             "copies": {"C-1": {"copy_id": "C-1", "status": "lost"}},
+             "loans": {"L-1": {"loan_id": "L-1", "copy_id": "C-1", "status": "returned"}},
+             "members": {"M-1": {"member_id": "M-1", "status": "active"}}}
+    copies = Closed("copies", ["lost"], accepted=["available"])
+    loans = Closed("loans", ["returned"], accepted=["active"])
+    mended, lines = reopened(state, [copies, loans]) or ({}, [])
+    assert lines == ["reopened 1 of 1 copies (status 'available')"]  # the loan on it left as it was
+    assert mended["loans"]["L-1"]["status"] == "returned" and mended["copies"]["C-1"]["status"] == "available"
+    state["loans"]["L-1"]["copy_id"] = "C-9"  # a loan on another copy: both reopened
+    assert (reopened(state, [copies, loans]) or ({}, []))[1] == ["reopened 1 of 1 copies (status 'available')",
+                                                                  "reopened 1 of 1 loans (status 'active')"]
