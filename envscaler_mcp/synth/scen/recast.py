@@ -91,9 +91,9 @@ def recast(draft: Draft, wrong: Misnamed, state: State) -> Draft | None:
     planned = set(every_text([c.arguments for c in draft.solution]))
     # a peer the draft already names (a checklist item asking that it be left alone) would be asked to change
     # and to stay as it was at once
-    named = [t for t in wrong.takers
+    unnamed = [t for t in wrong.takers
              if not (names_id(words, t.record_id) or names_id(code, t.record_id) or t.record_id in planned)]
-    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in named)
+    fitting = ((t, _text_swaps(old, t, words, set(by_id))) for t in unnamed)
     peer, swaps = next(((t, sw) for t, sw in fitting if _fits(old, t, texts, sw, by_id)
                         and still_named(old.record, t.record, _swap_text(words, sw)) is None), (None, {}))
     if peer is None:
