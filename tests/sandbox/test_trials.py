@@ -418,3 +418,30 @@ def test_trials_that_ended_in_the_same_state_share_the_zygotes_parse_of_it() -> 
     assert [final.lend(keep=True) for final in finals] == [_final("shipped"), _final("pending"), _final("shipped")]
     apart = _episode_states(initial, texts, 3, checks, share=False)
     assert apart[0][1] is not apart[2][1] and apart[0][2] is not apart[1][2]
+
+
+async def test_a_check_that_changes_a_shared_final_state_changes_no_other_trials_copy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three trials of one request ended in the same final state, so the zygote parses it once for all three. The
+    first check of every trial empties and rewrites the state it was given; the second reads it: each trial's
+    second check still sees its state as the episode left it (the trials' batch processes share a parse, never
+    what a check did to it)."""
+    requests = _Requests(monkeypatch)
+    wrecker = ("def check_func(s):\n    s['orders']['O1']['status'] = 'pending'\n    s['orders'].clear()\n"
+               "    s['stolen'] = True\n    return True\n")
+    reader = "def check_func(s):\n    return s['orders']['O1']['status'] == 'shipped' and 'stolen' not in s\n"
+    items = [ChecklistItem(id="wreck", description="changes its state", validator=wrecker),
+             ChecklistItem(id="read", description="still shipped", validator=reader)]
+    got: list[list[tuple[bool, str | None]]] = []
+    async with ValidatorSandbox(timeout_s=5.0, memory_mb=256, workers=1) as sb:
+        async def trial() -> None:
+            results = await sb.run(items, copy.deepcopy(INITIAL), _final("shipped"))
+            got.append([(r.passed, r.reason) for r in results])
+
+        async with anyio.create_task_group() as tg:
+            async with _busy(sb):
+                for n in range(3):
+                    tg.start_soon(trial)
+                    await _until(lambda n=n: _waiting(sb) == n + 1)
+    assert requests.episodes[0] == 3  # one request: the final state parsed once for the three trials
+    assert got == [[(True, None), (True, None)]] * 3
