@@ -8,8 +8,10 @@ after it, and each field the solution changed is guarded by some validator. A fa
 `REPAIR_ROUNDS` repair rounds, each aimed at the failing part with the concrete failure as feedback, then is
 dropped with the reasons.
 
-When the reference solution replayed cleanly and changed the state but some items' validators disagree with
-it, the first repair rewrites only those items' validators, shown the changes the solution made (the plan
+When the reference solution replayed cleanly but some items' validators disagree with it, the validators of
+the items whose text names one record, one of its fields and the value it takes are first written by code from
+that text (`item_check.py`, no model call) and the draft gated again. When the solution changed the state and
+validators still disagree, the first repair rewrites only those items' validators, shown the changes the solution made (the plan
 stands: a small model asked to rewrite both at once tends to make them disagree again); a later round
 rewrites validators and solution together.
 
@@ -17,7 +19,7 @@ After each repair, a draft whose reference solution replayed cleanly but some of
 disagree with it (raise, already hold on the initial state although the item claims a change, or do not
 hold after the plan) gets a last try: [change] items whose validators hold before and after the plan are
 re-marked [keep], and the draft is tried without the items that still disagree: kept when they are at most half of
-the checklist, at least `_MIN_ITEMS` different validators remain and the whole gate, mutation test included,
+the checklist, at least `last_try.MIN_ITEMS` different validators remain and the whole gate, mutation test included,
 passes on them; the dropped items are named in the
 scenario's provenance notes. No model call is spent on it; the repair goes first because it can keep the
 item (a validator rewritten, an item re-marked [keep]).
@@ -36,10 +38,10 @@ from envscaler_mcp.scenario.models import Scenario, ToolCall
 from envscaler_mcp.skeleton.models import Provenance
 from envscaler_mcp.synth._common_progress import RunLog, current_item
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
-from envscaler_mcp.synth.scen import questions
+from envscaler_mcp.synth.scen import last_try, questions
 from envscaler_mcp.synth.scen.anchors import Anchor, parameter_rules, task_anchors
 from envscaler_mcp.synth.scen.existing import existing_record
-from envscaler_mcp.synth.scen.marks import item_code, marked_by_evidence, without_repeats
+from envscaler_mcp.synth.scen.marks import marked_by_evidence, without_repeats
 from envscaler_mcp.synth.scen.recast import recast
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import Retargeted, checked_plan, misnamed
@@ -56,7 +58,6 @@ from envscaler_mcp.synth.scen.verdicts import (
     ungrounded,
 )
 
-_MIN_ITEMS = 2  # a checklist pruned of disagreeing items keeps at least this many
 REPAIR_ROUNDS = 2
 RECASTS = 3  # records a task is recast from, at most (recast.py)
 
@@ -156,35 +157,21 @@ class ScenarioBuilder:
         return diagnose(report, scenario, self.require_mutation)
 
     async def pruned(self, state: State, draft: Draft, verdict: Verdict) -> Draft | None:
-        """The draft after a last try that costs no model call, if the whole gate then passes; else None.
+        """The draft after the last try that costs no model call (`last_try.pruned`), if the whole gate passes."""
+        return await last_try.pruned(self.evaluate, draft_scenario(self.ctx.skeleton.id, state, draft), state,
+                                     draft, verdict)
 
-        Only when the reference solution replayed cleanly: an item marked [change] whose validator holds both
-        on the initial state and after the solution asserts something that stays so: it is re-marked [keep]
-        (what a repair may do by heading it `# c4 [keep]`; the mutation test still demands that every changed
-        field is guarded). Items whose validators still disagree with the solution are dropped if they are at
-        most half of the checklist and `_MIN_ITEMS` different validators are left."""
-        report = verdict.report
-        disagreeing = [] if report is None else disagreeing_items(report, draft_scenario(self.ctx.skeleton.id,
-                                                                                          state, draft))
-        if report is None or not disagreeing:
-            return None
-        before = {r.item_id for r in report.initial_results if r.passed and r.reason is None}
-        after = {r.item_id for r in report.final_results if r.passed and r.reason is None}
-        steady = [c.id for c in draft.checklist
-                  if c.kind == "state" and c.claims_change and c.id in before and c.id in after]
-        checklist = [c.model_copy(update={"claims_change": False}) if c.id in steady else c for c in draft.checklist]
-        notes = [*draft.notes] + ([f"checklist items {', '.join(steady)} re-marked [keep]: their validators hold "
-                                   "before and after the reference solution"] if steady else [])
-        bad = [i for i in disagreeing if i not in steady]  # a steady item disagreed only by its [change] mark
-        kept = [c for c in checklist if c.id not in bad]
-        if len(bad) > len(checklist) // 2 or len({item_code(c) for c in kept}) < _MIN_ITEMS:
-            return None
-        if bad:
-            notes.append(f"checklist items {', '.join(bad)} dropped: their validators disagreed with the "
-                         "reference solution (" + "; ".join(verdict.reasons)[:300] + ")")
-        candidate = draft.model_copy(update={"checklist": kept, "notes": notes})
-        final = await self.evaluate(state, candidate)
-        return None if final.reasons else marked_by_evidence(candidate, final.report)
+    async def gated(self, state: State, draft: Draft) -> tuple[Draft, Verdict]:
+        """The draft and its gate verdict; when validators disagree with a cleanly replayed reference solution,
+        those of items that make an exact claim are written by code first (`item_check.py`) and gated again."""
+        verdict = await self.evaluate(state, draft)
+        if not verdict.reasons:
+            return draft, verdict
+        coded = last_try.coded(draft_scenario(self.ctx.skeleton.id, state, draft), state, draft, verdict)
+        if coded is None:
+            return draft, verdict
+        self.say("validators: " + coded.notes[-1][:300])
+        return coded, await self.evaluate(state, coded)
 
     async def first_draft(self, state: State, meter: UsageMeter, feedback: str = "", index: int = 0,
                           anchors: list[Anchor] | None = None) -> Draft:
@@ -229,7 +216,7 @@ class ScenarioBuilder:
             wrong = found
         if draft is exc.draft:
             return again
-        verdict = await self.evaluate(state, draft)
+        draft, verdict = await self.gated(state, draft)
         if verdict.reasons and verdict.part in (None, "task"):
             self.say("task: the recast task is asked again")
             return again
@@ -341,8 +328,7 @@ class ScenarioBuilder:
             draft, verdict, task_only = await self.retarget(state, exc)
         else:
             task_only = False
-            draft = without_repeats(draft)
-            verdict = await self.evaluate(state, draft)
+            draft, verdict = await self.gated(state, without_repeats(draft))
         if not verdict.reasons:
             return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
         rounds = 1 if question else REPAIR_ROUNDS
@@ -375,7 +361,7 @@ class ScenarioBuilder:
                     return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
                 continue
             task_only = False
-            verdict = await self.evaluate(state, draft)
+            draft, verdict = await self.gated(state, draft)
             if not verdict.reasons:
                 return await self.judged(state, marked_by_evidence(draft, verdict.report), verdict.report, meter)
             if (pruned := await self.pruned(state, draft, verdict)) is not None:

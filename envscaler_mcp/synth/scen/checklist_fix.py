@@ -28,7 +28,7 @@ _QUOTED = re.compile(r"""['"‘“]([^'"’”]{1,80})['"’”]""")
 _ID = re.compile(r"(?<![\w-])[A-Z]{1,5}-?\d{1,8}(?:-\d{1,8})*(?![\w-])")
 
 
-def _mentions(text: str, word: str) -> bool:
+def mentions(text: str, word: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.I) is not None
 
 
@@ -38,7 +38,7 @@ def already_true(item: ChecklistItem, state_records: list[Anchor]) -> str | None
     if not item.claims_change:
         return None
     text = item.description
-    named = [a for a in state_records if _mentions(text, a.record_id)]
+    named = [a for a in state_records if mentions(text, a.record_id)]
     quoted = {q.strip().lower() for q in _QUOTED.findall(text)}
     if len({(a.collection, a.record_id) for a in named}) != 1 or len(quoted) != 1:
         return None
@@ -46,7 +46,7 @@ def already_true(item: ChecklistItem, state_records: list[Anchor]) -> str | None
     for field, current in anchor.record.items():
         words = field.replace("_", " ")
         if isinstance(current, str) and current.strip().lower() == value and (
-                _mentions(text, field) or _mentions(text, words)):
+                mentions(text, field) or mentions(text, words)):
             return (f"{anchor.collection} {anchor.record_id} already has {field} {current!r} on the initial "
                     "state, so the item holds before the task is done")
     return None
@@ -56,7 +56,7 @@ def unknown_ids(item: ChecklistItem, known: str, task: str) -> str | None:
     """Why an item names a record that is nowhere, or None: an id (quoted or not: a value the task sets is in the
     task) that is a word of no key or value of the state (`known`: them all, one a line) and of the task ("Q1" is
     a word of the file name "Q1 2026 report.pdf")."""
-    missing = [w for w in dict.fromkeys(_ID.findall(item.description)) if not _mentions(known, w) and not _mentions(task, w)]
+    missing = [w for w in dict.fromkeys(_ID.findall(item.description)) if not mentions(known, w) and not mentions(task, w)]
     if not missing:
         return None
     return (f"it names {', '.join(missing)}, which no record of the state has and the task does not mention "
