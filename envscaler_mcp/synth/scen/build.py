@@ -187,7 +187,7 @@ class ScenarioBuilder:
         if not names_a_record(state, task):
             raise SentBack(Draft(title=title, task=task), ungrounded(anchors))
         if (held := existing_record(state, task)) is not None:
-            raise SentBack(Draft(title=title, task=task), already_held(held))
+            raise SentBack(Draft(title=title, task=task), already_held(held, anchors))
         checklist = await gen_checklist(ctx, task, meter, state)
         draft = Draft(title=title, task=task)
         try:

@@ -32,6 +32,12 @@ class Verdict:
     # task that named none of the records offered: the 1.5B model, shown it, wrote it again nearly word for word)
 
 
+def _named(anchors: Sequence[Anchor]) -> tuple[str, str]:
+    """("patients PT-1001 and doctors D01", '"PT-1001", "D01"') as the task feedback names the offered records."""
+    return (" and ".join(f"{a.collection} {a.record_id}" for a in anchors),
+            ", ".join(f'"{a.record_id}"' for a in anchors))
+
+
 def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
     """The verdict on a task that names no record of its initial state (`qa.grounding.names_a_record`); with the
     `anchors` its prompt offered, the feedback names them (the 1.5B model, shown member M-2001 and copy C-30001,
@@ -40,17 +46,25 @@ def ungrounded(anchors: Sequence[Anchor] = ()) -> Verdict:
               "one record has), so an assistant cannot tell which records to change")
     feedback = f"- {reason}; name the records (by id, or by a name or other value of theirs)"
     if anchors:
-        named = " and ".join(f"{a.collection} {a.record_id}" for a in anchors)
-        ids = ", ".join(f'"{a.record_id}"' for a in anchors)
+        named, ids = _named(anchors)
         feedback += (f"\n- name {named} by id: write {ids} in the task text, and ask for a change to "
                      f"{'it' if len(anchors) == 1 else 'them'}")
     return Verdict(reasons=[f"task: {reason}"], part="task", feedback=feedback, show_failed=not anchors)
 
 
-def already_held(line: str) -> Verdict:
-    """The verdict on a task asking to create a record the state already holds (`existing.py`): asked again, told
-    which record (not shown the task: the 1.5B model, shown a refused answer, writes it again)."""
-    return Verdict(reasons=[f"task: {line}"], part="task", feedback=f"- {line}", show_failed=False)
+def already_held(line: str, anchors: Sequence[Anchor] = ()) -> Verdict:
+    """The verdict on a task asking to create a record the state already holds (`existing.py`): asked again, not
+    shown the task (the 1.5B model, shown a refused answer, writes it again). Told which record, unless the prompt
+    offered `anchors`: then the feedback names no value of the held record and asks for changes to the anchors
+    (told "the state already has patient PT-1003 with name John Doe", the 1.5B model registered John Doe again,
+    twice)."""
+    feedback = f"- {line}"
+    if anchors:
+        named, ids = _named(anchors)
+        feedback = (f"- the task asked to create a record the state already has; do not ask to create one\n"
+                    f"- ask for changes to {named} instead, named by id: write {ids} in the task text")
+    return Verdict(reasons=[f"task: {line}"], part="task", feedback=feedback, show_failed=False,
+                   anchors=list(anchors) or None)
 
 
 def retargeted(wrong: Misnamed) -> Verdict:

@@ -105,14 +105,20 @@ class HeldTaskModel(ScenRouter):
         return answer
 
 
-async def test_such_a_task_is_asked_again_before_its_checklist_with_the_record_named(run: Any) -> None:
+@pytest.mark.parametrize("steer", [False, True])
+async def test_such_a_task_is_asked_again_before_its_checklist_with_the_record_named(run: Any, steer: bool) -> None:
     router = HeldTaskModel("mini_shop")
-    _, _, out = await run("mini_shop", router=router)
+    _, _, out = await run("mini_shop", router=router, steer=steer)
     [scenario] = load_scenarios(out / "mini_shop.jsonl")
     assert "cancel my pending order O-2001" in scenario.task  # the second task
     tasks = [text for step, text in router.prompts if step == "task"]
     assert len(tasks) == 2 and router.calls["checklist"] == 1  # no checklist for the first task
-    assert "the state already has order O-2003 with order_id O-2003" in tasks[1]
+    feedback = tasks[1].split("failed the quality checks", 1)[1]
+    if steer:  # the offered records are asked about; no value of the held record is shown to be copied
+        assert "do not ask to create one" in feedback and "ask for changes to orders " in feedback
+        assert "O-2003" not in feedback
+    else:
+        assert "the state already has order O-2003 with order_id O-2003" in feedback
     assert "create a new order O-2003 for me" not in tasks[1]  # the refused task is not shown
     assert any(n.startswith("task rewritten after: task: the state already has order O-2003")
                for n in scenario.provenance.notes)
