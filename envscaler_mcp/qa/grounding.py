@@ -39,7 +39,7 @@ def _keys_named(text: Text, name: str, index: StateIndex) -> set[str]:
 
 
 def named_records(state: Mapping[str, Any] | StateIndex, task: str) -> set[tuple[str, str]]:
-    """(collection, key) of every record the task names: by its key, or by a value (or a word of one) that only
+    """(collection, key) of every record the task names: by its key, or by a value (or a word of a short one: `record_index.words_of`) that only
     this record of its collection has. `state` may be given as its StateIndex."""
     text, index = text_of(task), index_of(state)
     return {(name, key) for name in index.names for key in _keys_named(text, name, index) | index[name].named(text, "own")}
