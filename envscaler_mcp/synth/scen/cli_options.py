@@ -66,6 +66,11 @@ class ScenariosOptions:
         "usable items across retries (asking only for replacements), and correct a reference plan whose call the "
         "environment refuses, shown the refusal and the records it names (--no-steer: the prompts of earlier "
         "versions, e.g. to replay a response cache made with them).")] = True
+    plan_first: Annotated[bool, typer.Option(
+        "--plan-first/--no-plan-first", help="When an item is dropped, make one more the other way round: a plan of "
+        "calls known to succeed, accepted by the environment on the item's state, its checklist and validators "
+        "written by code from the plan's changes, and only the task written by the model (gated like any item; "
+        "its provenance says so). Steered runs only.")] = True
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None
     home: HomeOption = None
@@ -96,4 +101,5 @@ class ScenariosOptions:
                            retries=self.retries, similarity=self.similarity, require_mutation=self.mutation,
                            guard=self.guard, temperature=self.temperature,
                            validator_workers=min(2, self.concurrency), questions=self.questions, judge=self.judge,
-                           ray=self.ray, ray_workers=self.ray_workers, on_item=on_item, steer=self.steer)
+                           ray=self.ray, ray_workers=self.ray_workers, on_item=on_item, steer=self.steer,
+                           plan_first=self.plan_first)

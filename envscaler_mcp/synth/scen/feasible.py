@@ -112,7 +112,7 @@ def _date(value: object) -> bool:
     return True
 
 
-def _targets(known: Iterable[Known], changers: set[str]) -> dict[str, dict[str, list[tuple[Known, Anchor]]]]:
+def targets(known: Iterable[Known], changers: set[str]) -> dict[str, dict[str, list[tuple[Known, Anchor]]]]:
     """{collection: {tool: [(known call, its record of that collection)]}} for the state-changing calls."""
     found: dict[str, dict[str, list[tuple[Known, Anchor]]]] = {}
     for item in known:
@@ -123,7 +123,7 @@ def _targets(known: Iterable[Known], changers: set[str]) -> dict[str, dict[str, 
     return found
 
 
-def _stand_ins(item: Known, target: Anchor, state: State) -> dict[str, str]:
+def stand_ins(item: Known, target: Anchor, state: State) -> dict[str, str]:
     """The known call's other records that the new state lacks, each for a record of its collection the state
     has (an open one first)."""
     have = records(state)
@@ -161,7 +161,7 @@ async def judge_state(state: State, known: Sequence[Known], changers: set[str], 
         by_collection.setdefault(anchor.collection, []).append(anchor)
     judgement = Judgement()
     usable: dict[int, bool] = {}
-    for collection, candidates in _targets(known, changers).items():
+    for collection, candidates in targets(known, changers).items():
         mine = by_collection.get(collection, [])
         statuses = sorted({s for a in mine if (s := status_of(a.record))})
         if not mine or not statuses:
@@ -207,9 +207,9 @@ async def _accepted_somewhere(found: Closed, tools: dict[str, list[tuple[Known, 
     """Whether some known call is accepted on some of `peers`; the refusals are noted in `found`."""
     for tool, calls in tools.items():
         for item, target in calls:
-            stand_ins = _stand_ins(item, target, state)  # the same for every peer
+            others = stand_ins(item, target, state)  # the same for every peer
             for peer in peers:
-                refusal = await tried([item.call], {**stand_ins, target.record_id: peer.record_id}, state, episodes)
+                refusal = await tried([item.call], {**others, target.record_id: peer.record_id}, state, episodes)
                 if refusal is None:
                     return True
                 found.refusals.setdefault(tool, refusal)

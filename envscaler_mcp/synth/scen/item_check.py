@@ -34,7 +34,7 @@ class FieldClaim:
     record_id: str
     id_field: str | None
     field: str
-    value: str | int | float | bool
+    value: str | int | float | bool | None
 
     def source(self) -> str:
         """The validator: the record looked up in its collection, the field compared with `==`."""

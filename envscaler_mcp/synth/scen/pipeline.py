@@ -29,6 +29,7 @@ from envscaler_mcp.synth._common_store import ItemCallback, run_bounded
 from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
 from envscaler_mcp.synth.scen.feasible import Judgement, closed_reason, judge_state, known_for
+from envscaler_mcp.synth.scen.plan_first import plan_first_item
 from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.reopen import reopen_state
 from envscaler_mcp.synth.scen.state_step import Checked, gen_state, load_state
@@ -66,6 +67,7 @@ class ScenOptions:
     ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
     steer: bool = True  # tasks about chosen records, checklists kept across retries, refused plans corrected
+    plan_first: bool = False  # a dropped item is made once more plan-first (plan_first.py; the command line: on)
     on_item: ItemCallback | None = None  # (env id, item id, outcome) when an item is kept or dropped
 
 
@@ -212,11 +214,19 @@ class EnvRun:
         if record is None:
             return
         meter = UsageMeter()
+        question = is_question(index, self.options.questions)
         try:
-            draft = await self.builder.build(record.state, meter, is_question(index, self.options.questions), index)
+            draft = await self.builder.build(record.state, meter, question, index)
         except Dropped as exc:
-            self.drop(item_id, exc.step, exc.reason, _usage_dict(meter))
-            return
+            try:
+                if question or not (self.options.plan_first and self.ctx.steer):
+                    raise
+                self.line(f"  {item_id} dropped at {exc.step}: {exc.reason[:200]}; making it plan-first")
+                draft = await plan_first_item(self.builder, record.state, self.known, self.changers, meter, index,
+                                              exc)
+            except Dropped as final:
+                self.drop(item_id, final.step, final.reason, _usage_dict(meter))
+                return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
         notes += [f"initial state mended: {mend}" for mend in record.mends]
         proven = self.ctx.proven()

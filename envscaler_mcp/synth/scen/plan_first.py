@@ -1,0 +1,264 @@
+"""Plan-first items: when an item made the model-first way (task, checklist, validators, plan) is dropped, one
+more is made the other way round, with the model writing only the task's words.
+
+A small model's drafts fail mostly where four of its answers have to agree: the 1.5B model's checklists named
+fields no record has and values no task asked for, its validators read other fields, its plans other records,
+and every item of its run on the bundled environments was dropped (docs/synth-scenarios.md, code N). Here the
+parts that must agree are made by code from one plan the real server accepted, and the model is asked for what
+it does well, a user's request:
+
+1. **The plan.** State-changing calls known to succeed in the environment (`feasible.known_for`: its
+   scenarios' reference calls, the calls its dual-agent check saw succeed) are aimed at the records the task
+   step would offer (`anchors.task_anchors`: open ones first), their other records swapped for records of this
+   state where it lacks them, and replayed on a fresh episode of the real server, one call and then a second of
+   another tool. A plan is kept when every call is accepted and every field it changes is a field of a record
+   that exists (a scalar, or a free field: notes, generated timestamps), so each change can be said and checked.
+2. **Checklist and validators** by code: one `[change]` item per changed field that is not free, "Has tickets
+   INC-3001 priority 'P2'?", with the validator `item_check.FieldClaim` writes for it.
+3. **The task** (`prompts/scen/task_from_plan.md`): the model is shown the records and the changes (free text
+   included, so the request can say the note) and writes the request, naming the records by id and saying the
+   new values. The prompt holds these records only, not the whole state: about a tenth of the task step's.
+4. **The gate**, all of it, as for any draft: the task must name the records the plan changes (consistency),
+   every validator False before and True after, the mutation test. A task the gate refuses is asked again once
+   with the reasons. The scenario's provenance says it was made plan-first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envscaler_mcp._json import State
+from envscaler_mcp.compare.diff import diff_states
+from envscaler_mcp.compare.freefields import FreeFields
+from envscaler_mcp.references.replay import EpisodeFactory, replay_calls
+from envscaler_mcp.scenario.models import ChecklistItem, ToolCall
+from envscaler_mcp.synth._common_parse import AnswerFormatError
+from envscaler_mcp.synth.llm import StepFailed, UsageMeter, ask
+from envscaler_mcp.synth.scen.anchors import (
+    SETTLED,
+    Anchor,
+    parameter_rules,
+    records,
+    status_of,
+    task_anchors,
+)
+from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder
+from envscaler_mcp.synth.scen.checklist_fix import mentions
+from envscaler_mcp.synth.scen.feasible import Known, stand_ins, targets
+from envscaler_mcp.synth.scen.item_check import FieldClaim
+from envscaler_mcp.synth.scen.parsers import TASK_SCHEMA, parse_task
+from envscaler_mcp.synth.scen.records import Draft
+from envscaler_mcp.synth.scen.retarget import swapped_all
+from envscaler_mcp.synth.scen.steps import ANSWER_TOKENS, StepContext
+
+MAX_CALLS = 2  # calls of a plan-first plan
+PROBES = 16  # replays tried at most to find it
+MIN_WORDS = 8  # a request for the plan's changes may be short: it asks for exactly them
+TASKS = 2  # the model's requests for the plan, at most (a refused one is asked again with the gate's reasons)
+_SCALARS = (str, int, float, bool)
+_SAID_MAX = 60  # longer text arguments (a note) are shown, not required word for word
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of one record changed by the plan; `free`: a field any value of which is accepted."""
+
+    collection: str
+    record_id: str
+    field: str
+    old: Any
+    new: Any
+    free: bool
+
+    def line(self) -> str:
+        return f"{self.collection} {self.record_id}: {self.field} {_said(self.old)} -> {_said(self.new)}"
+
+
+def _said(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def changes_of(state: State, final: State, free: FreeFields) -> list[Change] | None:
+    """The plan's changes, or None when one cannot be said and checked as a field of an existing record (a record
+    added or removed, a list changed in a field that is not free)."""
+    found: list[Change] = []
+    for change in diff_states(state, final):
+        path = change.path
+        if len(path) < 3 or not all(isinstance(p, str) for p in path[:3]):
+            return None
+        collection, key, field = (str(p) for p in path[:3])
+        is_free = free.reason(path) is not None or free.reason(path[:3]) is not None
+        scalar = len(path) == 3 and change.op == "changed" and (change.new is None or isinstance(change.new, _SCALARS))
+        held = state.get(collection)
+        if not (is_free or scalar) or not isinstance(held, dict) or key not in held:
+            return None
+        if len(path) == 3 or not any((c.collection, c.record_id, c.field) == (collection, key, field) for c in found):
+            found.append(Change(collection, key, field, _field(state, collection, key, field),
+                                _field(final, collection, key, field), is_free))
+    return found
+
+
+def _field(state: State, collection: str, key: str, field: str) -> Any:
+    records_ = state.get(collection)
+    record = records_.get(key) if isinstance(records_, dict) else None
+    return record.get(field) if isinstance(record, dict) else None
+
+
+def checklist_for(found: Sequence[Change]) -> list[ChecklistItem]:
+    """One [change] item per checked (not free) scalar change, its validator written by code."""
+    items: list[ChecklistItem] = []
+    for change in (c for c in found if not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
+        value = "no value" if change.new is None else f"'{str(change.new).lower()}'" if isinstance(
+            change.new, bool) else f"'{change.new}'"
+        claim = FieldClaim(change.collection, change.record_id, None, change.field, change.new)
+        items.append(ChecklistItem(id=f"c{len(items) + 1}", description=f"Has {change.collection} "
+                                   f"{change.record_id} {change.field} {value}?", validator=claim.source()))
+    return items
+
+
+def _aimed(known: Sequence[Known], changers: set[str], state: State, anchors: Sequence[Anchor]) -> list[ToolCall]:
+    """Known state-changing calls aimed at the offered records first, then at the other open records of their
+    collections (one call per tool and record)."""
+    mine = records(state)
+    offered = [a for a in anchors if a in mine]
+    rest = [a for a in mine if a not in offered and status_of(a.record) not in SETTLED]
+    by_collection = targets(known, changers)
+    calls: list[ToolCall] = []
+    for anchor in [*offered, *rest]:
+        for options in by_collection.get(anchor.collection, {}).values():
+            for item, target in options[:1]:
+                ids = {**stand_ins(item, target, state), target.record_id: anchor.record_id}
+                calls.append(item.call.model_copy(update={"arguments": swapped_all(item.call.arguments, ids)}))
+    return list({(c.tool, repr(c.arguments)): c for c in calls}.values())
+
+
+async def accepted_plan(state: State, known: Sequence[Known], changers: set[str], episodes: EpisodeFactory,
+                        anchors: Sequence[Anchor], free: FreeFields) -> tuple[list[ToolCall], list[Change]] | None:
+    """A plan of up to MAX_CALLS calls of different tools, every call accepted by the real server at `state`, and
+    its changes (each one a field of an existing record, at least one checked); None when none is found."""
+    plan: list[ToolCall] = []
+    found: list[Change] = []
+    probes = 0
+    for call in _aimed(known, changers, state, anchors):
+        if len(plan) == MAX_CALLS or probes == PROBES:
+            break
+        if any(c.tool == call.tool for c in plan):
+            continue
+        probes += 1
+        _, final, reasons = await replay_calls([*plan, call], state, episodes)
+        if reasons or final is None:
+            continue
+        changed = changes_of(state, dict(final), free)
+        if changed is None or len(changed) <= len(found) or not checklist_for(changed):
+            continue
+        plan, found = [*plan, call], changed
+    return (plan, found) if plan else None
+
+
+def _values(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[tuple[str, str]]:
+    """(argument, value) of the plan's short text arguments that are not record ids: what the user decides
+    (a return's condition, a priority), which the request must say."""
+    ids = {c.record_id for c in found}
+    return list(dict.fromkeys((k, v) for call in plan for k, v in call.arguments.items()
+                              if isinstance(v, str) and v not in ids and 0 < len(v) <= _SAID_MAX))
+
+
+def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
+    """The changes said plainly, by code: "For assets AST-2001: set status to 'in_repair' and clear assigned_to.
+    With condition 'damaged'." (free text values quoted, so a request can carry the note)."""
+    by_record: dict[tuple[str, str], list[str]] = {}
+    for c in found:
+        if isinstance(c.new, list) and isinstance(c.old, list):
+            added = [v for v in c.new if v not in c.old]
+            said = f"add {', '.join(_said(v) for v in added)} to {c.field}" if added else f"update {c.field}"
+        elif c.new is None:
+            said = f"clear {c.field}"
+        else:
+            said = f"set {c.field} to {_said(c.new)}"
+        by_record.setdefault((c.collection, c.record_id), []).append(said)
+    text = " ".join(f"For {collection} {key}: {' and '.join(parts)}." for (collection, key), parts in by_record.items())
+    values = _values(plan, found)
+    return text + (" With " + ", ".join(f"{k.replace('_', ' ')} {v!r}" for k, v in values) + "." if values else "")
+
+
+def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
+    """What a request must contain: every record id, every checked text value it sets, and the plan's short text
+    arguments."""
+    ids = [c.record_id for c in found]
+    texts = [c.new for c in found if not c.free and isinstance(c.new, str)]
+    return list(dict.fromkeys([*ids, *texts, *(v for _, v in _values(plan, found))]))
+
+
+def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str], tuple[str, str]]:
+    """The request's reader: it must keep every required id and value; the plain request copied word for word is
+    sent back once, asking for the user's own words (then taken: it asks for exactly the plan's changes)."""
+    plain = " ".join(plain_request(plan, found).lower().split())
+    copied = [0]
+
+    def accept(text: str) -> tuple[str, str]:
+        title, task = parse_task(text, short=lambda task: len(task.split()) >= MIN_WORDS)  # the plan's changes
+        missing = [m for m in required(plan, found) if not mentions(task, m)]
+        if missing:
+            raise AnswerFormatError("the request must contain, written exactly so: " + ", ".join(
+                repr(m) for m in missing))
+        if " ".join(task.lower().split()) == plain and not copied[0]:
+            copied[0] += 1
+            raise AnswerFormatError("this is the plain request copied: write it as the user would say it to an "
+                                    "assistant, in your own words, with a reason, keeping every id and quoted value")
+        return title, task
+    return accept
+
+
+async def task_for(ctx: StepContext, state: State, plan: Sequence[ToolCall], found: Sequence[Change],
+                   meter: UsageMeter, feedback: str = "") -> tuple[str, str]:
+    """(title, task): the model's wording of `plain_request`, which must keep every id and checked text value."""
+    touched = {(c.collection, c.record_id) for c in found}
+    lines = [a.line() for a in records(state) if (a.collection, a.record_id) in touched]
+    calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:300]})" for c in plan]
+    context = {"summary": ctx.skeleton.summary, "records": lines, "calls": calls, "plain": plain_request(plan, found),
+               "feedback": feedback}
+    return await ask(ctx.generator, "task", context, _accept(plan, found), meter=meter, seat="task", retries=ctx.retries,
+                     vary_repeats=True, settings=ctx.settings(answer=ANSWER_TOKENS["task"]),
+                     template="scen/task_from_plan", schema=TASK_SCHEMA)
+
+
+def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequence[Change], why: str) -> Draft:
+    """The draft: the model's task, the checklist and validators by code, the accepted plan."""
+    note = (f"made plan-first after the model-first item was dropped ({why[:200]}): plan accepted by the "
+            f"server, checklist and validators written by code from its changes ("
+            + "; ".join(c.line() for c in found)[:300] + "), task written by the model for them")
+    return Draft(title=title, task=task, checklist=checklist_for(found), solution=plan, notes=[note])
+
+
+async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequence[Known], changers: set[str],
+                          meter: UsageMeter, index: int, dropped: Dropped) -> Draft:
+    """A draft made plan-first on `state` that passed the gate, or Dropped with the model-first item's reason and
+    why the plan-first one failed too."""
+    ctx = builder.ctx
+    why = f"{dropped.step}: {dropped.reason}"
+    changing = [t for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
+    rules = parameter_rules([(t.input_schema, t.description) for t in changing])
+    anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules)
+    found = await accepted_plan(state, known, changers, builder.episode_factory, anchors,
+                                FreeFields(ctx.skeleton.free_fields))
+    if found is None:
+        raise Dropped(dropped.step, f"{dropped.reason} (plan-first: no known call was accepted on this state with "
+                      "changes a checklist can say)")
+    plan, changes = found
+    builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
+    feedback = ""
+    for _ in range(TASKS):
+        try:
+            title, task = await task_for(ctx, state, plan, changes, meter, feedback)
+        except StepFailed as exc:
+            raise Dropped(dropped.step, f"{dropped.reason} (plan-first: {exc.reason})") from exc
+        draft = plan_first_draft(title, task, plan, changes, why)
+        verdict = await builder.evaluate(state, draft)
+        if not verdict.reasons:
+            return await builder.judged(state, draft, verdict.report, meter)
+        feedback = verdict.feedback or "\n".join(f"- {r}" for r in verdict.reasons)
+    raise Dropped(dropped.step, f"{dropped.reason} (plan-first: the gate refused its task: "
+                  + "; ".join(verdict.reasons)[:300] + ")")

@@ -1,0 +1,142 @@
+"""Plan-first items (`synth/scen/plan_first.py`): the plan's changes read from a real replay, the checklist and
+validators written by code from them, the request the model must word, and whole runs on the mini_shop fixture
+where every model-first item is dropped. Model answers are hand-written (the scripted router)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envscaler_mcp._io import iter_jsonl
+from envscaler_mcp.catalog.store import load_scenarios
+from envscaler_mcp.compare.freefields import FreeFields
+from envscaler_mcp.providers.base import Message, ToolDef
+from envscaler_mcp.scenario.models import ToolCall
+from envscaler_mcp.synth.scen import pipeline
+from envscaler_mcp.synth.scen.plan_first import changes_of, checklist_for, plain_request, required
+
+from ..fixtures.scen_router import ScenRouter
+
+ROOT = Path(__file__).resolve().parents[3]
+FREE = FreeFields([("orders.*.notes", "free text")])
+BEFORE = {"orders": {"O-1": {"status": "pending", "total": 10.0, "notes": [], "tags": []},
+                     "O-2": {"status": "pending", "total": 5.0, "notes": [], "tags": []}}}
+
+
+def after(**fields: Any) -> dict[str, Any]:
+    state = json.loads(json.dumps(BEFORE))
+    state["orders"]["O-1"].update(fields)
+    return state
+
+
+def run_check(source: str, state: dict[str, Any]) -> bool:
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # the source the module wrote, on the test's own states
+    return bool(scope["check_func"](state))
+
+
+def test_each_checked_change_gets_an_item_whose_validator_is_false_before_and_true_after() -> None:
+    final = after(status="cancelled", notes=["Cancelled: wrong size"], total=None)
+    found = changes_of(BEFORE, final, FREE)
+    assert found is not None
+    assert [(c.field, c.free) for c in found] == [("status", False), ("total", False), ("notes", True)]
+    items = checklist_for(found)  # the free note is said in the request, not checked
+    assert [i.description for i in items] == ["Has orders O-1 status 'cancelled'?", "Has orders O-1 total no value?"]
+    for item in items:
+        assert item.claims_change and item.validator is not None
+        assert run_check(item.validator, final) and not run_check(item.validator, BEFORE)
+    assert not run_check(items[0].validator or "", after(status="cancelled", total=None) | {"orders": []})
+
+
+@pytest.mark.parametrize("final", [
+    after(tags=["vip"]),  # a list changed in a field that is not free: no item could say it
+    {**BEFORE, "orders": {**BEFORE["orders"], "O-3": {"status": "new"}}},  # a record added
+    {"orders": {"O-1": BEFORE["orders"]["O-1"]}},  # a record removed
+    {**after(status="cancelled"), "today": "2026-01-02"},  # a change outside any record
+])
+def test_a_plan_whose_changes_cannot_be_said_as_fields_of_existing_records_is_not_used(final: Any) -> None:
+    assert changes_of(BEFORE, final, FREE) is None
+
+
+def test_the_plain_request_says_every_change_and_value_the_request_must_keep() -> None:
+    plan = [ToolCall(tool="cancel_order", arguments={"order_id": "O-1", "reason": "wrong size"})]
+    found = changes_of(BEFORE, after(status="cancelled", notes=["Cancelled: wrong size"]), FREE)
+    assert found is not None
+    plain = plain_request(plan, found)
+    assert plain == ("For orders O-1: set status to 'cancelled' and add 'Cancelled: wrong size' to notes. "
+                     "With reason 'wrong size'.")
+    assert required(plan, found) == ["O-1", "cancelled", "wrong size"]
+
+
+class PlanFirstModel(ScenRouter):
+    """The scripted mini_shop model of a case whose every model-first item is dropped; asked plan-first, it words
+    the plain request as a user (`keeps=False`: it leaves the record's id out every time)."""
+
+    def __init__(self, case: str, keeps: bool = True) -> None:
+        super().__init__("mini_shop", case)
+        self.keeps = keeps
+        self.requests: list[str] = []
+
+    def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
+        if "You rewrite a plain request" not in messages[0].content:
+            return super().__call__(messages, tools)
+        self.requests.append(messages[-1].content)  # the prompt, or a retry's message
+        prompt = next(m.content for m in messages if "The plain request:" in m.content)
+        plain = prompt.split("The plain request:\n", 1)[1].split("\n", 1)[0]
+        task = f"Hello, something came up and I need your help. {plain} Thanks a lot for sorting this out."
+        if not self.keeps:
+            task = re.sub(r"O-\d+", "my order", task)
+        return json.dumps({"analysis": "-", "title": "Sort out my order", "task": task})
+
+
+@pytest.fixture
+def known(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixture's hand-written scenarios as the environment's known calls (the catalog has none for it)."""
+    scenarios = load_scenarios(ROOT / "tests" / "fixtures" / "mini_shop" / "scenarios.jsonl")
+    monkeypatch.setattr(pipeline, "scenarios_for", lambda env_id: scenarios)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("known")
+async def test_an_item_dropped_model_first_is_kept_plan_first_and_gated_like_any(run: Any) -> None:
+    router = PlanFirstModel("refused_always")  # every model-first plan cancels a shipped order
+    _, _, out = await run("mini_shop", router=router, plan_first=True, logged=True)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert [c.tool for c in sc.reference_solution] == ["cancel_order", "add_note"]
+    [order] = {c.arguments["order_id"] for c in sc.reference_solution}
+    assert sc.initial_state["orders"][order]["status"] == "pending"
+    assert [c.description for c in sc.checklist] == [f"Has orders {order} status 'cancelled'?"]
+    assert order in sc.task and "'cancelled'" in sc.task and "Customer changed mind" in sc.task
+    assert sc.provenance.notes[0].startswith("made plan-first after the model-first item was dropped (gate: ")
+    assert len(router.requests) == 1 and f"cancel_order({{\"order_id\": \"{order}\"}})" in router.requests[0]
+    log = (out / "_work" / "synth.log").read_text()
+    assert "s001 dropped at gate: " in log and "; making it plan-first" in log
+    assert f"s001 plan-first: plan accepted, orders {order}: status 'pending' -> 'cancelled'" in log
+    assert log.rstrip().endswith("s001 gate: passed")
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("known")
+async def test_a_request_that_leaves_the_record_out_is_refused_and_the_item_dropped_with_both_reasons(
+        run: Any) -> None:
+    router = PlanFirstModel("refused_always", keeps=False)
+    _, _, out = await run("mini_shop", router=router, plan_first=True)
+    assert not (out / "mini_shop.jsonl").exists() or load_scenarios(out / "mini_shop.jsonl") == []
+    [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
+    assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
+    assert "(plan-first: " in record["reason"] and "the request must contain, written exactly so: 'O-" in \
+        record["reason"]
+    assert len(router.requests) == 3  # the first answer and its retries
+
+
+@pytest.mark.anyio
+async def test_without_known_calls_or_with_it_off_nothing_more_is_tried(run: Any) -> None:
+    router = PlanFirstModel("refused_always")
+    _, _, out = await run("mini_shop", router=router, plan_first=True)  # the catalog knows no mini_shop call
+    [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
+    assert "(plan-first: no known call was accepted on this state" in record["reason"]
+    assert router.requests == []
