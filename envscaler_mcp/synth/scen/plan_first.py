@@ -72,8 +72,11 @@ class Change:
     old: Any
     new: Any
     free: bool
+    added: bool = False  # a record the plan added: `new` holds its fields that are not free, `field` is ""
 
     def line(self) -> str:
+        if self.added:
+            return f"{self.collection}: a new record " + json.dumps(self.new, ensure_ascii=False, default=str)[:300]
         return f"{self.collection} {self.record_id}: {self.field} {_said(self.old)} -> {_said(self.new)}"
 
 
@@ -82,11 +85,18 @@ def _said(value: Any) -> str:
 
 
 def changes_of(state: State, final: State, free: FreeFields) -> list[Change] | None:
-    """The plan's changes, or None when one cannot be said and checked as a field of an existing record (a record
-    added or removed, a list changed in a field that is not free)."""
+    """The plan's changes, or None when one cannot be said and checked: a field of an existing record (a scalar,
+    or any change of a free field), or a record added to a collection keyed by id (its fields that are not free);
+    not a record removed, a list changed in a field that is not free, a change outside the records."""
     found: list[Change] = []
     for change in diff_states(state, final):
         path = change.path
+        if len(path) == 2 and change.op == "added" and isinstance(change.new, dict) and isinstance(
+                state.get(str(path[0])), dict):
+            collection, key = str(path[0]), str(path[1])
+            kept = {f: v for f, v in change.new.items() if free.reason([collection, key, f]) is None}
+            found.append(Change(collection, key, "", None, kept, False, added=True))
+            continue
         if len(path) < 3 or not all(isinstance(p, str) for p in path[:3]):
             return None
         collection, key, field = (str(p) for p in path[:3])
@@ -107,10 +117,38 @@ def _field(state: State, collection: str, key: str, field: str) -> Any:
     return record.get(field) if isinstance(record, dict) else None
 
 
-def checklist_for(found: Sequence[Change]) -> list[ChecklistItem]:
-    """One [change] item per checked (not free) scalar change, its validator written by code."""
+def _added_source(collection: str, expected: dict[str, Any]) -> str:
+    """The validator of an added record: a record of `collection` the initial state lacks, with these fields."""
+    return ("def check_func(final_state):\n"
+            f"    records = final_state.get({collection!r})\n"
+            f"    before = initial_state.get({collection!r}) or {{}}\n"
+            f"    expected = {expected!r}\n"
+            "    if not isinstance(records, dict):\n"
+            "        return False\n"
+            "    for key, record in records.items():\n"
+            "        if key not in before and isinstance(record, dict) and all(\n"
+            "                record.get(field) == value for field, value in expected.items()):\n"
+            "            return True\n"
+            "    return False\n")
+
+
+def _added_item(change: Change, said: Sequence[str]) -> str:
+    """"Has a new appointments record been added with patient_id 'PT-1001' and slot_id '…'?": the fields whose
+    values the plan's arguments say (at most 3; else the first two)."""
+    fields = [(f, v) for f, v in change.new.items() if isinstance(v, str) and v in said][:3] or \
+        [(f, v) for f, v in change.new.items() if isinstance(v, _SCALARS)][:2]
+    return (f"Has a new {change.collection} record been added with "
+            + " and ".join(f"{f} '{v}'" for f, v in fields) + "?")
+
+
+def checklist_for(found: Sequence[Change], said: Sequence[str] = ()) -> list[ChecklistItem]:
+    """One [change] item per checked (not free) scalar change, and one per added record (`said`: the plan's text
+    arguments, which name it), their validators written by code."""
     items: list[ChecklistItem] = []
-    for change in (c for c in found if not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
+    for change in (c for c in found if c.added):
+        items.append(ChecklistItem(id=f"c{len(items) + 1}", description=_added_item(change, said),
+                                   validator=_added_source(change.collection, change.new)))
+    for change in (c for c in found if not c.added and not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
         value = "no value" if change.new is None else f"'{str(change.new).lower()}'" if isinstance(
             change.new, bool) else f"'{change.new}'"
         claim = FieldClaim(change.collection, change.record_id, None, change.field, change.new)
@@ -161,7 +199,7 @@ async def accepted_plan(state: State, known: Sequence[Known], changers: set[str]
 def _values(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[tuple[str, str]]:
     """(argument, value) of the plan's short text arguments that are not record ids: what the user decides
     (a return's condition, a priority), which the request must say."""
-    ids = {c.record_id for c in found}
+    ids = {c.record_id for c in found if not c.added}
     return list(dict.fromkeys((k, v) for call in plan for k, v in call.arguments.items()
                               if isinstance(v, str) and v not in ids and 0 < len(v) <= _SAID_MAX))
 
@@ -171,7 +209,9 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
     With condition 'damaged'." (free text values quoted, so a request can carry the note)."""
     by_record: dict[tuple[str, str], list[str]] = {}
     for c in found:
-        if isinstance(c.new, list) and isinstance(c.old, list):
+        if c.added:
+            said = "add a new record"
+        elif isinstance(c.new, list) and isinstance(c.old, list):
             added = [v for v in c.new if v not in c.old]
             said = f"add {', '.join(_said(v) for v in added)} to {c.field}" if added else f"update {c.field}"
         elif c.new is None:
@@ -179,16 +219,18 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
         else:
             said = f"set {c.field} to {_said(c.new)}"
         by_record.setdefault((c.collection, c.record_id), []).append(said)
-    text = " ".join(f"For {collection} {key}: {' and '.join(parts)}." for (collection, key), parts in by_record.items())
+    text = " ".join(f"For {collection}{'' if added else ' ' + key}: {' and '.join(parts)}."
+                    for (collection, key), parts in by_record.items()
+                    for added in [any(c.added and c.record_id == key for c in found)])
     values = _values(plan, found)
     return text + (" With " + ", ".join(f"{k.replace('_', ' ')} {v!r}" for k, v in values) + "." if values else "")
 
 
 def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
-    """What a request must contain: every record id, every checked text value it sets, and the plan's short text
-    arguments."""
-    ids = [c.record_id for c in found]
-    texts = [c.new for c in found if not c.free and isinstance(c.new, str)]
+    """What a request must contain: every id of a record it changes, every checked text value it sets, and the
+    plan's short text arguments (the records it names, the values it says)."""
+    ids = [c.record_id for c in found if not c.added]  # an added record's id is the system's to choose
+    texts = [c.new for c in found if not c.added and not c.free and isinstance(c.new, str)]
     return list(dict.fromkeys([*ids, *texts, *(v for _, v in _values(plan, found))]))
 
 
@@ -230,7 +272,8 @@ def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequenc
     note = (f"made plan-first after the model-first item was dropped ({why[:200]}): plan accepted by the "
             f"server, checklist and validators written by code from its changes ("
             + "; ".join(c.line() for c in found)[:300] + "), task written by the model for them")
-    return Draft(title=title, task=task, checklist=checklist_for(found), solution=plan, notes=[note])
+    said = [v for _, v in _values(plan, found)]
+    return Draft(title=title, task=task, checklist=checklist_for(found, said), solution=plan, notes=[note])
 
 
 async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequence[Known], changers: set[str],

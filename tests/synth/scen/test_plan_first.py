@@ -54,12 +54,37 @@ def test_each_checked_change_gets_an_item_whose_validator_is_false_before_and_tr
 
 @pytest.mark.parametrize("final", [
     after(tags=["vip"]),  # a list changed in a field that is not free: no item could say it
-    {**BEFORE, "orders": {**BEFORE["orders"], "O-3": {"status": "new"}}},  # a record added
     {"orders": {"O-1": BEFORE["orders"]["O-1"]}},  # a record removed
     {**after(status="cancelled"), "today": "2026-01-02"},  # a change outside any record
 ])
 def test_a_plan_whose_changes_cannot_be_said_as_fields_of_existing_records_is_not_used(final: Any) -> None:
     assert changes_of(BEFORE, final, FREE) is None
+
+
+def test_an_added_record_is_checked_by_its_fields_not_by_the_id_the_system_chose() -> None:
+    final = {"orders": {**BEFORE["orders"], "O-3": {"status": "new", "total": 7.0, "notes": ["gift"], "tags": []}}}
+    found = changes_of(BEFORE, final, FREE)
+    assert found is not None and [c.added for c in found] == [True]
+    plan = [ToolCall(tool="place_order", arguments={"customer": "C-9", "status_hint": "new"})]
+    assert "O-3" not in required(plan, found) and plain_request(plan, found).startswith("For orders: add a new record.")
+    [item] = checklist_for(found, ["new"])
+    assert item.description == "Has a new orders record been added with status 'new'?"
+    check = item.validator or ""
+    scope: dict[str, Any] = {"initial_state": BEFORE}
+    exec(check, scope)  # the source the module wrote, on the test's own states
+    assert scope["check_func"](final) and not scope["check_func"](BEFORE)
+    renamed = {"orders": {**BEFORE["orders"], "O-9": final["orders"]["O-3"]}}  # another id: still the record
+    assert scope["check_func"](renamed)
+    for field, value in (("status", "old"), ("total", 8.0), ("tags", ["x"])):  # each field is checked ...
+        wrong = json.loads(json.dumps(final))
+        wrong["orders"]["O-3"][field] = value
+        assert not scope["check_func"](wrong), field
+    noted = json.loads(json.dumps(final))
+    noted["orders"]["O-3"]["notes"] = ["other words"]  # ... but the free one
+    assert scope["check_func"](noted)
+    reused = {"orders": {**final["orders"], "O-1": {**final["orders"]["O-3"]}}}
+    del reused["orders"]["O-3"]  # an existing record made to look like it is not a new one
+    assert not scope["check_func"](reused)
 
 
 def test_the_plain_request_says_every_change_and_value_the_request_must_keep() -> None:
