@@ -10,8 +10,8 @@ it does well, a user's request:
 1. **The plan.** State-changing calls known to succeed in the environment (`feasible.known_for`: its
    scenarios' reference calls, the calls its dual-agent check saw succeed) are aimed at the records the task
    step would offer (`anchors.task_anchors`: open ones first), their other records swapped for records of this
-   state where it lacks them, and replayed on a fresh episode of the real server, one call and then a second of
-   another tool. A plan is kept when every call is accepted and every field it changes is a field of a record
+   state where it lacks them, and replayed on a fresh episode of the real server (up to `MAX_CALLS` calls of
+   different tools). A plan is kept when every call is accepted and every field it changes is a field of a record
    that exists (a scalar, or a free field: notes, generated timestamps), so each change can be said and checked.
 2. **Checklist and validators** by code: one `[change]` item per changed field that is not free, "Has tickets
    INC-3001 priority 'P2'?", with the validator `item_check.FieldClaim` writes for it.
@@ -54,7 +54,7 @@ from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import swapped_all
 from envscaler_mcp.synth.scen.steps import ANSWER_TOKENS, StepContext
 
-MAX_CALLS = 2  # calls of a plan-first plan
+MAX_CALLS = 1  # calls of a plan-first plan (the 1.5B model's requests for two calls lost values or the plot)
 PROBES = 16  # replays tried at most to find it
 MIN_WORDS = 8  # a request for the plan's changes may be short: it asks for exactly them
 TASKS = 2  # the model's requests for the plan, at most (a refused one is asked again with the gate's reasons)
@@ -209,6 +209,8 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
     With condition 'damaged'." (free text values quoted, so a request can carry the note)."""
     by_record: dict[tuple[str, str], list[str]] = {}
     for c in found:
+        if c.added and len(found) > 1:  # a record the call adds beside its changes (a comment): the system's doing
+            continue
         if c.added:
             said = "add a new record"
         elif isinstance(c.new, list) and isinstance(c.old, list):
@@ -235,10 +237,9 @@ def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
 
 
 def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str], tuple[str, str]]:
-    """The request's reader: it must keep every required id and value; the plain request copied word for word is
-    sent back once, asking for the user's own words (then taken: it asks for exactly the plan's changes)."""
-    plain = " ".join(plain_request(plan, found).lower().split())
-    copied = [0]
+    """The request's reader: it must keep every required id and value (a copy of the plain request does; sent
+    back for the user's own words, the 1.5B model answered "The configuration error occurred and the request
+    could not be processed." twice)."""
 
     def accept(text: str) -> tuple[str, str]:
         title, task = parse_task(text, short=lambda task: len(task.split()) >= MIN_WORDS)  # the plan's changes
@@ -246,10 +247,6 @@ def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str]
         if missing:
             raise AnswerFormatError("the request must contain, written exactly so: " + ", ".join(
                 repr(m) for m in missing))
-        if " ".join(task.lower().split()) == plain and not copied[0]:
-            copied[0] += 1
-            raise AnswerFormatError("this is the plain request copied: write it as the user would say it to an "
-                                    "assistant, in your own words, with a reason, keeping every id and quoted value")
         return title, task
     return accept
 
@@ -267,11 +264,15 @@ async def task_for(ctx: StepContext, state: State, plan: Sequence[ToolCall], fou
                      template="scen/task_from_plan", schema=TASK_SCHEMA)
 
 
-def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequence[Change], why: str) -> Draft:
-    """The draft: the model's task, the checklist and validators by code, the accepted plan."""
+def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequence[Change], why: str,
+                     worded: str = "") -> Draft:
+    """The draft: the model's task (or, `worded`, the plain request and why), the checklist and validators by
+    code, the accepted plan."""
     note = (f"made plan-first after the model-first item was dropped ({why[:200]}): plan accepted by the "
             f"server, checklist and validators written by code from its changes ("
-            + "; ".join(c.line() for c in found)[:300] + "), task written by the model for them")
+            + "; ".join(c.line() for c in found)[:300] + "), "
+            + (f"task worded by code, the plain request ({worded[:200]})" if worded else
+               "task written by the model for them"))
     said = [v for _, v in _values(plan, found)]
     return Draft(title=title, task=task, checklist=checklist_for(found, said), solution=plan, notes=[note])
 
@@ -279,7 +280,8 @@ def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequenc
 async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequence[Known], changers: set[str],
                           meter: UsageMeter, index: int, dropped: Dropped) -> Draft:
     """A draft made plan-first on `state` that passed the gate, or Dropped with the model-first item's reason and
-    why the plan-first one failed too."""
+    why the plan-first one failed too. When the model's requests leave out what the plan needs, the plain request
+    itself is the task, and the provenance says so."""
     ctx = builder.ctx
     why = f"{dropped.step}: {dropped.reason}"
     changing = [t for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
@@ -292,16 +294,23 @@ async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequenc
                       "changes a checklist can say)")
     plan, changes = found
     builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
-    feedback = ""
+    feedback, reasons = "", []
     for _ in range(TASKS):
         try:
             title, task = await task_for(ctx, state, plan, changes, meter, feedback)
+            draft = plan_first_draft(title, task, plan, changes, why)
         except StepFailed as exc:
-            raise Dropped(dropped.step, f"{dropped.reason} (plan-first: {exc.reason})") from exc
-        draft = plan_first_draft(title, task, plan, changes, why)
+            builder.say(f"plan-first: the model's requests were refused ({exc.reason[:200]}); the plain request "
+                        "is the task")
+            plain = plain_request(plan, changes)
+            draft = plan_first_draft(f"{plan[0].tool.replace('_', ' ').capitalize()}", plain, plan, changes, why,
+                                     worded=f"the model's requests were refused: {exc.reason}")
         verdict = await builder.evaluate(state, draft)
         if not verdict.reasons:
             return await builder.judged(state, draft, verdict.report, meter)
+        reasons = verdict.reasons
+        if draft.task == plain_request(plan, changes):
+            break
         feedback = verdict.feedback or "\n".join(f"- {r}" for r in verdict.reasons)
     raise Dropped(dropped.step, f"{dropped.reason} (plan-first: the gate refused its task: "
-                  + "; ".join(verdict.reasons)[:300] + ")")
+                  + "; ".join(reasons)[:300] + ")")

@@ -131,11 +131,11 @@ async def test_an_item_dropped_model_first_is_kept_plan_first_and_gated_like_any
     router = PlanFirstModel("refused_always")  # every model-first plan cancels a shipped order
     _, _, out = await run("mini_shop", router=router, plan_first=True, logged=True)
     [sc] = load_scenarios(out / "mini_shop.jsonl")
-    assert [c.tool for c in sc.reference_solution] == ["cancel_order", "add_note"]
+    assert [c.tool for c in sc.reference_solution] == ["cancel_order"]
     [order] = {c.arguments["order_id"] for c in sc.reference_solution}
     assert sc.initial_state["orders"][order]["status"] == "pending"
     assert [c.description for c in sc.checklist] == [f"Has orders {order} status 'cancelled'?"]
-    assert order in sc.task and "'cancelled'" in sc.task and "Customer changed mind" in sc.task
+    assert order in sc.task and "'cancelled'" in sc.task
     assert sc.provenance.notes[0].startswith("made plan-first after the model-first item was dropped (gate: ")
     assert len(router.requests) == 1 and f"cancel_order({{\"order_id\": \"{order}\"}})" in router.requests[0]
     log = (out / "_work" / "synth.log").read_text()
@@ -146,16 +146,18 @@ async def test_an_item_dropped_model_first_is_kept_plan_first_and_gated_like_any
 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("known")
-async def test_a_request_that_leaves_the_record_out_is_refused_and_the_item_dropped_with_both_reasons(
+async def test_when_every_request_leaves_the_record_out_the_plain_request_is_the_task_and_says_so(
         run: Any) -> None:
     router = PlanFirstModel("refused_always", keeps=False)
-    _, _, out = await run("mini_shop", router=router, plan_first=True)
-    assert not (out / "mini_shop.jsonl").exists() or load_scenarios(out / "mini_shop.jsonl") == []
-    [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
-    assert record["step"] == "gate" and "only pending orders can be cancelled" in record["reason"]
-    assert "(plan-first: " in record["reason"] and "the request must contain, written exactly so: 'O-" in \
-        record["reason"]
-    assert len(router.requests) == 3  # the first answer and its retries
+    _, _, out = await run("mini_shop", router=router, plan_first=True, logged=True)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    [order] = {c.arguments["order_id"] for c in sc.reference_solution}
+    assert sc.task == f"For orders {order}: set status to 'cancelled'."
+    note = sc.provenance.notes[0]
+    assert "task worded by code, the plain request (the model's requests were refused: " in note
+    assert "the request must contain, written exactly so: 'O-" in note
+    assert len(router.requests) == 3  # the first answer and its retries, each without the order's id
+    assert "s001 plan-first: the model's requests were refused (" in (out / "_work" / "synth.log").read_text()
 
 
 @pytest.mark.anyio
