@@ -59,7 +59,6 @@ PROBES = 16  # replays tried at most to find it
 MIN_WORDS = 8  # a request for the plan's changes may be short: it asks for exactly them
 TASKS = 2  # the model's requests for the plan, at most (a refused one is asked again with the gate's reasons)
 _SCALARS = (str, int, float, bool)
-_SAID_MAX = 60  # longer text arguments (a note) are shown, not required word for word
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ async def accepted_plan(state: State, known: Sequence[Known], changers: set[str]
     for call in _aimed(known, changers, state, anchors):
         if len(plan) == MAX_CALLS or probes == PROBES:
             break
-        if any(c.tool == call.tool for c in plan):
+        if any(c.tool == call.tool for c in plan) or not sayable(call):
             continue
         probes += 1
         _, final, reasons = await replay_calls([*plan, call], state, episodes)
@@ -197,11 +196,18 @@ async def accepted_plan(state: State, known: Sequence[Known], changers: set[str]
 
 
 def _values(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[tuple[str, str]]:
-    """(argument, value) of the plan's short text arguments that are not record ids: what the user decides
-    (a return's condition, a priority), which the request must say."""
+    """(argument, value) of the plan's arguments other than the ids of the records it changes: what the user
+    decides (a return's condition, a quantity, the patient a booking is for), which the request must say."""
     ids = {c.record_id for c in found if not c.added}
-    return list(dict.fromkeys((k, v) for call in plan for k, v in call.arguments.items()
-                              if isinstance(v, str) and v not in ids and 0 < len(v) <= _SAID_MAX))
+    return list(dict.fromkeys((k, str(v)) for call in plan for k, v in call.arguments.items()
+                              if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v)
+                              and str(v) not in ids))
+
+
+def sayable(call: ToolCall) -> bool:
+    """Whether a request can say every argument of `call` plainly: texts and numbers, not lists, objects or
+    flags (a plan whose order items or passenger lists the request would leave out could not be done from it)."""
+    return all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in call.arguments.values())
 
 
 def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
@@ -230,7 +236,7 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
 
 def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
     """What a request must contain: every id of a record it changes, every checked text value it sets, and the
-    plan's short text arguments (the records it names, the values it says)."""
+    plan's other arguments (the records it names, the values it says)."""
     ids = [c.record_id for c in found if not c.added]  # an added record's id is the system's to choose
     texts = [c.new for c in found if not c.added and not c.free and isinstance(c.new, str)]
     return list(dict.fromkeys([*ids, *texts, *(v for _, v in _values(plan, found))]))

@@ -17,7 +17,7 @@ from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ToolCall
 from envscaler_mcp.synth.scen import pipeline
-from envscaler_mcp.synth.scen.plan_first import changes_of, checklist_for, plain_request, required
+from envscaler_mcp.synth.scen.plan_first import changes_of, checklist_for, plain_request, required, sayable
 
 from ..fixtures.scen_router import ScenRouter
 
@@ -95,6 +95,17 @@ def test_the_plain_request_says_every_change_and_value_the_request_must_keep() -
     assert plain == ("For orders O-1: set status to 'cancelled' and add 'Cancelled: wrong size' to notes. "
                      "With reason 'wrong size'.")
     assert required(plan, found) == ["O-1", "cancelled", "wrong size"]
+
+
+def test_every_argument_the_user_decides_is_said_and_a_call_that_cannot_be_said_is_not_planned() -> None:
+    plan = [ToolCall(tool="refund", arguments={"order_id": "O-1", "amount": 7.5, "customer": "C-9"})]
+    found = changes_of(BEFORE, after(total=2.5), FREE)
+    assert found is not None
+    assert plain_request(plan, found) == "For orders O-1: set total to 2.5. With amount '7.5', customer 'C-9'."
+    assert required(plan, found) == ["O-1", "7.5", "C-9"]
+    assert sayable(plan[0])
+    for arguments in ({"items": [{"product_id": "P-1", "qty": 2}]}, {"notify": True}, {"address": {"city": "X"}}):
+        assert not sayable(ToolCall(tool="place_order", arguments={"customer": "C-9", **arguments}))
 
 
 class PlanFirstModel(ScenRouter):
