@@ -12,6 +12,8 @@ then `--repeat` measured passes; pipe and HTTP alternate so both see the same ma
 CPU is counted per process tree, so the numbers mean something on a loaded machine: the harness process
 (`getrusage` of itself and of its reaped children), the server processes and the validator zygotes with
 their batch processes (`/proc/PID/stat`, reaped children included); the baseline's is its own process time.
+Page faults per episode are counted the same way: a count the machine's load does not change, and most of
+what a fork and its copy-on-write faults cost (the validators' system time).
 Episodes/s against the baseline's (wall time) is printed too: on a loaded machine only the CPU columns hold.
 
 With `--workers N` (N > 1) each transport's passes run as `eval --workers N` does (adapters/local_run.py: N worker
@@ -120,6 +122,7 @@ async def on_workers(plans: list[Any], transport: str, concurrency: int, episode
                                             "servers": (0.0, 0.0), "validators": (0.0, 0.0)}
     return {"episodes_per_s": n / elapsed, "cpu_per_episode": cpu / n, "load": os.getloadavg()[0],
             "cpu_split": {"harness": cpu / n, "servers": 0.0, "validators": 0.0},
+            "fault_split": None,
             "success_rate": sum(bool(r.success) for r in records) / n, "tree_split": tree_split}
 
 
@@ -127,8 +130,8 @@ def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> Non
     print(f"\nin-process replay (EnvScaler-style), median of rounds: {1000 * base['cpu']:.2f} ms CPU per episode, "
           f"{1 / base['wall']:.1f} episodes/s\n")
     print("| transport | rows | load | CPU per episode (harness + servers + validators) | / in-process CPU "
-          "| episodes/s | / in-process episodes/s | success |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| episodes/s | / in-process episodes/s | success | page faults per episode (harness + servers + validators) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for transport, got in rows.items():
         med = {k: statistics.median(r["cpu_split"][k] for r in got) for k in ("harness", "servers", "validators")}
         cpu = statistics.median(r["cpu_per_episode"] for r in got)
@@ -136,13 +139,21 @@ def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> Non
         print(f"| {transport} | {len(got)} | {statistics.median(r['load'] for r in got):.1f} | "
               f"{1000 * cpu:.1f} ms ({1000 * med['harness']:.1f} + {1000 * med['servers']:.1f} + "
               f"{1000 * med['validators']:.1f}) | {cpu / base['cpu']:.2f}x | {rate:.1f} | "
-              f"{rate * base['wall']:.2f}x | {100 * min(r['success_rate'] or 0 for r in got):.0f}% |")
+              f"{rate * base['wall']:.2f}x | {100 * min(r['success_rate'] or 0 for r in got):.0f}% | {_faults(got)} |")
     if "tree_user" in base:
         report_tree(base, rows)
     else:
         print("\n(whole-tree CPU not measured: needs root and a cgroup-v1 cpuacct controller)")
     print("\ngoals: CPU per episode <= the in-process replay's (/ in-process CPU <= 1.00x); episodes/s >= 1.5x the "
           "in-process replay's at concurrency 8 (a quiet machine's wall time; medians of three repeats)")
+
+
+def _faults(got: list[dict[str, Any]]) -> str:
+    """Median page faults per episode by kind of process (not split with `--workers`)."""
+    if not all(r.get("fault_split") for r in got):
+        return "-"
+    med = {k: statistics.median(r["fault_split"][k] for r in got) for k in ("harness", "servers", "validators")}
+    return f"{sum(med.values()):.0f} ({med['harness']:.0f} + {med['servers']:.0f} + {med['validators']:.0f})"
 
 
 def report_tree(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> None:

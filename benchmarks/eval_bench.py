@@ -164,6 +164,31 @@ def _cpu_seconds(pids: list[int], *, own: bool = True) -> float:
     return total
 
 
+def _faults(pids: list[int], *, own: bool = True) -> int:
+    """Page faults (minor and major) of this process and of the children it has reaped (`own`), and of `pids`
+    (with the children they have reaped: a validator zygote's batch processes). Unlike CPU time, a count that
+    the machine's load does not change: what a fork and the copy-on-write faults after it cost is mostly this."""
+    total = 0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) if own else ():
+        usage = resource.getrusage(who)
+        total += usage.ru_minflt + usage.ru_majflt
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[7:11])  # minflt, cminflt, majflt, cmajflt
+    return total
+
+
+def _fault_split(servers: list[int], validators: list[int]) -> dict[str, int]:
+    """Page faults so far of the harness (this process and the children it reaped), the servers and the
+    validator zygotes (with their batch processes)."""
+    return {"harness": _faults([]), "servers": _faults(servers, own=False),
+            "validators": _faults(validators, own=False)}
+
+
 def _cpu_split(servers: list[int], validators: list[int]) -> dict[str, float]:
     """CPU seconds so far of the harness (this process and the children it reaped), the servers and the
     validator zygotes (with their batch processes)."""
@@ -213,6 +238,7 @@ async def harness(
             pids = server_pids + zygotes
             cpu_before = _cpu_seconds([p for p in pids if p])
             split_before = _cpu_split(server_pids, zygotes)
+            faults_before = _fault_split(server_pids, zygotes)
             if tree is not None:
                 tree.place("servers", server_pids)
                 tree.place("validators", zygotes)
@@ -230,6 +256,7 @@ async def harness(
                 elapsed = time.perf_counter() - t
                 cpu_used = _cpu_seconds([p for p in pids if p]) - cpu_before
                 split = {k: v - split_before[k] for k, v in _cpu_split(server_pids, zygotes).items()}
+                faults = {k: v - faults_before[k] for k, v in _fault_split(server_pids, zygotes).items()}
                 tree_used = tree.read() - tree_before if tree is not None else None
                 records = run_dir.read_results()
                 summary = finish_run(run_dir.path)
@@ -255,6 +282,7 @@ async def harness(
                     "load": os.getloadavg()[0],
                     "cpu_per_episode": cpu_used / g.episodes,
                     "cpu_split": {k: v / g.episodes for k, v in split.items()},
+                    "fault_split": {k: v / g.episodes for k, v in faults.items()},
                     "calls_per_cpu_s": calls / cpu_used,
                     "breakdown": dict(kinds),
                     "tree_split": None if tree_used is None else _tree_split(tree_used, g.episodes),
