@@ -2,7 +2,7 @@
 
 Typing only: the command line declares its choices from these (`eval --help` and a bad choice load no stage),
 and each stage re-exports the ones it owns (launch.Transport, launch.EpisodeProcess, scoring.metrics.SuccessRule,
-harness.models.Mode and ObservationMode, synth.scen.pipeline.MutationGuard).
+harness.models.Mode and ObservationMode, synth.scen.pipeline.MutationGuard and PlanFirst).
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ SkelStage = Literal["mine", "model", "check", "all"]
 
 MutationGuard = Literal["validators", "state"]
 """Who must catch each mutation probe of a synthesized scenario: its validators alone, or they or the state check."""
+
+PlanFirst = Literal["fallback", "first", "off"]
+"""When `synth scenarios` makes an item plan-first (plan_first.py): after the model-first item is dropped, before
+the model-first path (then it is the fallback), or never."""
 
 
 def parse_workers(value: str) -> int | None:

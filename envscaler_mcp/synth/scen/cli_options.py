@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from envscaler_mcp._choices import MutationGuard
+from envscaler_mcp._choices import MutationGuard, PlanFirst
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.synth.skel.cli_options import RAY_HELP
@@ -66,11 +66,12 @@ class ScenariosOptions:
         "usable items across retries (asking only for replacements), and correct a reference plan whose call the "
         "environment refuses, shown the refusal and the records it names (--no-steer: the prompts of earlier "
         "versions, e.g. to replay a response cache made with them).")] = True
-    plan_first: Annotated[bool, typer.Option(
-        "--plan-first/--no-plan-first", help="When an item is dropped, make one more the other way round: a plan of "
-        "calls known to succeed, accepted by the environment on the item's state, its checklist and validators "
-        "written by code from the plan's changes, and only the task written by the model (gated like any item; "
-        "its provenance says so). Steered runs only.")] = True
+    plan_first: Annotated[PlanFirst, typer.Option(
+        "--plan-first", help="Make items plan-first too (steered runs only): a plan of calls known to succeed, "
+        "accepted by the environment on the item's state, its checklist and validators written by code from the "
+        "plan's changes, only the task worded by the model; gated like any item, its provenance says so. "
+        "'fallback' (the default): when the usual item is dropped; 'first': before it, the usual path then the "
+        "fallback (fast on a small model); 'off'.")] = "fallback"
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None
     home: HomeOption = None

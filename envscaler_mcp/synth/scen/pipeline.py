@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from envscaler_mcp._choices import MutationGuard
+from envscaler_mcp._choices import MutationGuard, PlanFirst
 from envscaler_mcp._json import State
 from envscaler_mcp._usage import Usage
 from envscaler_mcp.catalog.store import scenarios_for
@@ -30,7 +30,7 @@ from envscaler_mcp.synth.llm import StepFailed, UsageMeter
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder, draft_scenario
 from envscaler_mcp.synth.scen.feasible import Judgement, closed_reason, judge_state, known_for
 from envscaler_mcp.synth.scen.plan_first import plan_first_item
-from envscaler_mcp.synth.scen.records import DroppedRecord, ItemRecord, StateRecord
+from envscaler_mcp.synth.scen.records import Draft, DroppedRecord, ItemRecord, StateRecord
 from envscaler_mcp.synth.scen.reopen import reopen_state
 from envscaler_mcp.synth.scen.state_step import Checked, gen_state, load_state
 from envscaler_mcp.synth.scen.steps import StepContext, prompt_version
@@ -67,7 +67,7 @@ class ScenOptions:
     ray: str | None = None  # build the items on this Ray cluster ('auto', 'local', HOST:PORT)
     ray_workers: int | None = None  # Ray actors (default: the cluster's CPUs)
     steer: bool = True  # tasks about chosen records, checklists kept across retries, refused plans corrected
-    plan_first: bool = False  # a dropped item is made once more plan-first (plan_first.py; the command line: on)
+    plan_first: PlanFirst = "off"  # plan-first items (plan_first.py): after a drop, before, or not (the command line: fallback)
     on_item: ItemCallback | None = None  # (env id, item id, outcome) when an item is kept or dropped
 
 
@@ -214,19 +214,11 @@ class EnvRun:
         if record is None:
             return
         meter = UsageMeter()
-        question = is_question(index, self.options.questions)
         try:
-            draft = await self.builder.build(record.state, meter, question, index)
-        except Dropped as exc:
-            try:
-                if question or not (self.options.plan_first and self.ctx.steer):
-                    raise
-                self.line(f"  {item_id} dropped at {exc.step}: {exc.reason[:200]}; making it plan-first")
-                draft = await plan_first_item(self.builder, record.state, self.known, self.changers, meter, index,
-                                              exc)
-            except Dropped as final:
-                self.drop(item_id, final.step, final.reason, _usage_dict(meter))
-                return
+            draft = await self.drafted(item_id, record.state, meter, index)
+        except Dropped as final:
+            self.drop(item_id, final.step, final.reason, _usage_dict(meter))
+            return
         notes = list(draft.notes) + (["initial state repaired after a schema error"] if record.repaired else [])
         notes += [f"initial state mended: {mend}" for mend in record.mends]
         proven = self.ctx.proven()
@@ -246,6 +238,27 @@ class EnvRun:
         spared = next((n for n in draft.notes if n.startswith("checklist item(s) ") and " dropped at the " in n), "")
         self.report(item_id, f"passed the gate ({len(scenario.checklist)} checks)"
                     + (f"; {spared.split(':')[0]}" if draft.spared is not None and spared else ""))
+
+    async def drafted(self, item_id: str, state: State, meter: UsageMeter, index: int) -> Draft:
+        """The item's draft, made model-first and/or plan-first as `plan_first` says (plan_first.py), or Dropped."""
+        question = is_question(index, self.options.questions)
+        mode = self.options.plan_first if self.ctx.steer and not question else "off"
+        first: Dropped | None = None
+        if mode == "first":
+            try:
+                return await plan_first_item(self.builder, state, self.known, self.changers, meter, index)
+            except Dropped as exc:
+                first = exc
+                self.line(f"  {item_id} plan-first: {exc.reason[:200]}; making it model-first")
+        try:
+            return await self.builder.build(state, meter, question, index)
+        except Dropped as exc:
+            if first is not None:
+                raise Dropped(exc.step, f"{exc.reason} (plan-first, tried first: {first.reason[:300]})") from exc
+            if mode != "fallback":
+                raise
+            self.line(f"  {item_id} dropped at {exc.step}: {exc.reason[:200]}; making it plan-first")
+            return await plan_first_item(self.builder, state, self.known, self.changers, meter, index, exc)
 
     async def run(self) -> MergeResult:
         """Every item of this environment, then de-duplication and the merge into OUT/<env>.jsonl."""

@@ -274,8 +274,8 @@ def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequenc
                      worded: str = "") -> Draft:
     """The draft: the model's task (or, `worded`, the plain request and why), the checklist and validators by
     code, the accepted plan."""
-    note = (f"made plan-first after the model-first item was dropped ({why[:200]}): plan accepted by the "
-            f"server, checklist and validators written by code from its changes ("
+    how = f"after the model-first item was dropped ({why[:200]})" if why else "before the model-first path"
+    note = (f"made plan-first {how}: plan accepted by the server, checklist and validators written by code from its changes ("
             + "; ".join(c.line() for c in found)[:300] + "), "
             + (f"task worded by code, the plain request ({worded[:200]})" if worded else
                "task written by the model for them"))
@@ -284,20 +284,24 @@ def plan_first_draft(title: str, task: str, plan: list[ToolCall], found: Sequenc
 
 
 async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequence[Known], changers: set[str],
-                          meter: UsageMeter, index: int, dropped: Dropped) -> Draft:
-    """A draft made plan-first on `state` that passed the gate, or Dropped with the model-first item's reason and
-    why the plan-first one failed too. When the model's requests leave out what the plan needs, the plain request
-    itself is the task, and the provenance says so."""
+                          meter: UsageMeter, index: int, dropped: Dropped | None = None) -> Draft:
+    """A draft made plan-first on `state` that passed the gate, or Dropped with the model-first item's reason
+    (`dropped`; None: tried first) and why the plan-first one failed too. When the model's requests leave out what
+    the plan needs, the plain request itself is the task, and the provenance says so."""
     ctx = builder.ctx
-    why = f"{dropped.step}: {dropped.reason}"
+    why = "" if dropped is None else f"{dropped.step}: {dropped.reason}"
+
+    def failed(reason: str) -> Dropped:
+        return Dropped("plan-first", reason) if dropped is None else \
+            Dropped(dropped.step, f"{dropped.reason} (plan-first: {reason})")
+
     changing = [t for t in ctx.planning_skeleton().tools if t.kind == "state_change"]
     rules = parameter_rules([(t.input_schema, t.description) for t in changing])
     anchors = task_anchors(state, index, [t.input_schema for t in changing], rules=rules)
     found = await accepted_plan(state, known, changers, builder.episode_factory, anchors,
                                 FreeFields(ctx.skeleton.free_fields))
     if found is None:
-        raise Dropped(dropped.step, f"{dropped.reason} (plan-first: no known call was accepted on this state with "
-                      "changes a checklist can say)")
+        raise failed("no known call was accepted on this state with changes a checklist can say")
     plan, changes = found
     builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
     feedback, reasons = "", []
@@ -318,5 +322,4 @@ async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequenc
         if draft.task == plain_request(plan, changes):
             break
         feedback = verdict.feedback or "\n".join(f"- {r}" for r in verdict.reasons)
-    raise Dropped(dropped.step, f"{dropped.reason} (plan-first: the gate refused its task: "
-                  + "; ".join(reasons)[:300] + ")")
+    raise failed("the gate refused its task: " + "; ".join(reasons)[:300])

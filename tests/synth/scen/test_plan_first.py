@@ -140,7 +140,7 @@ def known(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("known")
 async def test_an_item_dropped_model_first_is_kept_plan_first_and_gated_like_any(run: Any) -> None:
     router = PlanFirstModel("refused_always")  # every model-first plan cancels a shipped order
-    _, _, out = await run("mini_shop", router=router, plan_first=True, logged=True)
+    _, _, out = await run("mini_shop", router=router, plan_first="fallback", logged=True)
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     assert [c.tool for c in sc.reference_solution] == ["cancel_order"]
     [order] = {c.arguments["order_id"] for c in sc.reference_solution}
@@ -160,7 +160,7 @@ async def test_an_item_dropped_model_first_is_kept_plan_first_and_gated_like_any
 async def test_when_every_request_leaves_the_record_out_the_plain_request_is_the_task_and_says_so(
         run: Any) -> None:
     router = PlanFirstModel("refused_always", keeps=False)
-    _, _, out = await run("mini_shop", router=router, plan_first=True, logged=True)
+    _, _, out = await run("mini_shop", router=router, plan_first="fallback", logged=True)
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     [order] = {c.arguments["order_id"] for c in sc.reference_solution}
     assert sc.task == f"For orders {order}: set status to 'cancelled'."
@@ -174,7 +174,36 @@ async def test_when_every_request_leaves_the_record_out_the_plain_request_is_the
 @pytest.mark.anyio
 async def test_without_known_calls_or_with_it_off_nothing_more_is_tried(run: Any) -> None:
     router = PlanFirstModel("refused_always")
-    _, _, out = await run("mini_shop", router=router, plan_first=True)  # the catalog knows no mini_shop call
+    _, _, out = await run("mini_shop", router=router, plan_first="fallback")  # the catalog knows no mini_shop call
     [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
     assert "(plan-first: no known call was accepted on this state" in record["reason"]
     assert router.requests == []
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("known")
+async def test_first_makes_the_item_plan_first_without_the_model_first_steps(run: Any) -> None:
+    router = PlanFirstModel("good")
+    _, _, out = await run("mini_shop", router=router, plan_first="first")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert sc.provenance.notes[0].startswith("made plan-first before the model-first path: ")
+    assert len(router.requests) == 1
+    assert router.calls["task"] == router.calls["checklist"] == router.calls["solution"] == 0
+
+
+@pytest.mark.anyio
+async def test_first_falls_back_to_the_model_first_item(run: Any) -> None:
+    router = PlanFirstModel("good")  # no known call: the plan-first try finds no plan
+    _, _, out = await run("mini_shop", router=router, plan_first="first", logged=True)
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert not any(n.startswith("made plan-first") for n in sc.provenance.notes) and router.calls["solution"] == 1
+    assert "s001 plan-first: no known call was accepted on this state" in (out / "_work" / "synth.log").read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("known")
+async def test_off_makes_no_plan_first_item_even_with_known_calls(run: Any) -> None:
+    router = PlanFirstModel("refused_always")
+    _, _, out = await run("mini_shop", router=router, plan_first="off")
+    [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
+    assert "plan-first" not in record["reason"] and router.requests == []
