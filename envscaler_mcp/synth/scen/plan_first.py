@@ -134,8 +134,9 @@ def _added_source(collection: str, expected: dict[str, Any]) -> str:
 def _added_item(change: Change, said: Sequence[str]) -> str:
     """"Has a new appointments record been added with patient_id 'PT-1001' and slot_id '…'?": the fields whose
     values the plan's arguments say (at most 3; else the first two)."""
-    fields = [(f, v) for f, v in change.new.items() if isinstance(v, str) and v in said][:3] or \
-        [(f, v) for f, v in change.new.items() if isinstance(v, _SCALARS)][:2]
+    own = {f: v for f, v in change.new.items() if v != change.record_id}  # not the id the system chose
+    fields = [(f, v) for f, v in own.items() if isinstance(v, str) and v in said][:3] or \
+        [(f, v) for f, v in own.items() if isinstance(v, _SCALARS)][:2]
     return (f"Has a new {change.collection} record been added with "
             + " and ".join(f"{f} '{v}'" for f, v in fields) + "?")
 
@@ -231,7 +232,8 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
                     for (collection, key), parts in by_record.items()
                     for added in [any(c.added and c.record_id == key for c in found)])
     values = _values(plan, found)
-    return text + (" With " + ", ".join(f"{k.replace('_', ' ')} {v!r}" for k, v in values) + "." if values else "")
+    said = ", ".join(f"{k.replace('_', ' ')} {v!r}" for k, v in values)
+    return text + (f" With {said}" + ("" if said.endswith((".'", "!'", "?'")) else ".") if values else "")
 
 
 def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
