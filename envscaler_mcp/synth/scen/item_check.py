@@ -22,7 +22,7 @@ from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth.scen.anchors import Anchor, records
 from envscaler_mcp.synth.scen.checklist_fix import mentions
 
-_QUOTED = re.compile(r"""(?<![\w])['"‘“]([^'"’”]{1,80})['"’”](?![\w])""")
+QUOTED = re.compile(r"""(?<![\w])['"‘“]([^'"’”]{1,80})['"’”](?![\w])""")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def claim(item: ChecklistItem, initial: State, final: State) -> FieldClaim | Non
         return None
     text = item.description
     named = {(a.collection, a.record_id): a for a in records(final) if mentions(text, a.record_id)}
-    quoted = {q.strip().lower() for q in _QUOTED.findall(text)}
+    quoted = {q.strip().lower() for q in QUOTED.findall(text)}
     if len(named) != 1 or len(quoted) != 1:
         return None
     anchor, said = next(iter(named.values())), next(iter(quoted))

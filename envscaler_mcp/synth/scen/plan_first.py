@@ -48,7 +48,7 @@ from envscaler_mcp.synth.scen.anchors import (
 from envscaler_mcp.synth.scen.build import Dropped, ScenarioBuilder
 from envscaler_mcp.synth.scen.checklist_fix import mentions
 from envscaler_mcp.synth.scen.feasible import Known, stand_ins, targets
-from envscaler_mcp.synth.scen.item_check import FieldClaim
+from envscaler_mcp.synth.scen.item_check import QUOTED, FieldClaim
 from envscaler_mcp.synth.scen.parsers import TASK_SCHEMA, parse_task
 from envscaler_mcp.synth.scen.records import Draft
 from envscaler_mcp.synth.scen.retarget import swapped_all
@@ -255,6 +255,11 @@ def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str]
         if missing:
             raise AnswerFormatError("the request must contain, written exactly so: " + ", ".join(
                 repr(m) for m in missing))
+        plain = plain_request(plan, found).lower()
+        extra = [q for q in QUOTED.findall(task) if q.strip().lower() not in plain]
+        if extra:  # a value the plan does not set or use: a change it does not make
+            raise AnswerFormatError("the request must ask only for the changes of the plain request; it also says "
+                                    + ", ".join(repr(q) for q in extra[:3]))
         return title, task
     return accept
 

@@ -112,9 +112,10 @@ class PlanFirstModel(ScenRouter):
     """The scripted mini_shop model of a case whose every model-first item is dropped; asked plan-first, it words
     the plain request as a user (`keeps=False`: it leaves the record's id out every time)."""
 
-    def __init__(self, case: str, keeps: bool = True) -> None:
+    def __init__(self, case: str, keeps: bool = True, adds: str = "") -> None:
         super().__init__("mini_shop", case)
         self.keeps = keeps
+        self.adds = adds  # a sentence asking for something more
         self.requests: list[str] = []
 
     def __call__(self, messages: list[Message], tools: list[ToolDef]) -> str:
@@ -126,6 +127,7 @@ class PlanFirstModel(ScenRouter):
         task = f"Hello, something came up and I need your help. {plain} Thanks a lot for sorting this out."
         if not self.keeps:
             task = re.sub(r"O-\d+", "my order", task)
+        task += self.adds
         return json.dumps({"analysis": "-", "title": "Sort out my order", "task": task})
 
 
@@ -169,6 +171,16 @@ async def test_when_every_request_leaves_the_record_out_the_plain_request_is_the
     assert "the request must contain, written exactly so: 'O-" in note
     assert len(router.requests) == 3  # the first answer and its retries, each without the order's id
     assert "s001 plan-first: the model's requests were refused (" in (out / "_work" / "synth.log").read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("known")
+async def test_a_request_asking_for_more_than_the_plan_does_is_refused(run: Any) -> None:
+    router = PlanFirstModel("refused_always", adds=" Also set its total to '999'.")
+    _, _, out = await run("mini_shop", router=router, plan_first="fallback")
+    [sc] = load_scenarios(out / "mini_shop.jsonl")
+    assert "999" not in sc.task and "task worded by code" in sc.provenance.notes[0]
+    assert "it also says '999'" in router.requests[1]
 
 
 @pytest.mark.anyio
