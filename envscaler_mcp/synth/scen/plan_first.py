@@ -26,6 +26,7 @@ it does well, a user's request:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,7 @@ PROBES = 16  # replays tried at most to find it
 MIN_WORDS = 8  # a request for the plan's changes may be short: it asks for exactly them
 TASKS = 2  # the model's requests for the plan, at most (a refused one is asked again with the gate's reasons)
 _SCALARS = (str, int, float, bool)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # a value that begins with an ISO date
 
 
 @dataclass(frozen=True)
@@ -211,13 +213,26 @@ def sayable(call: ToolCall) -> bool:
     return all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in call.arguments.values())
 
 
+def said_changes(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[Change]:
+    """The changes a user asks for: those of the records the plan's calls name, or the records it adds when that
+    is all it does. Left to the system: what it changes in other records (the stock a cancellation puts back),
+    the records it adds beside its changes (a comment), and the dates it sets (a cancellation's date), which the
+    1.5B model's plain request told the agent to set. The checklist still checks them all."""
+    named = {str(v) for call in plan for v in call.arguments.values() if isinstance(v, str | int | float)}
+    only_added = all(c.added for c in found)
+    said = [c for c in found
+            if (c.added and only_added)
+            or (not c.added and c.record_id in named
+                and not (isinstance(c.new, str) and _DATE.match(c.new) and c.new not in named))]
+    return said or list(found)
+
+
 def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
     """The changes said plainly, by code: "For assets AST-2001: set status to 'in_repair' and clear assigned_to.
     With condition 'damaged'." (free text values quoted, so a request can carry the note)."""
+    found = said_changes(plan, found)
     by_record: dict[tuple[str, str], list[str]] = {}
     for c in found:
-        if c.added and len(found) > 1:  # a record the call adds beside its changes (a comment): the system's doing
-            continue
         if c.added:
             said = "add a new record"
         elif isinstance(c.new, list) and isinstance(c.old, list):
@@ -239,8 +254,9 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
 def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
     """What a request must contain: every id of a record it changes, every checked text value it sets, and the
     plan's other arguments (the records it names, the values it says)."""
-    ids = [c.record_id for c in found if not c.added]  # an added record's id is the system's to choose
-    texts = [c.new for c in found if not c.added and not c.free and isinstance(c.new, str)]
+    said = said_changes(plan, found)
+    ids = [c.record_id for c in said if not c.added]  # an added record's id is the system's to choose
+    texts = [c.new for c in said if not c.added and not c.free and isinstance(c.new, str)]
     return list(dict.fromkeys([*ids, *texts, *(v for _, v in _values(plan, found))]))
 
 

@@ -108,6 +108,24 @@ def test_every_argument_the_user_decides_is_said_and_a_call_that_cannot_be_said_
         assert not sayable(ToolCall(tool="place_order", arguments={"customer": "C-9", **arguments}))
 
 
+def test_what_the_system_does_beside_the_change_is_checked_not_asked_for() -> None:
+    # the 1.5B model's ecommerce_orders plan (29 November 2026), cut to what matters: a cancellation puts the
+    # stock back and dates itself; the plain request told the agent to set both
+    before = {"products": {"P001": {"stock": 60}},
+              "orders": {"O-001": {"status": "pending", "cancelled_date": None, "cancel_reason": None}}}
+    final = {"products": {"P001": {"stock": 62}},
+             "orders": {"O-001": {"status": "cancelled", "cancelled_date": "2026-03-16",
+                                  "cancel_reason": "ordered by mistake"}}}
+    plan = [ToolCall(tool="cancel_order", arguments={"order_id": "O-001", "reason": "ordered by mistake"})]
+    found = changes_of(before, final, FreeFields([("orders.*.cancel_reason", "free text")]))
+    assert found is not None
+    assert plain_request(plan, found) == ("For orders O-001: set status to 'cancelled' and set cancel_reason to "
+                                          "'ordered by mistake'. With reason 'ordered by mistake'.")
+    assert [i.description for i in checklist_for(found)] == [
+        "Has products P001 stock '62'?", "Has orders O-001 status 'cancelled'?",
+        "Has orders O-001 cancelled_date '2026-03-16'?"]
+
+
 class PlanFirstModel(ScenRouter):
     """The scripted mini_shop model of a case whose every model-first item is dropped; asked plan-first, it words
     the plain request as a user (`keeps=False`: it leaves the record's id out every time)."""
