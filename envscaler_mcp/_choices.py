@@ -39,6 +39,10 @@ PlanFirst = Literal["fallback", "first", "off"]
 """When `synth scenarios` makes an item plan-first (plan_first.py): after the model-first item is dropped, before
 the model-first path (then it is the fallback), or never."""
 
+PlanFirstOption = Literal["auto", "fallback", "first", "off"]
+"""`synth scenarios --plan-first`: a PlanFirst, or `auto`: `first` on the embedded model (local/…), else
+`fallback`."""
+
 
 def parse_workers(value: str) -> int | None:
     """`--workers N|auto` (eval, scenarios check): N worker processes, or None for auto; ValueError with the

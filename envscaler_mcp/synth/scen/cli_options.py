@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from envscaler_mcp._choices import MutationGuard, PlanFirst
+from envscaler_mcp._choices import MutationGuard, PlanFirst, PlanFirstOption
 from envscaler_mcp.catalog.options import HomeOption
 from envscaler_mcp.errors import UsageError
 from envscaler_mcp.synth.skel.cli_options import RAY_HELP
@@ -66,12 +66,13 @@ class ScenariosOptions:
         "usable items across retries (asking only for replacements), and correct a reference plan whose call the "
         "environment refuses, shown the refusal and the records it names (--no-steer: the prompts of earlier "
         "versions, e.g. to replay a response cache made with them).")] = True
-    plan_first: Annotated[PlanFirst, typer.Option(
+    plan_first: Annotated[PlanFirstOption, typer.Option(
         "--plan-first", help="Make items plan-first too (steered runs only): a plan of calls known to succeed, "
         "accepted by the environment on the item's state, its checklist and validators written by code from the "
         "plan's changes, only the task worded by the model; gated like any item, its provenance says so. "
-        "'fallback' (the default): when the usual item is dropped; 'first': before it, the usual path then the "
-        "fallback (fast on a small model); 'off'.")] = "fallback"
+        "'fallback': when the usual item is dropped; 'first': before it, the usual path then the fallback; "
+        "'off'; 'auto' (the default): 'first' on the embedded model (local/…), whose usual items take 15-40 "
+        "minutes and are mostly dropped, else 'fallback'.")] = "auto"
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Cache model responses here (a rerun with the same prompts costs nothing).")] = None
     home: HomeOption = None
@@ -94,6 +95,12 @@ class ScenariosOptions:
             raise UsageError("name at least one environment (id or skeleton path), or pass --all")
         return names
 
+    def plan_first_mode(self) -> PlanFirst:
+        """--plan-first with `auto` resolved: `first` on the embedded model, else `fallback`."""
+        if self.plan_first != "auto":
+            return self.plan_first
+        return "first" if self.model.startswith("local/") else "fallback"
+
     def scen_options(self, on_item: ItemCallback | None = None) -> ScenOptions:
         """The pipeline's settings; `on_item` hears of each item kept or dropped."""
         from envscaler_mcp.synth.scen.pipeline import ScenOptions
@@ -103,4 +110,4 @@ class ScenariosOptions:
                            guard=self.guard, temperature=self.temperature,
                            validator_workers=min(2, self.concurrency), questions=self.questions, judge=self.judge,
                            ray=self.ray, ray_workers=self.ray_workers, on_item=on_item, steer=self.steer,
-                           plan_first=self.plan_first)
+                           plan_first=self.plan_first_mode())

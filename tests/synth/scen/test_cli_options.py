@@ -58,3 +58,13 @@ def test_the_environments_are_the_named_ones_then_the_catalog() -> None:
 def test_missing_choices_are_usage_errors(options: ScenariosOptions, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         options.env_names()
+
+
+@pytest.mark.parametrize(("model", "given", "mode"), [
+    ("local/qwen2.5-coder-1.5b", "auto", "first"), ("openai/gpt-4.1", "auto", "fallback"),
+    ("local/qwen2.5-coder-1.5b", "fallback", "fallback"), ("openai/gpt-4.1", "first", "first"),
+    ("openai/gpt-4.1", "off", "off")])
+def test_plan_first_auto_is_first_on_the_embedded_model_and_fallback_elsewhere(model: str, given: str,
+                                                                                mode: str) -> None:
+    options = ScenariosOptions(model=model, plan_first=given).scen_options()  # type: ignore[arg-type]
+    assert options.plan_first == mode
