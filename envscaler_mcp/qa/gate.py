@@ -9,7 +9,8 @@ For one scenario, `check_scenario` verifies, in order:
                      transcript (no call, no answer: an agent that does nothing fails);
 3. replay          - the reference solution, replayed through a real server episode started at the initial
                      state, has every call succeed (not `is_error`, structured `success` true); it is replayed
-                     twice, which also gives the reference final state of the state check (references.reference);
+                     twice, which also gives the reference final state of the state check (references.reference;
+                     once when it agrees byte for byte with the replay an earlier run of the same server kept);
 4. final-true      - every validator is True on the state the replay leaves, transcript items on the reference
                      transcript (the replayed calls and the scenario's reference answer);
    consistency     - the task asks for what the reference solution does: the records it names are the ones

@@ -3,7 +3,9 @@
 The reference solution is replayed through real server episodes started at the scenario's initial state
 (twice: any field whose value differs between the two replays is non-deterministic, so free). The result is
 cached per scenario for the life of a `ReferenceCache` (one per run, or per gate invocation): all trials of a
-scenario share one replay, and the gate's replay fills the same cache.
+scenario share one replay, and the gate's replay fills the same cache. A gate that finds the scenario's reference
+kept by an earlier run of the very same server code (references/store.py) replays once and takes the kept replay
+as the second one when the two agree byte for byte; when they do not, it replays a second time, as without it.
 
 `Reference.check(agent_final)` gives the verdict: pass / fail (with the unexpected changes) / not_available
 (with the reason: no reference solution, its replay failed, two replays disagree on which records exist,
@@ -81,6 +83,7 @@ class Reference:
     unstable_results: list[int] = field(default_factory=list)  # calls (0-based) whose results differ between replays
     seconds: float = 0.0
     turn_states: list[State] = field(default_factory=list)  # the state at the end of each turn but the last
+    confirmed: bool = False  # replayed once here, the second replay the kept one of an earlier run (same bytes)
     _encoded: bytes | None = field(default=None, repr=False)
     _diff: list[StateChange] | None = field(default=None, repr=False)
     _records: list[dict[str, Any]] | None = field(default=None, repr=False)
@@ -154,8 +157,11 @@ def unavailable(scenario: Scenario, reason: str) -> Reference:
     return Reference(scenario=scenario, final_state=None, unavailable=reason)
 
 
+_Replay = tuple[list[ReplayCall], State | None, list[str], list[State]]  # calls, final state, reasons, turn ends
+
+
 async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str, like: State | None = None
-                  ) -> tuple[list[ReplayCall], State | None, list[str], list[State]]:
+                  ) -> _Replay:
     """One replay; an episode that fails without a failing call (the server, the transport) is retried. `like`: an
     earlier replay's final state, given back (not parsed again) when this one's is the same text."""
     for attempt in range(1, _INFRA_ATTEMPTS + 1):
@@ -168,15 +174,44 @@ async def _replay(scenario: Scenario, factory: EpisodeFactory, convention: str, 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _agrees(replay: _Replay, kept: Reference) -> bool:
+    """Whether a fresh replay is the kept reference's replay over again: the same calls with the same results, and
+    the same final state, byte for byte (its JSON text). Only a kept reference whose own two replays agreed in
+    every field and result can stand for a second replay (one with free fields or unstable results found by its
+    replays is replayed again, so that the fields found now are those of two replays, as without it)."""
+    calls, final, reasons, _ = replay
+    if reasons or final is None or kept.final_state is None or kept.unavailable or kept.replay_reasons:
+        return False
+    if kept.nondeterministic or kept.unstable_results or len(calls) != len(kept.calls):
+        return False
+    same_calls = all((a.tool, a.arguments, a.ok, a.result_text, a.is_error) == (b.tool, b.arguments, b.ok, b.result_text,
+                                                                              b.is_error)
+                     for a, b in zip(calls, kept.calls, strict=True))
+    return same_calls and encode_json(final) == encode_json(kept.final_state)
+
+
 async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free: Sequence[FreeField] = (), *,
-                          replays: int = _REPLAYS, convention: str = DEFAULT_CONVENTION) -> Reference:
+                          replays: int = _REPLAYS, convention: str = DEFAULT_CONVENTION,
+                          kept: Reference | None = None) -> Reference:
     """Replay the reference solution `replays` times (concurrently, one after the other for an initial state of more
     than 1 MB) and build the scenario's Reference; a call's success is read under the environment's
-    `convention`."""
+    `convention`. `kept`: the scenario's reference as an earlier run of the same server code kept it
+    (references/store.py): the solution is replayed once, and when that replay agrees with the kept one
+    (`_agrees`) the kept replay is the second, else it is replayed a second time (`confirmed` says which)."""
     started = anyio.current_time()
     free = scenario_free_fields(scenario, env_free)
     if not scenario.has_reference():
         return Reference(scenario=scenario, final_state=None, unavailable=NO_REFERENCE, free=free)
+    if kept is not None and replays == _REPLAYS:
+        first = await _replay(scenario, factory, convention, kept.final_state)
+        if _agrees(first, kept):
+            assert kept.final_state is not None
+            ref = _assembled(scenario, [first, (kept.calls, kept.final_state, [], kept.turn_states)], free)
+            ref.confirmed = True
+        else:
+            ref = _assembled(scenario, [first, await _replay(scenario, factory, convention, first[1])], free)
+        ref.seconds = round(anyio.current_time() - started, 4)
+        return ref
     results: list[Any] = [None] * max(1, replays)
 
     async def one(n: int, like: State | None = None) -> None:
@@ -192,26 +227,33 @@ async def build_reference(scenario: Scenario, factory: EpisodeFactory, env_free:
         async with anyio.create_task_group() as tg:
             for n in range(len(results)):
                 tg.start_soon(one, n)
+    ref = _assembled(scenario, results, free)
+    ref.seconds = round(anyio.current_time() - started, 4)
+    return ref
+
+
+def _assembled(scenario: Scenario, results: Sequence[_Replay], free: FreeFields) -> Reference:
+    """The Reference of a scenario's replays: the first's calls and final state, the fields and results where the
+    others differ from it (free, unstable), or why the state check is not available."""
     calls, final, reasons, snapshots = results[0]
     ref = Reference(scenario=scenario, final_state=final, calls=calls, replay_reasons=reasons, free=free,
                     turn_states=snapshots)
     if final is None:
         ref.unavailable = "the reference solution failed when replayed: " + "; ".join(reasons)
-    else:
-        for other_calls, other, other_reasons, _ in results[1:]:
-            if other is None:
-                ref.unavailable = "a second replay of the reference solution failed: " + "; ".join(other_reasons)
+        return ref
+    for other_calls, other, other_reasons, _ in results[1:]:
+        if other is None:
+            ref.unavailable = "a second replay of the reference solution failed: " + "; ".join(other_reasons)
+            break
+        if not _same_text(final, other):  # the server's JSON of both, byte for byte: the walk finds nothing
+            patterns, problems = nondeterministic_fields(scenario.initial_state, final, other, free)
+            if problems:
+                ref.unavailable = "two replays of the reference solution disagree: " + "; ".join(problems[:5])
                 break
-            if not _same_text(final, other):  # the server's JSON of both, byte for byte: the walk finds nothing
-                patterns, problems = nondeterministic_fields(scenario.initial_state, final, other, free)
-                if problems:
-                    ref.unavailable = "two replays of the reference solution disagree: " + "; ".join(problems[:5])
-                    break
-                ref.nondeterministic += [p for p in patterns if p not in ref.nondeterministic]
-            ref.unstable_results = sorted({*ref.unstable_results, *unstable_results(calls, other_calls)})
-        if ref.nondeterministic:
-            ref.free = free + FreeFields(ref.nondeterministic)
-    ref.seconds = round(anyio.current_time() - started, 4)
+            ref.nondeterministic += [p for p in patterns if p not in ref.nondeterministic]
+        ref.unstable_results = sorted({*ref.unstable_results, *unstable_results(calls, other_calls)})
+    if ref.nondeterministic:
+        ref.free = free + FreeFields(ref.nondeterministic)
     return ref
 
 
@@ -221,13 +263,15 @@ class ReferenceCache:
     With a `store` (references.store) references also outlive the run: one asked for with the environment's
     content hash is read from the store when an earlier run kept it, and kept there once replayed. With
     `reuse=False` (the QA gate: replaying the reference solution is one of its checks) every reference is
-    replayed, and then kept for the runs that follow."""
+    replayed, and then kept for the runs that follow; a kept one stands for the second of its two replays when
+    the first agrees with it byte for byte (`build_reference`'s `kept`), and is then not written again."""
 
     def __init__(self, replays: int = _REPLAYS, store: Any = None, *, reuse: bool = True) -> None:
         self.replays = replays
         self.store = store
         self.reuse = reuse
         self.loaded = 0  # how many came from the store
+        self.confirmed = 0  # how many were replayed once, the kept replay agreeing (reuse=False)
         self.code_hashes: dict[Any, str] = {}  # servers' code hashes, worked out once per run
         self._done: dict[tuple[str, str, str], Reference] = {}
         self._locks: dict[tuple[str, str, str], anyio.Lock] = {}
@@ -260,12 +304,16 @@ class ReferenceCache:
         if self.store is None or not env_hash:
             return await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
         path = self.store.path(env_hash, key[1:], env_free, convention)
-        stored: Reference | None = self.store.load(path, scenario, env_free) if self.reuse else None
-        if stored is not None:
+        stored: Reference | None = self.store.load(path, scenario, env_free)
+        if stored is not None and self.reuse:
             self.loaded += 1
             return stored
-        built = await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention)
-        self.store.save(path, built)
+        built = await build_reference(scenario, factory, env_free, replays=self.replays, convention=convention,
+                                      kept=stored)
+        if built.confirmed:  # the store holds these very bytes already
+            self.confirmed += 1
+        else:
+            self.store.save(path, built)
         return built
 
     def forget(self, scenario: Scenario, env_key: str = "") -> None:
