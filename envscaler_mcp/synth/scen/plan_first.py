@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,40 +227,43 @@ def said_changes(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[Chan
     return said or list(found)
 
 
-def plain_request(plan: Sequence[ToolCall], found: Sequence[Change]) -> str:
-    """The changes said plainly, by code: "For assets AST-2001: set status to 'in_repair' and clear assigned_to.
-    With condition 'damaged'." (free text values quoted, so a request can carry the note)."""
-    found = said_changes(plan, found)
-    by_record: dict[tuple[str, str], list[str]] = {}
-    for c in found:
-        if c.added:
-            said = "add a new record"
-        elif isinstance(c.new, list) and isinstance(c.old, list):
-            added = [v for v in c.new if v not in c.old]
-            said = f"add {', '.join(_said(v) for v in added)} to {c.field}" if added else f"update {c.field}"
-        elif c.new is None:
-            said = f"clear {c.field}"
-        else:
-            said = f"set {c.field} to {_said(c.new)}"
-        by_record.setdefault((c.collection, c.record_id), []).append(said)
-    text = " ".join(f"For {collection}{'' if added else ' ' + key}: {' and '.join(parts)}."
-                    for (collection, key), parts in by_record.items()
-                    for added in [any(c.added and c.record_id == key for c in found)])
-    values = _values(plan, found)
-    said = ", ".join(f"{k.replace('_', ' ')} {v!r}" for k, v in values)
-    return text + (f" With {said}" + ("" if said.endswith((".'", "!'", "?'")) else ".") if values else "")
+def _one(collection: str) -> str:
+    """A record of the collection: "copies" -> "copy", "tickets" -> "ticket"."""
+    if collection.endswith("ies"):
+        return collection[:-3] + "y"
+    return collection[:-1] if collection.endswith("s") and not collection.endswith("ss") else collection
+
+
+def plain_request(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapping[str, str] | None = None) -> str:
+    """The request made by code, in the user's voice: each call's action named after its tool, its arguments (the
+    records by kind and id: `kinds`, id -> collection), and the changes asked for ("Please return asset: asset
+    AST-2001, condition 'damaged'. Afterwards asset AST-2001 should have status 'in_repair' and no assigned_to.")."""
+    kinds = kinds or {}
+    sentences = []
+    for call in plan:
+        said = [f"{_one(kinds[str(v)])} {v}" if str(v) in kinds else f"{k.replace('_', ' ')} {_said(v)}"
+                for k, v in call.arguments.items()]
+        sentences.append(f"Please {call.tool.replace('_', ' ')}: {', '.join(said)}.")
+    effects: dict[tuple[str, str], list[str]] = {}
+    for c in said_changes(plan, found):
+        if c.added or c.free:
+            continue
+        effects.setdefault((c.collection, c.record_id), []).append(
+            f"no {c.field}" if c.new is None else f"{c.field} {_said(c.new)}")
+    if effects:
+        sentences.append("Afterwards " + "; ".join(f"{_one(collection)} {key} should have {' and '.join(parts)}"
+                                                    for (collection, key), parts in effects.items()) + ".")
+    return " ".join(sentences).replace(".'.", ".'")
 
 
 def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
-    """What a request must contain: every id of a record it changes, every checked text value it sets, and the
-    plan's other arguments (the records it names, the values it says)."""
-    said = said_changes(plan, found)
-    ids = [c.record_id for c in said if not c.added]  # an added record's id is the system's to choose
-    texts = [c.new for c in said if not c.added and not c.free and isinstance(c.new, str)]
-    return list(dict.fromkeys([*ids, *texts, *(v for _, v in _values(plan, found))]))
+    """What a request must contain: every id of a record it changes and the plan's other arguments (the records
+    it names, the values it says). Not the values the change itself implies ("cancel my order" says 'cancelled')."""
+    ids = [c.record_id for c in said_changes(plan, found) if not c.added]  # an added record's id: the system's
+    return list(dict.fromkeys([*ids, *(v for _, v in _values(plan, found))]))
 
 
-def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str], tuple[str, str]]:
+def _accept(plan: Sequence[ToolCall], found: Sequence[Change], plain: str) -> Callable[[str], tuple[str, str]]:
     """The request's reader: it must keep every required id and value (a copy of the plain request does; sent
     back for the user's own words, the 1.5B model answered "The configuration error occurred and the request
     could not be processed." twice)."""
@@ -271,8 +274,7 @@ def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str]
         if missing:
             raise AnswerFormatError("the request must contain, written exactly so: " + ", ".join(
                 repr(m) for m in missing))
-        plain = plain_request(plan, found).lower()
-        extra = [q for q in QUOTED.findall(task) if q.strip().lower() not in plain]
+        extra = [q for q in QUOTED.findall(task) if q.strip().lower() not in plain.lower()]
         if extra:  # a value the plan does not set or use: a change it does not make
             raise AnswerFormatError("the request must ask only for the changes of the plain request; it also says "
                                     + ", ".join(repr(q) for q in extra[:3]))
@@ -281,14 +283,14 @@ def _accept(plan: Sequence[ToolCall], found: Sequence[Change]) -> Callable[[str]
 
 
 async def task_for(ctx: StepContext, state: State, plan: Sequence[ToolCall], found: Sequence[Change],
-                   meter: UsageMeter, feedback: str = "") -> tuple[str, str]:
+                   meter: UsageMeter, plain: str, feedback: str = "") -> tuple[str, str]:
     """(title, task): the model's wording of `plain_request`, which must keep every id and checked text value."""
     touched = {(c.collection, c.record_id) for c in found}
     lines = [a.line() for a in records(state) if (a.collection, a.record_id) in touched]
     calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:300]})" for c in plan]
-    context = {"summary": ctx.skeleton.summary, "records": lines, "calls": calls, "plain": plain_request(plan, found),
+    context = {"summary": ctx.skeleton.summary, "records": lines, "calls": calls, "plain": plain,
                "feedback": feedback}
-    return await ask(ctx.generator, "task", context, _accept(plan, found), meter=meter, seat="task", retries=ctx.retries,
+    return await ask(ctx.generator, "task", context, _accept(plan, found, plain), meter=meter, seat="task", retries=ctx.retries,
                      vary_repeats=True, settings=ctx.settings(answer=ANSWER_TOKENS["task"]),
                      template="scen/task_from_plan", schema=TASK_SCHEMA)
 
@@ -327,22 +329,22 @@ async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequenc
         raise failed("no known call was accepted on this state with changes a checklist can say")
     plan, changes = found
     builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
+    plain = plain_request(plan, changes, {a.record_id: a.collection for a in records(state)})
     feedback, reasons = "", []
     for _ in range(TASKS):
         try:
-            title, task = await task_for(ctx, state, plan, changes, meter, feedback)
+            title, task = await task_for(ctx, state, plan, changes, meter, plain, feedback)
             draft = plan_first_draft(title, task, plan, changes, why)
         except StepFailed as exc:
             builder.say(f"plan-first: the model's requests were refused ({exc.reason[:200]}); the plain request "
                         "is the task")
-            plain = plain_request(plan, changes)
             draft = plan_first_draft(f"{plan[0].tool.replace('_', ' ').capitalize()}", plain, plan, changes, why,
                                      worded=f"the model's requests were refused: {exc.reason}")
         verdict = await builder.evaluate(state, draft)
         if not verdict.reasons:
             return await builder.judged(state, draft, verdict.report, meter)
         reasons = verdict.reasons
-        if draft.task == plain_request(plan, changes):
+        if draft.task == plain:
             break
         feedback = verdict.feedback or "\n".join(f"- {r}" for r in verdict.reasons)
     raise failed("the gate refused its task: " + "; ".join(reasons)[:300])

@@ -66,7 +66,8 @@ def test_an_added_record_is_checked_by_its_fields_not_by_the_id_the_system_chose
     found = changes_of(BEFORE, final, FREE)
     assert found is not None and [c.added for c in found] == [True]
     plan = [ToolCall(tool="place_order", arguments={"customer": "C-9", "status_hint": "new"})]
-    assert "O-3" not in required(plan, found) and plain_request(plan, found).startswith("For orders: add a new record.")
+    assert "O-3" not in required(plan, found)
+    assert plain_request(plan, found) == "Please place order: customer 'C-9', status hint 'new'."
     [item] = checklist_for(found, ["new"])
     assert item.description == "Has a new orders record been added with status 'new'?"
     check = item.validator or ""
@@ -91,17 +92,18 @@ def test_the_plain_request_says_every_change_and_value_the_request_must_keep() -
     plan = [ToolCall(tool="cancel_order", arguments={"order_id": "O-1", "reason": "wrong size"})]
     found = changes_of(BEFORE, after(status="cancelled", notes=["Cancelled: wrong size"]), FREE)
     assert found is not None
-    plain = plain_request(plan, found)
-    assert plain == ("For orders O-1: set status to 'cancelled' and add 'Cancelled: wrong size' to notes. "
-                     "With reason 'wrong size'.")
-    assert required(plan, found) == ["O-1", "cancelled", "wrong size"]
+    plain = plain_request(plan, found, {"O-1": "orders", "O-2": "orders"})
+    assert plain == ("Please cancel order: order O-1, reason 'wrong size'. Afterwards order O-1 should have status "
+                     "'cancelled'.")
+    assert required(plan, found) == ["O-1", "wrong size"]  # 'cancelled' is what "cancel" says
 
 
 def test_every_argument_the_user_decides_is_said_and_a_call_that_cannot_be_said_is_not_planned() -> None:
     plan = [ToolCall(tool="refund", arguments={"order_id": "O-1", "amount": 7.5, "customer": "C-9"})]
     found = changes_of(BEFORE, after(total=2.5), FREE)
     assert found is not None
-    assert plain_request(plan, found) == "For orders O-1: set total to 2.5. With amount '7.5', customer 'C-9'."
+    assert plain_request(plan, found, {"O-1": "orders"}) == (
+        "Please refund: order O-1, amount 7.5, customer 'C-9'. Afterwards order O-1 should have total 2.5.")
     assert required(plan, found) == ["O-1", "7.5", "C-9"]
     assert sayable(plan[0])
     for arguments in ({"items": [{"product_id": "P-1", "qty": 2}]}, {"notify": True}, {"address": {"city": "X"}}):
@@ -119,8 +121,9 @@ def test_what_the_system_does_beside_the_change_is_checked_not_asked_for() -> No
     plan = [ToolCall(tool="cancel_order", arguments={"order_id": "O-001", "reason": "ordered by mistake"})]
     found = changes_of(before, final, FreeFields([("orders.*.cancel_reason", "free text")]))
     assert found is not None
-    assert plain_request(plan, found) == ("For orders O-001: set status to 'cancelled' and set cancel_reason to "
-                                          "'ordered by mistake'. With reason 'ordered by mistake'.")
+    assert plain_request(plan, found, {"O-001": "orders", "P001": "products"}) == (
+        "Please cancel order: order O-001, reason 'ordered by mistake'. Afterwards order O-001 should have status "
+        "'cancelled'.")
     assert [i.description for i in checklist_for(found)] == [
         "Has products P001 stock '62'?", "Has orders O-001 status 'cancelled'?",
         "Has orders O-001 cancelled_date '2026-03-16'?"]
@@ -183,7 +186,7 @@ async def test_when_every_request_leaves_the_record_out_the_plain_request_is_the
     _, _, out = await run("mini_shop", router=router, plan_first="fallback", logged=True)
     [sc] = load_scenarios(out / "mini_shop.jsonl")
     [order] = {c.arguments["order_id"] for c in sc.reference_solution}
-    assert sc.task == f"For orders {order}: set status to 'cancelled'."
+    assert sc.task == f"Please cancel order: order {order}. Afterwards order {order} should have status 'cancelled'."
     note = sc.provenance.notes[0]
     assert "task worded by code, the plain request (the model's requests were refused: " in note
     assert "the request must contain, written exactly so: 'O-" in note
