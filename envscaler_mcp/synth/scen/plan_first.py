@@ -133,10 +133,16 @@ def _added_source(collection: str, expected: dict[str, Any]) -> str:
             "    return False\n")
 
 
+def _own(change: Change) -> dict[str, Any]:
+    """An added record's fields that are not free, less the id the system chose (the state check pairs added
+    records by content: an agent's record under the next id is the same record)."""
+    return {f: v for f, v in change.new.items() if v != change.record_id}
+
+
 def _added_item(change: Change, said: Sequence[str]) -> str:
     """"Has a new appointments record been added with patient_id 'PT-1001' and slot_id '…'?": the fields whose
     values the plan's arguments say (at most 3; else the first two)."""
-    own = {f: v for f, v in change.new.items() if v != change.record_id}  # not the id the system chose
+    own = _own(change)
     fields = [(f, v) for f, v in own.items() if isinstance(v, str) and v in said][:3] or \
         [(f, v) for f, v in own.items() if isinstance(v, _SCALARS)][:2]
     return (f"Has a new {change.collection} record been added with "
@@ -149,7 +155,7 @@ def checklist_for(found: Sequence[Change], said: Sequence[str] = ()) -> list[Che
     items: list[ChecklistItem] = []
     for change in (c for c in found if c.added):
         items.append(ChecklistItem(id=f"c{len(items) + 1}", description=_added_item(change, said),
-                                   validator=_added_source(change.collection, change.new)))
+                                   validator=_added_source(change.collection, _own(change))))
     for change in (c for c in found if not c.added and not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
         value = "no value" if change.new is None else f"'{str(change.new).lower()}'" if isinstance(
             change.new, bool) else f"'{change.new}'"

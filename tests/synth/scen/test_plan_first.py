@@ -240,3 +240,21 @@ async def test_off_makes_no_plan_first_item_even_with_known_calls(run: Any) -> N
     _, _, out = await run("mini_shop", router=router, plan_first="off")
     [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
     assert "plan-first" not in record["reason"] and router.requests == []
+
+
+def test_an_added_record_that_holds_its_own_id_is_still_found_under_another_id() -> None:
+    # it_helpdesk's create_ticket writes the id it chose into the record ("ticket_id": "INC-0009"); the state
+    # check pairs added records by content, so the validator must not demand that id either
+    before = {"tickets": {"INC-0008": {"ticket_id": "INC-0008", "status": "new", "priority": "P3"}}}
+    made = {"ticket_id": "INC-0009", "status": "new", "priority": "P2"}
+    final = {"tickets": {**before["tickets"], "INC-0009": made}}
+    found = changes_of(before, final, FreeFields([]))
+    assert found is not None
+    [item] = checklist_for(found, ["P2"])
+    scope: dict[str, Any] = {"initial_state": before}
+    exec(item.validator or "", scope)  # the source the module wrote, on the test's own states
+    assert scope["check_func"](final) and not scope["check_func"](before)
+    later = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010"}}}
+    assert scope["check_func"](later)  # the agent's ticket got the next id: still the record asked for
+    other = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010", "priority": "P3"}}}
+    assert not scope["check_func"](other)
