@@ -66,6 +66,15 @@ def _same(value: Any, said: str) -> bool:
     return False
 
 
+def _named(text: str, field: str, record: dict[str, Any]) -> bool:
+    """Whether the text names `field` itself, not only inside a longer field's name ("payment status" does not
+    name status)."""
+    for other in (o for o in record if len(o) > len(field)):
+        for name in (other, other.replace("_", " ")):
+            text = re.sub(re.escape(name), " ", text, flags=re.I)
+    return mentions(text, field) or mentions(text, field.replace("_", " "))
+
+
 def _id_field(state: State, anchor: Anchor) -> str | None:
     """None for a dict collection keyed by id; the field holding the id for a list collection."""
     if isinstance(state.get(anchor.collection), dict):
@@ -86,8 +95,7 @@ def claim(item: ChecklistItem, initial: State, final: State) -> FieldClaim | Non
     if len(named) != 1 or len(quoted) != 1:
         return None
     anchor, said = next(iter(named.values())), next(iter(quoted))
-    fields = [f for f, v in anchor.record.items()
-              if (mentions(text, f) or mentions(text, f.replace("_", " "))) and _same(v, said)]
+    fields = [f for f, v in anchor.record.items() if _named(text, f, anchor.record) and _same(v, said)]
     id_field = _id_field(final, anchor)
     if len(fields) != 1 or id_field == "":
         return None
