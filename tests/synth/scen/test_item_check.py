@@ -110,3 +110,16 @@ def test_a_field_named_only_inside_another_fields_name_is_not_the_claim() -> Non
     assert claim(item("Has order O-1 payment_status 'refunded'?"), initial, final) is None
     found = claim(item("Has order O-1 status 'refunded'?"), initial, final)
     assert found is not None and found.field == "status"
+
+
+@pytest.mark.parametrize("text", [
+    "Has order O-2001 status not 'cancelled'?",
+    "Is order O-2001 no longer 'cancelled' in status?",
+    "Isn't order O-2001 status 'cancelled' any more?",
+    "Is order O-2001 status different from 'cancelled'?",
+    "Has order O-2001 status anything other than 'cancelled'?",
+])
+def test_an_item_that_denies_the_value_is_not_given_a_validator_that_asserts_it(text: str) -> None:
+    # the item says the opposite of the solution; a validator of status == 'cancelled' would agree with the
+    # solution while its item says otherwise: the item is left to the repair round
+    assert claim(item(text, change=False), INITIAL, FINAL) is None
