@@ -240,6 +240,15 @@ def _one(collection: str) -> str:
     return collection[:-1] if collection.endswith("s") and not collection.endswith("ss") else collection
 
 
+def kinds_of(state: State) -> dict[str, str]:
+    """id -> collection of the records whose id names one collection only (hospital doctors, locations and
+    appointments all keyed '1', '2', …: such an argument is said by its name, "doctor id '2'")."""
+    seen: dict[str, set[str]] = {}
+    for anchor in records(state):
+        seen.setdefault(anchor.record_id, set()).add(anchor.collection)
+    return {key: next(iter(kinds)) for key, kinds in seen.items() if len(kinds) == 1}
+
+
 def plain_request(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapping[str, str] | None = None) -> str:
     """The request made by code, in the user's voice: each call's action named after its tool, its arguments (the
     records by kind and id: `kinds`, id -> collection), and the changes asked for ("Please return asset: asset
@@ -247,7 +256,7 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapp
     kinds = kinds or {}
     sentences = []
     for call in plan:
-        said = [f"{_one(kinds[str(v)])} {v}" if str(v) in kinds else f"{k.replace('_', ' ')} {_said(v)}"
+        said = [f"{_one(kinds[v])} {v}" if isinstance(v, str) and v in kinds else f"{k.replace('_', ' ')} {_said(v)}"
                 for k, v in call.arguments.items()]
         sentences.append(f"Please {call.tool.replace('_', ' ')}: {', '.join(said)}.")
     effects: dict[tuple[str, str], list[str]] = {}
@@ -335,7 +344,7 @@ async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequenc
         raise failed("no known call was accepted on this state with changes a checklist can say")
     plan, changes = found
     builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
-    plain = plain_request(plan, changes, {a.record_id: a.collection for a in records(state)})
+    plain = plain_request(plan, changes, kinds_of(state))
     feedback, reasons = "", []
     for _ in range(TASKS):
         try:

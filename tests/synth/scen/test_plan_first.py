@@ -17,7 +17,14 @@ from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ToolCall
 from envscaler_mcp.synth.scen import pipeline
-from envscaler_mcp.synth.scen.plan_first import changes_of, checklist_for, plain_request, required, sayable
+from envscaler_mcp.synth.scen.plan_first import (
+    changes_of,
+    checklist_for,
+    kinds_of,
+    plain_request,
+    required,
+    sayable,
+)
 
 from ..fixtures.scen_router import ScenRouter
 
@@ -258,3 +265,19 @@ def test_an_added_record_that_holds_its_own_id_is_still_found_under_another_id()
     assert scope["check_func"](later)  # the agent's ticket got the next id: still the record asked for
     other = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010", "priority": "P3"}}}
     assert not scope["check_func"](other)
+
+
+def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_kind() -> None:
+    # hospital_appointment_scheduling_system keys doctors, locations and appointments alike ('1', '2', '3'):
+    # the doctor and the location of a booking were said as "appointment 2, appointment 1"
+    state = {name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
+             for name in ("doctors", "locations", "appointments")}
+    state["patients"] = {"PT-7": {"name": "Ann"}}
+    plan = [ToolCall(tool="schedule_appointment", arguments={"patient_id": "PT-7", "doctor_id": "2",
+                                                            "location_id": "1", "slots": 2})]
+    final = json.loads(json.dumps(state))
+    final["appointments"]["4"] = {"status": "scheduled", "doctor_id": "2"}
+    found = changes_of(state, final, FreeFields([]))
+    assert found is not None
+    plain = plain_request(plan, found, kinds_of(state))
+    assert plain == "Please schedule appointment: patient PT-7, doctor id '2', location id '1', slots 2."
