@@ -105,7 +105,7 @@ def words_of(value: str) -> frozenset[str]:
     about which record is meant: "back" of a return's note "Approved: item received back in resellable
     condition." named that return in the 1.5B model's task "I need to manage orders and returns in the back
     office of an online shop", which names nothing."""
-    if len(value) > _CACHED_VALUE or value.count(" ") >= _LABEL_WORDS:
+    if len(value) > _CACHED_VALUE or len(value.split()) > _LABEL_WORDS:  # any whitespace: a note over lines too
         return frozenset()
     return _short_words(value)
 

@@ -22,6 +22,7 @@ from envscaler_mcp.scenario.models import ChecklistItem
 from envscaler_mcp.synth.scen.anchors import Anchor, records
 from envscaler_mcp.synth.scen.checklist_fix import mentions
 
+_DENIES = re.compile(r"\b(?:not|no longer|never|other than|anything but|except|instead of|differ\w*)\b|n['’]t\b", re.I)
 QUOTED = re.compile(r"""(?<![\w])['"‘“]([^'"’”]{1,80})['"’”](?![\w])""")
 
 
@@ -66,6 +67,15 @@ def _same(value: Any, said: str) -> bool:
     return False
 
 
+def _named(text: str, field: str, record: dict[str, Any]) -> bool:
+    """Whether the text names `field` itself, not only inside a longer field's name ("payment status" does not
+    name status)."""
+    for other in (o for o in record if len(o) > len(field)):
+        for name in (other, other.replace("_", " ")):
+            text = re.sub(re.escape(name), " ", text, flags=re.I)
+    return mentions(text, field) or mentions(text, field.replace("_", " "))
+
+
 def _id_field(state: State, anchor: Anchor) -> str | None:
     """None for a dict collection keyed by id; the field holding the id for a list collection."""
     if isinstance(state.get(anchor.collection), dict):
@@ -77,17 +87,17 @@ def _id_field(state: State, anchor: Anchor) -> str | None:
 def claim(item: ChecklistItem, initial: State, final: State) -> FieldClaim | None:
     """The item's claim when its text names exactly one record of the final state by id, quotes exactly one
     value, and mentions exactly one field of that record having that value after the solution; None when the
-    text says anything less exact, or when a [change] item's field already had the value initially."""
+    text says anything less exact or denies the value ("not", "no longer"), or when a [change] item's field
+    already had the value initially."""
     if item.kind != "state":
         return None
     text = item.description
     named = {(a.collection, a.record_id): a for a in records(final) if mentions(text, a.record_id)}
     quoted = {q.strip().lower() for q in QUOTED.findall(text)}
-    if len(named) != 1 or len(quoted) != 1:
-        return None
+    if len(named) != 1 or len(quoted) != 1 or _DENIES.search(QUOTED.sub(" ", text)):
+        return None  # a denied value ("status not 'open'") is no claim that the field has it
     anchor, said = next(iter(named.values())), next(iter(quoted))
-    fields = [f for f, v in anchor.record.items()
-              if (mentions(text, f) or mentions(text, f.replace("_", " "))) and _same(v, said)]
+    fields = [f for f, v in anchor.record.items() if _named(text, f, anchor.record) and _same(v, said)]
     id_field = _id_field(final, anchor)
     if len(fields) != 1 or id_field == "":
         return None

@@ -133,10 +133,16 @@ def _added_source(collection: str, expected: dict[str, Any]) -> str:
             "    return False\n")
 
 
+def _own(change: Change) -> dict[str, Any]:
+    """An added record's fields that are not free, less the id the system chose (the state check pairs added
+    records by content: an agent's record under the next id is the same record)."""
+    return {f: v for f, v in change.new.items() if v != change.record_id}
+
+
 def _added_item(change: Change, said: Sequence[str]) -> str:
     """"Has a new appointments record been added with patient_id 'PT-1001' and slot_id '…'?": the fields whose
     values the plan's arguments say (at most 3; else the first two)."""
-    own = {f: v for f, v in change.new.items() if v != change.record_id}  # not the id the system chose
+    own = _own(change)
     fields = [(f, v) for f, v in own.items() if isinstance(v, str) and v in said][:3] or \
         [(f, v) for f, v in own.items() if isinstance(v, _SCALARS)][:2]
     return (f"Has a new {change.collection} record been added with "
@@ -149,7 +155,7 @@ def checklist_for(found: Sequence[Change], said: Sequence[str] = ()) -> list[Che
     items: list[ChecklistItem] = []
     for change in (c for c in found if c.added):
         items.append(ChecklistItem(id=f"c{len(items) + 1}", description=_added_item(change, said),
-                                   validator=_added_source(change.collection, change.new)))
+                                   validator=_added_source(change.collection, _own(change))))
     for change in (c for c in found if not c.added and not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
         value = "no value" if change.new is None else f"'{str(change.new).lower()}'" if isinstance(
             change.new, bool) else f"'{change.new}'"
@@ -234,6 +240,15 @@ def _one(collection: str) -> str:
     return collection[:-1] if collection.endswith("s") and not collection.endswith("ss") else collection
 
 
+def kinds_of(state: State) -> dict[str, str]:
+    """id -> collection of the records whose id names one collection only (hospital doctors, locations and
+    appointments all keyed '1', '2', …: such an argument is said by its name, "doctor id '2'")."""
+    seen: dict[str, set[str]] = {}
+    for anchor in records(state):
+        seen.setdefault(anchor.record_id, set()).add(anchor.collection)
+    return {key: next(iter(kinds)) for key, kinds in seen.items() if len(kinds) == 1}
+
+
 def plain_request(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapping[str, str] | None = None) -> str:
     """The request made by code, in the user's voice: each call's action named after its tool, its arguments (the
     records by kind and id: `kinds`, id -> collection), and the changes asked for ("Please return asset: asset
@@ -241,7 +256,7 @@ def plain_request(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapp
     kinds = kinds or {}
     sentences = []
     for call in plan:
-        said = [f"{_one(kinds[str(v)])} {v}" if str(v) in kinds else f"{k.replace('_', ' ')} {_said(v)}"
+        said = [f"{_one(kinds[v])} {v}" if isinstance(v, str) and v in kinds else f"{k.replace('_', ' ')} {_said(v)}"
                 for k, v in call.arguments.items()]
         sentences.append(f"Please {call.tool.replace('_', ' ')}: {', '.join(said)}.")
     effects: dict[tuple[str, str], list[str]] = {}
@@ -329,7 +344,7 @@ async def plan_first_item(builder: ScenarioBuilder, state: State, known: Sequenc
         raise failed("no known call was accepted on this state with changes a checklist can say")
     plan, changes = found
     builder.say("plan-first: plan accepted, " + "; ".join(c.line() for c in changes)[:240])
-    plain = plain_request(plan, changes, {a.record_id: a.collection for a in records(state)})
+    plain = plain_request(plan, changes, kinds_of(state))
     feedback, reasons = "", []
     for _ in range(TASKS):
         try:

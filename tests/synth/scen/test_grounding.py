@@ -60,6 +60,15 @@ def test_a_word_of_free_text_names_nothing_a_word_of_a_name_does() -> None:
     assert names_a_record(state, "Please approve return R-001.") is True
 
 
+@pytest.mark.parametrize("note", ["Approved:\nitem received back\nin resellable condition.",
+                                  "Approved:  item received back in resellable condition.",
+                                  "Approved:\titem\treceived\tback\tin\tresellable\tcondition."])
+def test_free_text_is_free_text_whatever_separates_its_words(note: str) -> None:
+    # a note of seven words written over three lines, or with tabs, is no label: its 'back' names nothing
+    state = {"returns": {"R-001": {"return_id": "R-001", "status": "pending", "resolution_note": note}}}
+    assert names_a_record(state, "I need to manage returns in the back office of an online shop.") is False
+
+
 def test_a_state_without_keyed_records_has_nothing_to_name() -> None:
     assert names_a_record({"counter": 3, "log": ["a"]}, "Increase the counter.")
 

@@ -99,3 +99,27 @@ async def test_a_wrong_validator_of_an_exact_item_is_written_by_code_without_a_r
     assert said[1].startswith("  s001 validators: validators of c1 written by code")
     assert said[2] == "  s001 gate: passed"
 
+
+
+def test_a_field_named_only_inside_another_fields_name_is_not_the_claim() -> None:
+    # "payment status" mentions the word "status": the item is about payment_status, which the solution left
+    # 'pending'; a validator of status == 'refunded' would check what the item does not say
+    initial = {"orders": {"O-1": {"order_id": "O-1", "status": "paid", "payment_status": "pending"}}}
+    final = {"orders": {"O-1": {"order_id": "O-1", "status": "refunded", "payment_status": "pending"}}}
+    assert claim(item("Has order O-1 payment status 'refunded'?"), initial, final) is None
+    assert claim(item("Has order O-1 payment_status 'refunded'?"), initial, final) is None
+    found = claim(item("Has order O-1 status 'refunded'?"), initial, final)
+    assert found is not None and found.field == "status"
+
+
+@pytest.mark.parametrize("text", [
+    "Has order O-2001 status not 'cancelled'?",
+    "Is order O-2001 no longer 'cancelled' in status?",
+    "Isn't order O-2001 status 'cancelled' any more?",
+    "Is order O-2001 status different from 'cancelled'?",
+    "Has order O-2001 status anything other than 'cancelled'?",
+])
+def test_an_item_that_denies_the_value_is_not_given_a_validator_that_asserts_it(text: str) -> None:
+    # the item says the opposite of the solution; a validator of status == 'cancelled' would agree with the
+    # solution while its item says otherwise: the item is left to the repair round
+    assert claim(item(text, change=False), INITIAL, FINAL) is None

@@ -17,7 +17,14 @@ from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ToolCall
 from envscaler_mcp.synth.scen import pipeline
-from envscaler_mcp.synth.scen.plan_first import changes_of, checklist_for, plain_request, required, sayable
+from envscaler_mcp.synth.scen.plan_first import (
+    changes_of,
+    checklist_for,
+    kinds_of,
+    plain_request,
+    required,
+    sayable,
+)
 
 from ..fixtures.scen_router import ScenRouter
 
@@ -240,3 +247,37 @@ async def test_off_makes_no_plan_first_item_even_with_known_calls(run: Any) -> N
     _, _, out = await run("mini_shop", router=router, plan_first="off")
     [(_, record)] = list(iter_jsonl(out / "_work" / "mini_shop" / "dropped.jsonl"))
     assert "plan-first" not in record["reason"] and router.requests == []
+
+
+def test_an_added_record_that_holds_its_own_id_is_still_found_under_another_id() -> None:
+    # it_helpdesk's create_ticket writes the id it chose into the record ("ticket_id": "INC-0009"); the state
+    # check pairs added records by content, so the validator must not demand that id either
+    before = {"tickets": {"INC-0008": {"ticket_id": "INC-0008", "status": "new", "priority": "P3"}}}
+    made = {"ticket_id": "INC-0009", "status": "new", "priority": "P2"}
+    final = {"tickets": {**before["tickets"], "INC-0009": made}}
+    found = changes_of(before, final, FreeFields([]))
+    assert found is not None
+    [item] = checklist_for(found, ["P2"])
+    scope: dict[str, Any] = {"initial_state": before}
+    exec(item.validator or "", scope)  # the source the module wrote, on the test's own states
+    assert scope["check_func"](final) and not scope["check_func"](before)
+    later = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010"}}}
+    assert scope["check_func"](later)  # the agent's ticket got the next id: still the record asked for
+    other = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010", "priority": "P3"}}}
+    assert not scope["check_func"](other)
+
+
+def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_kind() -> None:
+    # hospital_appointment_scheduling_system keys doctors, locations and appointments alike ('1', '2', '3'):
+    # the doctor and the location of a booking were said as "appointment 2, appointment 1"
+    state = {name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
+             for name in ("doctors", "locations", "appointments")}
+    state["patients"] = {"PT-7": {"name": "Ann"}}
+    plan = [ToolCall(tool="schedule_appointment", arguments={"patient_id": "PT-7", "doctor_id": "2",
+                                                            "location_id": "1", "slots": 2})]
+    final = json.loads(json.dumps(state))
+    final["appointments"]["4"] = {"status": "scheduled", "doctor_id": "2"}
+    found = changes_of(state, final, FreeFields([]))
+    assert found is not None
+    plain = plain_request(plan, found, kinds_of(state))
+    assert plain == "Please schedule appointment: patient PT-7, doctor id '2', location id '1', slots 2."
