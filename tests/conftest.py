@@ -14,11 +14,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--live", action="store_true", default=False, help="run tests that call real LLM providers")
 
 
+# Folders whose tests share session-scoped fixtures (a Ray cluster, launched servers, a browser): under
+# pytest-xdist each runs whole in one worker, so the fixture starts once.
+_SHARED_SESSION = ("tests/cluster/", "tests/conformance/", "tests/view/")
+
+
+def _worker_group(nodeid: str) -> str:
+    """The unit pytest-xdist's loadgroup hands to one worker: a folder of _SHARED_SESSION, else one file
+    (its module-scoped fixtures start once)."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in _SHARED_SESSION if path.startswith(folder)), path)
+
+
+@pytest.hookimpl(tryfirst=True)  # the groups are marked before pytest-xdist reads them
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The conformance suite shares launched servers through session-scoped async fixtures, which keep an
     # event loop running in the main thread until the session ends; tests that start their own loop
-    # (CLI commands calling anyio.run) must therefore run before it.
+    # (CLI commands calling anyio.run) must therefore run before it (in each pytest-xdist worker too:
+    # scripts/test.sh keeps the collection order with --no-loadscope-reorder).
     items.sort(key=lambda item: "tests/conformance/" in item.nodeid.replace("\\", "/"))
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_worker_group(item.nodeid.replace("\\", "/"))))
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(reason="live provider test: pass --live and set the provider's API key")

@@ -17,14 +17,18 @@ from tests.security.conftest import open_dir  # noqa: F401 (a fixture of these t
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+OWN_CLUSTER = ("test_ray_attacks.py",)  # modules that start a cluster of their own (local_ray)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Ray starts a cluster and its workers: on a loaded machine (load 5 on 2 cores) a test here took over the
-    suite's 120 s. Their own limit is 600 s, still short of a hang."""
-    for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.timeout(600))
+    suite's 120 s. Their own limit is 600 s, still short of a hang. The tests of the shared cluster run before
+    those of a module's own cluster (OWN_CLUSTER), so that the shared one starts once."""
+    places = [i for i, item in enumerate(items) if HERE in Path(str(item.fspath)).resolve().parents]
+    ours = sorted((items[i] for i in places), key=lambda item: item.path.name in OWN_CLUSTER)
+    for i, item in zip(places, ours, strict=True):
+        item.add_marker(pytest.mark.timeout(600))
+        items[i] = item
 
 
 def _start(num_cpus: int) -> None:
@@ -97,8 +101,9 @@ def cluster() -> Iterator[None]:
     yield
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def _ray_down_at_the_end() -> Iterator[None]:
+    """The last cluster stops with the last test here: its processes take no CPU from the rest of the suite."""
     yield
     try:
         import ray

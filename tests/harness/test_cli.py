@@ -79,6 +79,7 @@ def test_eval_runs_prints_the_table_and_writes_the_report(tmp_path: Path) -> Non
             str(out),
             "--no-progress",
         ],
+        env={"COLUMNS": "400"},  # the report's whole path on one line (a longer tmp_path would wrap it)
     )
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "mini_shop" in result.output and "100.0%" in result.output and "report.html" in result.output

@@ -33,7 +33,8 @@ def test_report_command_prints_table_and_writes_html(tmp_path: Path) -> None:
     import anyio
 
     run = anyio.run(make_run, tmp_path / "run")
-    out = CliRunner().invoke(app, ["report", str(run)])
+    # wide enough for the whole path of report.html on one line (a longer tmp_path would wrap it)
+    out = CliRunner().invoke(app, ["report", str(run)], env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
     assert "mini_shop" in out.output and "report.html" in out.output
     assert (run / "report.html").exists()
