@@ -23,6 +23,6 @@ fi
 "$VENV/bin/mypy"
 # The map of docs/architecture.md: stages import one way, no cycle between packages ([tool.importlinter]).
 "$VENV/bin/lint-imports" --no-cache --no-logo
-# Two workers (pytest-xdist). Each file, or each folder whose tests share a session fixture, runs whole in one
-# worker (tests/conftest.py marks the groups), in the collection order (the conformance suite last).
-exec "$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder "$@"
+# One process by default; TEST_WORKERS=N runs N pytest-xdist workers: each file, or each folder whose tests share
+# a session fixture, runs whole in one worker (tests/conftest.py marks the groups), in the collection order.
+exec "$VENV/bin/python" -m pytest ${TEST_WORKERS:+-n "$TEST_WORKERS" --dist loadgroup --no-loadscope-reorder} "$@"
