@@ -33,8 +33,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # (CLI commands calling anyio.run) must therefore run before it (in each pytest-xdist worker too:
     # scripts/test.sh keeps the collection order with --no-loadscope-reorder).
     items.sort(key=lambda item: "tests/conformance/" in item.nodeid.replace("\\", "/"))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_worker_group(item.nodeid.replace("\\", "/"))))
+    if config.pluginmanager.hasplugin("xdist"):  # the marker exists only with pytest-xdist installed
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(_worker_group(item.nodeid.replace("\\", "/"))))
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(reason="live provider test: pass --live and set the provider's API key")

@@ -118,17 +118,28 @@ def _field(state: State, collection: str, key: str, field: str) -> Any:
     return record.get(field) if isinstance(record, dict) else None
 
 
-def _added_source(collection: str, expected: dict[str, Any]) -> str:
-    """The validator of an added record: a record of `collection` the initial state lacks, with these fields."""
-    return ("def check_func(final_state):\n"
+def _shape(value: str) -> str:
+    """A pattern of the id's shape: its letters and signs as they are, each run of digits any digits ("RF-307" ->
+    `RF\\-\\d+`), so the next id the system chooses matches and a mangled one ("RF-307-x") does not."""
+    return "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", value) if part)
+
+
+def _added_source(collection: str, expected: dict[str, Any], shaped: dict[str, str]) -> str:
+    """The validator of an added record: a record of `collection` the initial state lacks, with these fields, and
+    the field holding its id of the shape the system's ids have (`shaped`: field -> pattern)."""
+    return ("import re\n\n\n"
+            "def check_func(final_state):\n"
             f"    records = final_state.get({collection!r})\n"
             f"    before = initial_state.get({collection!r}) or {{}}\n"
             f"    expected = {expected!r}\n"
+            f"    shaped = {shaped!r}\n"
             "    if not isinstance(records, dict):\n"
             "        return False\n"
             "    for key, record in records.items():\n"
             "        if key not in before and isinstance(record, dict) and all(\n"
-            "                record.get(field) == value for field, value in expected.items()):\n"
+            "                record.get(field) == value for field, value in expected.items()) and all(\n"
+            "                isinstance(record.get(field), str) and re.fullmatch(pattern, record[field])\n"
+            "                for field, pattern in shaped.items()):\n"
             "            return True\n"
             "    return False\n")
 
@@ -155,7 +166,8 @@ def checklist_for(found: Sequence[Change], said: Sequence[str] = ()) -> list[Che
     items: list[ChecklistItem] = []
     for change in (c for c in found if c.added):
         items.append(ChecklistItem(id=f"c{len(items) + 1}", description=_added_item(change, said),
-                                   validator=_added_source(change.collection, _own(change))))
+                                   validator=_added_source(change.collection, _own(change), {
+                                       f: _shape(v) for f, v in change.new.items() if v == change.record_id})))
     for change in (c for c in found if not c.added and not c.free and (c.new is None or isinstance(c.new, _SCALARS))):
         value = "no value" if change.new is None else f"'{str(change.new).lower()}'" if isinstance(
             change.new, bool) else f"'{change.new}'"
