@@ -265,6 +265,8 @@ def test_an_added_record_that_holds_its_own_id_is_still_found_under_another_id()
     assert scope["check_func"](later)  # the agent's ticket got the next id: still the record asked for
     other = {"tickets": {**before["tickets"], "INC-0010": {**made, "ticket_id": "INC-0010", "priority": "P3"}}}
     assert not scope["check_func"](other)
+    mangled = {"tickets": {**before["tickets"], "INC-0009": {**made, "ticket_id": "INC-0009-x"}}}
+    assert not scope["check_func"](mangled)  # the mutation test's probe of the id field: caught by its shape
 
 
 def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_kind() -> None:
