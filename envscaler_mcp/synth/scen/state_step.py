@@ -21,7 +21,7 @@ from envscaler_mcp.synth.scen.salvage import merge_state, rest_schema, salvage_s
 from envscaler_mcp.synth.scen.state_prompt import records_per_entity, state_step_ladder
 from envscaler_mcp.synth.scen.steps import ANSWER_TOKENS, StepContext
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state, initial_state_schema
-from envscaler_mcp.synth.skel.dangling import dangling_references, without_dangling
+from envscaler_mcp.synth.skel.dangling import dangling_references, repointed, without_dangling
 from envscaler_mcp.synth.skel.parsers import parse_initial_state
 from envscaler_mcp.synth.skel.quality import dump_state
 
@@ -146,9 +146,11 @@ class Salvaged:
 
 
 def _without_dangling(skeleton: EnvSkeleton, whole: str) -> tuple[State, dict[str, str]] | None:
-    """The answer without its records naming records it lacks, if it is then accepted whole; else None."""
+    """The answer without its records naming records it lacks (or, when they cannot be dropped, with them pointed
+    at records it has: `dangling.repointed`), if it is then accepted whole; else None."""
     try:
-        found = without_dangling(parse_initial_state(whole).state)
+        state = parse_initial_state(whole).state
+        found = without_dangling(state) or repointed(state)
         return None if found is None else (accept_initial_state(skeleton, json.dumps(found[0])), found[1])
     except AnswerFormatError:
         return None

@@ -13,11 +13,13 @@ Values that are no text, empty or None ("no parent") are not references.
 
 `without_dangling` is the mend the scenario pipeline's state step makes before asking the model again: the
 records naming missing records are dropped when each of their collections keeps one and nothing names them
-(no string of the rest of the state, at any depth, is a dropped record's key).
+(no string of the rest of the state, at any depth, is a dropped record's key). When that cannot be done,
+`repointed` points each such field at a record the state has.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -88,6 +90,33 @@ def without_dangling(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     if dangling(mended) or any(value in gone for value in every_text(mended)):
         return None  # something names a dropped record (a payment on a dropped ticket, a booking's history)
     return mended, {name: _dropped(name, keys, len(collections[name])) for name, keys in doomed.items()}
+
+
+def repointed(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """`state` with each field that names a record it lacks pointed at a record it has (the first key of the
+    collection named), and what was changed, by collection ("pointed 1 of 4 users at plans the state has (U01
+    plan 'business' -> 'free')"); None when there is nothing to mend, or when a missing record is named inside
+    a list or by a record that could not then be mended. The mend `without_dangling` cannot make: the 1.5B model's
+    `cloud_storage` states gave a user plan "business" beside plans "free" and "standard", and a root folder
+    FLD-004 beside FLD-001-FLD-003, and every such user is named by files and folders, so it cannot be dropped."""
+    found = dangling(state)
+    if not found:
+        return None
+    mended = json.loads(json.dumps(state))
+    collections = keyed(mended)
+    changed: dict[str, list[str]] = {}
+    for item in found:
+        record = collections[item.collection][item.key]
+        if record.get(item.field) != item.value or not collections.get(item.target):
+            return None  # named inside a list (a share's members) or an empty target: left to the model
+        first = sorted(map(str, collections[item.target]))[0]
+        record[item.field] = first
+        changed.setdefault(item.collection, []).append(f"{item.key} {item.field} {item.value!r} -> {first!r}")
+    if dangling(mended):
+        return None
+    return mended, {name: (f"pointed {len(lines)} of {len(collections[name])} {name} at records the state has ("
+                           + ", ".join(lines[:6]) + (", …)" if len(lines) > 6 else ")"))
+                    for name, lines in changed.items()}
 
 
 def _dropped(name: str, keys: Mapping[str, list[Dangling]], had: int) -> str:

@@ -12,7 +12,7 @@ import pytest
 from envscaler_mcp.catalog.store import get_skeleton
 from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.skel.checkstage import accept_initial_state
-from envscaler_mcp.synth.skel.dangling import dangling_references, without_dangling
+from envscaler_mcp.synth.skel.dangling import dangling_references, repointed, without_dangling
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -122,3 +122,21 @@ def test_records_are_not_dropped_when_something_deeper_in_the_state_names_them()
     loose = _flights_with_tickets_on_missing_bookings()
     loose["waitlist"] = ["T-10004"]
     assert without_dangling(loose) is None
+
+
+def test_a_record_that_cannot_be_dropped_is_pointed_at_a_record_the_state_has() -> None:
+    # the 1.5B model's cloud_storage states (29 November 2026): a user on a plan the state lacks; every user is
+    # named by files and folders, so none can be dropped
+    state = _cloud("enterprise")
+    user = next(iter(state["users"]))
+    assert without_dangling(state) is None
+    found = repointed(state)
+    assert found is not None
+    mended, said = found
+    first = sorted(state["plans"])[0]
+    assert mended["users"][user]["plan"] == first and state["users"][user]["plan"] == "enterprise"  # a copy
+    assert dangling_references(mended) == []
+    assert said == {"users": f"pointed 1 of {len(state['users'])} users at records the state has ({user} plan "
+                             f"'enterprise' -> '{first}')"}
+    accept_initial_state(get_skeleton("cloud_storage"), json.dumps(mended))  # the skeleton's checks pass
+    assert repointed(_cloud(first)) is None  # nothing dangles: nothing to mend
