@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,8 +94,9 @@ def without_dangling(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
 
 
 def repointed(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]] | None:
-    """`state` with each field that names a record it lacks pointed at a record it has (the first key of the
-    collection named), and what was changed, by collection ("pointed 1 of 4 users at plans the state has (U01
+    """`state` with each field that names a record it lacks pointed at a record it has (the one most records of
+    its collection name through that field; only where some record is named by two, so that sharing one is
+    normal: users on a plan, not appointments on a slot), and what was changed, by collection ("pointed 1 of 4 users at plans the state has (U01
     plan 'business' -> 'free')"); None when there is nothing to mend, or when a missing record is named inside
     a list or by a record that could not then be mended. The mend `without_dangling` cannot make: the 1.5B model's
     `cloud_storage` states gave a user plan "business" beside plans "free" and "standard", and a root folder
@@ -109,7 +111,11 @@ def repointed(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]
         record = collections[item.collection][item.key]
         if record.get(item.field) != item.value or not collections.get(item.target):
             return None  # named inside a list (a share's members) or an empty target: left to the model
-        first = sorted(map(str, collections[item.target]))[0]
+        named = Counter(str(r.get(item.field)) for r in collections[item.collection].values()
+                        if str(r.get(item.field)) in collections[item.target])
+        if not named or named.most_common(1)[0][1] < 2:
+            return None  # no record is named by two: one each (an appointment's slot), left to the model
+        first = named.most_common(1)[0][0]
         record[item.field] = first
         changed.setdefault(item.collection, []).append(f"{item.key} {item.field} {item.value!r} -> {first!r}")
     if dangling(mended):
