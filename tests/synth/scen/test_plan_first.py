@@ -17,14 +17,8 @@ from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ToolCall
 from envscaler_mcp.synth.scen import pipeline
-from envscaler_mcp.synth.scen.plan_first import (
-    changes_of,
-    checklist_for,
-    kinds_of,
-    plain_request,
-    required,
-    sayable,
-)
+from envscaler_mcp.synth.scen.plan_changes import changes_of, checklist_for
+from envscaler_mcp.synth.scen.plan_request import kinds_of, plain_request, required, sayable
 
 from ..fixtures.scen_router import ScenRouter
 
