@@ -154,14 +154,21 @@ def _cpu_seconds(pids: list[int], *, own: bool = True) -> float:
         usage = resource.getrusage(who)
         total += usage.ru_utime + usage.ru_stime
     ticks = os.sysconf("SC_CLK_TCK")
+    for fields in _stats(pids):
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    return total
+
+
+def _stats(pids: list[int]) -> list[list[str]]:
+    """The fields of /proc/PID/stat after the command name, for each of `pids` still alive."""
+    found = []
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+                found.append(f.read().rsplit(")", 1)[1].split())
         except OSError:
             continue
-        total += sum(int(x) for x in fields[11:15]) / ticks  # utime, stime, cutime, cstime
-    return total
+    return found
 
 
 def _faults(pids: list[int], *, own: bool = True) -> int:
@@ -172,12 +179,7 @@ def _faults(pids: list[int], *, own: bool = True) -> int:
     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) if own else ():
         usage = resource.getrusage(who)
         total += usage.ru_minflt + usage.ru_majflt
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
+    for fields in _stats(pids):
         total += sum(int(x) for x in fields[7:11])  # minflt, cminflt, majflt, cmajflt
     return total
 

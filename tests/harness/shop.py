@@ -97,3 +97,17 @@ class _CrashingEpisode:
 
     async def get_state(self) -> dict[str, Any]:
         return dict(await self.ep.get_state())
+
+
+@asynccontextmanager
+async def counted_episodes() -> AsyncIterator[tuple[Any, list[int]]]:
+    """An episode factory on an in-memory mini_shop server, and how many episodes it has opened."""
+    opened = [0]
+    async with launch_server(SKELETON, transport="memory", scenarios=SCENARIOS) as server:
+        @asynccontextmanager
+        async def factory(state: Any) -> AsyncIterator[Any]:
+            opened[0] += 1
+            async with server.episode(state) as ep:
+                yield ep
+
+        yield factory, opened

@@ -5,30 +5,20 @@ a second time, so what it reports and keeps is its own two replays'."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from envscaler_mcp.launch import launch_server
 from envscaler_mcp.references.reference import ReferenceCache
 from envscaler_mcp.references.store import ReferenceStore
-from tests.harness.shop import ALICE, BOB, SCENARIOS, SKELETON
+from tests.harness.shop import ALICE, BOB, counted_episodes
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_reference_copied_to_another_scenarios_name_is_replayed_over(tmp_path: Path) -> None:
-    opened = [0]
-    async with launch_server(SKELETON, transport="memory", scenarios=SCENARIOS) as server:
-        @asynccontextmanager
-        async def factory(state: Any) -> AsyncIterator[Any]:
-            opened[0] += 1
-            async with server.episode(state) as ep:
-                yield ep
-
+    async with counted_episodes() as (factory, opened):
         async def gate(scenario: Any, folder: Path) -> Any:
             cache = ReferenceCache(store=ReferenceStore(folder), reuse=False)
             return await cache.get(scenario, factory, env_key="mini_shop", env_hash="code-1"), cache
