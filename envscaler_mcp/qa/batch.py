@@ -121,7 +121,7 @@ class GateSettings:
     workers: int = 2
     mutation: bool = False
     require_reference: bool = True
-    concurrency: int = 4
+    concurrency: int = 8
     servers: int = 1
 
 
