@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
+import anyio
 from mcp import Client, MCPError
 from mcp.client.caching import CacheConfig, InMemoryResponseCacheStore
 from mcp.types import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     CallToolResult,
     DiscoverResult,
     GetPromptResult,
@@ -29,6 +32,10 @@ from envscaler_mcp.errors import ServerStartError
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
 EPISODE_META_KEY = "envscaler/episode"  # where a request on a server's shared endpoint names its episode
+# Beside it, on the first request of an episode not created yet: what to create it from (the generated server's
+# runtime/server.py CREATE_META_KEY): {"token", "state_file" or "scenario_id"}
+CREATE_META_KEY = "envscaler/create"
+_T = TypeVar("_T")
 
 
 class NoAdminPlane(ServerStartError):
@@ -115,12 +122,49 @@ async def all_tools(client: Client | RoutedClient) -> list[Tool]:
 class RoutedClient:
     """A server's one shared client as one episode sees it: every request about the episode's state names the
     episode in `_meta` (generated HTTP servers' /admin/mcp endpoint, behind the admin token). The tool and
-    prompt lists are the same for every episode and go unnamed, through the client's response cache."""
+    prompt lists are the same for every episode and go unnamed, through the client's response cache.
 
-    def __init__(self, client: Client, episode_id: str, tools: list[Tool] | None = None) -> None:
+    With `create` (the `_meta` entry CREATE_META_KEY: the admin token and the episode's initial state file) the
+    episode does not exist yet: its first request creates it on the server, one round trip fewer than an admin
+    request of its own. Requests wait for that first one; `create_now` creates it without a request (a state
+    read before any call), and `created` says whether either happened."""
+
+    def __init__(self, client: Client, episode_id: str, tools: list[Tool] | None = None,
+                 create: dict[str, Any] | None = None) -> None:
         self.shared = client
         self.episode_id = episode_id
         self.tools = tools  # the server's whole tool list, listed once by the launcher (None: ask)
+        self._create = create
+        self._first = anyio.Lock()
+
+    @property
+    def created(self) -> bool:
+        """Whether the episode exists on the server (or may: a first request that failed)."""
+        return self._create is None
+
+    async def create_now(self, create: Callable[[], Awaitable[None]]) -> None:
+        """Run `create` (an admin request creating the episode under this id) unless a request already did."""
+        async with self._first:
+            if self._create is not None:
+                await create()
+                self._create = None
+
+    async def _named(self, send: Callable[[dict[str, Any]], Awaitable[_T]]) -> _T:
+        """`send` with this episode's `_meta`; the first request also creates the episode (see the class)."""
+        if self._create is None:
+            return await send(self._meta())
+        async with self._first:
+            if self._create is None:
+                return await send(self._meta())
+            create, self._create = self._create, None  # from now on it may exist: closed at the end whatever happens
+            try:
+                return await send({**self._meta(), CREATE_META_KEY: create})
+            except MCPError as exc:
+                if exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND):  # refused before it named the episode: not created
+                    self._create = create
+                    raise
+                # the server could not create it: an admin request's failure, as when it had a request of its own
+                raise ServerStartError(f"the server did not create the episode: {exc}") from exc
 
     @property
     def session(self) -> Any:
@@ -138,11 +182,11 @@ class RoutedClient:
 
     async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
         """Call a tool in this episode."""
-        return await self.shared.call_tool(name, arguments, meta=self._meta())  # type: ignore[arg-type]
+        return await self._named(lambda meta: self.shared.call_tool(name, arguments, meta=meta))  # type: ignore[arg-type]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         """Read a resource of this episode (`state://current`)."""
-        return await self.shared.read_resource(uri, meta=self._meta())  # type: ignore[arg-type]
+        return await self._named(lambda meta: self.shared.read_resource(uri, meta=meta))  # type: ignore[arg-type]
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         """One page of the prompt list (the bundled scenarios)."""

@@ -2,9 +2,11 @@
 and stdout.
 
 The server is the generated stdio server with its admin plane on (a token only this launcher knows, handed
-over in the process's environment) and a folder of state files. Episodes are created, read and closed with the
-stdio admin requests (`envscaler/admin/create_episode`, `get_state`, `close_episode`); every tool call names
-its episode in `_meta`, as the harness's requests do on an HTTP server's admin-guarded /admin/mcp. The pipes
+over in the process's environment) and a folder of state files. Episodes are read and closed with the stdio
+admin requests (`envscaler/admin/get_state`, `close_episode`); every tool call names its episode in `_meta`, as
+the harness's requests do on an HTTP server's admin-guarded /admin/mcp, and an episode is created by its first
+request (its `_meta` also holds the token and the initial state's file: one round trip fewer per episode), or
+by `envscaler/admin/create_episode` when its state is read before any call. The pipes
 are private to this process and the server it started (no port, no listener), and the agent never talks to the
 server: the harness forwards only tool names and arguments. Each episode still has its own state objects in
 the server, rolled back per call as on every transport.
@@ -176,28 +178,34 @@ class PipeServer(LaunchedServer):
     async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
         if initial_state is not None:
-            params = self._params(state_file=self.state_files.name_for(initial_state))
+            source: dict[str, Any] = {"state_file": self.state_files.name_for(initial_state)}
         else:
-            params = self._params(scenario_id=scenario_id)
-        created = await self._admin(_Create(params=params))
-        episode_id = str((created.model_extra or {}).get("episode_id", ""))
-        assert self.client is not None
+            source = {"scenario_id": scenario_id}
+        if self.client is None:
+            raise ServerStartError("the pipe server is not running")
+        episode_id = secrets.token_hex(16)  # 32 hex digits, as the server asks of an id it did not choose
+        routed = RoutedClient(self.client, episode_id, self.tools, create={"token": self.token, **source})
         closed = False
 
+        async def create() -> None:
+            await self._admin(_Create(params=self._params(episode_id=episode_id, **source)))
+
         async def read() -> State:
+            await routed.create_now(create)
             return _state_of(await self._admin(_GetState(params=self._params(episode_id=episode_id))))
 
         async def read_and_close(like: State | None) -> State:
             nonlocal closed
+            await routed.create_now(create)
             result = await self._admin(_Close(params=self._params(episode_id=episode_id, with_state=True)))
             closed = True
             return _state_of(result, like)
 
         try:
-            yield ClientEpisode(RoutedClient(self.client, episode_id, self.tools), episode_id=episode_id, transport="pipe",
-                          state_reader=read, final_reader=read_and_close)
+            yield ClientEpisode(routed, episode_id=episode_id, transport="pipe", state_reader=read,
+                                final_reader=read_and_close)
         finally:
-            if not closed and self.client is not None:
+            if not closed and routed.created and self.client is not None:
                 with anyio.CancelScope(shield=True):
                     try:
                         await self._admin(_Close(params=self._params(episode_id=episode_id)))

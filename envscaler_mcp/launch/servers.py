@@ -140,12 +140,22 @@ class HttpServer(LaunchedServer):
             self._admin_base, method, path.encode("ascii"), heads, body, self.client_timeout, self.client_timeout)
         return response.status_code, content
 
-    async def create_episode(self, state: State | None, scenario_id: str | None) -> CreatedEpisode:
+    def _source(self, state: State | None, scenario_id: str | None) -> dict[str, str] | None:
+        """What an episode is created from, as a small JSON object ({} for the server's default state), or None
+        when the state must go in the request itself (a server without a state folder)."""
+        if state is not None:
+            return None if self.state_files is None else {"state_file": self.state_files.name_for(state)}
+        return {"scenario_id": scenario_id} if scenario_id else {}
+
+    async def create_episode(self, state: State | None, scenario_id: str | None,
+                             episode_id: str | None = None) -> CreatedEpisode:
         """POST /admin/episodes; returns {"episode_id", "path"}. A state goes as a state file the server reads
-        (written once per state) when the server was started with a state folder, else in the request."""
-        body = json.dumps({"scenario_id": scenario_id} if scenario_id else {}).encode()
+        (written once per state) when the server was started with a state folder, else in the request.
+        `episode_id`: the id to give it (32 hex digits), else the server's choice."""
+        chosen = {"episode_id": episode_id} if episode_id else {}
+        body = json.dumps({"scenario_id": scenario_id, **chosen} if scenario_id else chosen).encode()
         if state is not None and self.state_files is not None:
-            body = json.dumps({"state_file": self.state_files.name_for(state)}).encode()
+            body = json.dumps({"state_file": self.state_files.name_for(state), **chosen}).encode()
         elif state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
             body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
@@ -188,6 +198,11 @@ class HttpServer(LaunchedServer):
     @asynccontextmanager
     async def episode(self, initial_state: State | None = None, *,
                       scenario_id: str | None = None) -> AsyncIterator[Episode]:
+        source = self._source(initial_state, scenario_id)
+        if self.shared is not None and source is not None:
+            async with self._routed_episode(initial_state, scenario_id, source) as routed:
+                yield routed
+            return
         created = await self.create_episode(initial_state, scenario_id)
         episode_id = created["episode_id"]
         closed = False
@@ -210,12 +225,48 @@ class HttpServer(LaunchedServer):
                 yield ClientEpisode(client, episode_id=episode_id, transport="http",
                               state_reader=lambda: self.read_state(episode_id), warm=self.warm)
         finally:
-            if not closed and not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await self._admin_request(b"DELETE", f"/admin/episodes/{episode_id}")
-                    except httpx2.HTTPError:
-                        pass
+            if not closed:
+                await self._delete(episode_id)
+
+    @asynccontextmanager
+    async def _routed_episode(self, initial_state: State | None, scenario_id: str | None,
+                              source: dict[str, str]) -> AsyncIterator[Episode]:
+        """An episode on the shared client, created by its first request on /admin/mcp (its `_meta` names the
+        state file and holds the token: no POST of its own), or by POST /admin/episodes when its state is read
+        before any call."""
+        assert self.shared is not None
+        episode_id = secrets.token_hex(16)  # 32 hex digits, as the server asks of an id it did not choose
+        routed = RoutedClient(self.shared, episode_id, self.tools, create={"token": self.token, **source})
+        closed = False
+
+        async def create() -> None:
+            await self.create_episode(initial_state, scenario_id, episode_id)
+
+        async def read() -> State:
+            await routed.create_now(create)
+            return await self.read_state(episode_id)
+
+        async def read_and_close(like: State | None) -> State:
+            nonlocal closed
+            await routed.create_now(create)
+            state = await self.close_with_state(episode_id, like)
+            closed = True
+            return state
+
+        try:
+            yield ClientEpisode(routed, episode_id=episode_id, transport="http", state_reader=read,
+                                final_reader=read_and_close)
+        finally:
+            if not closed and routed.created:
+                await self._delete(episode_id)
+
+    async def _delete(self, episode_id: str) -> None:
+        if not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._admin_request(b"DELETE", f"/admin/episodes/{episode_id}")
+                except httpx2.HTTPError:
+                    pass
 
 
 async def _start_http(server: ServerDir, workdir: Path, extra_args: list[str], startup_timeout: float,

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from envscaler_mcp._json import ParsedState
 from envscaler_mcp.launch import launch_server
-from envscaler_mcp.launch.episodes import EPISODE_META_KEY, RoutedClient
+from envscaler_mcp.launch.episodes import CREATE_META_KEY, EPISODE_META_KEY, RoutedClient
 from envscaler_mcp.launch.servers import HttpServer
 from tests.render.fixture_env import scenarios, skeleton
 
@@ -93,6 +93,39 @@ async def test_the_shared_endpoint_reaches_only_created_episodes(http: HttpServe
         await http.shared.call_tool("place_order", ORDER, meta=meta)  # type: ignore[arg-type]
     assert await _ids(http) == before_ids  # nothing created
     assert await http.read_state("default") == before_default
+
+
+async def test_an_episode_is_created_by_its_first_request(http: HttpServer) -> None:
+    """No POST of its own: the first call on /admin/mcp creates the episode (`envscaler/create` in `_meta`); a
+    state read before any call creates it with a POST naming the same id."""
+    async with http.episode(_state()) as called, http.episode(_state()) as read:
+        assert isinstance(called.client, RoutedClient) and not called.client.created
+        assert called.episode_id not in await _ids(http) and read.episode_id not in await _ids(http)
+        await called.call_tool("place_order", ORDER)
+        assert called.episode_id in await _ids(http) and await called.get_state() != _state()
+        assert await read.get_state() == _state() and read.episode_id in await _ids(http)
+    assert called.episode_id not in await _ids(http) and read.episode_id not in await _ids(http)
+
+
+@pytest.mark.parametrize("create", [{"state_file": None}, {"token": "guess"}, "token"],
+                         ids=["no-token", "wrong-token", "not-an-object"])
+async def test_creating_on_the_shared_endpoint_needs_the_token_in_meta(http: HttpServer, create: Any) -> None:
+    assert http.shared is not None and http.state_files is not None
+    if isinstance(create, dict):
+        create = {**create, "state_file": http.state_files.name_for(_state())}
+    before = await _ids(http)
+    with pytest.raises(MCPError, match="creation refused"):
+        await http.shared.call_tool("place_order", ORDER,  # type: ignore[arg-type]
+                                    meta={EPISODE_META_KEY: "cd" * 16, CREATE_META_KEY: create})
+    assert await _ids(http) == before
+
+
+@pytest.mark.parametrize("chosen", ["default", "CD" * 16, "cd" * 15, 7])
+async def test_an_id_of_the_callers_is_32_hex_digits(http: HttpServer, chosen: Any) -> None:
+    before = await _ids(http)
+    response = await http.admin.post("/admin/episodes", json={"episode_id": chosen})
+    assert response.status_code == 400 and "32 hex digits" in response.json()["error"]
+    assert await _ids(http) == before
 
 
 async def test_a_closed_episode_cannot_be_named_again(http: HttpServer) -> None:

@@ -35,13 +35,15 @@ async def test_http_server_lifecycle_and_episode_cleanup() -> None:
             line = next(x for x in limits.read_text().splitlines() if x.startswith("Max address space"))
             assert str(4096 * 1024 * 1024) in line
         async with server.episode({"items": {}}) as ep:
+            await ep.call_tool("list_items", {})  # an episode is created by its first use
             listed = (await server.admin.get("/admin/episodes")).json()["episodes"]
             assert ep.episode_id in [e["episode_id"] for e in listed]
         listed = (await server.admin.get("/admin/episodes")).json()["episodes"]
         assert [e["episode_id"] for e in listed] == ["default"]
-        with pytest.raises(ServerStartError, match="unknown scenario"):
-            async with server.episode(scenario_id="sc-nope"):
-                pass
+        for first_use in ("call_tool", "get_state"):
+            with pytest.raises(ServerStartError, match="unknown scenario"):
+                async with server.episode(scenario_id="sc-nope") as ep:
+                    await (ep.call_tool("list_items", {}) if first_use == "call_tool" else ep.get_state())
         pid = server.pid
     # the server process is gone: ended (a zombie is dead, only not yet reaped) by a moment after the launcher
     # returns; waited for rather than slept on, as on a loaded machine that moment can be long
@@ -137,8 +139,8 @@ async def test_a_crashed_http_server_is_reported() -> None:
         os.kill(server.pid, 9)
         await anyio.sleep(0.2)
         with pytest.raises(ServerStartError, match="did not answer"):
-            async with server.episode():
-                pass
+            async with server.episode() as ep:
+                await ep.get_state()  # its first use creates it
 
 
 async def test_the_server_in_its_pid_namespace_ends_with_the_process_the_launcher_started() -> None:

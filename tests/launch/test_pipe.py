@@ -18,8 +18,8 @@ from mcp.client.stdio import stdio_client
 
 from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch import launch_server, resolve_target
-from envscaler_mcp.launch.episodes import EPISODE_META_KEY, AdminResult, RoutedClient
-from envscaler_mcp.launch.pipe import PipeParams, PipeServer, _Create
+from envscaler_mcp.launch.episodes import CREATE_META_KEY, EPISODE_META_KEY, AdminResult, RoutedClient
+from envscaler_mcp.launch.pipe import PipeParams, PipeServer, _Create, _GetState
 from tests.render.fixture_env import scenarios, skeleton
 
 pytestmark = pytest.mark.anyio
@@ -88,6 +88,62 @@ async def test_only_created_episodes_can_be_named(pipe: PipeServer) -> None:
         assert not (await pipe.client.call_tool("place_order", ORDER)).is_error
         await pipe.client.call_tool("place_order", {**ORDER, "episode_id": ep.episode_id})  # arguments never route
         assert await ep.get_state() == _state()  # nothing reached it
+
+
+async def _exists(pipe: PipeServer, episode_id: str) -> bool:
+    try:
+        await pipe._admin(_GetState(params=pipe._params(episode_id=episode_id)))
+    except ServerStartError as exc:
+        assert "unknown episode" in str(exc)
+        return False
+    return True
+
+
+async def test_an_episode_is_created_by_its_first_request(pipe: PipeServer) -> None:
+    """No admin round trip of its own: the first call creates the episode (from the state file its `_meta`
+    names) and runs in it; a state read before any call creates it first."""
+    async with pipe.episode(_state()) as called, pipe.episode(_state()) as read:
+        assert isinstance(called.client, RoutedClient) and isinstance(read.client, RoutedClient)
+        assert not called.client.created and not await _exists(pipe, called.episode_id)
+        assert not (await called.call_tool("place_order", ORDER)).is_error
+        assert called.client.created and await _exists(pipe, called.episode_id)
+        assert len((await called.get_state())["orders"]) == len(_state()["orders"]) + 1
+        assert not await _exists(pipe, read.episode_id)
+        assert await read.get_state() == _state()  # created by the read, at its initial state
+        assert read.client.created and await _exists(pipe, read.episode_id)
+        assert await read.final_state() == _state()
+        assert not await _exists(pipe, read.episode_id)  # the final read closed it
+    assert not await _exists(pipe, called.episode_id)  # closed on leaving
+
+
+async def test_creating_on_a_first_request_needs_the_token_and_a_new_id(pipe: PipeServer) -> None:
+    assert pipe.client is not None
+    create = {"token": pipe.token, "state_file": pipe.state_files.name_for(_state())}
+    fresh = "ab" * 16
+    for named, meta, error in [(fresh, {**create, "token": "guess"}, "creation refused"),
+                               (fresh, {"state_file": create["state_file"]}, "creation refused"),
+                               (fresh, "not an object", "creation refused"),
+                               ("default", create, "could not create the episode|name an existing episode"),
+                               ("AB" * 16, create, "could not create the episode"),
+                               ("ab" * 15, create, "could not create the episode"),
+                               (fresh, {**create, "state_file": "../elsewhere.json"}, "could not create the episode")]:
+        with pytest.raises(MCPError, match=error):
+            await pipe.client.call_tool("place_order", ORDER,
+                                        meta={EPISODE_META_KEY: named, CREATE_META_KEY: meta})  # type: ignore[dict-item]
+        assert named == "default" or not await _exists(pipe, named)  # the default episode is the server's own
+    async with pipe.episode(_state()) as ep:
+        await ep.get_state()
+        # an existing episode is named, never built again
+        await pipe.client.call_tool("place_order", ORDER, meta={EPISODE_META_KEY: ep.episode_id, CREATE_META_KEY: create})  # type: ignore[dict-item]
+        assert len((await ep.get_state())["orders"]) == len(_state()["orders"]) + 1
+
+
+async def test_a_first_request_the_server_cannot_create_is_a_server_error(pipe: PipeServer) -> None:
+    async with pipe.episode(_state()) as ep:
+        assert isinstance(ep.client, RoutedClient)
+        ep.client._create = {"token": pipe.token, "state_file": "missing.json"}
+        with pytest.raises(ServerStartError, match="did not create the episode"):
+            await ep.call_tool("place_order", ORDER)
 
 
 async def test_a_stdio_server_without_the_token_never_reads_meta() -> None:

@@ -191,11 +191,12 @@ class HttpApp:
         if not isinstance(payload, dict):
             return _json({"error": 'body must be {"state": {...}}, {"state_file": "NAME"}, {"scenario_id": "..."} '
                                    'or {}'}, 400)
-        state_file, scenario_id = payload.get("state_file"), payload.get("scenario_id")
+        state_file, scenario_id, chosen = payload.get("state_file"), payload.get("scenario_id"), payload.get("episode_id")
         try:
             episode_id = await self.env.create_episode(
                 payload.get("state"), state_file=None if state_file is None else str(state_file),
-                scenario_id=None if scenario_id is None else str(scenario_id))
+                scenario_id=None if scenario_id is None else str(scenario_id),
+                episode_id=None if chosen is None else str(chosen))
         except EpisodeRefused as exc:
             return _json({"error": exc.message}, exc.status)
         return _json({"episode_id": episode_id, "path": _path(episode_id)}, 201)

@@ -6,6 +6,7 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 import secrets
 import time
 from pathlib import Path
@@ -50,6 +51,12 @@ EPISODE_SCOPE_KEY = "envscaler.episode"
 # there, and nowhere else, a request names its episode in `_meta` under EPISODE_META_KEY.
 ROUTED_SCOPE_KEY = "envscaler.routed"
 EPISODE_META_KEY = "envscaler/episode"
+# Beside EPISODE_META_KEY on those same two paths, the first request of an episode may create it (one round trip
+# fewer per episode): {"token": the admin token, "state_file" or "scenario_id"}; the id, chosen by the caller, is
+# EPISODE_ID_DIGITS hex digits no episode has.
+CREATE_META_KEY = "envscaler/create"
+EPISODE_ID_DIGITS = 32
+_EPISODE_ID = re.compile(f"[0-9a-f]{{{EPISODE_ID_DIGITS}}}")
 STATE_URI = "state://current"
 ADMIN_GET_STATE = "envscaler/admin/get_state"
 ADMIN_RESET = "envscaler/admin/reset"
@@ -63,7 +70,8 @@ TOOLS_TTL_MS = 10 * 60 * 1000
 
 class AdminParams(RequestParams):
     """Params of the stdio admin requests: the token; `state`, `state_file` or `scenario_id` for a reset or a
-    new episode; `episode_id` (and `with_state`) for reading or closing one."""
+    new episode (and optionally its `episode_id`, chosen by the caller); `episode_id` (and `with_state`) for
+    reading or closing one."""
 
     model_config = ConfigDict(extra="allow")
     token: str | None = None
@@ -122,6 +130,7 @@ class EnvServer:
         self.initial_state = initial_state
         self.started_at = time.time()
         self.episodes: dict[str, Episode | ForkedEpisode] = {}
+        self._creating: set[str] = set()  # ids chosen by callers, their episodes being built
         self._default_lock: asyncio.Lock | None = None
         if initial_state is not None:
             self.episodes[DEFAULT] = self.new_episode(initial_state, DEFAULT)
@@ -187,19 +196,31 @@ class EnvServer:
         return episode
 
     async def create_episode(self, state: dict[str, Any] | None = None, *, state_file: str | None = None,
-                             scenario_id: str | None = None) -> str:
+                             scenario_id: str | None = None, episode_id: str | None = None) -> str:
         """Create and register an episode (the package's default state, a state, a state file of --state-dir, or
-        a bundled scenario's state); returns its id, 128 random bits. Raises EpisodeRefused."""
+        a bundled scenario's state); returns its id, 128 random bits (or `episode_id`, the admin's choice: 32 hex
+        digits no episode has). Raises EpisodeRefused."""
         if self.episode_count() > self.max_episodes:
             raise EpisodeRefused(429, f"too many episodes (limit {self.max_episodes}); delete some first")
+        if episode_id is None:
+            episode_id = secrets.token_hex(EPISODE_ID_DIGITS // 2)  # an episode id is also the key to its endpoint
+        elif not _EPISODE_ID.fullmatch(episode_id) or episode_id in self.episodes or episode_id in self._creating:
+            raise EpisodeRefused(400, f"an episode's id must be {EPISODE_ID_DIGITS} hex digits no episode has")
+        self._creating.add(episode_id)
+        try:
+            self.episodes[episode_id] = await self._built(state, state_file, scenario_id, episode_id)
+        finally:
+            self._creating.discard(episode_id)
+        return episode_id
+
+    async def _built(self, state: dict[str, Any] | None, state_file: str | None, scenario_id: str | None,
+                     episode_id: str) -> Episode | ForkedEpisode:
         if self.zygote is not None:
-            episode_id = secrets.token_hex(16)
             request = {"state": state, "state_file": state_file, "scenario_id": scenario_id}
             try:
-                self.episodes[episode_id] = await self.zygote.fork_episode(request, episode_id)
+                return await self.zygote.fork_episode(request, episode_id)
             except ForkRefused as exc:
                 raise EpisodeRefused(exc.status, exc.message) from None
-            return episode_id
         if state_file is not None:
             try:
                 state = self.state_files.read(state_file)
@@ -212,15 +233,30 @@ class EnvServer:
                 raise EpisodeRefused(404, str(exc.args[0])) from None
         if state is not None and not isinstance(state, dict):
             raise EpisodeRefused(400, "state must be a JSON object keyed by state attribute names")
-        episode_id = secrets.token_hex(16)  # an episode id is also the key to its endpoint
-        self.episodes[episode_id] = await self._make(state, episode_id)
-        return episode_id
+        return await self._make(state, episode_id)
 
-    def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
-        named = (ctx.meta or {}).get(EPISODE_META_KEY)
+    async def _named(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
+        meta = ctx.meta or {}
+        named = meta.get(EPISODE_META_KEY)
+        if CREATE_META_KEY in meta and isinstance(named, str) and named not in self.episodes:
+            await self._create_named(named, meta.get(CREATE_META_KEY))
         if not isinstance(named, str) or named == DEFAULT or named not in self.episodes:
             raise MCPError(INVALID_REQUEST, f"name an existing episode in _meta['{EPISODE_META_KEY}']")
         return self.episodes[named]
+
+    async def _create_named(self, episode_id: str, create: Any) -> None:
+        """Create the episode a request names, from its `_meta[CREATE_META_KEY]` (CREATE_META_KEY)."""
+        token = create.get("token") if isinstance(create, dict) else None
+        if not self.admin_token or not isinstance(token, str) or \
+                not hmac.compare_digest(token.encode(), self.admin_token.encode()):
+            raise MCPError(INVALID_REQUEST, "episode creation refused: wrong or missing token")
+        state_file, scenario_id = create.get("state_file"), create.get("scenario_id")
+        if not all(v is None or isinstance(v, str) for v in (state_file, scenario_id)):
+            raise MCPError(INVALID_REQUEST, "could not create the episode: state_file and scenario_id are strings")
+        try:
+            await self.create_episode(state_file=state_file, scenario_id=scenario_id, episode_id=episode_id)
+        except EpisodeRefused as exc:  # the caller's doing, never the request's own params: not INVALID_PARAMS
+            raise MCPError(INVALID_REQUEST, f"could not create the episode: {exc.message}") from None
 
     async def episode_for(self, ctx: ServerRequestContext[Any, Any]) -> Episode | ForkedEpisode:
         """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
@@ -234,10 +270,10 @@ class EnvServer:
         request = ctx.request
         if request is None:
             if self.admin_token and EPISODE_META_KEY in (ctx.meta or {}):
-                return self._named(ctx)
+                return await self._named(ctx)
         else:
             if request.scope.get(ROUTED_SCOPE_KEY):
-                return self._named(ctx)
+                return await self._named(ctx)
             episode_id = request.scope.get(EPISODE_SCOPE_KEY, DEFAULT)
         try:
             episode = await self.episode(episode_id)
@@ -327,7 +363,7 @@ class EnvServer:
         self._check_admin(ctx, params)
         try:
             episode_id = await self.create_episode(params.state, state_file=params.state_file,
-                                                   scenario_id=params.scenario_id)
+                                                   scenario_id=params.scenario_id, episode_id=params.episode_id)
         except EpisodeRefused as exc:
             raise MCPError(INVALID_PARAMS, exc.message) from None
         return {"episode_id": episode_id}
