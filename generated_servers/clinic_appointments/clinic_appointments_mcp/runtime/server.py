@@ -262,10 +262,11 @@ class EnvServer:
         """The episode a request is for: set by the HTTP router in the ASGI scope, else the default one.
 
         On the shared endpoint (ROUTED_SCOPE_KEY, reached only with the admin token) the request names an
-        episode the admin plane created, in `_meta`; it can never create one or reach the default episode.
-        Over stdio with the admin plane on (an admin token: the process that started this one, the only peer of
-        its pipes) a request may name such an episode too; without a token `_meta` is not read. Everywhere else
-        the endpoint alone decides."""
+        episode the admin plane created, in `_meta`, or one it creates itself with the admin token in `_meta`
+        too (CREATE_META_KEY); it can never reach the default episode. Over stdio with the admin plane on (an
+        admin token: the process that started this one, the only peer of its pipes) a request may name or so
+        create such an episode too; without a token `_meta` is not read. Everywhere else the endpoint alone
+        decides."""
         episode_id = DEFAULT
         request = ctx.request
         if request is None:
