@@ -60,6 +60,7 @@ async def test_inspector_over_streamable_http() -> None:
     async with launch_server(subject.server.path, "http") as server:
         assert isinstance(server, HttpServer)
         async with server.episode(subject.scenarios[1].initial_state) as ep:
+            assert await ep.get_state() == subject.scenarios[1].initial_state  # its first use creates it
             url = f"{server.url}/episodes/{ep.episode_id}/mcp"
             done = await anyio.run_process([inspector, "--cli", "--format", "json", "--server-url", url,
                                             "--method", "tools/call", "--tool-name", "list_items",
