@@ -34,7 +34,7 @@ import sys
 import sysconfig
 from typing import Any
 
-from envscaler_mcp.isolation import landlock, limits, namespaces, seccomp
+from envscaler_mcp.isolation import episode_zygote, landlock, limits, namespaces, seccomp
 
 _SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime",
                 "/usr/share/zoneinfo", "/dev/null", "/dev/urandom")
@@ -64,11 +64,14 @@ def _identity(table: dict[str, list[Any]], seed: int) -> bool:
 
 
 _episode_filter: list[bytes] = []  # with --forks: what each episode process loads (handed to the server)
+_zygote: list[tuple[int, int]] = []  # with --forks: the episode zygote started here (its channel, its pid)
 
 
 def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0,
-            forks: bool = False) -> dict[str, list[Any]]:
-    """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}."""
+            forks: bool = False, zygote_of: tuple[str, list[str]] | None = None) -> dict[str, list[Any]]:
+    """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}. With `forks`
+    and `zygote_of` (the server package and its search path), the episode zygote is started as an
+    interpreter of its own between the namespaces and the layers that forbid exec (episode_zygote.py)."""
     table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
     table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
     active, refused = namespaces.isolate(pid=True)
@@ -85,6 +88,8 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     if alive >= 0:
         namespaces.stay_tied(alive)
     allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
+    if forks and zygote_of is not None:
+        _start_zygote(zygote_of, allowed, syscalls)
     try:
         enforced = landlock.restrict(read=allowed)
     except OSError as exc:
@@ -115,9 +120,28 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     return table
 
 
+def _start_zygote(zygote_of: tuple[str, list[str]], allowed: list[str], syscalls: Any) -> None:
+    """Start the server's episode zygote (episode_zygote.py); where it cannot start, the server forks its own."""
+    package, paths = zygote_of
+    try:
+        zygote_bpf = None if isinstance(syscalls, str) else seccomp.compile_bpf(syscalls)
+        namespaces.keep_reading_across_exec(True)  # it reads what the server reads, as the same user
+        try:
+            _zygote[:] = [episode_zygote.spawn(package, allowed, paths, zygote_bpf,
+                                               _episode_filter[0] if _episode_filter else None)]
+        finally:
+            namespaces.keep_reading_across_exec(False)
+    except OSError as exc:
+        print(f"warning: the episode zygote could not start on its own ({exc.strerror or exc}); the server "
+              "forks it", file=sys.stderr, flush=True)
+
+
 def _hand_over(table: dict[str, list[Any]]) -> list[str]:
-    """Arguments handing the episode filter to the server: a pipe it reads once (the filter is a few hundred
-    bytes, far below a pipe's buffer)."""
+    """Arguments handing the server its episode zygote's channel, or else the episode filter: a pipe it reads
+    once (the filter is a few hundred bytes, far below a pipe's buffer)."""
+    if _zygote:
+        fd, pid = _zygote[0]
+        return ["--zygote-fd", str(fd), "--zygote-pid", str(pid)]
     if not _episode_filter or not table.get("seccomp", [False])[0]:
         return []
     read_end, write_end = os.pipe()
@@ -155,8 +179,9 @@ def main(argv: list[str] | None = None) -> None:
                      "landlock-fs", "landlock-net", "landlock-scope", "seccomp"):
             table[name] = [False, "turned off (isolation disabled)"]
     else:
+        package = rest[1].removesuffix(".__main__")
         table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,
-                        options.threads, options.forks)
+                        options.threads, options.forks, (package, [os.path.realpath(p) for p in options.path]))
     if report is not None:
         with report:
             report.write(json.dumps(table))

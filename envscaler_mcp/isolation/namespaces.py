@@ -18,6 +18,7 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NOBODY = 65534
 _CAP_VERSION_3 = 0x20080522
 PR_SET_KEEPCAPS, CAP_DAC_READ_SEARCH = 8, 2
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
 UNIQUE_UID_BASE = 0x60000000  # + a process id (below 2**22): a uid no other live process holds
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -127,6 +128,31 @@ def become_unique_user(seed: int) -> str:
     if os.getresuid() != (uid,) * 3:
         raise OSError("setresuid did not take effect")
     return f"uid {uid} (this server's alone), no groups, no capability but reading files (CAP_DAC_READ_SEARCH)"
+
+
+def _capabilities() -> ctypes.Array[_CapData]:
+    data = (_CapData * 2)()
+    _check(_libc.capget(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capget")
+    return data
+
+
+def _set_inheritable(data: ctypes.Array[_CapData], mask: int) -> None:
+    data[0].inheritable = mask
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data), "capset")
+
+
+def keep_reading_across_exec(keep: bool) -> None:
+    """With `keep`: a program this process executes keeps CAP_DAC_READ_SEARCH when this process holds it (an
+    ambient capability: a server of `become_unique_user` starting its episode zygote, which must read the
+    same files); without: no capability is kept across exec any more (the ambient and inheritable sets empty),
+    what this process holds unchanged."""
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    data = _capabilities()
+    reading = data[0].permitted & (1 << CAP_DAC_READ_SEARCH)
+    _set_inheritable(data, reading if keep else 0)
+    if keep and reading:
+        _check(_libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0),
+               "prctl(PR_CAP_AMBIENT_RAISE)")
 
 
 def drop_identity() -> str:

@@ -215,6 +215,41 @@ async def test_an_episode_cannot_reach_another_episode_or_the_admin_token(server
     assert run["left"] == []  # nothing outlives the server
 
 
+# The libraries a server imports (mcp, pydantic, ...) and whether this episode's process holds any of them.
+LIBRARIES = '''
+
+import sys as _sys
+
+_SERVER_LIBRARIES = {"mcp", "pydantic", "pydantic_core", "starlette", "uvicorn", "anyio", "httpx", "h11"}
+
+
+def _libraries(self, order_id, text):
+    held = sorted({name.split(".")[0] for name in _sys.modules} & _SERVER_LIBRARIES)
+    return {"success": True, "data": {"held": held}}
+
+
+MiniShop.add_note = _libraries
+'''
+
+
+@pytest.mark.parametrize("transport", ["pipe", "http"])
+async def test_an_episode_process_holds_none_of_the_server_s_libraries(tmp_path: Path, open_dir: Path,
+                                                                        transport: str) -> None:
+    """Under the OS layers the episode zygote is an interpreter of its own (isolation/episode_zygote.py), not a
+    fork of the server: an episode's process holds none of the server's libraries (less to copy at each fork,
+    and less of the server's code within its reach). The control: episodes sharing the server's process."""
+    folder = malicious_server(tmp_path, open_dir, 9, code=LIBRARIES)
+    held = {}
+    for mode in ("fork", "shared"):
+        async with launch_server(folder, transport=transport, episode_process=mode,  # type: ignore[arg-type]
+                                 startup_timeout=STARTUP_S) as server:
+            async with server.episode(_initial(folder)) as episode:
+                result = await episode.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
+                held[mode] = result.structured_content["data"]["held"]
+    assert held["fork"] == [], held
+    assert {"mcp", "pydantic"} <= set(held["shared"]), held
+
+
 async def test_episodes_in_one_process_are_reachable_the_control(server_dir: Path) -> None:
     """The same attack against episodes sharing a process: it reaches B and the token (what forking prevents)."""
     run = await _attacked_run(server_dir, "pipe", "shared")

@@ -27,63 +27,21 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import struct
 import time
 from typing import Any
 
 from .episode import CallOutcome
+from .framing import FRAME_MAX, GRACE_S, HEADER, REPLY_MAX, ForkRefused, receive, send
 
-_HEADER = struct.Struct("!Q")
-_REPLY_MAX = 65536
-# The largest answer the server reads from an episode's process (a tool result or a final state); a longer
-# frame is the episode's process misbehaving: its episode is lost, the server allocates nothing for it.
-FRAME_MAX = 64 << 20
-# How long beyond twice the call timeout the server waits for an episode's process (a call, or building the
-# episode) before it gives up on it and its process ends (`--answer-grace`).
-GRACE_S = 30.0
-
-
-class ForkRefused(Exception):
-    """An episode could not be created; `status` is the HTTP status the REST admin API answers with."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-# ---- framing: an 8-byte length, then the bytes ----
-
-def send(sock: socket.socket, data: bytes) -> None:
-    sock.sendall(_HEADER.pack(len(data)))
-    sock.sendall(data)
-
-
-def _exactly(sock: socket.socket, size: int) -> bytes | None:
-    buffer = bytearray(size)
-    view, got = memoryview(buffer), 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if not n:
-            return None
-        got += n
-    return bytes(buffer)
-
-
-def receive(sock: socket.socket, limit: int | None = None) -> bytes | None:
-    """One framed message; None once the other end has closed (or announced more than `limit` bytes)."""
-    header = _exactly(sock, _HEADER.size)
-    if header is None or (limit is not None and _HEADER.unpack(header)[0] > limit):
-        return None
-    return _exactly(sock, _HEADER.unpack(header)[0])
+__all__ = ["FRAME_MAX", "GRACE_S", "ForkRefused", "ForkedEpisode", "Zygote", "receive", "send"]
 
 
 async def _aframe(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes | None:
     """One framed message from an episode's process; None once it has closed or announced over FRAME_MAX."""
-    header = await _aexactly(loop, sock, _HEADER.size)
-    if header is None or _HEADER.unpack(header)[0] > FRAME_MAX:
+    header = await _aexactly(loop, sock, HEADER.size)
+    if header is None or HEADER.unpack(header)[0] > FRAME_MAX:
         return None
-    return await _aexactly(loop, sock, _HEADER.unpack(header)[0])
+    return await _aexactly(loop, sock, HEADER.unpack(header)[0])
 
 
 async def _aexactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, size: int) -> bytes | None:
@@ -100,7 +58,7 @@ async def _aexactly(loop: asyncio.AbstractEventLoop, sock: socket.socket, size: 
 async def exchange(sock: socket.socket, data: bytes) -> bytes | None:
     """Send one message and wait for the answer (None: the other end closed or announced too much)."""
     loop = asyncio.get_running_loop()
-    await loop.sock_sendall(sock, _HEADER.pack(len(data)) + data)
+    await loop.sock_sendall(sock, HEADER.pack(len(data)) + data)
     return await _aframe(loop, sock)
 
 
@@ -167,7 +125,7 @@ class Zygote:
     def _request(self, request: dict[str, Any]) -> socket.socket:
         try:
             send(self.sock, json.dumps(request).encode())
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, _REPLY_MAX, 1)
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, REPLY_MAX, 1)
         except OSError as exc:
             raise ForkRefused(503, f"the episode zygote is gone ({exc})") from None
         if not data:

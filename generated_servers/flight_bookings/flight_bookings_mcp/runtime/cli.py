@@ -49,6 +49,10 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     p.add_argument("--episode-filter-fd", type=int, default=None,
                    help="fork: read a seccomp filter (raw BPF) from this descriptor; every episode process loads it "
                         "(the launcher's OS layers give it)")
+    p.add_argument("--zygote-fd", type=int, default=None,
+                   help="fork: the channel of an episode zygote the launcher started (an interpreter of its own, "
+                        "confined like this server); without it the server forks its zygote itself")
+    p.add_argument("--zygote-pid", type=int, default=None, help="fork: that zygote's process id")
     p.add_argument("--ready-file", type=Path, default=None,
                    help="HTTP: write {\"url\", \"port\"} to this file once the server accepts connections")
     p.add_argument("--otel-spans", action="store_true",
@@ -118,13 +122,17 @@ def _main(argv: list[str] | None) -> None:
     if args.episode_process == "fork":
         from .forked import GRACE_S
         from .package import _PACKAGE_NAME
-        from .zygote import start_zygote
+        from .zygote import attach_zygote, start_zygote
 
-        # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
-        # and the episodes it forks never hold it.
-        zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
-                              args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd),
-                              GRACE_S if args.answer_grace is None else args.answer_grace)
+        grace = GRACE_S if args.answer_grace is None else args.answer_grace
+        if args.zygote_fd is not None and args.zygote_pid is not None:
+            zygote = attach_zygote(args.zygote_fd, args.zygote_pid, args.state_dir, args.call_timeout or None, grace)
+        else:
+            # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
+            # and the episodes it forks never hold it.
+            zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
+                                  args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd),
+                                  grace)
     # Taken out of the environment before any environment code is imported, so that it cannot read it.
     env_token = os.environ.pop(ADMIN_TOKEN_ENV, None)
     if zygote is None:

@@ -24,14 +24,18 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import journal
 from .codecache import prepared
 from .episode import Episode
-from .forked import GRACE_S, ForkRefused, Zygote, receive, send
+from .framing import GRACE_S, ForkRefused, receive, send
 from .preload import import_stdlib
 from .states import StateFiles
+
+if TYPE_CHECKING:
+    from .forked import Zygote
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
 PR_SET_CHILD_SUBREAPER = 36
@@ -45,6 +49,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
     """Fork the zygote (call before the token is read and before any thread or event loop exists).
     `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code;
     `grace`: how long beyond twice the call timeout the server waits for an episode's process."""
+    from .forked import Zygote
+
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited: no process of this server is readable by its uid
     ours, theirs = socket.socketpair()
     pid = os.fork()
@@ -56,15 +62,54 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _forget(token_env)
         _detach(keep=theirs.fileno())
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _serve(theirs, package_name, spec, default_state, scenarios, state_dir, call_timeout, episode_filter)
+    finally:
+        os._exit(0)
+
+
+def attach_zygote(fd: int, pid: int, state_dir: Any, call_timeout: float | None, grace: float = GRACE_S) -> Zygote:
+    """The server's handle on a zygote its launcher started as an interpreter of its own, already confined
+    like the server and holding none of its libraries (envscaler_mcp/isolation/episode_zygote.py): `fd` is the
+    server's end of its channel. The zygote learns its settings from the first message."""
+    from .forked import Zygote
+
+    channel = socket.socket(fileno=fd)
+    state_folder = None if state_dir is None else str(state_dir)
+    send(channel, json.dumps({"state_dir": state_folder, "call_timeout": call_timeout}).encode())
+    return Zygote(channel, pid, call_timeout, grace)
+
+
+def serve_spawned(fd: int, package_name: str, episode_filter: bytes | None) -> None:
+    """The zygote's side of `attach_zygote`, in the interpreter the launcher started: read the settings, the
+    package's data (spec, default state, scenarios: no environment code runs), then fork episodes until the
+    server closes the channel."""
+    from .package import PACKAGE_DIR, load_package
+
+    channel = socket.socket(fileno=fd)
+    message = receive(channel)
+    if message is None:
+        return
+    settings = json.loads(message)
+    package = load_package(PACKAGE_DIR, package_name, import_class=False)
+    state_dir = None if settings["state_dir"] is None else Path(settings["state_dir"])
+    try:
+        _serve(channel, package_name, package.spec, package.default_state, package.scenarios, state_dir,
+               settings["call_timeout"], episode_filter)
+    finally:
+        os._exit(0)
+
+
+def _serve(channel: socket.socket, package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
+           scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
+           episode_filter: bytes | None) -> None:
+    try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # and what one started without seccomp
-        _Zygote(theirs, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
+        _Zygote(channel, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
                 episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
         print(f"error: the episode zygote stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
-    finally:
-        os._exit(0)
 
 
 def _forget(name: str) -> None:
