@@ -1,6 +1,6 @@
 """The episode zygote of a confined server that forks its episodes, started as an interpreter of its own.
 
-    python -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID --channel-fd FD --package PACKAGE
+    python -S -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID --channel-fd FD --package PACKAGE
            [--read DIR ...] [--path DIR ...] [--filter B64] [--episode-filter B64]
 
 Why: a server that forks one process per episode (`--forks`) forks them from a zygote, and each fork copies
@@ -23,7 +23,6 @@ allowlist without the admin token. Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import ctypes
 import importlib
@@ -32,8 +31,8 @@ import importlib.util
 import os
 import signal
 import socket
-import subprocess
 import sys
+from typing import Any
 
 from envscaler_mcp.isolation import landlock, namespaces
 from envscaler_mcp.isolation.seccomp import CompiledFilter
@@ -42,15 +41,18 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 # The variables the zygote sees (the server's allowlist, launch/server_process.py, without the admin token).
 _PASSED = ("PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "LANG", "LC_ALL", "TZ",
            "GLIBC_TUNABLES")
-_STARTED: list[subprocess.Popen[bytes]] = []
+_STARTED: list[Any] = []  # the Popen objects of the zygotes started here
 
 
 def spawn(package: str, read: list[str], paths: list[str], zygote_bpf: bytes | None,
           episode_bpf: bytes | None) -> tuple[int, int]:
     """Start the zygote of this server (the calling process); (this side's end of its channel, its pid).
     Raises OSError when it cannot be started."""
+    import subprocess  # here only: the zygote itself does not need it
+
     ours, theirs = socket.socketpair()
-    argv = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote", "--parent",
+    # -S: no site (its .pth files); the launcher's package comes from PYTHONPATH, the server's from --path
+    argv = [sys.executable, "-S", "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote", "--parent",
             str(os.getpid()), "--channel-fd", str(theirs.fileno()), "--package", package,
             *(a for d in read for a in ("--read", d)), *(a for d in paths for a in ("--path", d)),
             *(["--filter", base64.b64encode(zygote_bpf).decode()] if zygote_bpf else []),
@@ -68,54 +70,74 @@ def spawn(package: str, read: list[str], paths: list[str], zygote_bpf: bytes | N
     return ours.detach(), child.pid
 
 
-def _confine(args: argparse.Namespace) -> bool:
+class _Options:
+    """The command line (no argparse: this process starts once per server, and its imports are its cost)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.parent, self.channel_fd, self.package = -1, -1, ""
+        self.read: list[str] = []
+        self.path: list[str] = []
+        self.filter: str | None = None
+        self.episode_filter: str | None = None
+        pairs = iter(argv)
+        for flag in pairs:
+            value = next(pairs, None)
+            if value is None:
+                raise SystemExit(f"error: {flag} needs a value")
+            if flag in ("--read", "--path"):
+                getattr(self, flag[2:]).append(value)
+            elif flag in ("--parent", "--channel-fd"):
+                setattr(self, flag[2:].replace("-", "_"), int(value))
+            elif flag in ("--package", "--filter", "--episode-filter"):
+                setattr(self, flag[2:].replace("-", "_"), value)
+            else:
+                raise SystemExit(f"error: unknown option {flag}")
+        if self.parent < 0 or self.channel_fd < 0 or not self.package:
+            raise SystemExit("usage: python -S -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID "
+                             "--channel-fd FD --package PACKAGE [--read DIR ...] [--path DIR ...] [--filter B64] "
+                             "[--episode-filter B64]")
+
+
+def _confine(options: _Options) -> bool:
     """The server's layers on this process; False when its server is already gone."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != args.parent:
+    if os.getppid() != options.parent:
         return False
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     namespaces.keep_reading_across_exec(False)  # nothing it forks keeps a capability past an exec
-    if args.read:
+    if options.read:
         try:
-            landlock.restrict(read=args.read)
+            landlock.restrict(read=options.read)
         except OSError:  # refused for the server too (its report says so)
             pass
-    if args.filter:
+    if options.filter:
         try:
             landlock.set_no_new_privs()
-            CompiledFilter(base64.b64decode(args.filter)).install()
+            CompiledFilter(base64.b64decode(options.filter)).install()
         except OSError:
             pass
     return True
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="envscaler_mcp.isolation.episode_zygote")
-    parser.add_argument("--parent", type=int, required=True, help="the server's process id")
-    parser.add_argument("--channel-fd", type=int, required=True, help="this zygote's end of the server's channel")
-    parser.add_argument("--package", required=True, help="the server package (its runtime serves the zygote)")
-    parser.add_argument("--read", action="append", default=[], help="a folder it may read (the server's)")
-    parser.add_argument("--path", action="append", default=[], help="put on the search path after the layers")
-    parser.add_argument("--filter", default=None, help="its seccomp filter, raw BPF in base64 (the server's)")
-    parser.add_argument("--episode-filter", default=None, help="what each episode process loads (BPF, base64)")
-    args = parser.parse_args(argv)
-    if not _confine(args):
+    options = _Options(sys.argv[1:] if argv is None else argv)
+    if not _confine(options):
         return
-    folders = [os.path.realpath(p) for p in args.path]
+    folders = [os.path.realpath(p) for p in options.path]
     # The package from its folder, and the folder after Python's own library on the search path: a file
     # beside the package named like a standard module (json.py) shadows none that the runtime imports here
     # (the server, which imported them before its --path went first, is in the same position).
-    spec = importlib.machinery.PathFinder.find_spec(args.package, folders)
+    spec = importlib.machinery.PathFinder.find_spec(options.package, folders)
     if spec is None or spec.loader is None:
-        raise SystemExit(f"error: no package {args.package} in {', '.join(folders) or '(no folder)'}")
+        raise SystemExit(f"error: no package {options.package} in {', '.join(folders) or '(no folder)'}")
     package = importlib.util.module_from_spec(spec)
-    sys.modules[args.package] = package
+    sys.modules[options.package] = package
     spec.loader.exec_module(package)
     sys.path.extend(folders)
-    runtime = importlib.import_module(f"{args.package}.runtime.zygote")
-    episode_filter = base64.b64decode(args.episode_filter) if args.episode_filter else None
-    runtime.serve_spawned(args.channel_fd, args.package, episode_filter)
+    runtime = importlib.import_module(f"{options.package}.runtime.zygote")
+    episode_filter = base64.b64decode(options.episode_filter) if options.episode_filter else None
+    runtime.serve_spawned(options.channel_fd, options.package, episode_filter)
 
 
 if __name__ == "__main__":
