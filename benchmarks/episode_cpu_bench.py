@@ -15,6 +15,8 @@ their batch processes (`/proc/PID/stat`, reaped children included); the baseline
 Page faults per episode are counted the same way: a count the machine's load does not change, and most of
 what a fork and its copy-on-write faults cost (the validators' system time).
 Episodes/s against the baseline's (wall time) is printed too: on a loaded machine only the CPU columns hold.
+Each ratio is also printed paired by round (a round's transport rows against the replay measured just before
+them, median of the rounds): a virtual machine's speed drifts between rounds minutes apart.
 
 With `--workers N` (N > 1) each transport's passes run as `eval --workers N` does (adapters/local_run.py: N worker
 processes, each starting its own servers and validator sandbox, `--concurrency` shared by them), start-up
@@ -88,6 +90,7 @@ def measure(args: argparse.Namespace, tree: Tree | None = None
             else:
                 got = anyio.run(eval_bench.harness, eval_plans, transport, levels, args.episodes, True, True, "auto",
                                 tree)
+            got[-1]["base"] = bases[-1]  # this round's replay, measured just before (`_paired`)
             rows[transport].extend(got[-1:])
             print(f"round {n + 1}, {transport}: {1000 * got[-1]['cpu_per_episode']:.1f} ms CPU per episode, "
                   f"load {got[-1]['load']:.1f}", flush=True)
@@ -140,12 +143,28 @@ def report(base: dict[str, float], rows: dict[str, list[dict[str, Any]]]) -> Non
               f"{1000 * cpu:.1f} ms ({1000 * med['harness']:.1f} + {1000 * med['servers']:.1f} + "
               f"{1000 * med['validators']:.1f}) | {cpu / base['cpu']:.2f}x | {rate:.1f} | "
               f"{rate * base['wall']:.2f}x | {100 * min(r['success_rate'] or 0 for r in got):.0f}% | {_faults(got)} |")
+    _paired(rows)
     if "tree_user" in base:
         report_tree(base, rows)
     else:
         print("\n(whole-tree CPU not measured: needs root and a cgroup-v1 cpuacct controller)")
     print("\ngoals: CPU per episode <= the in-process replay's (/ in-process CPU <= 1.00x); episodes/s >= 1.5x the "
           "in-process replay's at concurrency 8 (a quiet machine's wall time; medians of three repeats)")
+
+
+def _paired(rows: dict[str, list[dict[str, Any]]]) -> None:
+    """The ratios with each round's transport rows against that round's in-process replay, measured minutes
+    apart at most (a virtual machine's speed drifts more than that between rounds), median of the rounds."""
+    for transport, got in rows.items():
+        if not all("base" in r for r in got):
+            continue
+        cpu = statistics.median(r["cpu_per_episode"] / r["base"]["cpu"] for r in got)
+        rate = statistics.median(r["episodes_per_s"] * r["base"]["wall"] for r in got)
+        tree = [(sum(u + s for u, s in r["tree_split"].values()) / (r["base"]["tree_user"] + r["base"]["tree_system"]))
+                for r in got if r.get("tree_split") and "tree_user" in r["base"]]
+        shown = f", whole tree {statistics.median(tree):.2f}x" if len(tree) == len(got) else ""
+        print(f"paired by round, {transport}: CPU {cpu:.2f}x the in-process replay's{shown}, episodes/s {rate:.2f}x "
+              f"(each ratio of a round against that round's replay; median of {len(got)})")
 
 
 def _faults(got: list[dict[str, Any]]) -> str:
