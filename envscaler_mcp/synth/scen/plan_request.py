@@ -96,7 +96,30 @@ def required(plan: Sequence[ToolCall], found: Sequence[Change]) -> list[str]:
     return list(dict.fromkeys([*ids, *(v for _, v in decided_values(plan, found))]))
 
 
-def _accept(plan: Sequence[ToolCall], found: Sequence[Change], plain: str) -> Callable[[str], tuple[str, str]]:
+_SHORT = re.compile(r"\d{1,4}|\w{1,2}")  # a value a reader cannot tell apart from another of its kind by itself
+
+
+def labelled(plan: Sequence[ToolCall], found: Sequence[Change], kinds: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(argument, value) of the required values a request must say with what they are: short ones ('1', '12')
+    that do not name one kind of record. Said bare, two of them can trade places unseen ("doctor 1 at
+    location 2" for doctor '2' at location '1': both values are there)."""
+    needed = set(required(plan, found))
+    return list(dict.fromkeys((k, str(v)) for call in plan for k, v in call.arguments.items()
+                              if str(v) in needed and _SHORT.fullmatch(str(v)) and str(v) not in kinds))
+
+
+def says_with_label(text: str, argument: str, value: str) -> bool:
+    """Whether `text` says `value` with its argument's name beside it: "doctor 2", "doctor id '2'",
+    "location #1", "2 slots" (the name without a trailing "_id", in either order)."""
+    name = r"[ _-]?".join(re.escape(part) for part in re.sub(r"_id$", "", argument).split("_"))
+    quoted = rf"['\"‘“]?{re.escape(value)}['\"’”]?"
+    before = rf"\b{name}(?:[ _-]?ids?)?\s*(?:#|no\.?|number)?\s*[:=]?\s*{quoted}(?!\w)(?![.-]\w)"
+    after = rf"(?<!\w)(?<!\w[.-]){quoted}\s+{name}"
+    return re.search(f"{before}|{after}", text, re.IGNORECASE) is not None
+
+
+def _accept(plan: Sequence[ToolCall], found: Sequence[Change], plain: str,
+            kinds: Mapping[str, str] | None = None) -> Callable[[str], tuple[str, str]]:
     """The request's reader: it must keep every required id and value (a copy of the plain request does; sent
     back for the user's own words, the 1.5B model answered "The configuration error occurred and the request
     could not be processed." twice)."""
@@ -107,6 +130,10 @@ def _accept(plan: Sequence[ToolCall], found: Sequence[Change], plain: str) -> Ca
         if missing:
             raise AnswerFormatError("the request must contain, written exactly so: " + ", ".join(
                 repr(m) for m in missing))
+        bare = [(k, v) for k, v in labelled(plan, found, kinds or {}) if not says_with_label(task, k, v)]
+        if bare:
+            raise AnswerFormatError("the request must say each of these with what it is, written so: " + ", ".join(
+                repr(f"{k.replace('_', ' ')} {said_value(v)}") for k, v in bare))
         extra = [q for q in QUOTED.findall(task) if q.strip().lower() not in plain.lower()]
         if extra:  # a value the plan does not set or use: a change it does not make
             raise AnswerFormatError("the request must ask only for the changes of the plain request; it also says "
@@ -123,6 +150,6 @@ async def task_for(ctx: StepContext, state: State, plan: Sequence[ToolCall], fou
     calls = [f"{c.tool}({json.dumps(c.arguments, ensure_ascii=False)[:300]})" for c in plan]
     context = {"summary": ctx.skeleton.summary, "records": lines, "calls": calls, "plain": plain,
                "feedback": feedback}
-    return await ask(ctx.generator, "task", context, _accept(plan, found, plain), meter=meter, seat="task", retries=ctx.retries,
+    return await ask(ctx.generator, "task", context, _accept(plan, found, plain, kinds_of(state)), meter=meter, seat="task", retries=ctx.retries,
                      vary_repeats=True, settings=ctx.settings(answer=ANSWER_TOKENS["task"]),
                      template="scen/task_from_plan", schema=TASK_SCHEMA)

@@ -16,9 +16,17 @@ from envscaler_mcp.catalog.store import load_scenarios
 from envscaler_mcp.compare.freefields import FreeFields
 from envscaler_mcp.providers.base import Message, ToolDef
 from envscaler_mcp.scenario.models import ToolCall
+from envscaler_mcp.synth._common_parse import AnswerFormatError
 from envscaler_mcp.synth.scen import pipeline
 from envscaler_mcp.synth.scen.plan_changes import changes_of, checklist_for
-from envscaler_mcp.synth.scen.plan_request import kinds_of, plain_request, required, sayable
+from envscaler_mcp.synth.scen.plan_request import (
+    _accept,
+    kinds_of,
+    labelled,
+    plain_request,
+    required,
+    sayable,
+)
 
 from ..fixtures.scen_router import ScenRouter
 
@@ -277,3 +285,37 @@ def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_ki
     assert found is not None
     plain = plain_request(plan, found, kinds_of(state))
     assert plain == "Please schedule appointment: patient PT-7, doctor id '2', location id '1', slots 2."
+
+
+def test_short_values_of_no_one_kind_must_be_said_with_what_they_are_so_two_cannot_trade_places() -> None:
+    """Doctor '2' at location '1': a request for doctor 1 at location 2 holds both values and was accepted."""
+    state = {name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
+             for name in ("doctors", "locations", "appointments")}
+    state["patients"] = {"PT-7": {"name": "Ann"}}
+    plan = [ToolCall(tool="schedule_appointment", arguments={"patient_id": "PT-7", "doctor_id": "2",
+                                                            "location_id": "1", "slots": 2})]
+    final = json.loads(json.dumps(state))
+    final["appointments"]["4"] = {"status": "scheduled", "doctor_id": "2"}
+    found = changes_of(state, final, FreeFields([]))
+    assert found is not None
+    kinds = kinds_of(state)
+    assert labelled(plan, found, kinds) == [("doctor_id", "2"), ("location_id", "1"), ("slots", "2")]
+    plain = plain_request(plan, found, kinds)
+    accept = _accept(plan, found, plain, kinds)
+
+    def answer(task: str) -> str:
+        return json.dumps({"title": "Booking", "task": task})
+
+    assert accept(answer(plain))[1] == plain
+    reworded = "Please book patient PT-7 with doctor 2 at location 1, for 2 slots."
+    assert accept(answer(reworded))[1] == reworded
+    numbered = "Please book 2 slots for patient PT-7 at location 1, with the doctor number 2 on it."
+    assert accept(answer(numbered))[1] == numbered
+    for swapped in ("Please book patient PT-7 with doctor 1 at location 2, for 2 slots.",
+                    "Please book patient PT-7 with doctor 2 at location 12 or 1, 2 slots in all.",
+                    "Please book 2 slots for patient PT-7: doctor 1, location 2."):
+        with pytest.raises(AnswerFormatError, match="with what it is"):
+            accept(answer(swapped))
+    # a value that names one kind of record, or a longer one, is said as it likes
+    assert labelled([ToolCall(tool="cancel", arguments={"patient_id": "PT-7", "reason": "moved away"})], found,
+                    kinds) == []
