@@ -271,11 +271,12 @@ def test_an_added_record_that_holds_its_own_id_is_still_found_under_another_id()
     assert not scope["check_func"](mangled)  # the mutation test's probe of the id field: caught by its shape
 
 
-def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_kind() -> None:
-    # hospital_appointment_scheduling_system keys doctors, locations and appointments alike ('1', '2', '3'):
-    # the doctor and the location of a booking were said as "appointment 2, appointment 1"
-    state = {name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
-             for name in ("doctors", "locations", "appointments")}
+def _booking() -> tuple[dict[str, Any], list[ToolCall], list[Any]]:
+    """A hospital's state whose doctors, locations and appointments share ids ('1', '2', '3'), a booking of
+    doctor '2' at location '1' for patient PT-7, and its changes."""
+    state: dict[str, Any] = {
+        name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
+        for name in ("doctors", "locations", "appointments")}
     state["patients"] = {"PT-7": {"name": "Ann"}}
     plan = [ToolCall(tool="schedule_appointment", arguments={"patient_id": "PT-7", "doctor_id": "2",
                                                             "location_id": "1", "slots": 2})]
@@ -283,21 +284,20 @@ def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_ki
     final["appointments"]["4"] = {"status": "scheduled", "doctor_id": "2"}
     found = changes_of(state, final, FreeFields([]))
     assert found is not None
+    return state, plan, list(found)
+
+
+def test_an_argument_is_said_by_its_record_kind_only_when_its_value_names_one_kind() -> None:
+    # hospital_appointment_scheduling_system keys doctors, locations and appointments alike ('1', '2', '3'):
+    # the doctor and the location of a booking were said as "appointment 2, appointment 1"
+    state, plan, found = _booking()
     plain = plain_request(plan, found, kinds_of(state))
     assert plain == "Please schedule appointment: patient PT-7, doctor id '2', location id '1', slots 2."
 
 
 def test_short_values_of_no_one_kind_must_be_said_with_what_they_are_so_two_cannot_trade_places() -> None:
     """Doctor '2' at location '1': a request for doctor 1 at location 2 holds both values and was accepted."""
-    state = {name: {k: {"status": "scheduled"} if name == "appointments" else {"name": k} for k in ("1", "2", "3")}
-             for name in ("doctors", "locations", "appointments")}
-    state["patients"] = {"PT-7": {"name": "Ann"}}
-    plan = [ToolCall(tool="schedule_appointment", arguments={"patient_id": "PT-7", "doctor_id": "2",
-                                                            "location_id": "1", "slots": 2})]
-    final = json.loads(json.dumps(state))
-    final["appointments"]["4"] = {"status": "scheduled", "doctor_id": "2"}
-    found = changes_of(state, final, FreeFields([]))
-    assert found is not None
+    state, plan, found = _booking()
     kinds = kinds_of(state)
     assert labelled(plan, found, kinds) == [("doctor_id", "2"), ("location_id", "1"), ("slots", "2")]
     plain = plain_request(plan, found, kinds)
