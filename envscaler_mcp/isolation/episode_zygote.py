@@ -1,6 +1,6 @@
 """The episode zygote of a confined server that forks its episodes, started as an interpreter of its own.
 
-    python -S -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID --channel-fd FD --package PACKAGE
+    python -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID --channel-fd FD --package PACKAGE
            [--read DIR ...] [--path DIR ...] [--filter B64] [--episode-filter B64]
 
 Why: a server that forks one process per episode (`--forks`) forks them from a zygote, and each fork copies
@@ -51,8 +51,8 @@ def spawn(package: str, read: list[str], paths: list[str], zygote_bpf: bytes | N
     import subprocess  # here only: the zygote itself does not need it
 
     ours, theirs = socket.socketpair()
-    # -S: no site (its .pth files); the launcher's package comes from PYTHONPATH, the server's from --path
-    argv = [sys.executable, "-S", "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote", "--parent",
+    # with `site`, as the server: environment code may import what the server's requirements installed
+    argv = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote", "--parent",
             str(os.getpid()), "--channel-fd", str(theirs.fileno()), "--package", package,
             *(a for d in read for a in ("--read", d)), *(a for d in paths for a in ("--path", d)),
             *(["--filter", base64.b64encode(zygote_bpf).decode()] if zygote_bpf else []),
@@ -93,7 +93,7 @@ class _Options:
             else:
                 raise SystemExit(f"error: unknown option {flag}")
         if self.parent < 0 or self.channel_fd < 0 or not self.package:
-            raise SystemExit("usage: python -S -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID "
+            raise SystemExit("usage: python -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID "
                              "--channel-fd FD --package PACKAGE [--read DIR ...] [--path DIR ...] [--filter B64] "
                              "[--episode-filter B64]")
 

@@ -69,8 +69,8 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
 
 def attach_zygote(fd: int, pid: int, state_dir: Any, call_timeout: float | None, grace: float = GRACE_S) -> Zygote:
     """The server's handle on a zygote its launcher started as an interpreter of its own, already confined
-    like the server and holding none of its libraries (envscaler_mcp/isolation/episode_zygote.py): `fd` is the
-    server's end of its channel. The zygote learns its settings from the first message."""
+    like the server and holding none of its libraries (`--zygote-fd`): `fd` is the server's end of its
+    channel. The zygote learns its settings from the first message."""
     from .forked import Zygote
 
     channel = socket.socket(fileno=fd)
