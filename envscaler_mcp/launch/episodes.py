@@ -4,7 +4,8 @@ and `ClientEpisode`, one isolated environment instance reached through an `mcp.C
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -275,3 +276,41 @@ class ClientEpisode:
             return await reader()
         except MCPError as exc:
             raise ServerStartError(f"reading the episode state failed: {exc}") from exc
+
+
+@asynccontextmanager
+async def created_by_first_request(
+        client: Client, tools: list[Tool] | None, token: str | None, source: dict[str, Any], transport: str, *,
+        create: Callable[[str], Awaitable[Any]], read: Callable[[str], Awaitable[State]],
+        close_with_state: Callable[[str, State | None], Awaitable[State]],
+        close: Callable[[str], Awaitable[None]]) -> AsyncIterator[ClientEpisode]:
+    """An episode on a server's shared client (`RoutedClient`) whose first request creates it from `source`
+    (a state file or a scenario id) with the admin token: no admin request of its own. Each callable gets the
+    episode's id: `create` (an admin request, when its state is read before any call), `read`,
+    `close_with_state` (the final state, closing it) and `close` (at the end, when it exists and was not
+    closed with its state; shielded from cancellation here, its own errors its own to swallow)."""
+    episode_id = secrets.token_hex(16)  # 32 hex digits, as the server asks of an id it did not choose
+    routed = RoutedClient(client, episode_id, tools, create={"token": token, **source})
+    closed = False
+
+    async def create_it() -> None:
+        await create(episode_id)
+
+    async def read_state() -> State:
+        await routed.create_now(create_it)
+        return await read(episode_id)
+
+    async def read_and_close(like: State | None) -> State:
+        nonlocal closed
+        await routed.create_now(create_it)
+        state = await close_with_state(episode_id, like)
+        closed = True
+        return state
+
+    try:
+        yield ClientEpisode(routed, episode_id=episode_id, transport=transport, state_reader=read_state,
+                            final_reader=read_and_close)
+    finally:
+        if not closed and routed.created:
+            with anyio.CancelScope(shield=True):
+                await close(episode_id)

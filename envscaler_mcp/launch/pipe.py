@@ -23,7 +23,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
 from anyio.abc import Process
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import Request, Tool
@@ -34,11 +33,10 @@ from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch.episodes import (
     AdminParams,
     AdminResult,
-    ClientEpisode,
     Episode,
-    RoutedClient,
     WarmCache,
     all_tools,
+    created_by_first_request,
 )
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.lines import line_client
@@ -183,31 +181,23 @@ class PipeServer(LaunchedServer):
             source = {"scenario_id": scenario_id}
         if self.client is None:
             raise ServerStartError("the pipe server is not running")
-        episode_id = secrets.token_hex(16)  # 32 hex digits, as the server asks of an id it did not choose
-        routed = RoutedClient(self.client, episode_id, self.tools, create={"token": self.token, **source})
-        closed = False
 
-        async def create() -> None:
+        async def create(episode_id: str) -> None:
             await self._admin(_Create(params=self._params(episode_id=episode_id, **source)))
 
-        async def read() -> State:
-            await routed.create_now(create)
+        async def read(episode_id: str) -> State:
             return _state_of(await self._admin(_GetState(params=self._params(episode_id=episode_id))))
 
-        async def read_and_close(like: State | None) -> State:
-            nonlocal closed
-            await routed.create_now(create)
-            result = await self._admin(_Close(params=self._params(episode_id=episode_id, with_state=True)))
-            closed = True
-            return _state_of(result, like)
+        async def close_with_state(episode_id: str, like: State | None) -> State:
+            return _state_of(await self._admin(_Close(params=self._params(episode_id=episode_id, with_state=True))),
+                             like)
 
-        try:
-            yield ClientEpisode(routed, episode_id=episode_id, transport="pipe", state_reader=read,
-                                final_reader=read_and_close)
-        finally:
-            if not closed and routed.created and self.client is not None:
-                with anyio.CancelScope(shield=True):
-                    try:
-                        await self._admin(_Close(params=self._params(episode_id=episode_id)))
-                    except ServerStartError:
-                        pass  # the process is gone: nothing is left to close
+        async def close(episode_id: str) -> None:
+            try:
+                await self._admin(_Close(params=self._params(episode_id=episode_id)))
+            except ServerStartError:
+                pass  # the process is gone: nothing is left to close
+
+        async with created_by_first_request(self.client, self.tools, self.token, source, "pipe", create=create,
+                                            read=read, close_with_state=close_with_state, close=close) as episode:
+            yield episode

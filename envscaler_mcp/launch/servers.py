@@ -32,7 +32,14 @@ from mcp.types import JSONRPCMessage, Tool
 from envscaler_mcp._choices import EpisodeProcess, Transport
 from envscaler_mcp._json import EncodedCache, State, parse_state
 from envscaler_mcp.errors import ServerStartError, UsageError
-from envscaler_mcp.launch.episodes import ClientEpisode, Episode, RoutedClient, WarmCache, all_tools
+from envscaler_mcp.launch.episodes import (
+    ClientEpisode,
+    Episode,
+    RoutedClient,
+    WarmCache,
+    all_tools,
+    created_by_first_request,
+)
 from envscaler_mcp.launch.launched import LaunchedServer, log_tail
 from envscaler_mcp.launch.loopback_http import LoopbackTransport
 from envscaler_mcp.launch.loopback_mcp import loopback_mcp_client
@@ -152,11 +159,10 @@ class HttpServer(LaunchedServer):
         """POST /admin/episodes; returns {"episode_id", "path"}. A state goes as a state file the server reads
         (written once per state) when the server was started with a state folder, else in the request.
         `episode_id`: the id to give it (32 hex digits), else the server's choice."""
+        source = self._source(state, scenario_id)
         chosen = {"episode_id": episode_id} if episode_id else {}
-        body = json.dumps({"scenario_id": scenario_id, **chosen} if scenario_id else chosen).encode()
-        if state is not None and self.state_files is not None:
-            body = json.dumps({"state_file": self.state_files.name_for(state), **chosen}).encode()
-        elif state is not None:  # the state's JSON is remembered: a scenario's state is sent for every episode
+        body = json.dumps({**(source or ({"scenario_id": scenario_id} if scenario_id else {})), **chosen}).encode()
+        if source is None:  # the state's JSON is remembered: a scenario's state is sent for every episode
             body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:
             status, answer = await self._admin_request(b"POST", "/admin/episodes", body)
@@ -235,30 +241,14 @@ class HttpServer(LaunchedServer):
         state file and holds the token: no POST of its own), or by POST /admin/episodes when its state is read
         before any call."""
         assert self.shared is not None
-        episode_id = secrets.token_hex(16)  # 32 hex digits, as the server asks of an id it did not choose
-        routed = RoutedClient(self.shared, episode_id, self.tools, create={"token": self.token, **source})
-        closed = False
 
-        async def create() -> None:
+        async def create(episode_id: str) -> None:
             await self.create_episode(initial_state, scenario_id, episode_id)
 
-        async def read() -> State:
-            await routed.create_now(create)
-            return await self.read_state(episode_id)
-
-        async def read_and_close(like: State | None) -> State:
-            nonlocal closed
-            await routed.create_now(create)
-            state = await self.close_with_state(episode_id, like)
-            closed = True
-            return state
-
-        try:
-            yield ClientEpisode(routed, episode_id=episode_id, transport="http", state_reader=read,
-                                final_reader=read_and_close)
-        finally:
-            if not closed and routed.created:
-                await self._delete(episode_id)
+        async with created_by_first_request(self.shared, self.tools, self.token, source, "http", create=create,
+                                            read=self.read_state, close_with_state=self.close_with_state,
+                                            close=self._delete) as episode:
+            yield episode
 
     async def _delete(self, episode_id: str) -> None:
         if not self.admin.is_closed:  # closed: the server was stopped (a run's pool restarts it)

@@ -38,7 +38,7 @@ class CheckOptions:
                                          "(--concurrency is their total). auto: one per CPU for a gate big enough "
                                          "to repay their start-up and of small scenarios, else 1.")] = "auto"
     concurrency: Annotated[int, typer.Option(min=1, help="Scenarios replayed at the same time in all (fewer while "
-                                             "their lines in flight would pass 2 MB).")] = 8
+                                             "their lines in flight would pass 2 MB).")] = GateSettings.concurrency
     servers: Annotated[int, typer.Option(min=1, help="Environments gated at the same time, one server each (started "
                                          "when its turn comes, stopped when its scenarios are done).")] = 2
     results_path: Annotated[Path | None, typer.Option("--results", help="Stream the reports to this JSONL file, one "
