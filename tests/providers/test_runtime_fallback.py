@@ -27,6 +27,7 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 @pytest.fixture
 def fake_runtimes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> srv.LocalServer:
     monkeypatch.setenv("ENVSCALER_MCP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(srv.tempfile, "tempdir", str(tmp_path))  # the servers' logs
     monkeypatch.setenv("ENVSCALER_MCP_BLOCK_REQUESTS", "0")  # loopback stand-ins only
     monkeypatch.setattr(srv, "cpu_flags", lambda: {"avx512f", "avx2"})
     monkeypatch.setattr(srv.importlib.util, "find_spec", lambda name: object())
@@ -50,6 +51,18 @@ def test_an_illegal_instruction_falls_back_and_is_remembered(fake_runtimes: srv.
     assert "illegal instruction" in capsys.readouterr().err
     assert "illegal instruction" in srv.runtime_status()["llama-server"]
     assert srv.pick_runtime("auto") == "xllamacpp"  # the next process does not try it again
+    logs = sorted(Path(srv.tempfile.tempdir).glob("envscaler-local-model-*.log"))
+    assert len(logs) == 2 and fake_runtimes.log_path in logs  # the failed start's log is kept
+
+
+def test_a_stopped_server_leaves_no_log(fake_runtimes: srv.LocalServer, tmp_path: Path) -> None:
+    fake_runtimes.runtime = "xllamacpp"
+    fake_runtimes.ensure_started(timeout_s=60)
+    log = fake_runtimes.log_path
+    assert log is not None and log.exists() and log.parent == tmp_path
+    fake_runtimes.stop()
+    assert not fake_runtimes.running() and not log.exists()
+    assert not list(tmp_path.glob("envscaler-local-model-*"))
 
 
 def test_other_start_failures_are_not_taken_for_the_cpu(fake_runtimes: srv.LocalServer,

@@ -299,7 +299,8 @@ class LocalServer:
         return f"log {self.log_path}:\n" + "\n".join(tail)
 
     def stop(self) -> None:
-        """Terminate the process (kill after 10 s)."""
+        """Terminate the process (kill after 10 s) and remove its log. The log of a server that had already
+        stopped on its own is kept: the error that reported it names the file."""
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
@@ -309,6 +310,9 @@ class LocalServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+            self.log_path = None
 
 
 _SERVERS: dict[tuple[str, str, int, int], LocalServer] = {}
