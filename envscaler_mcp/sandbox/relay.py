@@ -18,6 +18,7 @@ How a batch ends, and whose fault it is (the rule the sandbox documents):
 
 from __future__ import annotations
 
+import collections
 import gc
 import json
 import os
@@ -52,10 +53,18 @@ _MALFORMED = "the batch process wrote a malformed answer"
 # ones or a handful of up to _SHARED_PARSE_MAX (a parse holds about ten times its text).
 _RECENT_STATES = 16
 _RECENT_BYTES = 4 << 20
+# A state is parsed here only when more than one batch process will read it (trials of one request that share
+# a text, an initial state seen in an earlier request). One read once is parsed in its batch process: a parse
+# here costs the same, and then every fork copies the page tables of its objects and the batch process copies
+# each page it reads (reading a Python object writes its reference count), while what a batch process parsed
+# goes with it; the zygote's own memory stays what it was (benchmarks/README.md). `_SEEN` hashes of initial
+# states are remembered to know the second request of a scenario.
+_SEEN = 256
 # A state text longer than this is parsed only in the batch process that uses it, never in the zygote: what the
 # zygote parses stays resident in it for the worker's life (its objects' pages, about 45 MB after 3 MB states,
 # beside every server and the caller; benchmarks/README.md), while a batch process's memory goes when it ends.
-# Smaller ones are parsed once here and shared by every batch process (and kept for later requests).
+# Smaller ones that more than one batch process reads are parsed once here and shared (initial states are also
+# kept for later requests).
 _SHARED_PARSE_MAX = 1 << 20
 _MAX_EPISODES = 64  # trials of one scenario in one request (each in batch processes of its own)
 
@@ -99,6 +108,7 @@ class Zygote:
         self.null_fd = null_fd
         self.pid1 = os.getpid() == 1
         self._recent: dict[bytes, Pristine] = {}  # initial-state text -> parsed (_RECENT_STATES, _RECENT_BYTES)
+        self._seen: dict[tuple[int, int], None] = {}  # (hash, length) of initial states lately asked about
         self._outbox: list[dict[str, Any]] = []
         self._limits = limits_now("RLIMIT_CPU")  # what the zygote set itself; only a batch process could change it
         self._interpreter = interpreter_state(runner.views)  # what each batch process starts with
@@ -119,17 +129,18 @@ class Zygote:
             pending: list[dict[str, Any]] = list(request["checks"])
             for check in pending:
                 check["prepared"] = self.runner.prepare(check["source"])
-            initial = self._initial(texts[0]) if any(p["prepared"][2] for p in pending) else Pristine(texts[0])
+            # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
+            # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
+            # A request of probe states ("together": the QA gate's states of one scenario, judged by the
+            # same validators) runs them in one batch process while no probe's checks change what the
+            # next would see of the interpreter (restrict.interpreter_state); a probe after one that did
+            # goes on in a fresh batch process, so every probe gets the verdicts it gets alone.
+            trials = [pending] if request.get("together") else _by_episode(pending, request.get("at_start"))
+            names_initial = any(p["prepared"][2] for p in pending)
+            initial = self._initial(texts[0], len(trials) > 1) if names_initial else Pristine(texts[0])
             request["states"] = _episode_states(initial, texts[1:], episodes, pending,
                                                 share=not request.get("together"))
             try:
-                # Each trial in batch processes of its own, forked from this pre-imported zygote: no check sees
-                # the interpreter state (decimal context, patched modules) or the answer pipe of another trial.
-                # A request of probe states ("together": the QA gate's states of one scenario, judged by the
-                # same validators) runs them in one batch process while no probe's checks change what the
-                # next would see of the interpreter (restrict.interpreter_state); a probe after one that did
-                # goes on in a fresh batch process, so every probe gets the verdicts it gets alone.
-                trials = [pending] if request.get("together") else _by_episode(pending, request.get("at_start"))
                 for trial in trials:
                     while trial:
                         trial = self._batch(request, trial)
@@ -142,13 +153,21 @@ class Zygote:
             self._flush()
             del request, texts, initial  # not held while the next request is waited for
 
-    def _initial(self, text: bytes) -> Pristine:
-        """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations); one
-        over _SHARED_PARSE_MAX is left to each batch process that uses it."""
+    def _initial(self, text: bytes, shared: bool) -> Pristine:
+        """The initial state, parsed once for every batch that sends the same text (trials, gate, mutations) from
+        its second request on, or at once when this request's trials share it (`shared`); one over
+        _SHARED_PARSE_MAX, or one not (yet) read twice, is left to the batch process that uses it."""
         if len(text) > _SHARED_PARSE_MAX:
             return Pristine(text)  # parsed in the batch process
         cached = self._recent.pop(text, None)
         if cached is None:
+            key = (hash(text), len(text))
+            seen = self._seen.pop(key, 0) is None
+            self._seen[key] = None  # the most recent last
+            if len(self._seen) > _SEEN:
+                self._seen.pop(next(iter(self._seen)))
+            if not (seen or shared):
+                return Pristine(text)  # read once so far: parsed in its batch process
             cached = Pristine(text).parse(pristine_copy=True)
         self._recent[text] = cached  # the most recent last
         while len(self._recent) > _RECENT_STATES or sum(map(len, self._recent)) > _RECENT_BYTES:
@@ -382,19 +401,20 @@ class Zygote:
 
 def _episode_states(initial: Pristine, texts: list[bytes], episodes: int, checks: list[dict[str, Any]], *,
                     share: bool = True) -> list[tuple[Pristine, Pristine, Pristine | None]]:
-    """(initial, final, transcript) of each episode of a request, parsed now (so that batch processes share
-    them); a state more than one check gets also keeps its pristine image, unless every check of the episode
-    reads only. A final state of the initial state's text (the guards' episode: the checklist on the untouched
+    """(initial, final, transcript) of each episode of a request; a text that more than one episode's batch
+    processes read is parsed now (so that they share it), any other in the batch process that reads it. A state
+    more than one check gets also keeps its pristine image, unless every check of the episode reads only. A final state of the initial state's text (the guards' episode: the checklist on the untouched
     initial state) shares the initial state's image instead: loaded from it in its batch process (about half
     the cost of a parse), not parsed in the zygote. With `share` (each episode in batch processes of its own,
     which only read what the zygote parsed), episodes whose final states (or transcripts) are the same text
     share one parse: trials that ended in the same state are not parsed once each."""
     per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
     parsed: dict[tuple[str, bytes, bool], Pristine] = {}
+    uses = collections.Counter(texts) if share else collections.Counter()
 
     def shared(what: str, text: bytes, pristine_copy: bool) -> Pristine:
-        if not share:
-            return _shared(text, pristine_copy)
+        if uses[text] < 2:  # one batch process reads it: parsed there
+            return Pristine(text)
         key = (what, text, pristine_copy)  # a final state never shares with a transcript (one batch gets both)
         found = parsed.get(key)
         if found is None:

@@ -1,6 +1,7 @@
 """A state of more than 1 MB is parsed in the batch process that uses it, not in the worker's zygote: the zygote
 outlives every request, and what it parses stays resident in it (about 45 MB after 3 MB states, beside every
-server of a run). The verdicts are the same: a check that changes its states still leaves the next check the
+server of a run). A smaller state is parsed there only when more than one batch process reads it: a run's
+scenarios, each read once, leave the zygote as it was. The verdicts are the same: a check that changes its states still leaves the next check the
 untouched ones. The caller writes a request's states to the worker without copying them."""
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ async def test_a_large_state_is_not_parsed_in_the_zygote() -> None:
     assert [r.passed for r in first + second] == [True] * 4, [r.reason for r in first + second]
     # parsed in the zygote, the two states and the initial state's image kept there grow it by about 30 MB;
     # what may stay is the allocator's share of the texts read
+    assert grown < 12_000_000, grown
+
+
+async def test_states_read_once_are_not_parsed_in_the_zygote() -> None:
+    """Twelve scenarios of about 400 KB of state each, one episode each (an eval run's trials): kept parsed in
+    the zygote, its cache of recent initial states alone would hold about 40 MB."""
+    reads = ChecklistItem(id="reads", description="sees the untouched states", validator=(
+        "def check_func(s):\n    return s['records']['R00007']['n'] == 8 and "
+        "initial_state['records']['R00007']['n'] == 7 and len(s['records']) == 8000\n"))
+    async with ValidatorSandbox(workers=1, timeout_s=30.0) as sandbox:
+        [zygote] = sandbox.worker_pids()
+        before = _rss(zygote)
+        results = []
+        for k in range(12):
+            initial = {"records": {f"R{i:05d}": {"id": f"R{i:05d}", "n": i, "tag": f"t{k}"} for i in range(8_000)}}
+            final = {"records": {**initial["records"], "R00007": {"id": "R00007", "n": 8, "tag": "t"}}}
+            results += await sandbox.run([CHECKLIST[0], reads], initial, final)
+        grown = _rss(zygote) - before
+    assert [r.passed for r in results] == [True] * 24, [r.reason for r in results if not r.passed]
     assert grown < 12_000_000, grown
 
 
