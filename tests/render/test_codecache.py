@@ -121,3 +121,49 @@ def test_a_rendering_into_the_cache_comes_with_its_file_for_the_folder_it_become
     assert _runtime_codecache().load(written, module.read_bytes(), str(module)) is not None
     assert write_code_cache(out.resolve(), package)
     assert code_file(out, package).read_bytes() == written  # current: not written again
+
+
+_IMPORT_RUNTIME = """
+import importlib, sys
+from importlib import _bootstrap_external as external
+compiled = []
+original = external.SourceLoader.source_to_code
+def counting(self, data, path, *, _optimize=-1):
+    compiled.append(path)
+    return original(self, data, path, _optimize=_optimize)
+external.SourceLoader.source_to_code = counting
+sys.path.append(sys.argv[1])
+for name in sys.argv[3:]:
+    importlib.import_module(f"{sys.argv[2]}.runtime.{name}")
+print(sum("/runtime/" in p for p in compiled), importlib.import_module(f"{sys.argv[2]}.runtime.framing").MARK)
+"""
+
+
+def test_the_runtime_is_imported_from_its_bytecode_and_a_changed_module_from_its_source(tmp_path: Path) -> None:
+    """The episode zygote (a fresh interpreter that may not write the folder) imports the runtime without compiling
+    it once the launcher wrote its .pyc files; a module changed since is compiled from its source, as before."""
+    import subprocess
+    import sys
+
+    from envscaler_mcp.render.codecache import write_runtime_bytecode
+    from envscaler_mcp.render.engine import server_templates
+
+    runtime = tmp_path / "pkg_mcp" / "runtime"
+    runtime.mkdir(parents=True)
+    (tmp_path / "pkg_mcp" / "__init__.py").write_text("")
+    for module in (server_templates() / "runtime").glob("*.py"):
+        (runtime / module.name).write_bytes(module.read_bytes())
+    (runtime / "framing.py").write_text((runtime / "framing.py").read_text() + "\nMARK = 'first'\n")
+
+    def imported() -> str:
+        return subprocess.run([sys.executable, "-B", "-s", "-P", "-c", _IMPORT_RUNTIME, str(tmp_path), "pkg_mcp",
+                               "zygote", "framing"], capture_output=True, text=True, check=True).stdout.split()
+
+    assert imported()[0] != "0"  # no bytecode yet: compiled at every start (-B: none written either)
+    assert write_runtime_bytecode(tmp_path, "pkg_mcp") == len(list(runtime.glob("*.py")))
+    assert imported() == ["0", "first"]
+    assert write_runtime_bytecode(tmp_path, "pkg_mcp") == 0  # current: left as it is
+    (runtime / "framing.py").write_text((runtime / "framing.py").read_text().replace("'first'", "'second'"))
+    assert imported() == ["1", "second"]  # the stale file is not used
+    assert write_runtime_bytecode(tmp_path, "pkg_mcp") == 1
+    assert imported() == ["0", "second"]
