@@ -32,10 +32,13 @@ import os
 import signal
 import socket
 import sys
-from typing import Any
 
 from envscaler_mcp.isolation import landlock, namespaces
 from envscaler_mcp.isolation.seccomp import CompiledFilter
+
+TYPE_CHECKING = False  # `typing` stays out of the start of the processes that import this
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 # The variables the zygote sees (the server's allowlist, launch/server_process.py, without the admin token).

@@ -23,7 +23,10 @@ import ctypes
 import errno
 import os
 from collections.abc import Iterable
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` stays out of the start of the processes that import this
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_PDEATHSIG = 22, 2, 1
 CLONE_THREAD = 0x00010000

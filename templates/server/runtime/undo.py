@@ -7,7 +7,9 @@ timeout signal) between writing an entry and the mutation it undoes still rolls 
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 MISSING = object()  # no value was there before (a new key or attribute)
 

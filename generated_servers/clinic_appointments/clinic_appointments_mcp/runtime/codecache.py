@@ -17,14 +17,18 @@ Standard library only.
 from __future__ import annotations
 import __future__
 
-import hashlib
+import importlib
 import marshal
+import os
 import sys
 from importlib.util import MAGIC_NUMBER, decode_source
-from pathlib import Path
 from types import CodeType
 
 from .preload import stdlib_imports
+
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 CODE_FILE = "environment.envscaler-code"  # in the package's __pycache__/, which no checksum covers
 _MAGIC = b"envscaler-code 1\n"
@@ -32,6 +36,22 @@ _MAGIC = b"envscaler-code 1\n"
 # that the launcher's compile gives the same code object.
 _FLAGS = __future__.annotations.compiler_flag
 _DIGEST = 32
+
+
+def _sha256_of(name: str) -> Any:
+    try:
+        return importlib.import_module(name).sha256
+    except (ImportError, AttributeError):
+        return None
+
+
+# The built-in SHA-256 (`_sha2` from Python 3.12, `_sha256` before): the same digest as hashlib's, without loading
+# OpenSSL into the episode zygote's start (about 2 ms); hashlib's when neither is there.
+_new_sha256 = _sha256_of("_sha2") or _sha256_of("_sha256") or _sha256_of("hashlib")
+
+
+def _sha256(data: bytes) -> bytes:
+    return bytes(_new_sha256(data).digest())
 
 
 def compile_environment(source: str, filename: str) -> CodeType:
@@ -42,8 +62,8 @@ def compile_environment(source: str, filename: str) -> CodeType:
 
 def _header(source: bytes, filename: str) -> bytes:
     params = f"{_FLAGS}:{sys.flags.optimize}\n".encode()
-    return (_MAGIC + MAGIC_NUMBER + params + hashlib.sha256(source).digest()
-            + hashlib.sha256(filename.encode("utf-8", "surrogateescape")).digest())
+    return (_MAGIC + MAGIC_NUMBER + params + _sha256(source)
+            + _sha256(filename.encode("utf-8", "surrogateescape")))
 
 
 def dump(source: bytes, filename: str) -> bytes:
@@ -51,7 +71,7 @@ def dump(source: bytes, filename: str) -> bytes:
     compile)."""
     text = decode_source(source)  # what the loader's get_source gives: its declared encoding, universal newlines
     body = marshal.dumps((filename, compile_environment(text, filename), stdlib_imports(text)))
-    return _header(source, filename) + hashlib.sha256(body).digest() + body
+    return _header(source, filename) + _sha256(body) + body
 
 
 def current(data: bytes, source: bytes, filename: str) -> bool:
@@ -60,7 +80,7 @@ def current(data: bytes, source: bytes, filename: str) -> bool:
     header = _header(source, filename)
     if not data.startswith(header) or len(data) < len(header) + _DIGEST:
         return False
-    return hashlib.sha256(data[len(header) + _DIGEST:]).digest() == data[len(header):len(header) + _DIGEST]
+    return _sha256(data[len(header) + _DIGEST:]) == data[len(header):len(header) + _DIGEST]
 
 
 def load(data: bytes, source: bytes, filename: str) -> tuple[CodeType, list[str]] | None:
@@ -81,10 +101,11 @@ def load(data: bytes, source: bytes, filename: str) -> tuple[CodeType, list[str]
 def prepared(origin: str) -> tuple[CodeType, list[str]]:
     """The environment module at `origin` compiled, with the standard library modules it names: from the cache
     file beside it when that is whole and current, else compiled here (SyntaxError as import would raise)."""
-    path = Path(origin)
-    source = path.read_bytes()
+    with open(origin, "rb") as f:
+        source = f.read()
     try:
-        cached = load((path.parent / "__pycache__" / CODE_FILE).read_bytes(), source, origin)
+        with open(os.path.join(os.path.dirname(origin), "__pycache__", CODE_FILE), "rb") as f:
+            cached = load(f.read(), source, origin)
     except OSError:
         cached = None
     if cached is not None:

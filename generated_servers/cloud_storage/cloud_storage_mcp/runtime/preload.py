@@ -4,7 +4,6 @@ runs none of the environment's code)."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import os
@@ -47,6 +46,8 @@ def _in_stdlib(path: str) -> bool:
 
 def stdlib_imports(source: str) -> list[str]:
     """Standard library modules the source names (imported from Python's own library, `_stdlib_only`)."""
+    import ast  # here: with a current code file (codecache.py) the zygote never scans a source
+
     try:
         tree = ast.parse(source)
     except SyntaxError:

@@ -24,8 +24,6 @@ import signal
 import socket
 import sys
 import threading
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from . import journal
 from .codecache import prepared
@@ -34,7 +32,11 @@ from .framing import GRACE_S, ForkRefused, receive, send
 from .preload import import_stdlib
 from .states import StateFiles
 
+TYPE_CHECKING = False  # `typing`, `pathlib` and `dataclasses` stay out of this process's start
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from .forked import Zygote
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
@@ -91,7 +93,7 @@ def serve_spawned(fd: int, package_name: str, episode_filter: bytes | None) -> N
         return
     settings = json.loads(message)
     package = load_package(PACKAGE_DIR, package_name, import_class=False)
-    state_dir = None if settings["state_dir"] is None else Path(settings["state_dir"])
+    state_dir = settings["state_dir"]
     try:
         _serve(channel, package_name, package.spec, package.default_state, package.scenarios, state_dir,
                settings["call_timeout"], episode_filter)

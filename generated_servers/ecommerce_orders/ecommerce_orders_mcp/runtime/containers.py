@@ -9,7 +9,6 @@ journaled container are plain containers.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
 
 from .undo import (
     MISSING,
@@ -24,11 +23,20 @@ from .undo import (
     undo_list_truncate,
 )
 
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from .journal import Journal
 
+    _Dict = dict[Any, Any]
+    _List = list[Any]
+else:
+    _Dict, _List = dict, list
 
-class JDict(dict[Any, Any]):
+
+class JDict(_Dict):
     """A dict that records undo entries for its mutations while a call is journaled."""
 
     __slots__ = ("_journal",)
@@ -109,7 +117,7 @@ class JDict(dict[Any, Any]):
         return (dict, (dict(self),))
 
 
-class JList(list[Any]):
+class JList(_List):
     """A list that records undo entries for its mutations while a call is journaled."""
 
     __slots__ = ("_journal",)

@@ -18,10 +18,13 @@ in the state are not (a state is JSON, so they should not be there).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from .containers import JDict, JList
 from .undo import MISSING, is_plain, undo_attr
+
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 JOURNAL_SLOT = "_envscaler_journal"  # where an environment instance keeps its journal (a slot, not state)
 

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+import os
 
 from . import journal
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+TYPE_CHECKING = False  # `typing`, `pathlib` and `dataclasses` stay out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _PACKAGE_NAME = __name__.rsplit(".", 2)[0]
 
 
-@dataclass
 class EnvPackage:
-    """Everything the server needs to know about its environment, read once at start."""
+    """Everything the server needs to know about its environment, read once at start. `env_class` None: not
+    imported here (episodes in processes of their own)."""
 
-    spec: dict[str, Any]
-    default_state: dict[str, Any]
-    scenarios: dict[str, dict[str, Any]]
-    env_class: type | None = field(repr=False)  # None: not imported here (episodes in processes of their own)
+    def __init__(self, spec: dict[str, Any], default_state: dict[str, Any], scenarios: dict[str, dict[str, Any]],
+                 env_class: type | None) -> None:
+        self.spec = spec
+        self.default_state = default_state
+        self.scenarios = scenarios
+        self.env_class = env_class
 
     @property
     def env_id(self) -> str:
@@ -46,22 +49,24 @@ class EnvPackage:
         return state
 
 
-def _read(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _read(*parts: str | os.PathLike[str]) -> Any:
+    with open(os.path.join(*parts), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def with_class(package: EnvPackage, package_name: str = _PACKAGE_NAME) -> EnvPackage:
     """`package` with its environment class imported (the environment module runs)."""
     module = importlib.import_module(f"{package_name}.environment")
-    return dataclasses.replace(package, env_class=journal.journaled_class(getattr(module, package.spec["class_name"])))
+    env_class = journal.journaled_class(getattr(module, package.spec["class_name"]))
+    return EnvPackage(package.spec, package.default_state, package.scenarios, env_class)
 
 
-def load_package(package_dir: Path = PACKAGE_DIR, package_name: str = _PACKAGE_NAME, *,
+def load_package(package_dir: str | os.PathLike[str] = PACKAGE_DIR, package_name: str = _PACKAGE_NAME, *,
                  import_class: bool = True) -> EnvPackage:
     """Read spec.json, data/*.json and (unless `import_class` is False) import the environment class of the
     package: without it no environment code runs."""
-    spec = _read(package_dir / "spec.json")
-    scenarios = {s["id"]: s for s in _read(package_dir / "data" / "scenarios.json")}
-    package = EnvPackage(spec=spec, default_state=_read(package_dir / "data" / "default_state.json"),
+    spec = _read(package_dir, "spec.json")
+    scenarios = {s["id"]: s for s in _read(package_dir, "data", "scenarios.json")}
+    package = EnvPackage(spec=spec, default_state=_read(package_dir, "data", "default_state.json"),
                          scenarios=scenarios, env_class=None)
     return with_class(package, package_name) if import_class else package

@@ -8,24 +8,37 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
 
 from .journal import Journal
+
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class CallTimeout(BaseException):  # a BaseException so `except Exception` in env code cannot swallow it
     """Raised inside environment code when a call runs past its time limit."""
 
 
-@dataclass
 class CallOutcome:
-    """What a tool call produced: the JSON text, the structured value, and whether it is an error."""
+    """What a tool call produced: the JSON text, the structured value, and whether it is an error. (A plain class:
+    `dataclasses` would bring `inspect` into the episode zygote's start.)"""
 
-    text: str
-    structured: dict[str, Any] | None
-    is_error: bool
-    rolled_back: bool
+    __slots__ = ("is_error", "rolled_back", "structured", "text")
+
+    def __init__(self, text: str, structured: dict[str, Any] | None, is_error: bool, rolled_back: bool) -> None:
+        self.text = text
+        self.structured = structured
+        self.is_error = is_error
+        self.rolled_back = rolled_back
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CallOutcome) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "CallOutcome(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
 def _raise_timeout(signum: int, frame: Any) -> None:

@@ -5,10 +5,13 @@ nor parsed again for every episode."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import OrderedDict
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` stays out of the episode zygote's start (zygote.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Names the launcher gives state files: a content hash. Nothing else (no folders, no "..") is ever opened.
 _NAME = re.compile(r"[0-9a-f]{16,64}\.json")
@@ -21,8 +24,8 @@ class StateFiles:
     hash, so a kept parse is never stale. Episodes copy what they are given (Journal.wrap), so one parse
     serves them all."""
 
-    def __init__(self, folder: Path | None, size: int = 8, max_bytes: int = 2 << 20) -> None:
-        self.folder = folder
+    def __init__(self, folder: str | os.PathLike[str] | None, size: int = 8, max_bytes: int = 2 << 20) -> None:
+        self.folder = None if folder is None else os.fspath(folder)
         self.size = size
         self.max_bytes = max_bytes
         self._held = 0
@@ -39,7 +42,8 @@ class StateFiles:
             self._parsed.move_to_end(name)
             return kept[0]
         try:
-            text = (self.folder / name).read_bytes()
+            with open(os.path.join(self.folder, name), "rb") as f:
+                text = f.read()
         except OSError as exc:
             raise ValueError(f"cannot read state file '{name}': {exc.strerror or exc}") from None
         value = json.loads(text)
