@@ -161,7 +161,8 @@ class HttpServer(LaunchedServer):
         `episode_id`: the id to give it (32 hex digits), else the server's choice."""
         source = self._source(state, scenario_id)
         chosen = {"episode_id": episode_id} if episode_id else {}
-        body = json.dumps({**(source or ({"scenario_id": scenario_id} if scenario_id else {})), **chosen}).encode()
+        base = source if source is not None else {"scenario_id": scenario_id} if scenario_id else {}
+        body = json.dumps({**base, **chosen}).encode()
         if source is None:  # the state's JSON is remembered: a scenario's state is sent for every episode
             body = body[:-1] + (b", " if len(body) > 2 else b"") + b'"state": ' + self._encoded.encode(state) + b"}"
         try:

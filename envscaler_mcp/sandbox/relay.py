@@ -410,10 +410,10 @@ def _episode_states(initial: Pristine, texts: list[bytes], episodes: int, checks
     share one parse: trials that ended in the same state are not parsed once each."""
     per = max(1, len(texts) // episodes)  # 2 when transcripts were sent
     parsed: dict[tuple[str, bytes, bool], Pristine] = {}
-    uses = collections.Counter(texts) if share else collections.Counter()
+    uses = collections.Counter(texts)  # with `share`, how many episodes' batch processes read each text
 
     def shared(what: str, text: bytes, pristine_copy: bool) -> Pristine:
-        if uses[text] < 2:  # one batch process reads it: parsed there
+        if not share or uses[text] < 2:  # one batch process reads it: parsed there
             return Pristine(text)
         key = (what, text, pristine_copy)  # a final state never shares with a transcript (one batch gets both)
         found = parsed.get(key)

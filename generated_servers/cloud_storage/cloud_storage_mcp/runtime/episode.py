@@ -32,14 +32,6 @@ class CallOutcome:
         self.is_error = is_error
         self.rolled_back = rolled_back
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CallOutcome) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return "CallOutcome(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
-
 
 def _raise_timeout(signum: int, frame: Any) -> None:
     raise CallTimeout()
