@@ -369,3 +369,61 @@ async def test_the_spawned_zygote_is_confined_like_its_server_and_its_episodes_c
     assert int(status["CapAmb"], 16) == 0 and int(status["CapInh"], 16) == 0, status
     assert int(status["CapEff"], 16) & ~(1 << 2) == 0, status  # at most CAP_DAC_READ_SEARCH, as its server
     assert _left(folder) == []  # the zygote too is gone with the server
+
+
+# Reports what the runtime module a planted .pyc replaced saw when it ran (module state the episode inherits).
+PLANTED_REPORT = '''
+
+import sys as _sys
+
+
+def _planted(self, order_id, text):
+    framing = [m for name, m in _sys.modules.items() if name.endswith(".runtime.framing")]
+    return {"success": True, "data": {"planted": [getattr(m, "PLANTED", None) for m in framing]}}
+
+
+MiniShop.add_note = _planted
+'''
+
+
+def _plant_bytecode(folder: Path, module: str, marker: Path) -> None:
+    """A `.pyc` for the runtime's `module` that Python takes for current (the header carries the hash of the
+    module's own source) but whose code is the real module's and then tries to write `marker`, recording what
+    happened: what a shared server folder could carry."""
+    import importlib.util
+    import py_compile
+
+    [source] = list(folder.glob(f"*_mcp/runtime/{module}.py"))
+    planted_source = folder / "planted.py"
+    planted_source.write_text(source.read_text() + (
+        "\ntry:\n"
+        f"    open({str(marker)!r}, 'w').write('written')\n"
+        "    PLANTED = 'wrote the marker'\n"
+        "except OSError as exc:\n"
+        "    PLANTED = 'refused: ' + type(exc).__name__\n"))
+    target = Path(importlib.util.cache_from_source(str(source)))
+    py_compile.compile(str(planted_source), cfile=str(target), dfile=str(source), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    data = bytearray(target.read_bytes())
+    data[8:16] = importlib.util.source_hash(source.read_bytes())  # as if compiled from the module's source
+    target.write_bytes(bytes(data))
+    planted_source.unlink()
+
+
+@pytest.mark.parametrize("transport", ["pipe", "http"])
+async def test_planted_runtime_bytecode_runs_only_inside_the_episode_zygote_s_layers(
+        tmp_path: Path, open_dir: Path, transport: str) -> None:
+    """The launcher writes the runtime's .pyc files only where current ones are missing (render/codecache.py), so
+    a folder may bring its own: one whose header names the module's source hash is imported as it is. Its code
+    is the folder's, no more trusted than the environment's: the episode zygote imports the runtime only after
+    its own Landlock and seccomp layers, so the planted code runs (the episode sees the module state it left) and
+    the file it writes outside the folder is not there."""
+    folder = malicious_server(tmp_path, open_dir, 9, code=PLANTED_REPORT)
+    marker = open_dir / "planted-ran.txt"
+    _plant_bytecode(folder, "framing", marker)
+    async with launch_server(folder, transport=transport, episode_process="fork",  # type: ignore[arg-type]
+                             startup_timeout=STARTUP_S) as server:
+        async with server.episode(_initial(folder)) as episode:
+            result = await episode.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
+    assert result.structured_content["data"]["planted"] == ["refused: PermissionError"], result
+    assert not marker.exists()
