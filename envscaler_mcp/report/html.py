@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,13 +69,45 @@ def _environment() -> Environment:
     return env
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeRow:
+    """What the page's table of episodes shows of one episode, kept from the pass that summarizes the run: the
+    table is written without reading the records again (the sections below it read each one once)."""
+
+    env_id: str
+    scenario_id: str
+    trial: int
+    title: str  # as lists show it (shown_title): the task is not kept
+    status: str
+    success: bool | None
+    score: float | None
+    state_check: str
+    unexpected: int
+    observation: str
+    evidence: int
+    steps: int
+    tool_calls: int
+    tool_errors: int
+    latency_s: float
+    task: str = ""  # for the `title` filter, which falls back to the task when a record has no title
+
+    @classmethod
+    def of(cls, r: EpisodeResult) -> EpisodeRow:
+        return cls(sys.intern(r.env_id), sys.intern(r.scenario_id), r.trial, _title(r), r.status, r.success,
+                   r.score, r.state_check, len(r.unexpected_changes), r.observation.status,
+                   len(r.observation.evidence), r.steps, r.tool_calls, r.tool_errors, r.latency_s)
+
+
 class _Episodes:
     """A run's episodes in report order (environment, scenario, trial), read from results.jsonl one at a time
-    each time the page iterates them: what is held is one (key, byte offset) per episode, never the records."""
+    when the page's sections iterate them: what is held is one EpisodeRow and byte offset per episode, never
+    the records."""
 
-    def __init__(self, run_dir: RunDir, agent: str, index: list[tuple[str, str, int, int]]) -> None:
+    def __init__(self, run_dir: RunDir, agent: str, index: list[tuple[EpisodeRow, int]]) -> None:
         self._run_dir, self._agent = run_dir, agent
-        self._offsets = [offset for *_, offset in sorted(index, key=lambda entry: entry[:3])]
+        ordered = sorted(index, key=lambda entry: (entry[0].env_id, entry[0].scenario_id, entry[0].trial))
+        self.rows = [row for row, _ in ordered]
+        self._offsets = [offset for _, offset in ordered]
 
     def __iter__(self) -> Iterator[EpisodeResult]:
         for offset in self._offsets:
@@ -89,22 +121,25 @@ class LoadedRun:
     manifest: RunManifest
     summary: RunSummary
     episodes: Iterable[EpisodeResult]
+    rows: Sequence[EpisodeRow]
 
 
 def load_run(path: Path) -> LoadedRun:
-    """Read a run folder in one pass over results.jsonl: the summary recomputed from the results, and an index
-    to read each episode again when the page is written (memory bounded by the longest record)."""
+    """Read a run folder in one pass over results.jsonl: the summary recomputed from the results, each
+    episode's row of the page's table, and an index to read each record once more for its section when the
+    page is written (memory bounded by the longest record, plus a row per episode)."""
     run_dir = RunDir(path)
     manifest = run_dir.read_manifest()
-    index: list[tuple[str, str, int, int]] = []
+    index: list[tuple[EpisodeRow, int]] = []
 
     def results() -> Iterator[EpisodeResult]:
         for offset, _, r in run_dir.scan_results():
-            index.append((sys.intern(r.env_id), sys.intern(r.scenario_id), r.trial, offset))
+            index.append((EpisodeRow.of(r), offset))
             yield r
 
     summary = summarize_run(results(), manifest)
-    return LoadedRun(manifest, summary, _Episodes(run_dir, manifest.config.agent, index))
+    episodes = _Episodes(run_dir, manifest.config.agent, index)
+    return LoadedRun(manifest, summary, episodes, episodes.rows)
 
 
 def finish_and_load(path: Path) -> LoadedRun:
@@ -122,6 +157,7 @@ def generate_report(run: LoadedRun) -> Iterator[str]:
     return template.generate(
         manifest=run.manifest,
         summary=summary,
+        rows=run.rows,
         results=run.episodes,
         groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env,
     )
