@@ -130,7 +130,7 @@ def _main(argv: list[str] | None) -> None:
         else:
             # Forked before the token is read (pass it in the environment, not with --admin-token): the zygote
             # and the episodes it forks never hold it.
-            zygote = start_zygote(_PACKAGE_NAME, spec, package.default_state, package.scenarios, args.state_dir,
+            zygote = start_zygote(_PACKAGE_NAME, package, args.state_dir,
                                   args.call_timeout or None, ADMIN_TOKEN_ENV, _read_fd(args.episode_filter_fd),
                                   grace)
     # Taken out of the environment before any environment code is imported, so that it cannot read it.

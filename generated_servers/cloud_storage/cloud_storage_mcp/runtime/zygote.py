@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .forked import Zygote
+    from .package import EnvPackage
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 4, 22, 2
 PR_SET_CHILD_SUBREAPER = 36
@@ -45,8 +46,7 @@ LOG_MAX = 16 << 20  # the largest file an episode's process writes (its output g
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
-                 scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
+def start_zygote(package_name: str, package: EnvPackage, state_dir: Any, call_timeout: float | None,
                  token_env: str, episode_filter: bytes | None = None, grace: float = GRACE_S) -> Zygote:
     """Fork the zygote (call before the token is read and before any thread or event loop exists).
     `episode_filter`: a seccomp filter (raw BPF) every episode process loads before running environment code;
@@ -64,7 +64,7 @@ def start_zygote(package_name: str, spec: dict[str, Any], default_state: dict[st
         _forget(token_env)
         _detach(keep=theirs.fileno())
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        _serve(theirs, package_name, spec, default_state, scenarios, state_dir, call_timeout, episode_filter)
+        _serve(theirs, package_name, package, state_dir, call_timeout, episode_filter)
     finally:
         os._exit(0)
 
@@ -82,9 +82,9 @@ def attach_zygote(fd: int, pid: int, state_dir: Any, call_timeout: float | None,
 
 
 def serve_spawned(fd: int, package_name: str, episode_filter: bytes | None) -> None:
-    """The zygote's side of `attach_zygote`, in the interpreter the launcher started: read the settings, the
-    package's data (spec, default state, scenarios: no environment code runs), then fork episodes until the
-    server closes the channel."""
+    """The zygote's side of `attach_zygote`, in the interpreter the launcher started: read the settings and the
+    package's spec (its data files when an episode first asks for them; no environment code runs), then fork
+    episodes until the server closes the channel."""
     from .package import PACKAGE_DIR, load_package
 
     channel = socket.socket(fileno=fd)
@@ -95,21 +95,18 @@ def serve_spawned(fd: int, package_name: str, episode_filter: bytes | None) -> N
     package = load_package(PACKAGE_DIR, package_name, import_class=False)
     state_dir = settings["state_dir"]
     try:
-        _serve(channel, package_name, package.spec, package.default_state, package.scenarios, state_dir,
-               settings["call_timeout"], episode_filter)
+        _serve(channel, package_name, package, state_dir, settings["call_timeout"], episode_filter)
     finally:
         os._exit(0)
 
 
-def _serve(channel: socket.socket, package_name: str, spec: dict[str, Any], default_state: dict[str, Any],
-           scenarios: dict[str, dict[str, Any]], state_dir: Any, call_timeout: float | None,
-           episode_filter: bytes | None) -> None:
+def _serve(channel: socket.socket, package_name: str, package: EnvPackage, state_dir: Any,
+           call_timeout: float | None, episode_filter: bytes | None) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server answers Ctrl-C; the zygote ends with it
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps ended episodes
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # and what one started without seccomp
-        _Zygote(channel, package_name, spec, default_state, scenarios, StateFiles(state_dir), call_timeout,
-                episode_filter).serve()
+        _Zygote(channel, package_name, package, StateFiles(state_dir), call_timeout, episode_filter).serve()
     except BaseException as exc:  # the server is told by its closed channel; this says why
         print(f"error: the episode zygote stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
 
@@ -144,13 +141,11 @@ def _detach(keep: int) -> None:
 
 
 class _Zygote:
-    def __init__(self, channel: socket.socket, package_name: str, spec: dict[str, Any],
-                 default_state: dict[str, Any], scenarios: dict[str, dict[str, Any]], state_files: StateFiles,
+    def __init__(self, channel: socket.socket, package_name: str, package: EnvPackage, state_files: StateFiles,
                  call_timeout: float | None, episode_filter: bytes | None) -> None:
         self.channel = channel
-        self.spec = spec
-        self.default_state = default_state
-        self.scenarios = scenarios
+        self.package = package  # its data files read when an episode first asks for them
+        self.spec = package.spec
         self.state_files = state_files
         self.call_timeout = call_timeout
         self.module_name = f"{package_name}.environment"
@@ -173,17 +168,27 @@ class _Zygote:
             except ValueError as exc:
                 raise ForkRefused(400, str(exc)) from None
         if request.get("scenario_id") is not None:
-            scenario = self.scenarios.get(str(request["scenario_id"]))
+            scenarios = self._data("scenarios")
+            scenario = scenarios.get(str(request["scenario_id"]))
             if scenario is None:
-                known = ", ".join(self.scenarios) or "(none)"
+                known = ", ".join(scenarios) or "(none)"
                 raise ForkRefused(404, f"unknown scenario '{request['scenario_id']}'; bundled scenarios: {known}")
             return dict(scenario["initial_state"])
         state = request.get("state")
         if state is None:
-            return self.default_state
+            default: dict[str, Any] = self._data("default_state")
+            return default
         if not isinstance(state, dict):
             raise ForkRefused(400, "state must be a JSON object keyed by state attribute names")
         return state
+
+    def _data(self, name: str) -> Any:
+        """The package's default state or bundled scenarios, read on first use; one that cannot be read refuses
+        the episode, and the zygote goes on."""
+        try:
+            return getattr(self.package, name)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ForkRefused(500, str(exc)) from None
 
     def serve(self) -> None:
         while True:
