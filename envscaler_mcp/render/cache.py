@@ -30,7 +30,9 @@ from envscaler_mcp.skeleton.models import EnvSkeleton
 
 CACHE_ENV = "ENVSCALER_MCP_CACHE"
 CACHE_MAX_ENV = "ENVSCALER_MCP_CACHE_MAX_MB"
-DEFAULT_MAX_MB = 500
+# A 1,000-environment catalog's servers (about 0.6 MB each) fit: below a run's working set, least recently used
+# pruning removes the very servers the next command that goes through the catalog in order needs next.
+DEFAULT_MAX_MB = 1000
 # Automatic pruning leaves alone what was used this recently: a run may still be starting servers from it.
 IN_USE_S = 600.0
 
@@ -100,7 +102,7 @@ def mark_used(path: Path) -> None:
 
 
 def max_cache_bytes() -> int:
-    """The cache's size cap: $ENVSCALER_MCP_CACHE_MAX_MB megabytes (default 500); 0 keeps nothing unused."""
+    """The cache's size cap: $ENVSCALER_MCP_CACHE_MAX_MB megabytes (default 1000); 0 keeps nothing unused."""
     text = os.environ.get(CACHE_MAX_ENV, "").strip()
     try:
         megabytes = float(text) if text else DEFAULT_MAX_MB

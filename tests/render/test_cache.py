@@ -123,3 +123,19 @@ async def test_a_long_stdio_run_keeps_its_cached_server(cache: Path) -> None:
         assert folder.is_dir()
         async with server.episode(scenarios()[0].initial_state) as ep:
             assert await ep.get_state() == scenarios()[0].initial_state
+
+
+def test_the_default_cap_holds_a_thousand_environments_servers(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eval and the gate render each catalog environment's server into the cache (without scenarios) and go
+    through a catalog in the same order: a cap below what the run's servers take makes each command find none
+    of the next ones kept. The default holds 1,000 servers of the bundled environment with the most code and
+    state, each measured as the cache measures it, with room to spare."""
+    from envscaler_mcp.catalog.store import get_skeleton
+    from envscaler_mcp.render.cache import DEFAULT_MAX_MB, cached_servers, max_cache_bytes
+
+    monkeypatch.delenv("ENVSCALER_MCP_CACHE_MAX_MB", raising=False)
+    assert max_cache_bytes() == DEFAULT_MAX_MB * 1_000_000
+    ensure_rendered(get_skeleton("clinic_appointments"), [])
+    [server] = cached_servers()
+    assert server.size > 300_000  # its code, default state, runtime and the runtime's .pyc
+    assert 1_000 * server.size * 1.3 <= max_cache_bytes(), server.size
