@@ -77,7 +77,7 @@ class EpisodeRow:
     env_id: str
     scenario_id: str
     trial: int
-    title: str  # as lists show it (shown_title): the task is not kept
+    title: str  # as the page shows it (`_title`: derived from the task when the record has none)
     status: str
     success: bool | None
     score: float | None
@@ -89,7 +89,6 @@ class EpisodeRow:
     tool_calls: int
     tool_errors: int
     latency_s: float
-    task: str = ""  # for the `title` filter, which falls back to the task when a record has no title
 
     @classmethod
     def of(cls, r: EpisodeResult) -> EpisodeRow:

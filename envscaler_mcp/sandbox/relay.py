@@ -162,7 +162,8 @@ class Zygote:
         cached = self._recent.pop(text, None)
         if cached is None:
             key = (hash(text), len(text))
-            seen = self._seen.pop(key, 0) is None
+            seen = key in self._seen
+            self._seen.pop(key, None)
             self._seen[key] = None  # the most recent last
             if len(self._seen) > _SEEN:
                 self._seen.pop(next(iter(self._seen)))
