@@ -36,6 +36,10 @@ EPISODE_META_KEY = "envscaler/episode"  # where a request on a server's shared e
 # Beside it, on the first request of an episode not created yet: what to create it from (the generated server's
 # runtime/server.py CREATE_META_KEY): {"token", "state_file" or "scenario_id"}
 CREATE_META_KEY = "envscaler/create"
+# On a tool call: answer with the result's text only, no `structuredContent` (the generated server's
+# runtime/server.py TEXT_ONLY_META_KEY). The text decides what a result says (_outcome.read_result), and the SDK's
+# client would validate and copy the structured copy three times; other servers ignore the key.
+TEXT_ONLY_META_KEY = "envscaler/text-only"
 _T = TypeVar("_T")
 
 
@@ -181,9 +185,11 @@ class RoutedClient:
             return ListToolsResult(tools=list(self.tools))
         return await self.shared.list_tools(cursor=cursor)
 
-    async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
-        """Call a tool in this episode."""
-        return await self._named(lambda meta: self.shared.call_tool(name, arguments, meta=meta))  # type: ignore[arg-type]
+    async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
+                        text_only: bool = True) -> CallToolResult:
+        """Call a tool in this episode (`text_only`: see TEXT_ONLY_META_KEY)."""
+        extra = {TEXT_ONLY_META_KEY: True} if text_only else {}
+        return await self._named(lambda meta: self.shared.call_tool(name, arguments, meta={**meta, **extra}))  # type: ignore[arg-type]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         """Read a resource of this episode (`state://current`)."""
@@ -249,13 +255,18 @@ class ClientEpisode:
         self._listed = True
         return tools
 
-    async def call_tool(self, name: str, arguments: JSONObject | None = None) -> CallToolResult:
-        """Call one tool. Tool failures come back as `is_error=True` results, not exceptions."""
+    async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
+                        text_only: bool = True) -> CallToolResult:
+        """Call one tool. Tool failures come back as `is_error=True` results, not exceptions. With `text_only`
+        (the default) a generated server leaves out the structured copy of the result (TEXT_ONLY_META_KEY)."""
         if not self._listed and self._warm is not None and self._warm.enabled:
             # The SDK checks results against the tools' output schemas and lists the tools itself, past the
             # cache, when it has not seen them: list them through the cache first.
             await self.list_tools()
-        return await self.client.call_tool(name, arguments or {})
+        if isinstance(self.client, RoutedClient):
+            return await self.client.call_tool(name, arguments or {}, text_only=text_only)
+        meta = {TEXT_ONLY_META_KEY: True} if text_only else None
+        return await self.client.call_tool(name, arguments or {}, meta=meta)  # type: ignore[arg-type]
 
     async def get_state(self) -> State:
         """The episode's current state (a plain dict). Raises NoAdminPlane for external servers."""

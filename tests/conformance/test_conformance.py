@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from mcp import MCPError
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import LaunchedServer
 from envscaler_mcp.launch.episodes import AdminGetState, AdminParams, AdminResult
 from envscaler_mcp.launch.servers import HttpServer
@@ -113,7 +114,7 @@ async def test_failed_state_changes_leave_the_state_identical(launched: Launched
                 continue
             before = _dump(await ep.get_state())
             result = await ep.call_tool(tool["name"], args)
-            value = result.structured_content or {}
+            value = read_result(result).value
             if result.is_error or value.get("success") is False:
                 failures += 1
                 assert _dump(await ep.get_state()) == before, tool["name"]
@@ -149,15 +150,33 @@ async def test_fixture_rollback_after_partial_changes(launched: LaunchedServer, 
             assert expected in result.content[0].text  # type: ignore[union-attr]
             assert _dump(await ep.get_state()) == start, mode
         short = await ep.call_tool("place_order", {"item_id": "i2", "quantity": 5})  # changes, then fails
-        assert short.structured_content == {"success": False, "error": "not enough stock"}
+        assert read_result(short).value == {"success": False, "error": "not enough stock"}
         assert _dump(await ep.get_state()) == start
         ok = await ep.call_tool("place_order", {"item_id": "i2", "quantity": 1})
-        assert ok.structured_content["success"] is True  # type: ignore[index]
+        assert read_result(ok).value["success"] is True  # type: ignore[index]
         state = await ep.get_state()
         assert state["items"]["i2"]["stock"] == 0 and state["orders"]["o1"]["lines"] == ["i2"]
         added = await ep.call_tool("add_item", {"item_id": "i7", "name": "Jar", "price": 2})
         assert not added.is_error
         assert (await ep.get_state())["items"]["i7"] == {"item_id": "i7", "name": "Jar", "price": 2, "stock": 0}
+
+@pytest.mark.parametrize("subject", [FIXTURE], indirect=True)
+async def test_a_result_carries_its_structured_copy_unless_the_call_asks_for_text_only(
+        launched: LaunchedServer, subject: Subject) -> None:
+    """A client that does not ask gets the result's JSON twice (text and `structuredContent`, the server
+    contract); the harness asks for the text alone, and gets the same text. Errors never carry structured
+    content. Run on every transport."""
+    async with launched.episode() as ep:
+        both = await ep.call_tool("place_order", {"item_id": "i2", "quantity": 5}, text_only=False)
+        alone = await ep.call_tool("place_order", {"item_id": "i2", "quantity": 5})
+        assert both.structured_content == {"success": False, "error": "not enough stock"}
+        assert alone.structured_content is None
+        assert both.content[0].text == alone.content[0].text  # type: ignore[union-attr]
+        assert json.loads(both.content[0].text) == both.structured_content  # type: ignore[union-attr]
+        for text_only in (False, True):
+            error = await ep.call_tool("break_things", {"mode": "raise"}, text_only=text_only)
+            assert error.is_error and error.structured_content is None
+
 
 
 async def test_admin_plane_needs_the_token(launched: LaunchedServer, subject: Subject) -> None:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import LaunchedServer
 from tests.conformance.subjects import Subject, replay_in_process
 
@@ -28,7 +29,7 @@ async def test_reference_solutions_replay_identically(launched: LaunchedServer, 
             results = []
             for tool, arguments in calls:
                 r = await ep.call_tool(tool, arguments)
-                results.append("error" if r.is_error else r.structured_content)
+                results.append("error" if r.is_error else read_result(r).value)
             final = await ep.get_state()
         assert results == expected_results, scenario.id
         assert json.dumps(final) == json.dumps(expected_state), scenario.id

@@ -27,6 +27,7 @@ from benchmarks.bfcl_agreement import (
     our_verdict,
     server_reference,
 )
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.catalog.store import list_env_ids, load_scenarios, load_skeleton
 from envscaler_mcp.harness.checks import SandboxChecker
 from envscaler_mcp.harness.prompts import EnvInfo
@@ -56,7 +57,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def readings(result: Any) -> list[str]:
     """The texts BFCL may have recorded for a server result (as the response check's validator reads it)."""
-    value = result.structured_content
+    value = read_result(result).value
     texts = [envruntime.json.dumps(value)]
     if list(value) == ["result"] and isinstance(value["result"], str):
         texts.append(value["result"])

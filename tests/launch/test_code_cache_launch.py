@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.render import render_server
 from envscaler_mcp.render.codecache import _runtime_codecache, code_file
@@ -46,7 +47,7 @@ async def _listed(folder: Path) -> object:
         async with server.episode() as episode:
             result = await episode.call_tool("list_orders", {})
             assert not result.is_error
-            return (result.structured_content or {}).get("data")
+            return read_result(result).value.get("data")
 
 
 async def test_the_launcher_writes_the_file_and_a_current_one_is_what_episodes_run(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ async def test_the_sdks_own_client_and_the_harness_transport_get_the_same_answer
     sdk_state = await http.close_with_state(other["episode_id"])
     async with http.episode(_state()) as ep:
         tools = await ep.list_tools()
-        result = await ep.call_tool("place_order", ORDER)
+        result = await ep.call_tool("place_order", ORDER, text_only=False)
         state = await ep.get_state()
     assert [t.model_dump() for t in tools] == [t.model_dump() for t in sdk_tools]
     assert result.model_dump() == sdk_result.model_dump() and not result.is_error

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.errors import ServerStartError, UsageError
 from envscaler_mcp.launch import NoAdminPlane, launch_external, launch_server, resolve_target
 from envscaler_mcp.launch.servers import HttpServer
@@ -95,7 +96,7 @@ async def test_external_servers_have_no_admin_plane() -> None:
         assert isinstance(http, HttpServer)
         async with launch_external(url=http.url + "/mcp") as server, server.episode() as ep:
             result = await ep.call_tool("get_item", {"item_id": "i1"})
-            assert result.structured_content["data"]["name"] == "Kettle"  # type: ignore[index]
+            assert read_result(result).value["data"]["name"] == "Kettle"  # type: ignore[index]
     with pytest.raises(UsageError):
         async with launch_external():
             pass
@@ -117,7 +118,7 @@ async def test_serve_command_runs_the_server_over_stdio() -> None:
                                    env={"PYTHONPATH": str(repo)}, cwd=str(repo))
     async with Client(params) as client:
         result = await client.call_tool("list_items", {})
-    assert [i["item_id"] for i in result.structured_content["data"]] == ["i9"]  # type: ignore[index]
+    assert [i["item_id"] for i in read_result(result).value["data"]] == ["i9"]  # type: ignore[index]
 
 
 def test_bundled_env_uses_generated_servers_when_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +231,7 @@ async def test_the_default_episode_is_built_only_when_something_uses_it() -> Non
             assert (await server.admin.get("/healthz")).json()["episodes"] == 2
             async with launch_external(url=server.url + "/mcp") as plain, plain.episode() as ep:
                 kettle = await ep.call_tool("get_item", {"item_id": "i1"})
-                assert kettle.structured_content["data"]["name"] == "Kettle"  # type: ignore[index]
+                assert read_result(kettle).value["data"]["name"] == "Kettle"  # type: ignore[index]
                 assert not (await ep.call_tool("remove_item", {"item_id": "i1"})).is_error
             assert len(_descendants(server.pid) - alone) == per_episode  # built now: its process forked
             default = (await server.admin.get("/admin/episodes/default/state")).json()["state"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from tests.security.test_server_attacks import malicious_server
 
@@ -33,6 +34,6 @@ async def test_a_huge_tool_result_arrives_whole(tmp_path: Path, transport: str) 
         async with server.episode() as ep:
             big = await ep.call_tool("add_note", {"order_id": "z", "text": "24"})
             small = await ep.call_tool("add_note", {"order_id": "y", "text": "0"})
-    assert not big.is_error and big.structured_content is not None
-    assert big.structured_content["data"] == "z" * (24 << 20)
-    assert small.structured_content == {"success": True, "data": ""}  # the next message is read in step
+    assert not big.is_error and read_result(big).value is not None
+    assert read_result(big).value["data"] == "z" * (24 << 20)
+    assert read_result(small).value == {"success": True, "data": ""}  # the next message is read in step

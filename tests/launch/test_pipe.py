@@ -16,6 +16,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.errors import ServerStartError
 from envscaler_mcp.launch import launch_server, resolve_target
 from envscaler_mcp.launch.episodes import CREATE_META_KEY, EPISODE_META_KEY, AdminResult, RoutedClient
@@ -74,7 +75,7 @@ async def test_printing_tools_do_not_corrupt_the_pipe(pipe: PipeServer) -> None:
     async with pipe.episode(_state()) as ep:
         for _ in range(3):
             result = await ep.call_tool("list_items", {})
-            assert not result.is_error and result.structured_content["success"] is True
+            assert not result.is_error and read_result(result).value["success"] is True
         assert not (await ep.call_tool("place_order", ORDER)).is_error
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from tests.security.test_episode_processes import _attacked_run, _clean_run
 
@@ -23,7 +24,7 @@ async def threads(folder: str) -> None:
             after = await ep.call_tool("list_orders", {})
         report = server.isolation
     assert report is not None
-    print(json.dumps({"uid": os.getuid(), "threads": bomb.structured_content["data"]["threads"],
+    print(json.dumps({"uid": os.getuid(), "threads": read_result(bomb).value["data"]["threads"],
                       "served_after": not after.is_error,
                       "layers": {layer.name: [layer.active, layer.detail] for layer in report.layers}}))
 
@@ -31,7 +32,7 @@ async def threads(folder: str) -> None:
 async def main(folder: str) -> None:
     clean = await _clean_run(Path(folder))
     run = await _attacked_run(Path(folder), "pipe", "fork")
-    print(json.dumps({"uid": os.getuid(), "data": run["attack"].structured_content["data"],
+    print(json.dumps({"uid": os.getuid(), "data": read_result(run["attack"]).value["data"],
                       "same_as_clean": run["final"] == clean, "left": run["left"],
                       "layers": {layer.name: layer.active for layer in run["report"].layers}}))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
@@ -67,7 +68,7 @@ async def server() -> dict[str, object]:
         async with launched.episode() as ep:
             listed = await ep.call_tool("list_orders", {})
         layers = {layer.name: layer.active for layer in launched.isolation.layers} if launched.isolation else {}
-    return {"found": listed.structured_content["data"], "layers": layers}
+    return {"found": read_result(listed).value["data"], "layers": layers}
 
 
 async def main() -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from tests.security.test_episode_processes import STARTUP_S, _as_nobody, _clean_run, _initial, _processes_of
 from tests.security.test_server_attacks import malicious_server
@@ -108,7 +109,7 @@ async def test_a_folder_module_shadowing_the_standard_library_never_runs_in_the_
                 drive = await b.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
             final_a = await a.final_state()
     assert not drive.is_error, drive
-    assert drive.structured_content["data"]["driven"] == [], drive.structured_content
+    assert read_result(drive).value["data"]["driven"] == [], read_result(drive).value
     assert final_a == clean
     assert final_a["orders"]["O-1001"]["status"] == "pending"
 
@@ -259,7 +260,7 @@ async def test_an_episode_cannot_fill_the_disk_through_the_server_log(tmp_path: 
         size = log.stat().st_size
         async with server.episode(initial) as after:
             assert not (await after.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
-    data = flood.structured_content["data"]
+    data = read_result(flood).value["data"]
     assert data["stopped"] != "never" and data["written"] <= LOG_MAX, data
     assert size <= LOG_MAX + (1 << 20), size
 
@@ -342,7 +343,7 @@ async def _drop_run(server_dir: Path, transport: str, name: str, isolation: bool
             planted = await a.call_tool("add_note", {"order_id": "O-1001", "text": f"plant:{name}"})
             sockets = _abstract_names()
             found = await b.call_tool("add_note", {"order_id": "O-1001", "text": f"find:{name}"})
-    return planted.structured_content["data"], found.structured_content["data"], {"table": sockets}
+    return read_result(planted).value["data"], read_result(found).value["data"], {"table": sockets}
 
 
 @pytest.mark.parametrize("transport", ["pipe", "http"])
@@ -443,9 +444,9 @@ async def _rewrite_run(tmp_path: Path, open_dir: Path, target: str, isolation: b
                                  startup_timeout=STARTUP_S) as server:
             before = path.read_bytes()
             async with server.episode() as episode:
-                listed.append((await episode.call_tool("list_orders", {})).structured_content["data"])
+                listed.append(read_result(await episode.call_tool("list_orders", {})).value["data"])
                 tried = await episode.call_tool("add_note", {"order_id": "O-1001", "text": str(path)})
-                told.append(tried.structured_content["data"])
+                told.append(read_result(tried).value["data"])
         changed.append(path.read_bytes() != before)
     return changed, told, listed
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.sandbox.validators import ValidatorSandbox
 from envscaler_mcp.scenario.models import ChecklistItem
@@ -203,7 +204,7 @@ def server_dir(tmp_path: Path, open_dir: Path) -> Path:
 async def test_an_episode_cannot_reach_another_episode_or_the_admin_token(server_dir: Path, transport: str) -> None:
     clean = await _clean_run(server_dir)
     run = await _attacked_run(server_dir, transport, "fork")
-    data = run["attack"].structured_content["data"]
+    data = read_result(run["attack"]).value["data"]
     assert data["others"] == 0 and data["objects"] == "not found" and data["environ"] == "not found", data
     for source in ("proc_environ", "parent_environ", "own_memory", "parent_memory"):
         assert "FOUND" not in data[source], (source, data)
@@ -245,7 +246,7 @@ async def test_an_episode_process_holds_none_of_the_server_s_libraries(tmp_path:
                                  startup_timeout=STARTUP_S) as server:
             async with server.episode(_initial(folder)) as episode:
                 result = await episode.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
-                held[mode] = result.structured_content["data"]["held"]
+                held[mode] = read_result(result).value["data"]["held"]
     assert held["fork"] == [], held
     assert {"mcp", "pydantic"} <= set(held["shared"]), held
 
@@ -253,7 +254,7 @@ async def test_an_episode_process_holds_none_of_the_server_s_libraries(tmp_path:
 async def test_episodes_in_one_process_are_reachable_the_control(server_dir: Path) -> None:
     """The same attack against episodes sharing a process: it reaches B and the token (what forking prevents)."""
     run = await _attacked_run(server_dir, "pipe", "shared")
-    data = run["attack"].structured_content["data"]
+    data = read_result(run["attack"]).value["data"]
     assert data["others"] >= 1 and data["objects"] == "FOUND", data
     assert run["final"]["orders"]["O-1002"]["status"] == "hijacked"
     assert await _verdicts(_initial(server_dir), run["final"]) == [[False, False]]
@@ -265,13 +266,13 @@ async def test_without_the_os_layers_no_memory_of_an_episode_or_its_zygote_holds
     zygote) is scanned whole, and the token is in neither (the zygote overwrote its copies before any fork).
     The control: a shared process holds it, and the same scan finds it."""
     run = await _attacked_run(server_dir, "pipe", "fork", isolation=False)
-    data = run["attack"].structured_content["data"]
+    data = read_result(run["attack"]).value["data"]
     assert data["own_memory"].startswith("scanned") and data["proc_environ"] == "no", data
     assert "FOUND" not in json.dumps(data) and data["others"] == 0, data
     assert run["final"]["orders"]["O-1002"]["status"] == "cancelled"
     assert run["left"] == []
     shared = await _attacked_run(server_dir, "pipe", "shared", isolation=False)
-    assert shared["attack"].structured_content["data"]["own_memory"] == "FOUND"
+    assert read_result(shared["attack"]).value["data"]["own_memory"] == "FOUND"
 
 
 def _as_nobody(open_dir: Path, code: str, *probe_args: str, no_userns: bool = False) -> dict[str, Any]:
@@ -362,7 +363,7 @@ async def test_the_spawned_zygote_is_confined_like_its_server_and_its_episodes_c
             zygote = _zygote_of(folder)
             status = _status(zygote)
             environ = Path(f"/proc/{zygote}/environ").read_bytes()
-    assert result.structured_content["data"]["exec"].startswith("refused: PermissionError"), result
+    assert read_result(result).value["data"]["exec"].startswith("refused: PermissionError"), result
     assert not marker.exists()
     assert token.encode() not in environ and b"ENVSCALER_ADMIN_TOKEN" not in environ
     assert status["Seccomp"] == "2" and status["NoNewPrivs"] == "1", status
@@ -425,5 +426,5 @@ async def test_planted_runtime_bytecode_runs_only_inside_the_episode_zygote_s_la
                              startup_timeout=STARTUP_S) as server:
         async with server.episode(_initial(folder)) as episode:
             result = await episode.call_tool("add_note", {"order_id": "O-1001", "text": "x"})
-    assert result.structured_content["data"]["planted"] == ["refused: PermissionError"], result
+    assert read_result(result).value["data"]["planted"] == ["refused: PermissionError"], result
     assert not marker.exists()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.render import render_server
 from envscaler_mcp.scenario.models import Scenario
@@ -126,7 +127,7 @@ async def attacked(tmp_path: Path, open_dir: Path, monkeypatch: pytest.MonkeyPat
 async def test_environment_code_is_contained(attacked: dict) -> None:
     listed, open_dir = attacked["listed"], attacked["open_dir"]
     assert not listed.is_error, listed
-    text = json.dumps(listed.structured_content)
+    text = json.dumps(read_result(listed).value)
     time.sleep(0.3)
     assert not (open_dir / "written.txt").exists() and not (open_dir / "executed.txt").exists()
     assert attacked["listener"].connections == 0 and attacked["listener"].received == []
@@ -135,7 +136,7 @@ async def test_environment_code_is_contained(attacked: dict) -> None:
     if attacked["token"]:
         assert attacked["token"] not in text  # the admin token was taken out of the environment
     for when in ("at_import", "at_call"):
-        found = listed.structured_content["data"][when]
+        found = read_result(listed).value["data"][when]
         assert found["fork"].startswith("refused"), found["fork"]
         assert found["connect"].startswith("refused") and found["write"].startswith("refused")
     assert attacked["report"] is not None and attacked["report"].level == "full", attacked["report"]
@@ -162,6 +163,6 @@ async def test_a_server_without_the_os_layers_still_gets_no_provider_keys(tmp_pa
                 listed = await ep.call_tool("list_orders", {})
     finally:
         listener.close()
-    environ = listed.structured_content["data"]["at_call"]["environ"]
+    environ = read_result(listed).value["data"]["at_call"]["environ"]
     assert secret not in environ and "OPENAI_API_KEY" not in environ
     assert os.environ["OPENAI_API_KEY"] == secret

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.launch import launch_server
 from tests.security.test_server_attacks import malicious_server
 from tests.security.test_validator_limits_ipc import cpu_limit
@@ -125,7 +126,7 @@ async def test_environment_code_cannot_reach_the_harness(tmp_path: Path, open_di
             listed = await ep.call_tool("list_orders", {})
         assert Path("/proc/sysvipc/shm").read_text() == segments
     assert not listed.is_error, listed
-    found = listed.structured_content["data"]
+    found = read_result(listed).value["data"]
     assert cpu_limit(os.getpid()) == limits
     assert os.getpriority(os.PRIO_PROCESS, 0) == nice
     assert Path("/proc/sysvipc/shm").read_text() == segments
@@ -152,10 +153,10 @@ async def test_a_thread_bomb_is_stopped_and_an_allocation_past_the_limit_refused
             after = await ep.call_tool("list_orders", {})  # the server still serves
         report = server.isolation
     assert report is not None
-    threads = bomb.structured_content["data"]["threads"]
+    threads = read_result(bomb).value["data"]["threads"]
     assert "stopped after" in threads, threads
     assert int(threads.split()[2]) < 40, threads
-    assert "MemoryError" in allocated.structured_content["data"]["allocate"], allocated.structured_content
+    assert "MemoryError" in read_result(allocated).value["data"]["allocate"], read_result(allocated).value
     assert not after.is_error
     layers = {layer.name: layer for layer in report.layers}
     assert layers["thread-limit"].active and "512 MiB" in layers["resource-limits"].detail

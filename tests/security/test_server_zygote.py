@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from envscaler_mcp._outcome import read_result
 from envscaler_mcp.isolation.server_zygote import _use_compiled
 from envscaler_mcp.launch import launch_server, server_zygote
 from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV, _Shared
@@ -87,7 +88,7 @@ async def test_environment_code_aimed_at_the_zygote_does_not_reach_it(tmp_path: 
     async with launch_server(server_dir, transport="pipe", episode_process="shared") as server:
         assert zygote in ancestors(server.pid)  # type: ignore[attr-defined]
         async with server.episode() as ep:
-            found = (await ep.call_tool("list_orders", {})).structured_content["data"]  # type: ignore[index]
+            found = read_result(await ep.call_tool("list_orders", {})).value["data"]  # type: ignore[index]
     for attack in ("prlimit", "nice", "signal"):
         assert found[attack].startswith("refused"), json.dumps(found)
     assert found["proc"] == "[]" or found["proc"].startswith("refused"), found["proc"]

@@ -21,14 +21,14 @@ class CallTimeout(BaseException):  # a BaseException so `except Exception` in en
 
 
 class CallOutcome:
-    """What a tool call produced: the JSON text, the structured value, and whether it is an error. (A plain class:
+    """What a tool call produced: the JSON text (of a dict, unless it is an error) and whether it is an error. The
+    structured value is that text parsed, by the server when a request wants it (server.py). (A plain class:
     `dataclasses` would bring `inspect` into the episode zygote's start.)"""
 
-    __slots__ = ("is_error", "rolled_back", "structured", "text")
+    __slots__ = ("is_error", "rolled_back", "text")
 
-    def __init__(self, text: str, structured: dict[str, Any] | None, is_error: bool, rolled_back: bool) -> None:
+    def __init__(self, text: str, is_error: bool, rolled_back: bool) -> None:
         self.text = text
-        self.structured = structured
         self.is_error = is_error
         self.rolled_back = rolled_back
 
@@ -128,8 +128,8 @@ class Episode:
             journal.rollback()
         else:
             journal.commit()
-        return CallOutcome(text=text, structured=json.loads(text), is_error=False, rolled_back=failed)
+        return CallOutcome(text=text, is_error=False, rolled_back=failed)
 
 
 def _error(message: str) -> CallOutcome:
-    return CallOutcome(text=message, structured=None, is_error=True, rolled_back=True)
+    return CallOutcome(text=message, is_error=True, rolled_back=True)

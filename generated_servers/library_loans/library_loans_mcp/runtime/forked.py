@@ -95,11 +95,11 @@ class ForkedEpisode:
         if not answer or answer[:1] not in (b"E", b"R", b"K"):
             self.close()
             return CallOutcome(text=f"Tool '{name}' ended the episode's process (or it stopped answering); the "
-                                    "episode's state is lost.", structured=None, is_error=True, rolled_back=True)
+                                    "episode's state is lost.", is_error=True, rolled_back=True)
         text = answer[1:].decode("utf-8")
         if answer[:1] == b"E":
-            return CallOutcome(text=text, structured=None, is_error=True, rolled_back=True)
-        return CallOutcome(text=text, structured=json.loads(text), is_error=False, rolled_back=answer[:1] == b"R")
+            return CallOutcome(text=text, is_error=True, rolled_back=True)
+        return CallOutcome(text=text, is_error=False, rolled_back=answer[:1] == b"R")
 
     async def read_state_json(self) -> str:
         """The episode's state as JSON text; RuntimeError when its process is gone."""

@@ -55,6 +55,10 @@ EPISODE_META_KEY = "envscaler/episode"
 # fewer per episode): {"token": the admin token, "state_file" or "scenario_id"}; the id, chosen by the caller, is
 # EPISODE_ID_DIGITS hex digits no episode has.
 CREATE_META_KEY = "envscaler/create"
+# On any endpoint, `_meta[TEXT_ONLY_META_KEY] = true` on a tool call asks for the result's text without
+# `structuredContent` (the same JSON as the text): the harness reads only the text, and a 2.x client validates
+# and copies structured content three times per result.
+TEXT_ONLY_META_KEY = "envscaler/text-only"
 EPISODE_ID_DIGITS = 32
 _EPISODE_ID = re.compile(f"[0-9a-f]{{{EPISODE_ID_DIGITS}}}")
 STATE_URI = "state://current"
@@ -303,8 +307,10 @@ class EnvServer:
         outcome = await episode.run(name, arguments, self.call_timeout)
         if outcome.is_error:
             log.info("tool %s failed: %s", name, outcome.text)
+            return _error(outcome.text)
+        text_only = (ctx.meta or {}).get(TEXT_ONLY_META_KEY) is True
         return CallToolResult(content=[TextContent(type="text", text=outcome.text)],
-                              structured_content=outcome.structured, is_error=outcome.is_error)
+                              structured_content=None if text_only else json.loads(outcome.text), is_error=False)
 
     async def _list_prompts(self, ctx: ServerRequestContext[Any, Any],
                             params: PaginatedRequestParams | None) -> ListPromptsResult:
