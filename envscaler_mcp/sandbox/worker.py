@@ -44,6 +44,8 @@ from envscaler_mcp.isolation import namespaces
 from envscaler_mcp.sandbox.relay import Zygote
 from envscaler_mcp.sandbox.runner import Runner, Sink
 
+_PIPE_BYTES = 1 << 20  # the request pipe's buffer (_widen_request_pipe)
+
 # Loaded lazily by modules validators may use (and the helpers they import as `transcript_checks`); imported
 # now, while files can still be read.
 _PRELOAD = ("_strptime", "encodings.idna", "encodings.ascii", "encodings.latin_1", "unicodedata", "select",
@@ -78,6 +80,18 @@ def _open_fds() -> list[int]:
         return [int(fd) for fd in os.listdir("/proc/self/fd")]
     except OSError:
         return [0, 1, 2]
+
+
+def _widen_request_pipe() -> None:
+    """Let the request pipe hold a whole request of the usual size: the caller then writes the states in one go
+    and the zygote reads them in one, instead of a write, a wake-up and a read per 64 KiB (the default). Up to
+    the system's pipe-max-size (1 MiB unless changed); where the kernel refuses, the default stays."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(0, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (OSError, AttributeError):
+        pass
 
 
 def _protocol_streams() -> tuple[BinaryIO, BinaryIO, int]:
@@ -137,6 +151,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a worker stops
     for name in ("socket", "_socket", "ssl", "_ssl"):
         sys.modules[name] = None  # type: ignore[assignment]
+    _widen_request_pipe()
     runner = Runner()
     if seam.get("grant_os"):  # tests only: hand validators the real modules, as a successful escape would
         import ctypes

@@ -11,12 +11,14 @@ gets the SDK's own streams.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+_PIPE_BYTES = 1 << 20  # the answer pipe's buffer (_widen)
 _LINE_LIMIT = 1 << 30  # one JSON-RPC message per line; a state sent inline may be large
 
 
@@ -49,6 +51,15 @@ class _Out:
         await self.writer.drain()
 
 
+def _widen(fd: int) -> None:
+    """Let the answer pipe hold a large answer (a final state) whole: one write and one read instead of one
+    per 64 KiB, the default. Up to the system's pipe-max-size; where the kernel refuses, the default stays."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (OSError, AttributeError):
+        pass
+
+
 def _is_pipe(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
@@ -64,6 +75,7 @@ async def pipe_streams() -> AsyncIterator[tuple[Any, Any] | None]:
         yield None
         return
     wire_in, wire_out = os.dup(0), os.dup(1)
+    _widen(wire_out)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
