@@ -238,8 +238,10 @@ class ClientEpisode:
 
     def __init__(self, client: Client | RoutedClient, *, episode_id: str, transport: str,
                  state_reader: Callable[[], Awaitable[State]] | None, warm: WarmCache | None = None,
-                 final_reader: Callable[[State | None], Awaitable[State]] | None = None) -> None:
+                 final_reader: Callable[[State | None], Awaitable[State]] | None = None,
+                 text_only: bool = True) -> None:
         self.client = client
+        self.text_only = text_only  # ask for results without their structured copy (a generated server's)
         self.episode_id = episode_id
         self.transport = transport
         self._state_reader = state_reader
@@ -256,9 +258,12 @@ class ClientEpisode:
         return tools
 
     async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
-                        text_only: bool = True) -> CallToolResult:
+                        text_only: bool | None = None) -> CallToolResult:
         """Call one tool. Tool failures come back as `is_error=True` results, not exceptions. With `text_only`
-        (the default) a generated server leaves out the structured copy of the result (TEXT_ONLY_META_KEY)."""
+        (by default the episode's: on for a generated server, off for an external one, which is sent no key of
+        ours) a generated server leaves out the structured copy of the result (TEXT_ONLY_META_KEY)."""
+        if text_only is None:
+            text_only = self.text_only
         if not self._listed and self._warm is not None and self._warm.enabled:
             # The SDK checks results against the tools' output schemas and lists the tools itself, past the
             # cache, when it has not seen them: list them through the cache first.

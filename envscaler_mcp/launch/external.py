@@ -43,7 +43,7 @@ class ExternalServer(LaunchedServer):
             client = Client(str(self.url), read_timeout_seconds=self.client_timeout)
         async with client:
             yield ClientEpisode(client, episode_id=f"external-{next(self._count)}", transport=self.transport,
-                          state_reader=None)
+                                state_reader=None, text_only=False)  # nothing in `_meta` a server may not expect
 
 
 @asynccontextmanager

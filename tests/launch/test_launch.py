@@ -97,6 +97,8 @@ async def test_external_servers_have_no_admin_plane() -> None:
         async with launch_external(url=http.url + "/mcp") as server, server.episode() as ep:
             result = await ep.call_tool("get_item", {"item_id": "i1"})
             assert read_result(result).value["data"]["name"] == "Kettle"  # type: ignore[index]
+            # an external server is sent nothing of ours in `_meta`: a generated one answers it in full
+            assert result.structured_content == read_result(result).value
     with pytest.raises(UsageError):
         async with launch_external():
             pass
