@@ -19,7 +19,7 @@ zygote's thread that forked it ends and the kernel kills it (its parent-death si
 ends; its seccomp filter keeps the signal set), even if it blocks every signal and reads nothing; likewise
 when the zygote ends, and the zygote ends with the server. The kernel reaps them (SIGCHLD ignored in the
 zygote, a subreaper): none is left behind. An answer announcing more than
-FRAME_MAX bytes loses its episode and costs the server nothing.
+FRAME_MAX bytes loses its episode and costs the server nothing; so does a tool's answer that is not a JSON object.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ from .episode import CallOutcome
 from .framing import FRAME_MAX, GRACE_S, HEADER, REPLY_MAX, ForkRefused, receive, send
 
 __all__ = ["FRAME_MAX", "GRACE_S", "ForkRefused", "ForkedEpisode", "Zygote", "receive", "send"]
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 async def _aframe(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> bytes | None:
@@ -96,9 +103,13 @@ class ForkedEpisode:
             self.close()
             return CallOutcome(text=f"Tool '{name}' ended the episode's process (or it stopped answering); the "
                                     "episode's state is lost.", is_error=True, rolled_back=True)
-        text = answer[1:].decode("utf-8")
+        text = answer[1:].decode("utf-8", errors="replace")
         if answer[:1] == b"E":
             return CallOutcome(text=text, is_error=True, rolled_back=True)
+        if not _json_object(text):  # the runtime there encodes a dict: environment code broke the protocol
+            self.close()
+            return CallOutcome(text=f"Tool '{name}' answered with something that is not a JSON object; the "
+                                    "episode's state is lost.", is_error=True, rolled_back=True)
         return CallOutcome(text=text, is_error=False, rolled_back=answer[:1] == b"R")
 
     async def read_state_json(self) -> str:
