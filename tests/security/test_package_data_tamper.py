@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from envscaler_mcp.launch import launch_server
+from tests.security.test_episode_processes import STARTUP_S
 from tests.security.test_server_attacks import malicious_server
 
 pytestmark = pytest.mark.anyio
-STARTUP_S = 240.0
 
 # Appended to the environment module: it runs in each episode's process as the module is executed there.
 REWRITE = '''
