@@ -56,3 +56,24 @@ def parse_workers(value: str) -> int | None:
     if number < 1:
         raise ValueError(f"--workers: '{value}' is neither a number of processes (1 or more) nor auto")
     return number
+
+
+CPU_SEATS = ("oracle", "mock")
+"""Agent seats whose work is this machine's CPU (a model behind an API waits instead)."""
+
+# `eval --concurrency` by default. A CPU seat's episodes only wait for servers and validator processes of this
+# machine: more of them at once keep both CPUs busy while servers start and stop (benchmarks/README.md,
+# "Concurrency of CPU seats"). A model's seat keeps 4: it also paces the requests sent to its API.
+CPU_SEAT_CONCURRENCY = 8
+MODEL_SEAT_CONCURRENCY = 4
+
+
+def cpu_seat(agent: str, user: str | None) -> bool:
+    """Whether a run's seats are all this machine's CPU: an oracle or mock agent, no simulated user or the
+    scripted one."""
+    return agent.strip() in CPU_SEATS and user in (None, "scripted")
+
+
+def default_concurrency(agent: str, user: str | None) -> int:
+    """Episodes at the same time when `eval --concurrency` is not given."""
+    return CPU_SEAT_CONCURRENCY if cpu_seat(agent, user) else MODEL_SEAT_CONCURRENCY

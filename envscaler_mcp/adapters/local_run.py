@@ -53,7 +53,6 @@ WORKER_MB = 250
 # machine's CPU per oracle episode (64 ms, nearly half of it the kernel's: the servers' and validators' forks), so
 # one process already loads 2 CPUs (1.76 busy; two workers: 1.89 busy and 14 % more CPU per episode, slower).
 CPUS_PER_WORKER = 3
-_CPU_SEATS = ("oracle", "mock")  # seats whose work is this machine's CPU (a model behind an API waits instead)
 
 
 def auto_workers(items: int, largest_line: int, concurrency: int, *, cpu_seat: bool = True) -> int:
@@ -105,8 +104,7 @@ def eval_workers(value: str, config: RunConfig, plans: list[EnvPlan]) -> int:
         return 1
     items = sum(p.count() for p in plans) * config.trials
     largest = max((line.length for p in plans for line in p.lines.values()), default=0)
-    cpu_seat = config.agent.strip() in _CPU_SEATS and config.user in (None, "scripted")
-    return auto_workers(items, largest, config.concurrency, cpu_seat=cpu_seat)
+    return auto_workers(items, largest, config.concurrency, cpu_seat=_choices.cpu_seat(config.agent, config.user))
 
 
 def _exact(config: RunConfig) -> dict[str, Any]:

@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from envscaler_mcp._choices import (
+    CPU_SEAT_CONCURRENCY,
+    MODEL_SEAT_CONCURRENCY,
     EpisodeProcess,
     ModeChoice,
     ObservationMode,
     SuccessRule,
     Transport,
+    default_concurrency,
     parse_workers,
 )
 from envscaler_mcp.catalog.options import HomeOption
@@ -52,7 +55,11 @@ class EvalOptions:
         ModeChoice, typer.Option("--mode", help="auto: conversation when --user is given, else task."),
     ] = "auto"
     trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per scenario (pass@k, pass^k).")] = 1
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Episodes at the same time.")] = 4
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", min=1,
+        help=f"Episodes at the same time (default: {CPU_SEAT_CONCURRENCY} for an oracle or mock run, whose work is "
+        f"this machine's CPU; {MODEL_SEAT_CONCURRENCY} for a model's seat, which also paces its API).",
+    )] = None
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Agent steps per episode.")] = 30
     timeout: Annotated[float | None, typer.Option(
         "--timeout", min=0.1,
@@ -165,7 +172,8 @@ class EvalOptions:
             scenario_ids=_split_ids(self.scenario_ids), limit=self.limit, server_cmd=self.server, url=self.url,
             agent=self.agent, agent_base_url=self.agent_base_url,
             user=self.user if mode == "conversation" else None,
-            trials=self.trials, concurrency=self.concurrency, transport=self.transport,
+            trials=self.trials, concurrency=self.concurrency or default_concurrency(self.agent, self.user),
+            transport=self.transport,
             episode_process=self.episode_process, validator_timeout_s=self.validator_timeout,
             episode=EpisodeConfig(
                 mode=mode, max_steps=self.max_steps, timeout_s=self.timeout, infra_retries=self.infra_retries,

@@ -91,3 +91,16 @@ def test_every_eval_option_reaches_the_run_config(tmp_path: Path) -> None:
             limits.transcript_chars) == (101, 102, 103, 104, 1005)
     # a user given in task mode is not seated
     assert EvalOptions(agent="oracle", user="scripted", mode="task").run_config().user is None
+
+
+def test_concurrency_defaults_to_more_episodes_for_seats_that_are_this_machines_cpu() -> None:
+    from envscaler_mcp.cli.eval_options import EvalOptions
+
+    def concurrency(**options: object) -> int:
+        return EvalOptions(**options).run_config().concurrency  # type: ignore[arg-type]
+
+    assert concurrency(agent="oracle") == concurrency(agent=" mock ") == 8
+    assert concurrency(agent="oracle", user="scripted") == 8  # the scripted user is no model either
+    assert concurrency(agent="openai/gpt-4.1") == concurrency(agent="local/default") == 4
+    assert concurrency(agent="oracle", user="openai/gpt-4.1") == 4  # a model's seat paces its API
+    assert concurrency(agent="oracle", concurrency=3) == concurrency(agent="openai/gpt-4.1", concurrency=3) == 3
