@@ -23,6 +23,13 @@ fi
 "$VENV/bin/mypy"
 # The map of docs/architecture.md: stages import one way, no cycle between packages ([tool.importlinter]).
 "$VENV/bin/lint-imports" --no-cache --no-logo
-# One process by default; TEST_WORKERS=N runs N pytest-xdist workers: each file, or each folder whose tests share
-# a session fixture, runs whole in one worker (tests/conftest.py marks the groups), in the collection order.
-exec "$VENV/bin/python" -m pytest ${TEST_WORKERS:+-n "$TEST_WORKERS" --dist loadgroup --no-loadscope-reorder} "$@"
+# Two pytest-xdist workers on a machine of two or more CPUs (TEST_WORKERS=N for N, TEST_WORKERS=1 for one process):
+# each file, or each folder whose tests share a session fixture, runs whole in one worker (tests/conftest.py marks
+# the groups), in the collection order.
+if [ -z "${TEST_WORKERS:-}" ]; then
+  TEST_WORKERS=$([ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 1)
+fi
+if [ "$TEST_WORKERS" -gt 1 ]; then
+  exec "$VENV/bin/python" -m pytest -n "$TEST_WORKERS" --dist loadgroup --no-loadscope-reorder "$@"
+fi
+exec "$VENV/bin/python" -m pytest "$@"
