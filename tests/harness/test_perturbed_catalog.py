@@ -78,9 +78,9 @@ async def _wrong(catalog: list[tuple[EnvSkeleton, list[Scenario]]]
     return extra, wrong
 
 
-# In memory, and over HTTP (the harness's own HTTP transport and the reference replay's closing read); the pipe and
-# stdio gave the same verdicts when run by hand (28 November 2026), left out of the suite for its time.
-TRANSPORTS = pytest.mark.parametrize("transport", ["memory", "http"])
+# Every transport: in memory, over HTTP (the harness's own HTTP transport and the reference replay's closing
+# read), the pipe and stdio.
+TRANSPORTS = pytest.mark.parametrize("transport", ["memory", "http", "pipe", "stdio"])
 
 
 @TRANSPORTS
