@@ -62,7 +62,7 @@ CPU_SEATS = ("oracle", "mock")
 """Agent seats whose work is this machine's CPU (a model behind an API waits instead)."""
 
 # `eval --concurrency` by default. A CPU seat's episodes only wait for servers and validator processes of this
-# machine: more of them at once keep both CPUs busy while servers start and stop (benchmarks/README.md,
+# machine: more of them at once keep the CPUs busy while servers start and stop (benchmarks/README.md,
 # "Concurrency of CPU seats"). A model's seat keeps 4: it also paces the requests sent to its API.
 CPU_SEAT_CONCURRENCY = 8
 MODEL_SEAT_CONCURRENCY = 4

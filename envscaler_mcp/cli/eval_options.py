@@ -166,13 +166,13 @@ class EvalOptions:
             raise UsageError(str(exc)) from None
         if self.ray is not None and self.workers.strip().lower() != "auto":
             raise UsageError("--workers spreads a run over this machine's processes; with --ray use --ray-workers")
+        user = self.user if mode == "conversation" else None  # a user given in task mode is not seated
         return RunConfig(
             envs=_split_ids(self.env) or [], all_envs=self.all_envs,
             scenarios_file=str(self.scenarios) if self.scenarios else None,
             scenario_ids=_split_ids(self.scenario_ids), limit=self.limit, server_cmd=self.server, url=self.url,
             agent=self.agent, agent_base_url=self.agent_base_url,
-            user=self.user if mode == "conversation" else None,
-            trials=self.trials, concurrency=self.concurrency or default_concurrency(self.agent, self.user),
+            user=user, trials=self.trials, concurrency=self.concurrency or default_concurrency(self.agent, user),
             transport=self.transport,
             episode_process=self.episode_process, validator_timeout_s=self.validator_timeout,
             episode=EpisodeConfig(

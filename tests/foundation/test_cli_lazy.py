@@ -103,4 +103,5 @@ def test_concurrency_defaults_to_more_episodes_for_seats_that_are_this_machines_
     assert concurrency(agent="oracle", user="scripted") == 8  # the scripted user is no model either
     assert concurrency(agent="openai/gpt-4.1") == concurrency(agent="local/default") == 4
     assert concurrency(agent="oracle", user="openai/gpt-4.1") == 4  # a model's seat paces its API
+    assert concurrency(agent="oracle", user="openai/gpt-4.1", mode="task") == 8  # a user not seated
     assert concurrency(agent="oracle", concurrency=3) == concurrency(agent="openai/gpt-4.1", concurrency=3) == 3
