@@ -20,7 +20,6 @@ from envscaler_mcp._choices import (
     ObservationMode,
     SuccessRule,
     Transport,
-    default_concurrency,
     parse_workers,
 )
 from envscaler_mcp.catalog.options import HomeOption
@@ -172,7 +171,7 @@ class EvalOptions:
             scenarios_file=str(self.scenarios) if self.scenarios else None,
             scenario_ids=_split_ids(self.scenario_ids), limit=self.limit, server_cmd=self.server, url=self.url,
             agent=self.agent, agent_base_url=self.agent_base_url,
-            user=user, trials=self.trials, concurrency=self.concurrency or default_concurrency(self.agent, user),
+            user=user, trials=self.trials, concurrency=self.concurrency,  # None: the seats' default (RunConfig)
             transport=self.transport,
             episode_process=self.episode_process, validator_timeout_s=self.validator_timeout,
             episode=EpisodeConfig(

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field, field_serializer
+from pydantic import BaseModel, Field, field_serializer, model_validator
 
 from envscaler_mcp import __version__
+from envscaler_mcp._choices import default_concurrency
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
 from envscaler_mcp.catalog.hashed import hashed_skeleton
 from envscaler_mcp.catalog.store import (
@@ -53,7 +54,8 @@ class RunConfig(BaseModel):
     agent_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible agent endpoint.")
     user: str | None = Field(None, description="Simulated-user seat: provider/model (conversation mode).")
     trials: int = Field(1, ge=1, description="Trials per scenario (for pass@k and pass^k).")
-    concurrency: int = Field(4, ge=1, description="Episodes run at the same time.")
+    concurrency: int = Field(4, ge=1, description="Episodes run at the same time (when not given: _choices."
+                                                   "default_concurrency of the seats).")
     transport: Transport = Field(
         "pipe",
         description="'pipe': one server process per environment over its stdin/stdout, every episode named per "
@@ -80,6 +82,15 @@ class RunConfig(BaseModel):
         1, ge=1, description="Local worker processes the episodes ran on (`--workers`; 1: this process); "
         "`concurrency` is shared by them.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seats_concurrency(cls, data: Any) -> Any:
+        """`concurrency` not given (or None): the default of the run's seats, wherever a run is configured."""
+        if isinstance(data, dict) and data.get("concurrency") is None and isinstance(data.get("agent"), str):
+            user = data.get("user")
+            data = {**data, "concurrency": default_concurrency(data["agent"], user if isinstance(user, str) else None)}
+        return data
 
     @field_serializer("agent_base_url", "url")
     def _no_credentials(self, value: str | None) -> str | None:

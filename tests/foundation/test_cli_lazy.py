@@ -105,3 +105,6 @@ def test_concurrency_defaults_to_more_episodes_for_seats_that_are_this_machines_
     assert concurrency(agent="oracle", user="openai/gpt-4.1") == 4  # a model's seat paces its API
     assert concurrency(agent="oracle", user="openai/gpt-4.1", mode="task") == 8  # a user not seated
     assert concurrency(agent="oracle", concurrency=3) == concurrency(agent="openai/gpt-4.1", concurrency=3) == 3
+    from envscaler_mcp.harness.config import RunConfig  # the same rule for a run configured in Python
+
+    assert RunConfig(agent="oracle").concurrency == 8 and RunConfig(agent="mock", user="openai/x").concurrency == 4
