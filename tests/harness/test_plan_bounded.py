@@ -84,10 +84,11 @@ async def _run(tmp: Path, envs: int, monkeypatch: pytest.MonkeyPatch, **kw: Any)
     return peak, started
 
 
-async def test_a_runs_memory_does_not_grow_with_the_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                               ) -> None:
-    small, _ = await _run(tmp_path / "small", 4, monkeypatch, concurrency=4)
-    large, started = await _run(tmp_path / "large", 40, monkeypatch, concurrency=4)
+@pytest.mark.parametrize("concurrency", [4, None], ids=["4", "the-seats-default"])  # None: 8 for the mock seat
+async def test_a_runs_memory_does_not_grow_with_the_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               concurrency: int | None) -> None:
+    small, _ = await _run(tmp_path / "small", 4, monkeypatch, concurrency=concurrency)
+    large, started = await _run(tmp_path / "large", 40, monkeypatch, concurrency=concurrency)
     assert len(started) == 40 * PER_ENV
     # 180 more scenarios of 20 kB headers: holding them (a plan of headers, or a task per episode started at
     # once) would add over 3.6 MB; their ids, lines' digests and run.json's ids add well under 1 kB each
