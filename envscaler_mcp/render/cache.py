@@ -25,6 +25,7 @@ from envscaler_mcp.render.engine import (
     write_files,
 )
 from envscaler_mcp.render.naming import package_name, safe_env_id
+from envscaler_mcp.render.verified import checked_files, forget
 from envscaler_mcp.scenario.models import Scenario
 from envscaler_mcp.skeleton.models import EnvSkeleton
 
@@ -65,7 +66,7 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     fingerprint of `skeleton` + `scenarios`, when already worked out."""
     expected = expected or fingerprint(skeleton, scenarios)
     out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios, expected=expected)}"
-    files = verified_files(out, expected)
+    files = checked_files(out, expected)  # hashed once, then by the files' stamps (render/verified.py)
     if files is not None:
         mark_used(out)
         return out, files
@@ -192,6 +193,7 @@ def prune_cache(max_bytes: int | None = None, *, keep: Path | None = None, in_us
             continue
         shutil.rmtree(cached.path, ignore_errors=True)
         if not cached.path.exists():
+            forget(cached.path)
             total -= cached.size
             result.removed.append(cached)
         else:

@@ -300,6 +300,13 @@ def verified_files(server_dir: Path, expected: Fingerprint) -> dict[str, str] | 
     """The files of `server_dir` (relative path -> sha256, from its manifest) when it was rendered with the
     `expected` fingerprint and every file listed is on disk with that digest (each read once, in chunks: a
     server's scenarios file may be large); None otherwise."""
+    files = listed_files(server_dir, expected)
+    return files if files is not None and digests_hold(server_dir, files) else None
+
+
+def listed_files(server_dir: Path, expected: Fingerprint) -> dict[str, str] | None:
+    """The files its manifest lists (relative path -> sha256) when `server_dir` says it was rendered with the
+    `expected` fingerprint; None otherwise. Reads the manifest only: `digests_hold` checks the files."""
     manifest = read_manifest(server_dir)
     if not manifest:
         return None
@@ -311,11 +318,16 @@ def verified_files(server_dir: Path, expected: Fingerprint) -> dict[str, str] | 
     files = manifest.get("files")
     if not isinstance(files, dict):
         return None
+    return {str(rel): str(digest) for rel, digest in files.items()}
+
+
+def digests_hold(server_dir: Path, files: dict[str, str]) -> bool:
+    """True when every file listed is on disk under `server_dir` with its sha256."""
     for rel, digest in files.items():
         path = Path(server_dir) / rel
         if not path.is_file():
-            return None
+            return False
         with path.open("rb") as f:
             if hashlib.file_digest(f, "sha256").hexdigest() != digest:
-                return None
-    return {str(rel): str(digest) for rel, digest in files.items()}
+                return False
+    return True
