@@ -4,6 +4,7 @@ change, and a code hash that covers every file a replay depends on."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -94,6 +95,31 @@ def test_a_kept_skeleton_hash_is_the_file_s_own(tmp_path: Path, monkeypatch: pyt
     (folder / "skeleton.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(InputFileError, match="not valid JSON"):
         hashed.hashed_skeleton(str(folder))
+
+
+def test_a_skeleton_hash_worked_out_once_is_read_by_the_next_process(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The content hash is written to the user cache under the file's sha256 and the code tag: a later process
+    (here: the in-process hashes forgotten) reads it instead of hashing again; a kept file that is not a hash,
+    or one kept for other code, is not used."""
+    counts = _counting(monkeypatch)
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    (folder / "skeleton.json").write_text(json.dumps(skeleton().model_dump(mode="json")), encoding="utf-8")
+    truth = skeleton().content_hash()
+    counts.update(hashes=0)
+    assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 1
+    monkeypatch.setattr(hashed, "_hashes", {})
+    assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 1  # read, not worked out
+    kept = hashed._stored(hashlib.sha256((folder / "skeleton.json").read_bytes()).digest())
+    assert kept.read_text(encoding="ascii") == truth
+    kept.write_text("0" * 63 + "g", encoding="ascii")  # not a hash: worked out again, and kept anew
+    monkeypatch.setattr(hashed, "_hashes", {})
+    assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 2
+    assert kept.read_text(encoding="ascii") == truth
+    monkeypatch.setattr(hashed, "code_tag", lambda: "other-code")  # what another version of the models keeps
+    monkeypatch.setattr(hashed, "_hashes", {})
+    assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 3
 
 
 def _edit_json(path: Path, change: Any) -> None:
