@@ -54,3 +54,24 @@ async def test_stdio_server_reads_its_state_file() -> None:
         async with server.episode(state) as ep:
             assert await ep.get_state() == state
         assert len(list(server.state_files.folder.glob("*.json"))) == 1
+
+
+async def test_a_forked_episode_parses_its_state_file_and_refuses_one_that_is_no_state() -> None:
+    """With a process per episode the state file's bytes are parsed in the episode's own process, not in the
+    zygote: a file that is not a JSON object (or not JSON) refuses that episode with why, and the zygote goes on
+    forking episodes from good files, each at its state and isolated from the others."""
+    state = scenarios()[0].initial_state
+    async with launch_server(skeleton(), "http", scenarios=(), episode_process="fork") as server:
+        assert isinstance(server, HttpServer) and server.state_files is not None
+        folder = server.state_files.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text, why in (("a" * 32 + ".json", b"[1, 2]", "not a JSON object"),
+                                ("b" * 32 + ".json", b"{not json", "Expecting property name")):
+            (folder / name).write_bytes(text)
+            response = await server.admin.post("/admin/episodes", json={"state_file": name})
+            assert response.status_code == 400 and why in response.text, response.text
+            assert "could not create the episode" in response.text
+        async with server.episode(state) as first, server.episode(state) as second:
+            assert not (await first.call_tool("add_item", {"item_id": "zz", "name": "new", "price": 1.0})).is_error
+            assert "zz" in (await first.get_state())["items"]
+            assert await second.get_state() == state

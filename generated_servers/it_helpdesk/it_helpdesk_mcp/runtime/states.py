@@ -33,28 +33,39 @@ class StateFiles:
 
     def read(self, name: str) -> dict[str, Any]:
         """The state in file `name`; ValueError for a bad name, a missing folder or a file that is no state."""
-        if self.folder is None:
-            raise ValueError("this server was started without --state-dir, so it reads no state files")
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"'{name}' is not a state file name (a content hash ending in .json)")
         kept = self._parsed.get(name)
         if kept is not None:
             self._parsed.move_to_end(name)
             return kept[0]
-        try:
-            with open(os.path.join(self.folder, name), "rb") as f:
-                text = f.read()
-        except OSError as exc:
-            raise ValueError(f"cannot read state file '{name}': {exc.strerror or exc}") from None
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            raise ValueError(f"state file '{name}' is not a JSON object keyed by state attribute names")
+        text = self.read_text(name)
+        value = parse_state_file(name, text)
         self._parsed[name] = (value, len(text))
         self._held += len(text)
         while len(self._parsed) > 1 and (len(self._parsed) > self.size or self._held > self.max_bytes):
             self._held -= self._parsed.popitem(last=False)[1][1]
         return value
 
+    def read_text(self, name: str) -> bytes:
+        """The bytes of state file `name`, not parsed (an episode's own process parses them: zygote.py);
+        ValueError for a bad name, a missing folder or a file that cannot be read."""
+        if self.folder is None:
+            raise ValueError("this server was started without --state-dir, so it reads no state files")
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"'{name}' is not a state file name (a content hash ending in .json)")
+        try:
+            with open(os.path.join(self.folder, name), "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read state file '{name}': {exc.strerror or exc}") from None
+
     def __len__(self) -> int:
         """How many parsed states are kept."""
         return len(self._parsed)
+
+
+def parse_state_file(name: str, text: bytes) -> dict[str, Any]:
+    """The state a state file's bytes hold; ValueError when they are not a JSON object."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"state file '{name}' is not a JSON object keyed by state attribute names")
+    return value
