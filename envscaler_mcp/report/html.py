@@ -1,5 +1,6 @@
 """The HTML report of a run: one self-contained file (inline CSS, no external assets). Its one inline script
-opens the episode a link points at; the "failures only" filter is CSS, so it works without scripts."""
+opens the episode a link points at; the "failures only" filter is CSS, so it works without scripts. Each
+distinct system prompt is shown once, in a section of its own that the transcripts link to (report/prompts.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from envscaler_mcp.harness.config import RunManifest
 from envscaler_mcp.harness.models import EpisodeResult
 from envscaler_mcp.harness.rundir import REPORT_FILE, RunDir
 from envscaler_mcp.report.labels import with_plan
+from envscaler_mcp.report.prompts import PromptIndex
 from envscaler_mcp.report.summary import RunSummary, summarize_run, write_summary
 from envscaler_mcp.scenario.titles import shown_title
 
@@ -121,6 +123,7 @@ class LoadedRun:
     summary: RunSummary
     episodes: Iterable[EpisodeResult]
     rows: Sequence[EpisodeRow]
+    prompts: PromptIndex
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -130,15 +133,17 @@ def load_run(path: Path) -> LoadedRun:
     run_dir = RunDir(path)
     manifest = run_dir.read_manifest()
     index: list[tuple[EpisodeRow, int]] = []
+    prompts = PromptIndex()
 
     def results() -> Iterator[EpisodeResult]:
         for offset, _, r in run_dir.scan_results():
             index.append((EpisodeRow.of(r), offset))
+            prompts.add(r.env_id, r.messages)
             yield r
 
     summary = summarize_run(results(), manifest)
     episodes = _Episodes(run_dir, manifest.config.agent, index)
-    return LoadedRun(manifest, summary, episodes, episodes.rows)
+    return LoadedRun(manifest, summary, episodes, episodes.rows, prompts)
 
 
 def finish_and_load(path: Path) -> LoadedRun:
@@ -158,6 +163,7 @@ def generate_report(run: LoadedRun) -> Iterator[str]:
         summary=summary,
         rows=run.rows,
         results=run.episodes,
+        prompts=run.prompts,
         groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env,
     )
 

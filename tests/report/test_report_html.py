@@ -107,3 +107,45 @@ async def test_an_episode_without_a_title_shows_one_derived_from_its_task(tmp_pa
         derived = title_from_task(r["task"])
         assert derived == f"Handle case {r['scenario_id']} now" and old not in html
         assert f'">{derived}</a>' in html  # in the episode index
+
+
+def test_each_system_prompt_is_shown_once_and_every_transcript_links_to_its_own(tmp_path: Path) -> None:
+    """Episodes of two environments with two system prompts: the page holds each prompt's text once, in the
+    section of system prompts, and each episode's transcript links to the one its record holds. Past the cap a
+    prompt stays in its transcripts."""
+    import anyio
+
+    from envscaler_mcp._io import jsonl_line
+    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.report import prompts as shared
+
+    run = anyio.run(make_run, tmp_path / "run")
+    records = RunDir(run).read_results()
+    texts = {"env_a": "You work the <desk> of env A.\nRule one.", "env_b": "You work the desk of env B.\nRule two."}
+    lines = []
+    for i in range(8):
+        record = records[i % len(records)].model_dump(mode="json")
+        env = "env_a" if i % 2 else "env_b"
+        record.update(env_id=env, scenario_id=f"s{i}", trial=0)
+        record["messages"] = [{"role": "system", "content": texts[env]},
+                              *(m for m in record["messages"] if m["role"] != "system")]
+        lines.append(jsonl_line(record))
+    (run / "results.jsonl").write_text("".join(lines), encoding="utf-8")
+    html = write_report(run).read_text()
+    section = html[html.index("<h2>System prompts</h2>"):html.index('<details class="episode')]
+    for env, text in texts.items():
+        escaped = text.replace("<", "&lt;").replace(">", "&gt;")
+        assert html.count(escaped) == 1 and escaped in section
+        anchor = re.search(r'<details class="prompt" id="(prompt-\d)"><summary>[^<]*: 4 episodes of ' + env,
+                           section)
+        assert anchor is not None, section
+        episodes = [part for part in html.split('<details class="episode')[1:] if f'id="ep-{env}--' in part[:60]]
+        assert len(episodes) == 4
+        for episode in episodes:
+            assert f'<a href="#{anchor.group(1)}">system prompt' in episode
+    assert html.count("system prompt (prompt ") == 8
+    capped = shared.PromptIndex(max_prompts=1)
+    for r in RunDir(run).read_results():
+        capped.add(r.env_id, r.messages)
+    assert len(capped) == 1 and capped.anchor_of(texts["env_b"]) == "prompt-1"
+    assert capped.anchor_of(texts["env_a"]) is None  # past the cap: shown in its transcripts
