@@ -49,11 +49,12 @@ def hashed_skeleton(env_id: str, root: Path | None = None) -> tuple[EnvSkeleton,
         if len(_hashes) >= _MAX_KEPT:
             _hashes.clear()
         stored = _stored(digest)
-        known = _read_hash(stored)
+        known = None if stored is None else _read_hash(stored)
         if known is None:
             known = skeleton.content_hash()
             try:
-                atomic_write_bytes(stored, known.encode(), durable=False)
+                if stored is not None:
+                    atomic_write_bytes(stored, known.encode(), durable=False)
             except OSError:  # an unwritable cache only makes the next run hash again
                 pass
         _hashes[digest] = known
@@ -64,16 +65,21 @@ _HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @cache
-def code_tag() -> str:
-    """sha256 of the code a skeleton's content hash depends on: its models and their canonical dump."""
+def code_tag() -> str | None:
+    """sha256 of the code a skeleton's content hash depends on: its models and their canonical dump (None when
+    their source cannot be read: nothing is then kept)."""
     digest = hashlib.sha256(pydantic.VERSION.encode())
-    for module in (models, _json, _outcome, _usage):
-        digest.update(b"\0" + Path(str(module.__file__)).read_bytes())
+    try:
+        for module in (models, _json, _outcome, _usage):
+            digest.update(b"\0" + Path(str(module.__file__)).read_bytes())
+    except OSError:
+        return None
     return digest.hexdigest()[:24]
 
 
-def _stored(digest: bytes) -> Path:
-    return user_cache_dir() / "skeleton-hashes" / code_tag() / digest.hex()
+def _stored(digest: bytes) -> Path | None:
+    tag = code_tag()
+    return None if tag is None else user_cache_dir() / "skeleton-hashes" / tag / digest.hex()
 
 
 def _read_hash(path: Path) -> str | None:

@@ -112,7 +112,7 @@ def test_a_skeleton_hash_worked_out_once_is_read_by_the_next_process(tmp_path: P
     monkeypatch.setattr(hashed, "_hashes", {})
     assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 1  # read, not worked out
     kept = hashed._stored(hashlib.sha256((folder / "skeleton.json").read_bytes()).digest())
-    assert kept.read_text(encoding="ascii") == truth
+    assert kept is not None and kept.read_text(encoding="ascii") == truth
     kept.write_text("0" * 63 + "g", encoding="ascii")  # not a hash: worked out again, and kept anew
     monkeypatch.setattr(hashed, "_hashes", {})
     assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 2
@@ -120,6 +120,9 @@ def test_a_skeleton_hash_worked_out_once_is_read_by_the_next_process(tmp_path: P
     monkeypatch.setattr(hashed, "code_tag", lambda: "other-code")  # what another version of the models keeps
     monkeypatch.setattr(hashed, "_hashes", {})
     assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 3
+    monkeypatch.setattr(hashed, "code_tag", lambda: None)  # the models' source unreadable: nothing kept or read
+    monkeypatch.setattr(hashed, "_hashes", {})
+    assert hashed.hashed_skeleton(str(folder))[1] == truth and counts["hashes"] == 4
 
 
 def _edit_json(path: Path, change: Any) -> None:
