@@ -40,7 +40,8 @@ class SharedPrompt:
 
 
 class PromptIndex:
-    """The distinct system prompts of a run, in the order first met."""
+    """The distinct system prompts of a run; each one's anchor is made from its text (the same prompt has the same
+    anchor in every run's page)."""
 
     def __init__(self, max_prompts: int = MAX_PROMPTS, max_bytes: int = MAX_BYTES) -> None:
         self._by_digest: dict[bytes, SharedPrompt] = {}
@@ -59,7 +60,7 @@ class PromptIndex:
                 if len(self._by_digest) >= self._max_prompts or size > self._room:
                     continue
                 self._room -= size
-                prompt = self._by_digest[digest] = SharedPrompt(f"prompt-{len(self._by_digest) + 1}", m.content)
+                prompt = self._by_digest[digest] = SharedPrompt(f"prompt-{digest.hex()[:16]}", m.content)
             prompt.episodes += 1
             prompt.envs.add(env_id)
 
@@ -69,7 +70,9 @@ class PromptIndex:
         return None if prompt is None else prompt.anchor
 
     def __iter__(self) -> Iterator[SharedPrompt]:
-        return iter(self._by_digest.values())
+        """The prompts by the first environment that used them (then by anchor): the same order for the same
+        results, whatever order the episodes finished in."""
+        return iter(sorted(self._by_digest.values(), key=lambda p: (min(p.envs), p.anchor)))
 
     def __len__(self) -> int:
         return len(self._by_digest)

@@ -133,19 +133,22 @@ def test_each_system_prompt_is_shown_once_and_every_transcript_links_to_its_own(
     (run / "results.jsonl").write_text("".join(lines), encoding="utf-8")
     html = write_report(run).read_text()
     section = html[html.index("<h2>System prompts</h2>"):html.index('<details class="episode')]
+    anchors: dict[str, str] = {}
     for env, text in texts.items():
         escaped = text.replace("<", "&lt;").replace(">", "&gt;")
         assert html.count(escaped) == 1 and escaped in section
-        anchor = re.search(r'<details class="prompt" id="(prompt-\d)"><summary>[^<]*: 4 episodes of ' + env,
+        anchor = re.search(r'<details class="prompt" id="(prompt-[0-9a-f]{16})"><summary>\d\. 4 episodes of ' + env,
                            section)
         assert anchor is not None, section
+        anchors[env] = anchor.group(1)
         episodes = [part for part in html.split('<details class="episode')[1:] if f'id="ep-{env}--' in part[:60]]
         assert len(episodes) == 4
         for episode in episodes:
             assert f'<a href="#{anchor.group(1)}">system prompt' in episode
-    assert html.count("system prompt (prompt ") == 8
+    assert html.count("system prompt (shown once above") == 8
+    assert section.index("episodes of env_a") < section.index("episodes of env_b")  # by environment
     capped = shared.PromptIndex(max_prompts=1)
     for r in RunDir(run).read_results():
         capped.add(r.env_id, r.messages)
-    assert len(capped) == 1 and capped.anchor_of(texts["env_b"]) == "prompt-1"
+    assert len(capped) == 1 and capped.anchor_of(texts["env_b"]) == anchors["env_b"]
     assert capped.anchor_of(texts["env_a"]) is None  # past the cap: shown in its transcripts
