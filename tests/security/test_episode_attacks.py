@@ -412,6 +412,29 @@ async def test_an_episode_process_holds_no_other_episodes_initial_state(tmp_path
         assert "O-B" in state["orders"] and "O-A" not in state["orders"]
 
 
+async def test_an_episode_process_holds_no_state_file_another_episode_started_from(tmp_path: Path,
+                                                                                     open_dir: Path) -> None:
+    """The launcher's way: each state written once as a state file, the episode named by it. Episode B's process,
+    forked while A is open, must not find A's initial state among its objects: the zygote reads a state file's
+    bytes and only the episode's own process parses them (a zygote that kept its parses handed A's state to
+    every episode it forked after)."""
+    server_dir = malicious_server(tmp_path, open_dir, 0, code=SEES_OTHER_STATE)
+    initial = _initial(server_dir)
+    order = next(iter(initial["orders"].values()))
+
+    def with_order(key: str) -> dict[str, Any]:
+        return {**initial, "orders": {**initial["orders"], key: {**order, "order_id": key}}}
+
+    async with launch_server(server_dir, transport="http", episode_process="fork") as server:
+        admin, files = server.admin, server.state_files  # type: ignore[attr-defined]
+        first = await admin.post("/admin/episodes", json={"state_file": files.name_for(with_order("O-A"))})
+        assert first.status_code == 201, first.text
+        second = await admin.post("/admin/episodes", json={"state_file": files.name_for(with_order("O-B"))})
+        assert second.status_code == 201, second.text  # refused when A's state was alive in B's process
+        state = (await admin.get(f"/admin/episodes/{second.json()['episode_id']}/state")).json()["state"]
+        assert "O-B" in state["orders"] and "O-A" not in state["orders"]
+
+
 # Appended to environment.py: `add_note` with text PATH tries to write code that makes `list_orders` answer
 # "planted" into the file at PATH (in place of the compiled-module file the zygote reads at its next start; at the
 # end of the module).
