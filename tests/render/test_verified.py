@@ -101,3 +101,19 @@ def test_pruning_a_folder_drops_its_stamps(cache: Path) -> None:
     pruned = prune_cache(0, in_use_s=0.0)
     assert [c.path for c in pruned.removed] == [folder]
     assert not folder.exists() and not stamps.exists()
+
+
+def test_with_stamps_that_cannot_be_written_every_check_hashes_and_a_change_is_still_found(
+        cache: Path, hashed: list[Path]) -> None:
+    """A cache whose stamps folder cannot be made (a file stands in its place): each check hashes the files, as
+    before, and an edited file is still found."""
+    folder = ensure_rendered(skeleton(), scenarios())
+    expected = fingerprint(skeleton(), scenarios())
+    blocker = verified.stamps_path(folder).parent
+    blocker.write_text("not a folder", encoding="utf-8")
+    assert verified.checked_files(folder, expected) is not None
+    assert verified.checked_files(folder, expected) is not None
+    assert hashed == [folder, folder] and blocker.is_file()
+    target = _environment_file(folder)
+    target.write_bytes(target.read_bytes() + b"\n# edited\n")
+    assert verified.checked_files(folder, expected) is None
