@@ -17,7 +17,7 @@ from typing import Any
 
 from envscaler_mcp._io import append_jsonl
 from envscaler_mcp.adapters.ray_items import ItemCallback, RayCommand
-from envscaler_mcp.adapters.ray_run import driver_home
+from envscaler_mcp.adapters.ray_run import driver_home, driver_session
 from envscaler_mcp.catalog.paths import set_home
 from envscaler_mcp.errors import UsageError, ValidatorError
 from envscaler_mcp.launch import launch_server
@@ -85,5 +85,6 @@ class RayGate(RayCommand):
         """Judge every item on the cluster, `settings.concurrency` at a time per worker, its line appended to
         `results` by this driver as it comes back."""
         job = GateJob(results.path.name, settings, driver_home())
-        self.item_run(job, results.path.parent, per_worker=settings.concurrency).run(items)
+        with driver_session():  # nothing of Ray's in the --json list on stdout
+            self.item_run(job, results.path.parent, per_worker=settings.concurrency).run(items)
 

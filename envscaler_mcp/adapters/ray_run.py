@@ -14,10 +14,12 @@ to `run_eval`. Imported only when a run asks for Ray; `ray` is the optional extr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import sys
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -149,8 +151,12 @@ def cluster_cpus() -> int:
     return max(1, int(resources.get("CPU", 1)))
 
 
+_joined: list[bool] = []  # this process's Ray session was started by connect() (not by a program embedding us)
+
+
 def connect(address: str) -> None:
-    """Join the Ray cluster at `address` ('auto': the running one; 'local': a private one on loopback)."""
+    """Join the Ray cluster at `address` ('auto': the running one; 'local': a private one on loopback). A
+    session the process already has (a program that called ray.init itself) is used as it is."""
     if ray is None:
         raise UsageError("--ray needs Ray: pip install 'envscaler-mcp[ray]'")
     if ray.is_initialized():
@@ -167,6 +173,25 @@ def connect(address: str) -> None:
             f"--ray {address}: no Ray cluster there ({exc}); start one with `ray start --head`, "
             "or pass --ray local for a private one on this machine"
         ) from None
+    _joined[:] = [True]
+
+
+@contextlib.contextmanager
+def driver_session() -> Iterator[None]:
+    """A command's work on the cluster, its stdout kept for its results.
+
+    Whatever `log_to_driver` says, the driver's error listener prints what the cluster reports (a worker killed,
+    an actor's death) to this process's stdout, at any time. A command's stdout is its results (the gate's
+    `--json` list, eval's table), so during the work those lines go to stderr, and at the end the driver leaves
+    the cluster (which joins the listener and flushes what it held) before the command prints anything. A
+    session connect() did not start (the embedding program's own ray.init) is left as it is."""
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            yield
+        finally:
+            if _joined and ray is not None and ray.is_initialized():  # a session of the embedding program's stays
+                _joined.clear()
+                ray.shutdown()
 
 
 def _check_reachable(address: str) -> None:
@@ -326,4 +351,5 @@ class RayEpisodes:
                   finished: Finished, warn: Callable[[str], None]) -> None:
         workers = config.ray_workers or cluster_cpus()
         dispatch = episode_dispatch(config, plans, run_id, workers, finished, warn)
-        await anyio.to_thread.run_sync(dispatch.run, todo)
+        with driver_session():
+            await anyio.to_thread.run_sync(dispatch.run, todo)

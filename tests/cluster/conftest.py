@@ -101,6 +101,15 @@ def cluster() -> Iterator[None]:
     yield
 
 
+@pytest.fixture
+def cluster_address(cluster: None) -> str:
+    """The shared cluster's address, for a command run in a process of its own (which joins it, as `--ray
+    ADDR` does, and leaves it at its end)."""
+    import ray
+
+    return str(ray.get_runtime_context().gcs_address)
+
+
 @pytest.fixture(scope="package", autouse=True)
 def _ray_down_at_the_end() -> Iterator[None]:
     """The last cluster stops with the last test here: its processes take no CPU from the rest of the suite."""
