@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_serializer, model_validator
 from envscaler_mcp import __version__
 from envscaler_mcp._choices import default_concurrency
 from envscaler_mcp._outcome import DEFAULT_CONVENTION, SuccessConvention
-from envscaler_mcp.catalog.hashed import hashed_skeleton
+from envscaler_mcp.catalog.hashed import skeleton_facts
 from envscaler_mcp.catalog.store import (
     ScenarioLine,
     list_env_ids,
@@ -344,10 +344,10 @@ def _env_info(name: str, config: RunConfig, strict: bool
     """(env id, what the agent is told, environment hash, free fields, success convention); external servers
     may have no skeleton (their calls are read by the generic convention, error-field)."""
     try:
-        skeleton, content_hash = hashed_skeleton(name)
+        facts = skeleton_facts(name)  # kept per skeleton file: the 280 kB skeleton is not read again
     except UsageError:
         if strict:
             raise
         return name, EnvInfo(name=name), canonical_hash(config.server_cmd or config.url), [], "error-field"
-    info = EnvInfo(name=skeleton.name, introduction=skeleton.introduction, rules=skeleton.rules)
-    return skeleton.id, info, content_hash, list(skeleton.free_fields), skeleton.success_convention
+    info = EnvInfo(name=facts.name, introduction=facts.introduction, rules=facts.rules)
+    return facts.id, info, facts.content_hash, list(facts.free_fields), facts.success_convention

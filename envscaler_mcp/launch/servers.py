@@ -60,6 +60,7 @@ from envscaler_mcp.launch.server_zygote import start_server_process
 from envscaler_mcp.launch.statefiles import StateFileWriter
 from envscaler_mcp.launch.stdio import StdioServer
 from envscaler_mcp.launch.target import ServerDir, Target, resolve_launch
+from envscaler_mcp.render.cache import in_render_cache
 from envscaler_mcp.render.codecache import write_code_cache
 from envscaler_mcp.scenario.models import Scenario
 
@@ -369,7 +370,9 @@ async def launch_server(target: Target, transport: Transport = "http", *,
     if transport == "memory":
         yield MemoryServer(server, call_timeout, warm)
         return
-    if fork:  # its episode zygote compiles the environment module: once per source, not at every start
+    # its episode zygote compiles the environment module: once per source, not at every start (a folder of the
+    # render cache had its code compiled before it was put in place, and is never changed after)
+    if fork and not in_render_cache(server.path):
         write_code_cache(server.path, server.package)
     with tempfile.TemporaryDirectory(prefix="envscaler-launch-") as tmp:
         workdir = Path(tmp)

@@ -11,7 +11,7 @@ from typing import Any
 
 from envscaler_mcp.catalog.paths import generated_servers_dir
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.render.cache import rendered
+from envscaler_mcp.render.cache import cached, rendered
 from envscaler_mcp.render.engine import (
     Fingerprint,
     read_manifest,
@@ -106,19 +106,26 @@ def resolve_launch(target: Target, scenarios: Sequence[Scenario] | None = None) 
     path = Path(target)
     if _is_server_folder(path):
         return server_dir_info(path), False
-    from envscaler_mcp.catalog.hashed import hashed_skeleton
+    from envscaler_mcp.catalog.hashed import hashed_skeleton, skeleton_facts
     from envscaler_mcp.catalog.store import StoredScenarios, scenarios_path
 
-    skeleton, skeleton_hash = hashed_skeleton(str(target))  # the hash kept from planning the run, when it was
-    trusted = skeleton.provenance.source == "hand-authored"
+    facts = skeleton_facts(str(target))  # kept from planning the run: the skeleton is read only to render it
+    trusted = facts.source == "hand-authored"
     # the catalog's scenarios, each read from its line when the render's hash or writer reaches it: holding them
     # all (a 148 MB file of 1.3 MB states) made the gate's process peak at 2.8 GB
-    scenario_list = scenarios if scenarios is not None else StoredScenarios(scenarios_path(str(target), skeleton.id))
-    expected = Fingerprint(skeleton_hash, scenarios_hash(scenario_list), templates_hash())
-    bundled = generated_servers_dir() / safe_env_id(skeleton.id)
+    scenario_list = scenarios if scenarios is not None else StoredScenarios(scenarios_path(str(target), facts.id))
+    expected = Fingerprint(facts.content_hash, scenarios_hash(scenario_list), templates_hash())
+    bundled = generated_servers_dir() / safe_env_id(facts.id)
     files = verified_files(bundled, expected)
     if files is not None:
         return server_dir_info(bundled, files), trusted
+    found = cached(facts.id, expected)
+    if found is not None:
+        return server_dir_info(*found), trusted
+    skeleton, skeleton_hash = hashed_skeleton(str(target))
+    if skeleton_hash != facts.content_hash:  # the file changed since: what is rendered is the skeleton read now
+        expected = Fingerprint(skeleton_hash, expected.scenarios, expected.templates)
+        trusted = skeleton.provenance.source == "hand-authored"
     return server_dir_info(*rendered(skeleton, scenario_list, expected=expected)), trusted
 
 

@@ -49,7 +49,10 @@ def cache_root() -> Path:
 
 def cache_key(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expected: Fingerprint | None = None) -> str:
     """16 hex digits identifying (skeleton, scenarios, templates); `expected`: their fingerprint, when known."""
-    hashes = expected or fingerprint(skeleton, scenarios)
+    return _key(expected or fingerprint(skeleton, scenarios))
+
+
+def _key(hashes: Fingerprint) -> str:
     text = f"{hashes.skeleton}:{hashes.scenarios}:{hashes.templates}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -65,11 +68,10 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     """ensure_rendered, with the folder's files as checked (relative path -> sha256); `expected`: the
     fingerprint of `skeleton` + `scenarios`, when already worked out."""
     expected = expected or fingerprint(skeleton, scenarios)
-    out = cache_root() / f"{safe_env_id(skeleton.id)}-{cache_key(skeleton, scenarios, expected=expected)}"
-    files = checked_files(out, expected)  # hashed once, then by the files' stamps (render/verified.py)
-    if files is not None:
-        mark_used(out)
-        return out, files
+    found = cached(skeleton.id, expected)
+    if found is not None:
+        return found
+    out = _entry(skeleton.id, expected)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
     try:
@@ -91,10 +93,30 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     return out, {str(rel): str(digest) for rel, digest in listed.items()}
 
 
+def cached(env_id: str, expected: Fingerprint) -> tuple[Path, dict[str, str]] | None:
+    """The cache's current rendering of environment `env_id` with the fingerprint `expected` and its files as
+    checked, or None when it has none (nothing is rendered here: the skeleton is not needed to look)."""
+    out = _entry(env_id, expected)
+    files = checked_files(out, expected)  # hashed once, then by the files' stamps (render/verified.py)
+    if files is None:
+        return None
+    mark_used(out)
+    return out, files
+
+
+def _entry(env_id: str, expected: Fingerprint) -> Path:
+    return cache_root() / f"{safe_env_id(env_id)}-{_key(expected)}"
+
+
+def in_render_cache(path: Path) -> bool:
+    """Whether `path` is a folder of the render cache (rendered whole, code compiled, then renamed in place)."""
+    return path.parent == cache_root()
+
+
 def mark_used(path: Path) -> None:
     """Mark a cached server as used now (its folder's mtime is the cache's LRU clock); a folder outside the
     cache is left alone."""
-    if path.parent != cache_root():
+    if not in_render_cache(path):
         return
     try:
         os.utime(path)

@@ -71,3 +71,35 @@ async def test_a_stale_or_torn_file_is_not_run(tmp_path: Path) -> None:
     module.write_text(module.read_text() + "\nSTALE_CHECK = 1\n")  # the source changed since
     assert isinstance(await _listed(folder), list)
     assert b"STALE_CHECK" in target.read_bytes()  # rewritten for the new source
+
+
+async def test_a_render_cache_folder_is_launched_as_it_was_put_in_place(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder of the render cache had its code compiled before it was renamed in place, and is never changed
+    after (the cache's accounting relies on it): the launcher does not check its code files again (a read of
+    every runtime module and a hash, at each of a catalog's server starts), and its episodes run. A folder
+    elsewhere still gets them checked and written."""
+    from envscaler_mcp.launch import servers
+    from envscaler_mcp.render.cache import in_render_cache, rendered
+
+    checked: list[Path] = []
+    real = servers.write_code_cache
+    monkeypatch.setattr(servers, "write_code_cache",
+                        lambda folder, package: checked.append(Path(folder)) or real(folder, package))
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path / "cache"))
+    skeleton = EnvSkeleton.model_validate_json((FIXTURE / "skeleton.json").read_text())
+    out, _ = rendered(skeleton, [])
+    assert in_render_cache(out) and not in_render_cache(tmp_path)
+    [module] = list(out.glob("*_mcp/environment.py"))
+    assert code_file(out, module.parent.name).is_file() and list(out.glob("*_mcp/runtime/__pycache__/*.pyc"))
+
+    def files() -> dict[str, tuple[int, int, int]]:
+        return {str(p.relative_to(out)): (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns)
+                for p in out.rglob("*") if p.is_file()}
+
+    before = files()
+    assert isinstance(await _listed(out), list)
+    assert checked == [] and files() == before  # not checked, and nothing written, replaced or added
+    folder, _ = _server(tmp_path)
+    assert isinstance(await _listed(folder), list)
+    assert checked == [folder]

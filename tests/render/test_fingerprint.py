@@ -14,7 +14,7 @@ import pytest
 
 from envscaler_mcp.catalog import hashed
 from envscaler_mcp.catalog.paths import generated_servers_dir
-from envscaler_mcp.errors import InputFileError
+from envscaler_mcp.errors import InputFileError, UsageError
 from envscaler_mcp.launch.target import resolve_launch, resolve_target, server_dir_info
 from envscaler_mcp.render import engine
 from envscaler_mcp.render.engine import fingerprint, render_server, verified_files
@@ -58,6 +58,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(EnvSkeleton, "model_validate", counted_validate)
     monkeypatch.setattr(EnvSkeleton, "content_hash", counted_hash)
     monkeypatch.setattr(hashed, "_hashes", {})  # none kept from other tests
+    monkeypatch.setattr(hashed, "_facts", {})
     return counts
 
 
@@ -74,10 +75,48 @@ def test_a_catalog_environment_is_read_and_hashed_once_per_launch(tmp_path: Path
     assert cached.path.parent == tmp_path / "servers"
     counts.update(loads=0, hashes=0)
     again, _ = resolve_launch("ecommerce_orders", [])  # found in the cache, checked, not rendered again
-    assert again == cached and counts == {"loads": 1, "hashes": 0}
+    assert again == cached and counts == {"loads": 0, "hashes": 0}  # nor the skeleton read: its facts were kept
     # the digests checked on the way are the files' own
     assert again.code_hash() == server_dir_info(again.path).code_hash()
     assert resolve_target("ecommerce_orders", []) == cached
+
+
+def test_a_skeleton_s_facts_are_kept_for_the_next_process_and_never_another_file_s(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning and launching read what they need of a skeleton from its kept facts (the user cache, under the
+    file's sha256 and the code tag): a later process does not read the skeleton itself. An edited file gets its
+    own facts; a kept file that is not facts, or one kept for other code, is not used."""
+    counts = _counting(monkeypatch)
+    folder = tmp_path / "shop"
+    folder.mkdir()
+    first = skeleton()
+    (folder / "skeleton.json").write_text(json.dumps(first.model_dump(mode="json")), encoding="utf-8")
+    facts = hashed.skeleton_facts(str(folder))
+    assert (facts.id, facts.name, facts.introduction, facts.rules, facts.free_fields, facts.success_convention,
+            facts.source, facts.content_hash) == (
+        first.id, first.name, first.introduction, first.rules, first.free_fields, first.success_convention,
+        first.provenance.source, first.content_hash())
+    assert counts["loads"] == 1
+    monkeypatch.setattr(hashed, "_facts", {})  # a new process: only the user cache remains
+    assert hashed.skeleton_facts(str(folder)) == facts and counts["loads"] == 1  # read from the cache
+    changed = first.model_copy(update={"name": first.name + " (renamed)", "rules": [*first.rules, "One more."]})
+    (folder / "skeleton.json").write_text(json.dumps(changed.model_dump(mode="json")), encoding="utf-8")
+    now = hashed.skeleton_facts(str(folder))
+    assert (now.name, now.rules, now.content_hash) == (changed.name, changed.rules, changed.content_hash())
+    assert counts["loads"] == 2
+    kept = hashed._stored(hashlib.sha256((folder / "skeleton.json").read_bytes()).digest(), "skeleton-facts")
+    assert kept is not None
+    kept.with_suffix(".json").write_text('{"id": "shop"}', encoding="utf-8")  # not facts: read the skeleton again
+    monkeypatch.setattr(hashed, "_facts", {})
+    assert hashed.skeleton_facts(str(folder)) == now and counts["loads"] == 3
+    monkeypatch.setattr(hashed, "code_tag", lambda: "other-code")  # kept by another version of the models
+    monkeypatch.setattr(hashed, "_facts", {})
+    assert hashed.skeleton_facts(str(folder)) == now and counts["loads"] == 4
+    (folder / "skeleton.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputFileError, match="not valid JSON"):
+        hashed.skeleton_facts(str(folder))
+    with pytest.raises(UsageError):
+        hashed.skeleton_facts(str(tmp_path / "missing"))
 
 
 def test_a_kept_skeleton_hash_is_the_file_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
