@@ -151,7 +151,7 @@ def cluster_cpus() -> int:
     return max(1, int(resources.get("CPU", 1)))
 
 
-_joined: list[bool] = []  # this process's Ray session was started by connect() (not by a program embedding us)
+_joined = False  # this process's Ray session was started by connect() (not by a program embedding us)
 
 
 def connect(address: str) -> None:
@@ -173,7 +173,8 @@ def connect(address: str) -> None:
             f"--ray {address}: no Ray cluster there ({exc}); start one with `ray start --head`, "
             "or pass --ray local for a private one on this machine"
         ) from None
-    _joined[:] = [True]
+    global _joined
+    _joined = True
 
 
 @contextlib.contextmanager
@@ -185,12 +186,13 @@ def driver_session() -> Iterator[None]:
     `--json` list, eval's table), so during the work those lines go to stderr, and at the end the driver leaves
     the cluster (which joins the listener and flushes what it held) before the command prints anything. A
     session connect() did not start (the embedding program's own ray.init) is left as it is."""
+    global _joined
     with contextlib.redirect_stdout(sys.stderr):
         try:
             yield
         finally:
             if _joined and ray is not None and ray.is_initialized():  # a session of the embedding program's stays
-                _joined.clear()
+                _joined = False
                 ray.shutdown()
 
 

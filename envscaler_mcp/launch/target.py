@@ -11,7 +11,7 @@ from typing import Any
 
 from envscaler_mcp.catalog.paths import generated_servers_dir
 from envscaler_mcp.errors import UsageError
-from envscaler_mcp.render.cache import cached, rendered
+from envscaler_mcp.render.cache import cached, render_into_cache, rendered
 from envscaler_mcp.render.engine import (
     Fingerprint,
     read_manifest,
@@ -126,7 +126,8 @@ def resolve_launch(target: Target, scenarios: Sequence[Scenario] | None = None) 
     if skeleton_hash != facts.content_hash:  # the file changed since: what is rendered is the skeleton read now
         expected = Fingerprint(skeleton_hash, expected.scenarios, expected.templates)
         trusted = skeleton.provenance.source == "hand-authored"
-    return server_dir_info(*rendered(skeleton, scenario_list, expected=expected)), trusted
+        return server_dir_info(*rendered(skeleton, scenario_list, expected=expected)), trusted
+    return server_dir_info(*render_into_cache(skeleton, scenario_list, expected)), trusted  # not there: checked above
 
 
 def read_spec(server: ServerDir) -> dict[str, Any]:

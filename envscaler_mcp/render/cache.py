@@ -47,12 +47,8 @@ def cache_root() -> Path:
     return base / "envscaler-mcp" / "servers"
 
 
-def cache_key(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], *, expected: Fingerprint | None = None) -> str:
-    """16 hex digits identifying (skeleton, scenarios, templates); `expected`: their fingerprint, when known."""
-    return _key(expected or fingerprint(skeleton, scenarios))
-
-
 def _key(hashes: Fingerprint) -> str:
+    """16 hex digits identifying a rendering's (skeleton, scenarios, templates) fingerprint."""
     text = f"{hashes.skeleton}:{hashes.scenarios}:{hashes.templates}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -69,8 +65,13 @@ def rendered(skeleton: EnvSkeleton, scenarios: Sequence[Scenario] = (), *, expec
     fingerprint of `skeleton` + `scenarios`, when already worked out."""
     expected = expected or fingerprint(skeleton, scenarios)
     found = cached(skeleton.id, expected)
-    if found is not None:
-        return found
+    return found if found is not None else render_into_cache(skeleton, scenarios, expected)
+
+
+def render_into_cache(skeleton: EnvSkeleton, scenarios: Sequence[Scenario], expected: Fingerprint
+                      ) -> tuple[Path, dict[str, str]]:
+    """Render `skeleton` + `scenarios` (fingerprint `expected`) into the cache, as `rendered` does when `cached`
+    found nothing; a rendering another process put in place meanwhile is kept when current."""
     out = _entry(skeleton.id, expected)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.")) / "server"
