@@ -15,7 +15,9 @@ own hashes. A kept file that cannot be read or is not a hash is ignored; the cac
 agent is told, its free fields, its success convention, whether it is hand-authored, its hash): kept the same
 way (`<user cache>/skeleton-facts/<code tag>/<sha256 of the file>.json`), so that neither reads the 280 kB
 skeleton's JSON again (2-4 ms each, twice per environment of a run). The skeleton itself is read only when a
-server must be rendered.
+server must be rendered, or when the kept facts say its code is hand-authored (trusted: its episodes then share
+one process), which is confirmed from the skeleton itself: a file planted in the cache cannot lift an imported
+environment's isolation.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def skeleton_facts(env_id: str, root: Path | None = None) -> SkeletonFacts:
         return facts
     stored = _stored(digest, "skeleton-facts")
     facts = None if stored is None else _read_facts(stored.with_suffix(".json"))
+    if facts is not None and facts.source == "hand-authored":
+        facts = None  # trust is never taken from the cache: a kept file cannot lift an environment's isolation
     if facts is None:
         skeleton, content_hash = _hashed(env_id, root, file, data, digest)
         facts = SkeletonFacts.of(skeleton, content_hash)

@@ -4,6 +4,7 @@ the launcher writes (render/codecache.py), only while that file is current: show
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 from pathlib import Path
 
@@ -103,3 +104,69 @@ async def test_a_render_cache_folder_is_launched_as_it_was_put_in_place(tmp_path
     folder, _ = _server(tmp_path)
     assert isinstance(await _listed(folder), list)
     assert checked == [folder]
+
+
+# Each call of list_orders answers how many calls this process has served: 1 in a fresh episode process.
+COUNTING = ("\n_CALLS = [0]\n_LISTED = MiniShop.list_orders\n\n\ndef _counted(self, **kw):\n    _CALLS[0] += 1\n"
+            "    return {'success': True, 'data': _CALLS[0]}\n\n\nMiniShop.list_orders = _counted\n")
+
+
+async def _counts(folder: Path) -> list[object]:
+    """list_orders in two episodes, one after the other, of one server started with episode_process="auto"."""
+    seen = []
+    async with launch_server(str(folder), transport="pipe", scenarios=[]) as server:
+        for _ in range(2):
+            async with server.episode() as episode:
+                seen.append(read_result(await episode.call_tool("list_orders", {})).value.get("data"))
+    return seen
+
+
+@pytest.mark.parametrize("source", ["envscaler-import", "hand-authored"])
+async def test_a_planted_facts_file_cannot_lift_an_environment_s_isolation(tmp_path: Path, source: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment's kept facts (catalog/hashed.py, in the user cache) say whether its code is hand-authored,
+    whose episodes then share one process. A file planted there saying so for an imported environment changes
+    nothing: its episodes still run in processes of their own (each call below is its process's first). The
+    control: a skeleton that is hand-authored shares one process, so the test tells the two apart."""
+    from envscaler_mcp.catalog import hashed
+
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path / "cache"))
+    data = json.loads((FIXTURE / "skeleton.json").read_text())
+    data["class_source"] += COUNTING
+    data["provenance"]["source"] = source
+    folder = tmp_path / "environments" / "mini_shop"
+    folder.mkdir(parents=True)
+    (folder / "skeleton.json").write_text(json.dumps(data), encoding="utf-8")
+    facts = hashed.skeleton_facts(str(folder))
+    assert facts.source == source
+    kept = hashed._stored(hashlib.sha256((folder / "skeleton.json").read_bytes()).digest(), "skeleton-facts")
+    assert kept is not None and kept.with_suffix(".json").is_file()
+    kept.with_suffix(".json").write_text(facts.model_copy(update={"source": "hand-authored"}).model_dump_json(),
+                                         encoding="utf-8")
+    monkeypatch.setattr(hashed, "_facts", {})  # a later process: only the planted file remains
+    assert await _counts(folder) == ([1, 1] if source == "envscaler-import" else [1, 2])
+
+
+async def test_a_damaged_code_file_in_a_render_cache_folder_is_not_run(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher no longer checks a render-cache folder's code file at each start, so the episode zygote's own
+    check is what stands: a file torn, or whole but planted with other code for another source, is not run
+    (episodes answer from the module's source)."""
+    from envscaler_mcp.render.cache import rendered
+
+    monkeypatch.setenv("ENVSCALER_MCP_CACHE", str(tmp_path / "cache"))
+    out, _ = rendered(EnvSkeleton.model_validate_json((FIXTURE / "skeleton.json").read_text()), [])
+    [module] = list(out.glob("*_mcp/environment.py"))
+    target = code_file(out, module.parent.name)
+    whole = target.read_bytes()
+    target.write_bytes(whole[:-50])  # torn
+    assert isinstance(await _listed(out), list)
+    runtime = _runtime_codecache()
+    other = module.read_bytes() + b"\n# another source\n"
+    body = marshal.dumps((str(module), runtime.compile_environment(other.decode() + PLANTED, str(module)), []))
+    target.write_bytes(bytes(runtime._header(other, str(module))) + hashlib.sha256(body).digest() + body)
+    assert isinstance(await _listed(out), list)  # made for another source: compiled from this one instead
+    source = module.read_bytes()  # the control: the same planted code made for this very source is run
+    body = marshal.dumps((str(module), runtime.compile_environment(source.decode() + PLANTED, str(module)), []))
+    target.write_bytes(bytes(runtime._header(source, str(module))) + hashlib.sha256(body).digest() + body)
+    assert await _listed(out) == "from the cache file"
