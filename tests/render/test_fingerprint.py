@@ -85,11 +85,14 @@ def test_a_skeleton_s_facts_are_kept_for_the_next_process_and_never_another_file
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Planning and launching read what they need of a skeleton from its kept facts (the user cache, under the
     file's sha256 and the code tag): a later process does not read the skeleton itself. An edited file gets its
-    own facts; a kept file that is not facts, or one kept for other code, is not used."""
+    own facts; a kept file that is not facts, or one kept for other code, is not used. (A synthesized skeleton,
+    as a large catalog's are: kept facts calling code hand-authored are confirmed from the skeleton, tested in
+    tests/launch/test_code_cache_launch.py.)"""
     counts = _counting(monkeypatch)
     folder = tmp_path / "shop"
     folder.mkdir()
     first = skeleton()
+    first = first.model_copy(update={"provenance": first.provenance.model_copy(update={"source": "synthesized"})})
     (folder / "skeleton.json").write_text(json.dumps(first.model_dump(mode="json")), encoding="utf-8")
     facts = hashed.skeleton_facts(str(folder))
     assert (facts.id, facts.name, facts.introduction, facts.rules, facts.free_fields, facts.success_convention,
