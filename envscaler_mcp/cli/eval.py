@@ -14,8 +14,11 @@ from envscaler_mcp.cli.eval_options import EvalOptions
 from envscaler_mcp.errors import EnvScalerError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from envscaler_mcp.harness.config import EnvPlan, RunConfig
     from envscaler_mcp.harness.run import RemoteEpisodes
+    from envscaler_mcp.report.live import LiveReport
 
 
 def eval_command(options: EvalOptions) -> None:
@@ -28,11 +31,10 @@ def run_and_report(options: EvalOptions) -> None:
     report; an interrupted or failed run keeps the summary of what finished."""
     from rich.console import Console
 
-    from envscaler_mcp import _interrupt
-    from envscaler_mcp.harness.run import new_run_id, run_eval
-    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.harness.run import new_run_id
     from envscaler_mcp.report.html import finish_and_load, write_report
-    from envscaler_mcp.report.summary import finish_run
+    from envscaler_mcp.report.live import LiveReport
+    from envscaler_mcp.report.summary import write_summary
     from envscaler_mcp.report.table import summary_notes, summary_table
 
     config = options.run_config()
@@ -40,10 +42,45 @@ def run_and_report(options: EvalOptions) -> None:
     check_writable_folder(run_path, what="the run folder")
     config, plans, remote = _runner(options, config)
     console = Console()
+    with LiveReport(run_path, config.agent) as live:
+        _run(options, config, run_path, plans, remote, live, console)
+        # The page's summary, rows and sections were made as the run went; a resumed run reads results.jsonl.
+        finished = live.finish(run_path)
+        if finished is not None:
+            write_summary(run_path, finished.summary)
+        else:
+            finished = finish_and_load(run_path)  # one pass over results.jsonl for the summary and the index
+        summary = finished.summary
+        console.print(summary_table(summary, console.width))
+        for note in summary_notes(summary, run_path):
+            console.print(note, highlight=False)
+        overall = summary.overall
+        report = write_report(run_path, run=finished)
+        del finished
+    console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
+    if (overall.infra_share or 0) > options.max_infra:
+        console.print(
+            f"[red]infrastructure errors in {100 * (overall.infra_share or 0):.1f}% of the episodes exceed "
+            f"--max-infra {100 * options.max_infra:g}%[/]: these scores do not cover the run."
+        )
+        raise typer.Exit(3)
+
+
+def _run(options: EvalOptions, config: RunConfig, run_path: Path, plans: list[EnvPlan] | None,
+         remote: RemoteEpisodes | None, live: LiveReport, console: Console) -> None:
+    """The episodes into the run folder, each record handed to `live` as it is appended; an interrupted or
+    failed run keeps the summary of what finished."""
+    from rich.console import Console
+
+    from envscaler_mcp import _interrupt
+    from envscaler_mcp.harness.run import run_eval
+    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.report.summary import finish_run
+
     try:
         _interrupt.run(
             lambda: run_eval(config, run_path, resume=options.resume, retry_infra=options.retry_infra,
-                             plans=plans, console=Console(stderr=True), remote=remote)
+                             plans=plans, console=Console(stderr=True), remote=remote, on_result=live.add)
         )
     except KeyboardInterrupt:
         if RunDir(run_path).manifest_path.exists():
@@ -57,21 +94,6 @@ def run_and_report(options: EvalOptions) -> None:
         if RunDir(run_path).manifest_path.exists():
             finish_run(run_path)
         raise
-    finished = finish_and_load(run_path)  # one pass over results.jsonl for the summary and the report's index
-    summary = finished.summary
-    console.print(summary_table(summary, console.width))
-    for note in summary_notes(summary, run_path):
-        console.print(note, highlight=False)
-    overall = summary.overall
-    report = write_report(run_path, run=finished)
-    del finished
-    console.print(f"results: {run_path / 'results.jsonl'}\nreport:  {report}")
-    if (overall.infra_share or 0) > options.max_infra:
-        console.print(
-            f"[red]infrastructure errors in {100 * (overall.infra_share or 0):.1f}% of the episodes exceed "
-            f"--max-infra {100 * options.max_infra:g}%[/]: these scores do not cover the run."
-        )
-        raise typer.Exit(3)
 
 
 def register(app: typer.Typer) -> None:

@@ -107,6 +107,7 @@ async def run_eval(
     source_factory: SourceFactory = open_source,
     console: Console | None = None,
     remote: RemoteEpisodes | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
 ) -> RunDir:
     """Run (or resume) an evaluation into `out` and return the run folder (run.json, results.jsonl).
 
@@ -114,6 +115,8 @@ async def run_eval(
     interrupted run loses only the episodes in flight; `resume=True` runs exactly the missing pairs, and
     with `retry_infra` also the pairs recorded as infra errors (their old records are dropped first).
     The summary (summary.json, the table) and the HTML report are the report stage's: `report.finish_run`.
+    `on_result` is given each finished episode's record as it is appended, in the file's order (the report
+    stage builds the page as the run goes: report/live.py); what it raises stops the run.
     A run with `config.ray` runs its episodes on `remote` (adapters/ray_run.py RayEpisodes), one with
     `config.workers` > 1 on local worker processes (adapters/local_run.py LocalEpisodes).
     """
@@ -143,7 +146,8 @@ async def run_eval(
     try:
         return await _run_prepared(config, out, plans, agent, user, resume=resume, retry_infra=retry_infra,
                                    checker=checker, source_factory=source_factory, console=console,
-                                   remote=remote if config.ray or config.workers > 1 else None)
+                                   remote=remote if config.ray or config.workers > 1 else None,
+                                   on_result=on_result or _ignore)
     finally:
         await agent.aclose()
         if user is not None:
@@ -163,6 +167,7 @@ async def _run_prepared(
     source_factory: SourceFactory,
     console: Console,
     remote: RemoteEpisodes | None,
+    on_result: Callable[[EpisodeResult], None],
 ) -> RunDir:
     run_dir = RunDir(out)
     manifest = _manifest(config, plans, new_run_id())
@@ -190,7 +195,8 @@ async def _run_prepared(
     if remote is not None:
         todo = [(p.env_id, sid, t) for p in plans for sid, t in _pending(p, config.trials, done)]
         try:
-            await _run_remote(remote, config, plans, todo, run_dir, manifest, planned, len(done), console)
+            await _run_remote(remote, config, plans, todo, run_dir, manifest, planned, len(done), console,
+                              on_result)
         except Exception as exc:  # a bug on a worker or here: error.log and one line, as a local run
             if isinstance(exc, EnvScalerError):
                 raise
@@ -271,6 +277,7 @@ async def _run_prepared(
                 # when the run is being cancelled (Ctrl-C): shielded.
                 record_isolation(run_dir, manifest, isolation_reports(checker, pool, plan.env_id))
                 with anyio.CancelScope(shield=True):
+                    on_result(result)  # no await between: in the order the appender queues the lines
                     await results.append(result)
                 progress.add(result)
 
@@ -310,13 +317,14 @@ async def _run_prepared(
 
 async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[EnvPlan],
                       todo: list[tuple[str, str, int]], run_dir: RunDir, manifest: RunManifest, planned: int,
-                      done: int, console: Console) -> None:
+                      done: int, console: Console, on_result: Callable[[EpisodeResult], None]) -> None:
     """The todo pairs as remote episodes; each finished one is appended here, as a local run does."""
     remote.connect(config)
     with RunProgress(planned, done=done, enabled=config.progress, console=console) as progress:
 
         def finished(result: EpisodeResult, isolation: dict[str, IsolationReport]) -> None:
             record_isolation(run_dir, manifest, isolation)  # the worker's, before its first result
+            on_result(result)
             run_dir.append(result)
             progress.add(result)
 
@@ -325,6 +333,10 @@ async def _run_remote(remote: RemoteEpisodes, config: RunConfig, plans: list[Env
                              lambda message: console.print(f"[yellow]warning:[/] {message}"))
         finally:
             run_dir.fold_isolation(manifest)
+
+
+def _ignore(result: EpisodeResult) -> None:
+    """No one is told of the records (run_eval without `on_result`)."""
 
 
 def large_states(plans: list[EnvPlan]) -> bool:

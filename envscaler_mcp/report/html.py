@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from envscaler_mcp._io import atomic_write_chunks
 from envscaler_mcp._json import JSONObject
@@ -117,13 +118,29 @@ class _Episodes:
 
 @dataclass
 class LoadedRun:
-    """A run folder as the report needs it: its manifest, its summary and its episodes (read lazily)."""
+    """A run folder as the report needs it: its manifest, its summary, its episodes (read lazily) and the
+    page's section of each, in the page's order (rendered from the episodes as they are read, or already
+    rendered while the run was written: report/live.py)."""
 
     manifest: RunManifest
     summary: RunSummary
     episodes: Iterable[EpisodeResult]
     rows: Sequence[EpisodeRow]
     prompts: PromptIndex
+    sections: Iterable[str] | None = None
+
+    def page_sections(self) -> Iterable[str]:
+        if self.sections is not None:
+            return self.sections
+        section = section_renderer()
+        return (section(r, self.prompts) for r in self.episodes)
+
+
+def section_renderer() -> Callable[[EpisodeResult, PromptIndex], str]:
+    """The function rendering one episode's section of the page (templates/section.html.j2), given the run's
+    prompt index (each distinct system prompt is shown once and linked from the sections)."""
+    macro = _environment().get_template("section.html.j2").module.section  # type: ignore[attr-defined]
+    return cast(Callable[[EpisodeResult, PromptIndex], str], macro)
 
 
 def load_run(path: Path) -> LoadedRun:
@@ -162,7 +179,7 @@ def generate_report(run: LoadedRun) -> Iterator[str]:
         manifest=run.manifest,
         summary=summary,
         rows=run.rows,
-        results=run.episodes,
+        sections=(Markup(text) for text in run.page_sections()),
         prompts=run.prompts,
         groups=[*summary.per_env, summary.overall] if len(summary.per_env) > 1 else summary.per_env,
     )

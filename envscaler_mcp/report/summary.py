@@ -195,6 +195,39 @@ def summarize_group(name: str, results: Iterable[EpisodeResult], trials: int) ->
     return group.summary()
 
 
+class Summarizer:
+    """The aggregates of a run's episodes, fed one at a time (`add`): what is held is the aggregates, not the
+    records. `summarize` reads an iterable through one; a run being written feeds one as it goes
+    (report/live.py)."""
+
+    def __init__(self) -> None:
+        self._overall = _Group("overall")
+        self._by_env: dict[str, _Group] = {}
+
+    def add(self, r: EpisodeResult) -> None:
+        outcome = _outcome(r)
+        self._overall.add(r, outcome)
+        group = self._by_env.get(outcome[0])
+        if group is None:
+            group = self._by_env[outcome[0]] = _Group(outcome[0])
+        group.add(r, outcome)
+
+    def summary(self, *, run_id: str, agent: str, user: str | None, mode: str, trials: int, planned: int = 0,
+                success_rule: str = "checklist+state+observation") -> RunSummary:
+        """Summaries per environment and overall of what was added."""
+        return RunSummary(
+            run_id=run_id,
+            agent=agent,
+            user=user,
+            mode=mode,
+            trials=trials,
+            planned=planned,
+            success_rule=success_rule,
+            overall=self._overall.summary(),
+            per_env=[group.summary() for _, group in sorted(self._by_env.items())],
+        )
+
+
 def summarize(
     results: Iterable[EpisodeResult],
     *,
@@ -208,35 +241,28 @@ def summarize(
 ) -> RunSummary:
     """Summaries per environment and overall, reading the results one at a time: what is held is the
     aggregates, not the records (a run of any length is summarized in bounded memory)."""
-    overall = _Group("overall")
-    by_env: dict[str, _Group] = {}
+    summarizer = Summarizer()
     for r in results:
-        outcome = _outcome(r)
-        overall.add(r, outcome)
-        group = by_env.get(outcome[0])
-        if group is None:
-            group = by_env[outcome[0]] = _Group(outcome[0])
-        group.add(r, outcome)
-    return RunSummary(
-        run_id=run_id,
-        agent=agent,
-        user=user,
-        mode=mode,
-        trials=trials,
-        planned=planned,
-        success_rule=success_rule,
-        overall=overall.summary(),
-        per_env=[group.summary() for _, group in sorted(by_env.items())],
-    )
+        summarizer.add(r)
+    return summarizer.summary(run_id=run_id, agent=agent, user=user, mode=mode, trials=trials, planned=planned,
+                              success_rule=success_rule)
 
 
 def summarize_run(results: Iterable[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:
     """Summarize a run's episode results as its manifest describes it (planned episodes by default)."""
+    summarizer = Summarizer()
+    for r in results:
+        summarizer.add(r)
+    return run_summary(summarizer, manifest, planned)
+
+
+def run_summary(summarizer: Summarizer, manifest: RunManifest, planned: int | None = None) -> RunSummary:
+    """The summary of what `summarizer` was fed, as the run's manifest describes the run (planned episodes by
+    default)."""
     config = manifest.config
     if planned is None:
         planned = sum(len(ids) for ids in manifest.scenario_ids.values()) * config.trials
-    summary = summarize(
-        results,
+    summary = summarizer.summary(
         run_id=manifest.run_id,
         agent=config.agent,
         user=config.user,

@@ -12,7 +12,7 @@ import pytest
 
 from envscaler_mcp._io import jsonl_line
 from envscaler_mcp.harness.rundir import RunDir
-from envscaler_mcp.report.html import EpisodeRow, _environment, load_run, write_report
+from envscaler_mcp.report.html import EpisodeRow, _environment, load_run, section_renderer, write_report
 from envscaler_mcp.report.prompts import PromptIndex
 from envscaler_mcp.report.summary import finish_run
 from tests.report.bigrun import grow_run
@@ -53,9 +53,10 @@ def test_the_streamed_page_is_the_one_rendered_from_every_record_at_once(base: P
     prompts = PromptIndex()
     for r in RunDir(run).read_results():  # in the file's order, as the summary's pass meets them
         prompts.add(r.env_id, r.messages)
+    section = section_renderer()
     whole = _environment().get_template("report.html.j2").render(
-        manifest=loaded.manifest, summary=summary, rows=[EpisodeRow.of(r) for r in every], results=every,
-        groups=[*summary.per_env, summary.overall], prompts=prompts)
+        manifest=loaded.manifest, summary=summary, rows=[EpisodeRow.of(r) for r in every],
+        sections=[section(r, prompts) for r in every], groups=[*summary.per_env, summary.overall], prompts=prompts)
     assert write_report(run).read_text() == whole
     assert whole.index("env000 / s0000 #0") < whole.index("env000 / s0000 #1") < whole.index("env001 / s0000 #0")
 

@@ -4,32 +4,16 @@ episode back by its offset), and say what reading it twice says."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from envscaler_mcp.cli import app
-from envscaler_mcp.harness.rundir import RunDir
 from envscaler_mcp.report.html import finish_and_load, write_report
 from envscaler_mcp.report.summary import finish_run
 from tests.report.runs import make_run
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The run folders whose results.jsonl is read from now on."""
-    seen: list[Path] = []
-    real = RunDir.scan_results
-
-    def counted(self: RunDir, **kw: Any) -> Any:
-        seen.append(self.path)
-        return real(self, **kw)
-
-    monkeypatch.setattr(RunDir, "scan_results", counted)
-    return seen
 
 
 async def test_summary_and_report_from_one_reading(tmp_path: Path, reads: list[Path]) -> None:
