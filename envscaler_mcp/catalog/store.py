@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 
 from envscaler_mcp._io import atomic_write_json, iter_jsonl, read_json, validate_model, write_jsonl_atomic
 from envscaler_mcp._json import ParsedState, object_keeping
@@ -124,8 +124,15 @@ def write_index(path: Path, scenarios: list[Scenario]) -> None:
 
 
 def write_index_rows(path: Path, rows: list[dict[str, object]]) -> None:
-    """Write the index of a scenario file just written from its rows (index_row of each scenario)."""
-    atomic_write_json(index_path(path), {"file": _stamp(Path(path)), "scenarios": rows})
+    """Write the index of a scenario file just written from its rows (index_row of each scenario). Each row also
+    gets where its line is and the line's sha256 (`line`: [offset, length, digest], read from the file now, once),
+    so that a run's plan reads no scenario file at all (`scenario_headers`); when the file's lines do not match
+    the rows one for one, no row gets one (the plan then reads and hashes the lines, as before)."""
+    path = Path(path)
+    lines = [(offset, len(raw), hashlib.sha256(raw).hexdigest()) for _, offset, raw in _lines(path)]
+    if len(lines) == len(rows):
+        rows = [{**row, "line": list(line)} for row, line in zip(rows, lines, strict=True)]
+    atomic_write_json(index_path(path), {"file": _stamp(path), "scenarios": rows})
 
 
 def _fresh_index(path: Path) -> list[dict[str, object]] | None:
@@ -235,6 +242,9 @@ def scenario_headers(
     if not path.exists():
         raise InputFileError(path, "file not found")
     rows = _fresh_index(path)
+    placed = _placed_rows(rows) if rows is not None else None
+    if placed is not None:  # the index has every scenario and where its line is: no line is read or parsed
+        return _from_index(path, placed, wanted, limit)
     ids = [str(r.get("id") or "") for r in rows] if rows is not None else None
     if ids is not None and not all(ids):
         ids = None  # scenarios without ids get theirs from their content: parse them
@@ -272,6 +282,38 @@ def scenario_headers(
         if full is not None:
             _RECENT.put((str(path), line.offset, line.digest), full, line.length)
             kept += line.length
+        out.append((scenario, line))
+    return out
+
+
+def _placed_rows(rows: list[dict[str, object]]) -> list[tuple[dict[str, Any], ScenarioLine]] | None:
+    """Each row's header and line place, when every row of a current index has both (`write_index_rows`); None
+    otherwise. A place is only where to look: the line read for an episode is checked against its digest
+    (`load_scenario_line`), so a file changed behind an index that still looks current is refused, never used."""
+    placed = []
+    for row in rows:
+        header, line = row.get("header"), row.get("line")
+        if not (isinstance(header, dict) and header.get("id") and isinstance(line, list) and len(line) == 3):
+            return None
+        offset, length, digest = line
+        if not (type(offset) is int and type(length) is int and offset >= 0 and length > 0
+                and isinstance(digest, str) and len(digest) == 64):
+            return None
+        placed.append((header, ScenarioLine(offset, length, digest)))
+    return placed
+
+
+def _from_index(path: Path, placed: list[tuple[dict[str, Any], ScenarioLine]], wanted: set[str] | None,
+                limit: int | None) -> list[tuple[Scenario, ScenarioLine]]:
+    """scenario_headers from a current index's rows alone (`wanted` ids in file order, then the first `limit`)."""
+    out: list[tuple[Scenario, ScenarioLine]] = []
+    for position, (header, line) in enumerate(placed):
+        if limit is not None and len(out) >= limit:
+            break
+        if wanted is not None and header["id"] not in wanted:
+            continue
+        scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
+                                  where=f"row {position + 1}")
         out.append((scenario, line))
     return out
 
@@ -343,8 +385,11 @@ def _read_scenario_line(path: Path, line: ScenarioLine, scenario_id: str) -> Sce
     except OSError as exc:
         raise InputFileError(path, f"cannot read it ({exc.strerror or exc})") from exc
     if hashlib.sha256(raw).hexdigest() != line.digest:
-        raise UsageError(f"{path} changed while the run was using it (scenario {scenario_id} is no longer "
-                         "where it was); run again")
+        index = index_path(path)
+        since = f" or since its index {index.name} was written (remove the index if the file was edited by hand)" \
+            if index.is_file() else ""
+        raise UsageError(f"{path} changed while the run was using it{since}: scenario {scenario_id} is no longer "
+                         "where it was; run again")
     try:
         text = raw.decode("utf-8")
         del raw  # not held while the text is parsed (a 3 MB line: 3 MB of bytes, up to 12 MB of text, 20 MB parsed)

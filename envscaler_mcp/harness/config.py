@@ -179,7 +179,12 @@ class EnvPlan(BaseModel):
         line = self.lines.get(scenario.id)
         if self.scenario_file is None or line is None:
             return scenario
-        return load_scenario_line(Path(self.scenario_file), line, scenario.id)
+        full = load_scenario_line(Path(self.scenario_file), line, scenario.id)
+        if full.id != scenario.id:  # a line placed by an index that describes another file (edited by hand)
+            raise UsageError(f"{self.scenario_file}: the line the plan holds for scenario {scenario.id} is scenario "
+                             f"{full.id}; its index does not describe it (remove the index, *.index.json, to read "
+                             "the file again)")
+        return full
 
 
 class RunManifest(BaseModel):

@@ -62,7 +62,8 @@ def test_lines_outside_the_selection_are_not_parsed(skeleton_dir: Path) -> None:
     assert [s.id for s in plan.headers()] == [wanted]
     (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))  # the index has every header
     assert [s.id for s in plan.headers()] == [str(row["id"]) for row in load_scenarios_from_index(path)]
-    with pytest.raises(InputFileError):  # the garbled line is read only when its episode starts
+    # the garbled line is read only when its episode starts, and its bytes are not what the index says
+    with pytest.raises(UsageError, match=r"changed while the run was using it or since its index"):
         plan.full(plan.headers()[3])
     index_path(path).unlink()
     with pytest.raises(InputFileError, match="line 4"):  # without the index every line is parsed
@@ -176,3 +177,39 @@ def test_an_episode_gets_its_initial_state_with_the_text_read(skeleton_dir: Path
     state = scenario.initial_state
     assert isinstance(state, ParsedState) and encode_json(state) in raw
     assert state == json.loads(raw)["initial_state"] and scenario.id == plan.scenario_ids()[1]
+
+
+def test_a_plan_made_from_an_index_with_line_places_reads_no_scenario_file(skeleton_dir: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = skeleton_dir / "scenarios.jsonl"
+    rows = json.loads(index_path(path).read_text())["scenarios"]
+    assert all(len(row["line"]) == 3 for row in rows)  # written with the index
+    opened: list[str] = []
+    real_open = Path.open
+
+    def spy(self: Path, *args: object, **kwargs: object) -> object:
+        opened.append(self.name)
+        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", spy)
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock"))
+    assert plan.count() == len(rows) and "scenarios.jsonl" not in opened
+    headers = plan.headers()
+    assert "scenarios.jsonl" not in opened
+    third = plan.full(headers[2])  # the episode reads its line, checked against its digest
+    assert opened.count("scenarios.jsonl") == 1
+    assert third == load_scenarios(path)[2]
+
+
+def test_an_index_whose_places_name_other_lines_runs_nothing_else(skeleton_dir: Path) -> None:
+    """An index edited by hand (its stamp still current) that swaps two rows' places: each episode is refused, never
+    run with the other scenario."""
+    path = skeleton_dir / "scenarios.jsonl"
+    data = json.loads(index_path(path).read_text())
+    rows = data["scenarios"]
+    rows[0]["line"], rows[1]["line"] = rows[1]["line"], rows[0]["line"]
+    index_path(path).write_text(json.dumps(data))
+    (plan,) = build_plan(RunConfig(envs=[str(skeleton_dir)], agent="mock", limit=2))
+    for header in plan.headers():
+        with pytest.raises(UsageError, match="its index does not describe it"):
+            plan.full(header)
