@@ -261,8 +261,7 @@ def scenario_headers(
         header = row.get("header") if row is not None else None
         full: Scenario | None = None
         if isinstance(header, dict) and header.get("id"):  # the index has it: the line is not parsed
-            scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
-                                      where=f"row {position + 1}")
+            scenario = _header(path, header, position)
         else:
             # at most half the bound: the lines the previous environment's episodes still use stay kept
             full = _in_full(raw, path, number) if keep and kept + len(raw) <= _RECENT.max_bytes // 2 else None
@@ -312,10 +311,13 @@ def _from_index(path: Path, placed: list[tuple[dict[str, Any], ScenarioLine]], w
             break
         if wanted is not None and header["id"] not in wanted:
             continue
-        scenario = validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path),
-                                  where=f"row {position + 1}")
-        out.append((scenario, line))
+        out.append((_header(path, header, position), line))
     return out
+
+
+def _header(path: Path, header: dict[str, Any], position: int) -> Scenario:
+    """The scenario of an index row's header (position 0-based), without its initial state."""
+    return validate_model(Scenario, {**header, "initial_state": {}}, path=index_path(path), where=f"row {position + 1}")
 
 
 def _in_full(raw: bytes, path: Path, number: int) -> Scenario | None:

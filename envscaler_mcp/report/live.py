@@ -75,14 +75,11 @@ class LiveReport:
         run_dir = RunDir(path)
         if self._failed or _records(run_dir.results_path) != self._added:
             return None
-        if self._spool is None:  # no episode ran
-            self._spool = tempfile.TemporaryFile(dir=self._folder)
-        self._spool.flush()
         ordered = sorted(self._rows, key=lambda entry: (entry[0].env_id, entry[0].scenario_id, entry[0].trial))
         manifest = run_dir.read_manifest()
+        sections = () if self._spool is None else _sections(self._spool, [(at, size) for _, at, size in ordered])
         return LoadedRun(manifest, run_summary(self._summarizer, manifest), episodes=(),
-                         rows=[row for row, _, _ in ordered], prompts=self._prompts,
-                         sections=_sections(self._spool, [(offset, size) for _, offset, size in ordered]))
+                         rows=[row for row, _, _ in ordered], prompts=self._prompts, sections=sections)
 
     def close(self) -> None:
         if self._spool is not None:
@@ -92,6 +89,7 @@ class LiveReport:
 
 def _sections(spool: IO[bytes], places: list[tuple[int, int]]) -> Iterator[str]:
     """The spooled sections at `places`, one at a time."""
+    spool.flush()
     for offset, size in places:
         spool.seek(offset)
         yield spool.read(size).decode("utf-8")

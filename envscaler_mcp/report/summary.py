@@ -241,19 +241,20 @@ def summarize(
 ) -> RunSummary:
     """Summaries per environment and overall, reading the results one at a time: what is held is the
     aggregates, not the records (a run of any length is summarized in bounded memory)."""
+    return _fed(results).summary(run_id=run_id, agent=agent, user=user, mode=mode, trials=trials, planned=planned,
+                                 success_rule=success_rule)
+
+
+def _fed(results: Iterable[EpisodeResult]) -> Summarizer:
     summarizer = Summarizer()
     for r in results:
         summarizer.add(r)
-    return summarizer.summary(run_id=run_id, agent=agent, user=user, mode=mode, trials=trials, planned=planned,
-                              success_rule=success_rule)
+    return summarizer
 
 
 def summarize_run(results: Iterable[EpisodeResult], manifest: RunManifest, planned: int | None = None) -> RunSummary:
     """Summarize a run's episode results as its manifest describes it (planned episodes by default)."""
-    summarizer = Summarizer()
-    for r in results:
-        summarizer.add(r)
-    return run_summary(summarizer, manifest, planned)
+    return run_summary(_fed(results), manifest, planned)
 
 
 def run_summary(summarizer: Summarizer, manifest: RunManifest, planned: int | None = None) -> RunSummary:
