@@ -147,3 +147,36 @@ async def test_a_local_model_s_labels_are_shown_as_labels_in_the_page_made_as_th
         page = write_report(run, tmp_path / "live.html", run=finished).read_text()
     assert "decision label: Look first." in page
     assert page == render_report(run)
+
+
+def test_a_run_killed_midway_leaves_no_spooled_page_and_its_resumed_page_holds_every_episode(tmp_path: Path) -> None:
+    """SIGKILL while the page is being made: no file of the spool is left in the run folder (it never had a
+    name), and the resumed run's page, made from results.jsonl, holds every episode."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "envscaler_mcp", "eval", "--env", str(MINI_SHOP), "--agent", "oracle",
+            "--transport", "pipe", "--trials", "15", "--concurrency", "1", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.is_file() and results.read_bytes().count(b"\n") >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = results.read_bytes().count(b"\n")
+    assert 2 <= kept < 30
+    assert sorted(p.name for p in out.iterdir()) in (["isolation.jsonl", "results.jsonl", "run.json"],
+                                                     ["results.jsonl", "run.json"])
+    _eval_resumed = CliRunner().invoke(app, [*argv[3:], "--resume"])
+    assert _eval_resumed.exit_code == 0, _eval_resumed.output
+    page = (out / "report.html").read_text()
+    assert page.count('<details class="episode') == 30
+    assert page == write_report(out, tmp_path / "again.html").read_text()
