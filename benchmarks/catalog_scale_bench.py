@@ -305,7 +305,7 @@ def measure(n: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]
         print(_line(row), flush=True)
         if row["exit"] not in (0, 1):
             print(f"  {name} exited {row['exit']}: {row['stderr_tail']}", flush=True)
-    if not args.keep:
+    if not (args.keep or reused):  # a --reuse run leaves the kept catalog as it found it
         shutil.rmtree(folder, ignore_errors=True)
     return rows
 
@@ -334,7 +334,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="Keep each catalog and its home in --work.")
     parser.add_argument("--reuse", action="store_true", help="Run the commands on the home a --keep run left in "
-                        "--work (the set made again for its references; no import row).")
+                        "--work (the set made again for its references; no import row), and keep it.")
     parser.add_argument("--results", type=Path, default=None, help="Append rows here (JSON lines).")
     parser.add_argument("--svg", type=Path, default=None, help="Write the plot of every row in --results here.")
     parser.add_argument("--nice", type=int, default=10)

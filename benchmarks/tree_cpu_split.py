@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpuacct import Tree
+from cpuacct import Tree, Usage
 
 # Looked up in this order: an episode zygote's command line also names the server's package.
 KINDS = {"episodes": ("isolation.episode_zygote",), "servers": ("server_zygote", "confine_server"),
@@ -54,14 +54,12 @@ def _descends(pid: int, root: int) -> bool:
     return False
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command (after --)")
-    args = parser.parse_args()
-    command = [c for c in args.command if c != "--"] or parser.error("no command given")
+def measure(command: list[str]) -> tuple[int, float, Usage, collections.Counter[str]] | None:
+    """Run `command` in a cpuacct group of its own, its processes of each kind in child groups: (exit code, wall
+    seconds, CPU used per group, processes seen per kind); None when the controller is not there."""
     tree = Tree.create("tree-cpu-split")
     if tree is None:
-        raise SystemExit(1)
+        return None
     tree.enter()
     before = tree.read()
     seen: collections.Counter[str] = collections.Counter()
@@ -93,6 +91,18 @@ def main() -> None:
     tree.settle()
     used = tree.read() - before
     tree.remove()
+    return code, wall, used, seen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command (after --)")
+    args = parser.parse_args()
+    command = [c for c in args.command if c != "--"] or parser.error("no command given")
+    measured = measure(command)
+    if measured is None:
+        raise SystemExit(1)
+    code, wall, used, seen = measured
     print(f"exit {code}, {wall:.1f} s wall, load {os.getloadavg()[0]:.1f}")
     print(f"  {'whole tree':12s} user {used.user[''] / 1e9:8.2f} s  system {used.system[''] / 1e9:8.2f} s")
     for kind in KINDS:
