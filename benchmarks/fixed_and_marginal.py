@@ -18,7 +18,6 @@ by catalog_scale_bench.py; this says where the CPU of it goes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -27,19 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tree_cpu_split import KINDS, measure
 
+from envscaler_mcp._io import iter_jsonl
+
 GROUPS = (*KINDS, "command")
 
 
 def _counts(results: Path) -> tuple[int, int]:
     """(environments, episodes) of a run's results.jsonl."""
-    envs: set[str] = set()
-    episodes = 0
-    with results.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                envs.add(json.loads(line)["env_id"])
-                episodes += 1
-    return len(envs), episodes
+    envs = [record["env_id"] for _, record in iter_jsonl(results)]
+    return len(set(envs)), len(envs)
 
 
 def _fit(points: list[tuple[int, int, float]]) -> tuple[float, float]:

@@ -16,27 +16,22 @@ namespaces, user and limits, which this does not measure. Prints the medians of 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
 import socket
 import statistics
-import struct
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-_HEADER = struct.Struct("!Q")  # the runtime's framing (templates/server/runtime/framing.py)
 
-
-def _send(sock: socket.socket, data: bytes) -> None:
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _episode(ours: socket.socket) -> None:
-    """Settings, one episode asked for and answered, then the channel closed."""
-    _send(ours, json.dumps({"state_dir": None, "call_timeout": None}).encode())
-    _send(ours, b"{}")
+def _episode(ours: socket.socket, send: Callable[[socket.socket, bytes], None]) -> None:
+    """Settings, one episode asked for and answered, then the channel closed (`send`: the server's framing)."""
+    send(ours, json.dumps({"state_dir": None, "call_timeout": None}).encode())
+    send(ours, b"{}")
     message, fds, _, _ = socket.recv_fds(ours, 1 << 16, 4)
     for fd in fds:
         os.close(fd)
@@ -49,14 +44,14 @@ def _package(server: Path) -> str:
     return str(json.loads((server / "manifest.json").read_text(encoding="utf-8"))["package"])
 
 
-def spawned(server: Path, package: str) -> float:
+def spawned(server: Path, package: str, send: Callable[[socket.socket, bytes], None]) -> float:
     ours, theirs = socket.socketpair()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen([sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote", "--parent",
                               str(os.getpid()), "--channel-fd", str(theirs.fileno()), "--package", package,
                               "--path", str(server)], pass_fds=[theirs.fileno()], env={"PATH": os.environ["PATH"]})
     theirs.close()
-    _episode(ours)
+    _episode(ours, send)
     child.wait()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return 1000 * (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -109,20 +104,22 @@ def main() -> None:
         parser.error("give a rendered server folder (with its manifest.json)")
     server = args.server.resolve()
     package = _package(server)
+    sys.path.insert(0, str(server))  # the server's own framing (its runtime), to speak to its zygote
+    send = importlib.import_module(f"{package}.runtime.framing").send
     control, theirs = socket.socketpair()
     proc = subprocess.Popen([sys.executable, "-s", "-P", __file__, "--template-fd", str(theirs.fileno())],
                             pass_fds=[theirs.fileno()], env={"PATH": os.environ["PATH"]})
     theirs.close()
     try:
         for round_ in range(1, args.rounds + 1):
-            spawned_ms = [spawned(server, package) for _ in range(args.starts)]
+            spawned_ms = [spawned(server, package, send) for _ in range(args.starts)]
             forked_ms, forks_ms = [], []
             for _ in range(args.starts):
                 ours, zygote_end = socket.socketpair()
                 socket.send_fds(control, [json.dumps({"package": package, "path": str(server)}).encode()],
                                 [zygote_end.fileno()])
                 zygote_end.close()
-                _episode(ours)
+                _episode(ours, send)
                 message, _, _, _ = socket.recv_fds(control, 1 << 16, 1)
                 reply = json.loads(message)
                 forked_ms.append(reply["child_ms"])
