@@ -72,13 +72,13 @@ class Tree:
                 pass  # ended meanwhile
 
     def settle(self, timeout_s: float = 10.0) -> None:
-        """Wait until no process but this one is left in the tree (a pass's servers and workers still exiting
-        would be charged to whatever is measured next)."""
+        """Wait until no process but this one (when it entered the tree) is left in it (a pass's servers and
+        workers still exiting would be charged to whatever is measured next)."""
         deadline = time.monotonic() + timeout_s
         paths = [self.path, *(self.path / group for group in self.groups)]
         while time.monotonic() < deadline:
-            procs = [p for path in paths for p in (path / "cgroup.procs").read_text().split()]
-            if procs == [str(os.getpid())]:
+            procs = {p for path in paths for p in (path / "cgroup.procs").read_text().split()}
+            if procs <= {str(os.getpid())}:
                 return
             time.sleep(0.05)
 
