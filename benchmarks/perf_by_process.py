@@ -9,6 +9,8 @@ processes, as is each role's kernel share. Roles come from the shape of the proc
 
     the command
       server zygote (exec)  ->  waiting parent (fork)  ->  server (fork)  ->  episode zygote (exec)  ->  episode
+                            ->  zygote template (exec)  ->  its fork (joins a server's namespaces)  ->  episode
+                                zygote (fork, in the server's PID namespace)  ->  episode
       validator worker (exec)  ->  its zygote (exec, PID 1 of its namespace)  ->  batch process (fork)
 
 A process that fits none of these is "unknown"; samples outside the command's tree (other programs, the idle
@@ -70,7 +72,10 @@ def role(procs: Processes, pid: int, server_zygote: int | None) -> str:
     if top not in procs.execd:
         return "unknown"
     if top == server_zygote:
-        names = {1: "server zygote", 2: "waiting parent", 3: "server", 4: "episode zygote", 5: "episode"}
+        if level >= 2 and path[1] in procs.execd:  # the zygote template's branch (isolation/zygote_template.py)
+            names = {2: "zygote template", 3: "template's fork", 4: "episode zygote", 5: "episode"}
+        else:
+            names = {1: "server zygote", 2: "waiting parent", 3: "server", 4: "episode zygote", 5: "episode"}
         return names.get(level, "unknown")
     return {1: "validator worker", 2: "validator zygote", 3: "validator batch"}.get(level, "unknown")
 

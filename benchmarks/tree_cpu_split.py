@@ -3,10 +3,11 @@
     sudo .venv/bin/python benchmarks/tree_cpu_split.py -- envscaler-mcp eval --all --agent oracle --home HOME ...
 
 The command runs in a cpuacct group of its own (benchmarks/cpuacct.py); every 20 ms its new descendants are
-looked at, and an episode zygote (a server's, started as an interpreter of its own: it and the episode
-processes it forks), a server (the server zygote and what it forks: servers and their waiting parents) or a
-validator worker (its zygote and batch processes) is moved to a child group, which what it forks later
-follows (an episode zygote caught between its fork and its exec counts with the servers). The rest is the command's own process and whatever else it runs. Prints user and system seconds
+looked at, and an episode zygote (a server's, started as an interpreter of its own, or the zygote template
+that forks them: it and the episode processes they fork), a server (the server zygote and what it forks:
+servers and their waiting parents) or a validator worker (its zygote and batch processes) is moved to a child
+group, which what it forks later follows (an episode zygote caught between its fork and its exec counts with
+the servers). The rest is the command's own process and whatever else it runs. Prints user and system seconds
 per group, and how many processes of each kind were seen (a process forked and gone between two looks is
 counted with its parent's group, where it ran).
 """
@@ -26,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpuacct import Tree, Usage
 
 # Looked up in this order: an episode zygote's command line also names the server's package.
-KINDS = {"episodes": ("isolation.episode_zygote",), "servers": ("server_zygote", "confine_server"),
-         "validators": ("sandbox.worker",)}
+KINDS = {"episodes": ("isolation.episode_zygote", "isolation.zygote_template"),
+         "servers": ("server_zygote", "confine_server"), "validators": ("sandbox.worker",)}
 
 
 def _cmdline(pid: int) -> str:

@@ -34,7 +34,7 @@ import sys
 import sysconfig
 from typing import Any
 
-from envscaler_mcp.isolation import episode_zygote, landlock, limits, namespaces, seccomp
+from envscaler_mcp.isolation import episode_zygote, landlock, limits, namespaces, seccomp, zygote_template
 
 _SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/localtime",
                 "/usr/share/zoneinfo", "/dev/null", "/dev/urandom")
@@ -68,10 +68,13 @@ _zygote: list[tuple[int, int]] = []  # with --forks: the episode zygote started 
 
 
 def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 0,
-            forks: bool = False, zygote_of: tuple[str, list[str]] | None = None) -> dict[str, list[Any]]:
+            forks: bool = False, zygote_of: tuple[str, list[str]] | None = None,
+            template_fd: int | None = None) -> dict[str, list[Any]]:
     """Apply every layer this kernel allows and the limits; return {layer: [active, detail]}. With `forks`
-    and `zygote_of` (the server package and its search path), the episode zygote is started as an
-    interpreter of its own between the namespaces and the layers that forbid exec (episode_zygote.py)."""
+    and `zygote_of` (the server package and its search path), the episode zygote is started between the
+    namespaces and the layers that forbid exec: forked into this server's namespaces by the zygote template
+    on `template_fd` (zygote_template.py) when there is one and this server has its own PID namespace, or else
+    as an interpreter of its own (episode_zygote.py). `template_fd` is closed before the layers."""
     table: dict[str, list[Any]] = {"clean-environment": [True, "only the variables the launcher allowed"]}
     table.update(limits.apply(memory_mb, cpu_s))  # before the fork: the waiting parent has them too
     active, refused = namespaces.isolate(pid=True)
@@ -88,8 +91,13 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     if alive >= 0:
         namespaces.stay_tied(alive)
     allowed = sorted({*read, *python_folders(), *_SYSTEM_READ})
-    if forks and zygote_of is not None:
-        _start_zygote(zygote_of, allowed, syscalls)
+    try:
+        if forks and zygote_of is not None:
+            template = template_fd if "pid-namespace" in active else None
+            _start_zygote(zygote_of, allowed, syscalls, template)
+    finally:
+        if template_fd is not None:
+            os.close(template_fd)
     try:
         enforced = landlock.restrict(read=allowed)
     except OSError as exc:
@@ -120,15 +128,24 @@ def confine(read: list[str], memory_mb: int = 0, cpu_s: int = 0, threads: int = 
     return table
 
 
-def _start_zygote(zygote_of: tuple[str, list[str]], allowed: list[str], syscalls: Any) -> None:
-    """Start the server's episode zygote (episode_zygote.py); where it cannot start, the server forks its own."""
+def _start_zygote(zygote_of: tuple[str, list[str]], allowed: list[str], syscalls: Any,
+                  template_fd: int | None) -> None:
+    """Start the server's episode zygote: forked by the template (zygote_template.py) or spawned
+    (episode_zygote.py); where neither can start it, the server forks its own."""
     package, paths = zygote_of
     try:
         zygote_bpf = None if isinstance(syscalls, str) else seccomp.compile_bpf(syscalls)
+        episode_bpf = _episode_filter[0] if _episode_filter else None
+        if template_fd is not None:
+            try:
+                _zygote[:] = [zygote_template.ask(template_fd, package, allowed, paths, zygote_bpf, episode_bpf)]
+                return
+            except OSError as exc:
+                print(f"warning: the zygote template could not fork this server's episode zygote "
+                      f"({exc.strerror or exc}); it is started on its own", file=sys.stderr, flush=True)
         namespaces.keep_reading_across_exec(True)  # it reads what the server reads, as the same user
         try:
-            _zygote[:] = [episode_zygote.spawn(package, allowed, paths, zygote_bpf,
-                                               _episode_filter[0] if _episode_filter else None)]
+            _zygote[:] = [episode_zygote.spawn(package, allowed, paths, zygote_bpf, episode_bpf)]
         finally:
             namespaces.keep_reading_across_exec(False)
     except OSError as exc:
@@ -167,12 +184,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--forks", action="store_true",
                         help="the server may fork (one process per episode); each episode process forks nothing")
     parser.add_argument("--off", action="store_true", help="apply no layer but the limits (to measure their cost)")
+    parser.add_argument("--template-fd", type=int, default=None,
+                        help="the zygote template's channel (from the server zygote): forks the episode zygote")
     options = parser.parse_args(args[:split])
     rest = args[split + 1:]
     if len(rest) < 2 or rest[0] != "-m":
         raise SystemExit("envscaler_mcp.isolation.confine_server: give the module as `-- -m PACKAGE [ARGS]`")
     report = open(options.report, "w", encoding="utf-8") if options.report else None
     if options.off:
+        if options.template_fd is not None:
+            os.close(options.template_fd)
         table = {"clean-environment": [True, "only the variables the launcher allowed"],
                  **limits.apply(options.memory_mb, options.cpu_s)}
         for name in ("network-namespace", "ipc-namespace", "pid-namespace", "unprivileged-identity", "thread-limit",
@@ -181,7 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         package = rest[1].removesuffix(".__main__")
         table = confine([os.path.realpath(p) for p in options.read], options.memory_mb, options.cpu_s,
-                        options.threads, options.forks, (package, [os.path.realpath(p) for p in options.path]))
+                        options.threads, options.forks, (package, [os.path.realpath(p) for p in options.path]),
+                        options.template_fd)
     if report is not None:
         with report:
             report.write(json.dumps(table))

@@ -8,7 +8,9 @@ the zygote's page tables and then its pages as either side writes them. A zygote
 everything the server imported (mcp, pydantic, starlette, uvicorn: about 50 MB), so each episode's fork costs
 the kernel several milliseconds more than one of a bare interpreter (benchmarks/README.md). `confine_server`
 therefore starts the zygote with `spawn`, once the namespaces and limits are in place and before the
-server's own Landlock and seccomp layers (which forbid exec), and hands the server its end of the channel.
+server's own Landlock and seccomp layers (which forbid exec), and hands the server its end of the channel
+(a server forked from the server zygote gets its zygote forked by the zygote template instead, which runs
+`main` here with `--parent -1`: zygote_template.py).
 
 The process then confines itself as its server is confined, before it imports anything of the server folder:
 it dies with the server (its parent-death signal, and it ends at once when its parent is already another
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 # The variables the zygote sees (the server's allowlist, launch/server_process.py, without the admin token).
-_PASSED = ("PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "LANG", "LC_ALL", "TZ",
+PASSED = ("PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "LANG", "LC_ALL", "TZ",
            "GLIBC_TUNABLES")
 _STARTED: list[Any] = []  # the Popen objects of the zygotes started here
 
@@ -60,7 +62,7 @@ def spawn(package: str, read: list[str], paths: list[str], zygote_bpf: bytes | N
             *(a for d in read for a in ("--read", d)), *(a for d in paths for a in ("--path", d)),
             *(["--filter", base64.b64encode(zygote_bpf).decode()] if zygote_bpf else []),
             *(["--episode-filter", base64.b64encode(episode_bpf).decode()] if episode_bpf else [])]
-    env = {k: os.environ[k] for k in _PASSED if k in os.environ}
+    env = {k: os.environ[k] for k in PASSED if k in os.environ}
     try:
         child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=2, pass_fds=[theirs.fileno()],
                                  close_fds=True)
@@ -95,18 +97,20 @@ class _Options:
                 setattr(self, flag[2:].replace("-", "_"), value)
             else:
                 raise SystemExit(f"error: unknown option {flag}")
-        if self.parent < 0 or self.channel_fd < 0 or not self.package:
+        if self.parent < -1 or self.channel_fd < 0 or not self.package:
             raise SystemExit("usage: python -s -P -m envscaler_mcp.isolation.episode_zygote --parent PID "
                              "--channel-fd FD --package PACKAGE [--read DIR ...] [--path DIR ...] [--filter B64] "
                              "[--episode-filter B64]")
 
 
 def _confine(options: _Options) -> bool:
-    """The server's layers on this process; False when its server is already gone."""
+    """The server's layers on this process; False when its server is already gone. `--parent -1`: a zygote
+    forked into its server's PID namespace (zygote_template.py), which the kernel ends with the server."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != options.parent:
-        return False
+    if options.parent != -1:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != options.parent:
+            return False
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     namespaces.keep_reading_across_exec(False)  # nothing it forks keeps a capability past an exec
     if options.read:

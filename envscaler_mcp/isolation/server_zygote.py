@@ -19,6 +19,11 @@ and the layers that keep a server from signalling its launcher (PID namespace, L
 from signalling this process too. This process keeps no descriptor a child could use: each child closes all
 but the ones it was sent.
 
+Before it preloads anything, this process starts the zygote template (zygote_template.py), a lean
+interpreter that forks each forking server's episode zygote into that server's namespaces; a child that
+confines a server with `--forks` gets the template's channel (`--template-fd`), which it closes before its
+layers.
+
 The channel (a Unix seqpacket socket) carries one JSON request per message with its descriptors:
 {"argv": [...], "env": {...}, "cwd": DIR, "targets": [FD, ...], "token_env": NAME | null}; the descriptors are
 placed at `targets` in the child, and with `token_env` one more descriptor is a pipe holding the token. The
@@ -48,7 +53,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from envscaler_mcp.isolation import CONFINE_SERVER
+from envscaler_mcp.isolation import CONFINE_SERVER, zygote_template
 
 PR_SET_PDEATHSIG = 1
 _MAX_FDS = 16
@@ -95,9 +100,10 @@ def _preload(names: list[str]) -> None:
 
 
 class _Zygote:
-    def __init__(self, channel: socket.socket, compiled: dict[bytes, CodeType]) -> None:
+    def __init__(self, channel: socket.socket, compiled: dict[bytes, CodeType], template: int | None) -> None:
         self.channel = channel
         self.compiled = compiled
+        self.template = template  # the zygote template's channel (zygote_template.py), handed to forking servers
         self.children: dict[int, int] = {}  # pid -> write end of its exit-code pipe
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -162,6 +168,11 @@ class _Zygote:
             if len(fds) != len(targets) + wants_token:
                 raise ValueError("descriptors and targets differ in number")
             token_fd = fds[len(targets)] if wants_token else None
+            sources = fds[:len(targets)]
+            if self.template is not None:
+                request["argv"], target = _with_template(list(request["argv"]), targets)
+                if target is not None:
+                    sources, targets = [*sources, self.template], [*targets, target]
             status_r, status_w = os.pipe()
         except (ValueError, KeyError, TypeError, OSError) as exc:
             self._close(fds)
@@ -178,7 +189,7 @@ class _Zygote:
             return True
         if pid == 0:
             os.close(status_r)
-            _child({**request, "zygote": zygote}, fds[:len(targets)], targets, token_fd, self.compiled, keep_closed=[
+            _child({**request, "zygote": zygote}, sources, targets, token_fd, self.compiled, keep_closed=[
                 self.channel.fileno(), self.wake_r, self.wake_w, status_w, *self.children.values()])
         self._close(fds)
         self.children[pid] = status_w
@@ -206,6 +217,18 @@ class _Zygote:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _with_template(argv: list[str], targets: list[int]) -> tuple[list[str], int | None]:
+    """A server's confinement arguments with `--template-fd N` (and N) when it forks its episodes under the OS
+    layers; else unchanged (and None)."""
+    if "--" not in argv:
+        return argv, None
+    split = argv.index("--")
+    if "--forks" not in argv[:split] or "--off" in argv[:split]:
+        return argv, None
+    target = max([*targets, 2]) + 1
+    return [*argv[:split], "--template-fd", str(target), *argv[split:]], target
 
 
 def _place(sources: list[int], targets: list[int]) -> None:
@@ -282,10 +305,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runtime", default=None, help="the server runtime's folder (trusted): compiled once")
     options = parser.parse_args(argv)
     channel = socket.socket(fileno=options.channel_fd)
+    template = zygote_template.start()  # before the preloads: it starts from a lean interpreter of its own
     _preload([CONFINE_SERVER, "pyseccomp", *options.preload])
     gc.collect()
     gc.freeze()  # the preloaded modules stay shared with every child, never copied by the collector
-    zygote = _Zygote(channel, _compile_runtime(options.runtime))
+    zygote = _Zygote(channel, _compile_runtime(options.runtime), template)
     zygote._answer({"ready": os.getpid()}, [])
     zygote.serve()
 

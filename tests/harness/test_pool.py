@@ -106,6 +106,8 @@ def _server_children(flag: bytes) -> list[int]:
     zygote = _Shared.zygote.pid if _Shared.zygote is not None else None  # servers forked from the server zygote
     pids = []                                                           # carry its command line, not their own
     for pid, (parent, cmdline) in table.items():
+        if b"envscaler_mcp.isolation.zygote_template" in cmdline:
+            continue  # the server zygote's other child: it forks episode zygotes, never a server
         if (parent == os.getpid() and wanted(cmdline)) or (zygote is not None and parent == zygote):
             inner = [p for p, (pp, cl) in table.items() if pp == pid and (wanted(cl) or parent == zygote)]
             pids += inner or [pid]

@@ -335,7 +335,8 @@ def _zygote_of(folder: Path) -> int:
     """The episode zygote the confinement started for the server of `folder`: of the processes whose command line
     names both (it and the episodes it forked, which carry its command line), the one whose parent is none of them."""
     found = [pid for pid in _processes_of(folder)
-             if b"isolation.episode_zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+             if any(name in Path(f"/proc/{pid}/cmdline").read_bytes()
+                    for name in (b"isolation.episode_zygote", b"isolation.zygote_template"))]
     zygotes = [pid for pid in found if int(_status(pid)["PPid"]) not in found]
     assert len(zygotes) == 1 and len(found) >= 2, found  # the zygote and the open episode's process
     return zygotes[0]

@@ -1,0 +1,165 @@
+"""Episode zygotes forked by the zygote template (isolation/zygote_template.py) into their server's namespaces.
+
+The template is a process outside every server: it joins a server's namespaces through the server's pidfd and
+forks the zygote there. Shown by effect, from outside: the zygote is in its server's PID, network, IPC and mount
+namespaces (the template is in none of them), runs as its server's user with its server's limits, and ends with
+its server, episodes included, when the server is killed outright; no process of a server holds a descriptor of
+the template's channel or of the server zygote's; and with the template gone, servers spawn their zygotes as
+before and their episodes still run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from envscaler_mcp.launch import launch_server
+from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV, _Shared
+from tests.security.test_episode_processes import STARTUP_S, _initial, _processes_of, _status, _zygote_of
+from tests.security.test_server_attacks import malicious_server
+
+pytestmark = pytest.mark.anyio
+
+NAMESPACES = ("pid", "net", "ipc", "mnt")
+LIMITS = ("Max address space", "Max cpu time", "Max processes", "Max core file size", "Max open files")
+
+
+@pytest.fixture(autouse=True)
+def zygote_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ZYGOTE_ENV, raising=False)
+
+
+def _ns(pid: int) -> dict[str, str]:
+    return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in NAMESPACES}
+
+
+def _limits(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/limits").read_text().splitlines()
+    return {name: " ".join(line[len(name):].split()[:2]) for line in lines for name in LIMITS if line.startswith(name)}
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of `pid` (the zygote forks each episode from a thread of its own)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found.add(target)
+    return found
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.append(pid)
+        except OSError:
+            continue
+    return alive
+
+
+def _cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+@pytest.mark.parametrize("transport", ["pipe", "http"])
+async def test_the_zygote_is_in_its_server_s_namespaces_as_its_user_and_ends_when_the_server_is_killed(
+        tmp_path: Path, open_dir: Path, transport: str) -> None:
+    folder = malicious_server(tmp_path, open_dir, 9, code="")
+    killed_at = None
+    try:
+        async with launch_server(folder, transport=transport, episode_process="fork",  # type: ignore[arg-type]
+                                 startup_timeout=STARTUP_S) as server:
+            async with server.episode(_initial(folder)) as episode:
+                assert not (await episode.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+                served: int = server.pid  # type: ignore[attr-defined]
+                zygote = _zygote_of(folder)
+                episodes = _children(zygote)
+                template = int(_status(zygote)["PPid"])
+                seen = {"served": _ns(served), "zygote": _ns(zygote), "template": _ns(template)}
+                status, served_status = _status(zygote), _status(served)
+                limits = {"served": _limits(served), "zygote": _limits(zygote)}
+                template_cmd = _cmdline(template)
+                os.kill(served, signal.SIGKILL)  # no close, no channel shut: the kernel alone must end them
+                killed_at = time.monotonic()
+                deadline = killed_at + 15
+                while _alive([zygote, *episodes]) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                left = _alive([zygote, *episodes])
+    except Exception:  # the launcher's close meets a server already gone
+        if killed_at is None:
+            raise
+    assert b"isolation.zygote_template" in template_cmd  # forked by the template, not spawned by the server
+    assert episodes, "the open episode's process"
+    assert seen["zygote"] == seen["served"]
+    assert all(seen["template"][kind] != seen["served"][kind] for kind in ("pid", "net"))
+    assert len(status["NSpid"].split()) == 2 and status["NSpid"].split()[1] != "1"  # a process of the server's tree
+    assert status["Uid"] == served_status["Uid"] and status["Gid"] == served_status["Gid"]
+    assert int(status["Uid"].split()[0]) != 0
+    assert limits["zygote"] == limits["served"] and len(limits["zygote"]) == len(LIMITS)
+    assert status["Seccomp"] == "2" and status["NoNewPrivs"] == "1"
+    assert left == []
+
+
+async def test_no_process_of_a_server_holds_the_template_s_or_the_server_zygote_s_descriptors(
+        tmp_path: Path, open_dir: Path) -> None:
+    folder = malicious_server(tmp_path, open_dir, 9, code="")
+    async with launch_server(folder, transport="pipe", episode_process="fork", startup_timeout=STARTUP_S) as server:
+        async with server.episode(_initial(folder)) as episode:
+            assert not (await episode.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
+            assert _Shared.zygote is not None
+            zygote = _zygote_of(folder)
+            template = int(_status(zygote)["PPid"])
+            theirs = _socket_inodes(_Shared.zygote.pid) | _socket_inodes(template)
+            ours = {pid: _socket_inodes(pid) for pid in _processes_of(folder)}
+    assert theirs and len(ours) >= 4  # the waiter, the server, the zygote, the episode
+    assert {pid: held & theirs for pid, held in ours.items() if held & theirs} == {}
+
+
+async def test_with_the_template_gone_servers_spawn_their_zygotes_and_episodes_still_run(
+        tmp_path: Path, open_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = malicious_server(tmp_path, open_dir, 9, code="")
+    monkeypatch.setattr(_Shared, "zygote", None)  # a server zygote of this test's own
+    try:
+        async with launch_server(folder, transport="pipe", episode_process="fork", startup_timeout=STARTUP_S):
+            pass
+        own = _Shared.zygote
+        assert own is not None
+        [template] = [pid for pid in _children(own.pid) if b"isolation.zygote_template" in _cmdline(pid)]
+        os.kill(template, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while _alive([template]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive([template]) == []
+        async with launch_server(folder, transport="pipe", episode_process="fork",
+                                 startup_timeout=STARTUP_S) as server:
+            async with server.episode(_initial(folder)) as episode:
+                result = await episode.call_tool("cancel_order", {"order_id": "O-1002"})
+                zygote = _zygote_of(folder)
+                spawned_by = int(_status(zygote)["PPid"])
+                served: int = server.pid  # type: ignore[attr-defined]
+                zygote_cmd = _cmdline(zygote)
+                final = await episode.final_state()
+    finally:
+        if _Shared.zygote is not None:
+            _Shared.zygote.close()
+    assert not result.is_error and final["orders"]["O-1002"]["status"] == "cancelled"
+    assert b"isolation.episode_zygote" in zygote_cmd and spawned_by == served
