@@ -1,4 +1,4 @@
-"""Run by test_episode_processes.py and test_episode_attacks.py as an unprivileged user: an attack of those
+"""Run by test_episode_processes.py, test_episode_attacks.py and test_zygote_template.py as an unprivileged user: an attack of those
 tests against a server folder rendered for it, episodes in processes of their own; prints what happened as
 one JSON line."""
 
@@ -43,5 +43,11 @@ async def hang(folder: str) -> None:
     print(json.dumps({"uid": os.getuid(), **await hang_run(Path(folder))}))
 
 
+async def template(folder: str) -> None:
+    """The zygote forked by the zygote template, seen from outside, and the server killed (test_zygote_template.py)."""
+    from tests.security.test_zygote_template import killed_run
+    print(json.dumps({"uid": os.getuid(), "seen": await killed_run(Path(folder), "pipe")}))
+
+
 if __name__ == "__main__":
-    anyio.run({"threads": threads, "hang": hang}.get(sys.argv[2] if sys.argv[2:] else "", main), sys.argv[1])
+    anyio.run({"threads": threads, "hang": hang, "template": template}.get(sys.argv[2] if sys.argv[2:] else "", main), sys.argv[1])

@@ -14,12 +14,20 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from envscaler_mcp.launch import launch_server
 from envscaler_mcp.launch.server_zygote import ZYGOTE_ENV, _Shared
-from tests.security.test_episode_processes import STARTUP_S, _initial, _processes_of, _status, _zygote_of
+from tests.security.test_episode_processes import (
+    STARTUP_S,
+    _as_nobody,
+    _initial,
+    _processes_of,
+    _status,
+    _zygote_of,
+)
 from tests.security.test_server_attacks import malicious_server
 
 pytestmark = pytest.mark.anyio
@@ -33,8 +41,12 @@ def zygote_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ZYGOTE_ENV, raising=False)
 
 
-def _ns(pid: int) -> dict[str, str]:
-    return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in NAMESPACES}
+def _ns(pid: int) -> dict[str, str] | None:
+    """The namespaces of `pid`; None where this user may not read them (a normal user: non-dumpable processes)."""
+    try:
+        return {kind: os.readlink(f"/proc/{pid}/ns/{kind}") for kind in NAMESPACES}
+    except PermissionError:
+        return None
 
 
 def _limits(pid: int) -> dict[str, str]:
@@ -51,6 +63,13 @@ def _children(pid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def _template() -> int:
+    """This process's zygote template: its server zygote's child that runs zygote_template.py."""
+    assert _Shared.zygote is not None, _Shared.failed
+    [template] = [pid for pid in _children(_Shared.zygote.pid) if b"isolation.zygote_template" in _cmdline(pid)]
+    return template
 
 
 def _socket_inodes(pid: int) -> set[str]:
@@ -80,43 +99,66 @@ def _cmdline(pid: int) -> bytes:
     return Path(f"/proc/{pid}/cmdline").read_bytes()
 
 
-@pytest.mark.parametrize("transport", ["pipe", "http"])
-async def test_the_zygote_is_in_its_server_s_namespaces_as_its_user_and_ends_when_the_server_is_killed(
-        tmp_path: Path, open_dir: Path, transport: str) -> None:
-    folder = malicious_server(tmp_path, open_dir, 9, code="")
-    killed_at = None
+async def killed_run(folder: Path, transport: str) -> dict[str, Any]:
+    """A fork server of `folder` with one episode open: what /proc shows of its zygote, its server and the
+    template, then the server killed outright (SIGKILL: no close, no channel shut) and what is left of the zygote
+    and its episodes 15 s later. Also run as a normal user (tests/security/episode_probe.py)."""
+    seen: dict[str, Any] = {}
     try:
         async with launch_server(folder, transport=transport, episode_process="fork",  # type: ignore[arg-type]
                                  startup_timeout=STARTUP_S) as server:
             async with server.episode(_initial(folder)) as episode:
                 assert not (await episode.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
                 served: int = server.pid  # type: ignore[attr-defined]
-                zygote = _zygote_of(folder)
+                template = _template()
+                [zygote] = _children(template)  # this server's: the only one running
                 episodes = _children(zygote)
-                template = int(_status(zygote)["PPid"])
-                seen = {"served": _ns(served), "zygote": _ns(zygote), "template": _ns(template)}
-                status, served_status = _status(zygote), _status(served)
-                limits = {"served": _limits(served), "zygote": _limits(zygote)}
-                template_cmd = _cmdline(template)
-                os.kill(served, signal.SIGKILL)  # no close, no channel shut: the kernel alone must end them
-                killed_at = time.monotonic()
-                deadline = killed_at + 15
+                seen = {"ns": {"served": _ns(served), "zygote": _ns(zygote), "template": _ns(template)},
+                        "status": _status(zygote), "served_status": _status(served), "episodes": episodes,
+                        "limits": {"served": _limits(served), "zygote": _limits(zygote)},
+                        "template_cmd": _cmdline(template).decode(errors="replace")}
+                os.kill(served, signal.SIGKILL)
+                deadline = time.monotonic() + 15
                 while _alive([zygote, *episodes]) and time.monotonic() < deadline:
                     time.sleep(0.05)
-                left = _alive([zygote, *episodes])
+                seen["left"] = _alive([zygote, *episodes])
     except Exception:  # the launcher's close meets a server already gone
-        if killed_at is None:
+        if "left" not in seen:
             raise
-    assert b"isolation.zygote_template" in template_cmd  # forked by the template, not spawned by the server
-    assert episodes, "the open episode's process"
-    assert seen["zygote"] == seen["served"]
-    assert all(seen["template"][kind] != seen["served"][kind] for kind in ("pid", "net"))
+    return seen
+
+
+def check_killed_run(seen: dict[str, Any]) -> None:
+    """The zygote was forked by the template into its server's namespaces, as its user with its limits, and it
+    and its episodes were gone after the server's SIGKILL."""
+    status, ns = seen["status"], seen["ns"]
+    assert "isolation.zygote_template" in seen["template_cmd"]  # forked by the template, not spawned
+    assert seen["episodes"], "the open episode's process"
     assert len(status["NSpid"].split()) == 2 and status["NSpid"].split()[1] != "1"  # a process of the server's tree
-    assert status["Uid"] == served_status["Uid"] and status["Gid"] == served_status["Gid"]
-    assert int(status["Uid"].split()[0]) != 0
-    assert limits["zygote"] == limits["served"] and len(limits["zygote"]) == len(LIMITS)
+    assert status["Uid"] == seen["served_status"]["Uid"] and status["Gid"] == seen["served_status"]["Gid"]
+    assert status["NSpid"].split()[0] != status["NSpid"].split()[1]
+    assert seen["limits"]["zygote"] == seen["limits"]["served"] and len(seen["limits"]["zygote"]) == len(LIMITS)
     assert status["Seccomp"] == "2" and status["NoNewPrivs"] == "1"
-    assert left == []
+    if None not in ns.values():  # readable from outside (root; a normal user may not read them)
+        assert ns["zygote"] == ns["served"]
+        assert all(ns["template"][kind] != ns["served"][kind] for kind in ("pid", "net"))
+    assert seen["left"] == []
+
+
+@pytest.mark.parametrize("transport", ["pipe", "http"])
+async def test_the_zygote_is_in_its_server_s_namespaces_as_its_user_and_ends_when_the_server_is_killed(
+        tmp_path: Path, open_dir: Path, transport: str) -> None:
+    seen = await killed_run(malicious_server(tmp_path, open_dir, 9, code=""), transport)
+    assert None not in seen["ns"].values()
+    check_killed_run(seen)
+    assert int(seen["status"]["Uid"].split()[0]) != 0
+
+
+def test_as_a_normal_user_too(open_dir: Path) -> None:
+    """The same as uid nobody, where the template joins the server's user namespace first."""
+    probe = _as_nobody(open_dir, "", "template")
+    check_killed_run(probe["seen"])
+    assert probe["seen"]["status"]["Uid"].split()[0] == str(probe["uid"])
 
 
 async def test_no_process_of_a_server_holds_the_template_s_or_the_server_zygote_s_descriptors(
@@ -126,8 +168,7 @@ async def test_no_process_of_a_server_holds_the_template_s_or_the_server_zygote_
         async with server.episode(_initial(folder)) as episode:
             assert not (await episode.call_tool("cancel_order", {"order_id": "O-1002"})).is_error
             assert _Shared.zygote is not None
-            zygote = _zygote_of(folder)
-            template = int(_status(zygote)["PPid"])
+            template = _template()
             theirs = _socket_inodes(_Shared.zygote.pid) | _socket_inodes(template)
             ours = {pid: _socket_inodes(pid) for pid in _processes_of(folder)}
     assert theirs and len(ours) >= 4  # the waiter, the server, the zygote, the episode
@@ -141,9 +182,7 @@ async def test_with_the_template_gone_servers_spawn_their_zygotes_and_episodes_s
     try:
         async with launch_server(folder, transport="pipe", episode_process="fork", startup_timeout=STARTUP_S):
             pass
-        own = _Shared.zygote
-        assert own is not None
-        [template] = [pid for pid in _children(own.pid) if b"isolation.zygote_template" in _cmdline(pid)]
+        template = _template()
         os.kill(template, signal.SIGKILL)
         deadline = time.monotonic() + 15
         while _alive([template]) and time.monotonic() < deadline:
