@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 # The variables the zygote sees (the server's allowlist, launch/server_process.py, without the admin token).
 PASSED = ("PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "LANG", "LC_ALL", "TZ",
-           "GLIBC_TUNABLES")
+          "GLIBC_TUNABLES")
 _STARTED: list[Any] = []  # the Popen objects of the zygotes started here
 
 
@@ -79,7 +79,7 @@ class _Options:
     """The command line (no argparse: this process starts once per server, and its imports are its cost)."""
 
     def __init__(self, argv: list[str]) -> None:
-        self.parent, self.channel_fd, self.package = -1, -1, ""
+        self.parent, self.channel_fd, self.package = -2, -1, ""  # --parent -1: tied by a PID namespace
         self.read: list[str] = []
         self.path: list[str] = []
         self.filter: str | None = None

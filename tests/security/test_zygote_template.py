@@ -202,3 +202,15 @@ async def test_with_the_template_gone_servers_spawn_their_zygotes_and_episodes_s
             _Shared.zygote.close()
     assert not result.is_error and final["orders"]["O-1002"]["status"] == "cancelled"
     assert b"isolation.episode_zygote" in zygote_cmd and spawned_by == served
+
+
+def test_an_episode_zygote_tied_to_nothing_does_not_start() -> None:
+    """`--parent -1` (tied by its server's PID namespace) is asked for explicitly: without `--parent` the zygote
+    would have neither tie, so it refuses to start."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.episode_zygote"]
+    done = subprocess.run([*base, "--channel-fd", "0", "--package", "x"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode != 0 and "usage:" in done.stderr and "Traceback" not in done.stderr
