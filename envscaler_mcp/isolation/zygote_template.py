@@ -95,6 +95,7 @@ def ask(template_fd: int, package: str, read: list[str], paths: list[str], zygot
                "episode_filter": base64.b64encode(episode_bpf).decode() if episode_bpf else None}
     try:
         with socket.socket(fileno=os.dup(template_fd)) as template:
+            template.settimeout(ANSWER_WITHIN_S)  # a stopped template whose channel is full: no wait for ever
             socket.send_fds(template, [json.dumps(request).encode()],
                             [theirs.fileno(), pidfd, answer_theirs.fileno(), 2])
         theirs.close()

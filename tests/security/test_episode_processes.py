@@ -388,21 +388,16 @@ MiniShop.add_note = _planted
 '''
 
 
-def _plant_bytecode(folder: Path, module: str, marker: Path) -> None:
+def plant_code(folder: Path, module: str, code: str) -> None:
     """A `.pyc` for the runtime's `module` that Python takes for current (the header carries the hash of the
-    module's own source) but whose code is the real module's and then tries to write `marker`, recording what
-    happened: what a shared server folder could carry."""
+    module's own source) but whose code is the real module's followed by `code`: what a shared server folder
+    could carry."""
     import importlib.util
     import py_compile
 
     [source] = list(folder.glob(f"*_mcp/runtime/{module}.py"))
     planted_source = folder / "planted.py"
-    planted_source.write_text(source.read_text() + (
-        "\ntry:\n"
-        f"    open({str(marker)!r}, 'w').write('written')\n"
-        "    PLANTED = 'wrote the marker'\n"
-        "except OSError as exc:\n"
-        "    PLANTED = 'refused: ' + type(exc).__name__\n"))
+    planted_source.write_text(source.read_text() + code)
     target = Path(importlib.util.cache_from_source(str(source)))
     py_compile.compile(str(planted_source), cfile=str(target), dfile=str(source), doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
@@ -410,6 +405,15 @@ def _plant_bytecode(folder: Path, module: str, marker: Path) -> None:
     data[8:16] = importlib.util.source_hash(source.read_bytes())  # as if compiled from the module's source
     target.write_bytes(bytes(data))
     planted_source.unlink()
+
+
+def _plant_bytecode(folder: Path, module: str, marker: Path) -> None:
+    """Planted runtime bytecode (`plant_code`) that tries to write `marker`, recording what happened."""
+    plant_code(folder, module, "\ntry:\n"
+                               f"    open({str(marker)!r}, 'w').write('written')\n"
+                               "    PLANTED = 'wrote the marker'\n"
+                               "except OSError as exc:\n"
+                               "    PLANTED = 'refused: ' + type(exc).__name__\n")
 
 
 @pytest.mark.parametrize("transport", ["pipe", "http"])
