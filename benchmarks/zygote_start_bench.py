@@ -61,10 +61,9 @@ def template(control_fd: int) -> None:
     """The template's loop: import what the zygote imports, then fork one zygote per request."""
     import gc
 
-    from envscaler_mcp.isolation import episode_zygote
+    from envscaler_mcp.isolation import episode_zygote, zygote_template
 
-    for name in ("json", "threading", "queue", "select", "signal", "ctypes", "importlib.util", "resource", "array",
-                 "struct", "copy", "contextlib", "marshal", "re", "collections"):
+    for name in zygote_template.PRELOAD:
         __import__(name)
     gc.freeze()
     control = socket.socket(fileno=control_fd)

@@ -23,8 +23,8 @@ folder. The template forks a child that:
   first child ends at once; the template reaps the zygote (a subreaper);
 * becomes the server's user (root: the server's uid of its own, keeping only the capability to read files;
   a normal user: every capability of the user namespace dropped), sets the server's limits, works in the
-  server's folder, keeps only the server's allowed variables, writes to the server's standard error,
-  answers with its pid as the server sees it, closes every descriptor but its channel, and then confines
+  server's folder (its variables are the template's: the server's allowlist), writes to the server's
+  standard error, answers with its pid as the server sees it, closes every descriptor but its channel, then confines
   itself as a spawned zygote does (episode_zygote.py: non-dumpable, Landlock, the server's seccomp filter)
   before it imports anything of the server folder.
 
@@ -56,8 +56,8 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 _JOINED = namespaces.CLONE_NEWNET | namespaces.CLONE_NEWIPC | namespaces.CLONE_NEWNS | namespaces.CLONE_NEWPID
 # What the zygote's runtime imports from the standard library, imported once here (episode_zygote.py and
 # templates/server/runtime/zygote.py).
-_PRELOAD = ("json", "threading", "queue", "select", "ctypes", "importlib.util", "resource", "array", "struct",
-            "copy", "contextlib", "marshal", "re", "collections", "base64")
+PRELOAD = ("json", "threading", "queue", "select", "ctypes", "importlib.util", "resource", "array", "struct",
+           "copy", "contextlib", "marshal", "re", "collections", "base64")
 _LIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
 ANSWER_WITHIN_S = 10.0
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -69,6 +69,7 @@ def start() -> int | None:
     import subprocess
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # the server's allowlist without the admin token: what every zygote it forks keeps
     env = {k: os.environ[k] for k in episode_zygote.PASSED if k in os.environ}
     try:
         subprocess.Popen([sys.executable, "-s", "-P", "-m", "envscaler_mcp.isolation.zygote_template",
@@ -121,7 +122,7 @@ def serve(channel_fd: int) -> None:
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # the zygotes, whose first parent ends at once
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # and the kernel reaps them
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness answers Ctrl-C; this ends with its channel
-    for name in _PRELOAD:
+    for name in PRELOAD:
         __import__(name)
     gc.collect()
     gc.freeze()
@@ -180,9 +181,6 @@ def _zygote(request: dict[str, Any], zygote: int, answer: int, stderr: int, uid:
         for which, (soft, hard) in limits.items():
             resource.setrlimit(which, (soft, hard))
         os.chdir(str(request["cwd"]))
-        for name in list(os.environ):
-            if name not in episode_zygote.PASSED:
-                del os.environ[name]
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(stderr, 1)
