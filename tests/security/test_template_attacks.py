@@ -273,6 +273,7 @@ def test_a_server_killed_around_its_template_request_leaves_nothing(tmp_path: Pa
     assert channel is not None
     try:
         # control (never killed), then kills at increasing delays after the request was sent
+        during_fork = 0
         delays = [None, 0, 0, 200, 500, 1000, 2000, 3000, 5000, 8000, 12000, 20000, 40000, 80000, 150000]
         delays += [random.randint(0, 60000) for _ in range(8)]
         for delay in delays:
@@ -313,6 +314,8 @@ def test_a_server_killed_around_its_template_request_leaves_nothing(tmp_path: Pa
                 t0 = time.perf_counter()
                 while (time.perf_counter() - t0) * 1e6 < delay:
                     pass
+                [template] = _template_children_of_test()
+                during_fork += bool(_children(template))  # its child that joins namespaces was still there
                 os.kill(inner_pid, signal.SIGKILL)
             proc.kill()
             proc.wait()
@@ -324,6 +327,7 @@ def test_a_server_killed_around_its_template_request_leaves_nothing(tmp_path: Pa
             assert left == [], (delay, left, [_cmdline(p) for p in left])
         [template] = _template_children_of_test()  # the template still runs after all that
         assert _alive([template]) == [template]
+        assert during_fork > 0  # some kills landed while the template was forking this server's zygote
     finally:
         os.close(channel)
 

@@ -214,3 +214,38 @@ def test_an_episode_zygote_tied_to_nothing_does_not_start() -> None:
     done = subprocess.run([*base, "--channel-fd", "0", "--package", "x"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode != 0 and "usage:" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_a_run_whose_template_is_killed_at_its_first_episode_loses_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A faulty machine: the template dies as the run's first episode starts. The servers started after it spawn
+    their zygotes, and every episode of the run completes with the verdict the oracle earns."""
+    from envscaler_mcp.harness.config import RunConfig
+    from envscaler_mcp.harness.oracle import OraclePolicy
+    from envscaler_mcp.harness.rundir import RunDir
+    from envscaler_mcp.harness.run import run_eval
+    from envscaler_mcp.harness.seats import Seat
+    from envscaler_mcp.scenario.models import Scenario
+
+    monkeypatch.setattr(_Shared, "zygote", None)  # a server zygote, and so a template, of this test's own
+    killed: list[int] = []
+
+    def agent(scenario: Scenario) -> Any:
+        if not killed:
+            killed.append(_template())
+            os.kill(killed[0], signal.SIGKILL)
+        return OraclePolicy(scenario)
+
+    config = RunConfig.model_validate({
+        "envs": ["clinic_appointments", "ecommerce_orders", "flight_bookings"], "agent": "oracle",
+        "transport": "pipe", "episode_process": "fork", "limit": 2, "concurrency": 1, "progress": False})
+    try:
+        await run_eval(config, tmp_path / "run", agent=Seat("oracle", factory=agent))
+    finally:
+        if _Shared.zygote is not None:
+            _Shared.zygote.close()
+    records = RunDir(tmp_path / "run").read_results()
+    assert killed and _alive(killed) == []
+    assert len(records) == 6 and {r.env_id for r in records} == {"clinic_appointments", "ecommerce_orders",
+                                                                  "flight_bookings"}
+    assert all(r.status == "completed" and r.success for r in records), [(r.status, r.infra_reason) for r in records]
