@@ -222,8 +222,8 @@ async def test_a_run_whose_template_is_killed_at_its_first_episode_loses_nothing
     their zygotes, and every episode of the run completes with the verdict the oracle earns."""
     from envscaler_mcp.harness.config import RunConfig
     from envscaler_mcp.harness.oracle import OraclePolicy
-    from envscaler_mcp.harness.rundir import RunDir
     from envscaler_mcp.harness.run import run_eval
+    from envscaler_mcp.harness.rundir import RunDir
     from envscaler_mcp.harness.seats import Seat
     from envscaler_mcp.scenario.models import Scenario
 
