@@ -1,13 +1,15 @@
 """The validator sandbox as a normal user: the layers come from a user namespace, Landlock and seccomp.
 
-When the tests run as root, the probe runs as `nobody` through setpriv (if the interpreter lives under a
-folder `nobody` cannot enter, such as /root, a private mount namespace shows it through a tmpfs).
+When the tests run as root, the probe runs as `nobody` through setpriv (if the interpreter or the checkout lives
+under folders `nobody` cannot enter, such as /root or a private temporary folder, a private mount namespace shows
+what is needed of them through a tmpfs laid over each).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,16 +40,18 @@ def as_nobody(argv: list[str]) -> list[str] | None:
     blocked = {b for p in needed for b in _blocked(p)}
     if not blocked:
         return [*setpriv, *argv]
-    if blocked != {Path("/root")}:
-        return None
-    # Show /root's needed children through a world-readable tmpfs, in a private mount namespace.
-    children = sorted({p.relative_to("/root").parts[0] for p in needed if Path("/root") in p.parents})
-    script = ["set -e", "keep=$(mktemp -d)"]
-    for i, child in enumerate(children):
-        script += [f"mkdir $keep/{i}", f"mount --bind /root/{child} $keep/{i}"]
-    script.append("mount -t tmpfs -o mode=755 tmpfs /root")
-    for i, child in enumerate(children):
-        script += [f"mkdir /root/{child}", f"mount --bind $keep/{i} /root/{child}"]
+    # Show each blocked folder's needed children through a world-readable tmpfs laid over it, in a private mount
+    # namespace (outermost first: an inner blocked folder is then reached through the outer one's binds).
+    script, kept = ["set -e", "keep=$(mktemp -d)"], 0
+    for folder in sorted(blocked, key=lambda p: len(p.parts)):
+        children = sorted({folder / p.relative_to(folder).parts[0] for p in needed if folder in p.parents})
+        made = [("mkdir" if child.is_dir() else "touch", shlex.quote(str(child))) for child in children]
+        for i, (make, child) in enumerate(made, start=kept):
+            script += [f"{make} $keep/{i}", f"mount --bind {child} $keep/{i}"]
+        script.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(str(folder))}")
+        for i, (make, child) in enumerate(made, start=kept):
+            script += [f"{make} {child}", f"mount --bind $keep/{i} {child}"]
+        kept += len(made)
     script.append('exec "$@"')
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "; ".join(script), "sh", *setpriv, *argv]
 
